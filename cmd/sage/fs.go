@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+func init() {
+	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS})
+}
+
+func runFS(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(env.stderr, "usage: sage fs read|write|ls|tree|rm [flags] PATH")
+		return exitUsage
+	}
+	op := args[0]
+	fs := flag.NewFlagSet("sage fs "+op, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	var sf sandboxFlags
+	sf.register(fs)
+	asJSON := fs.Bool("json", false, "print JSON (ls, tree)")
+	appendMode := fs.Bool("append", false, "append instead of replacing (write)")
+	depth := fs.Int("depth", 3, "maximum depth (tree)")
+	items := fs.Int("max-items", 100, "maximum entries per directory (tree)")
+	hidden := fs.Bool("hidden", false, "include dot files (tree)")
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(env.stderr, "usage: sage fs %s [flags] PATH\n", op)
+		return exitUsage
+	}
+	h, err := openSandbox(ctx, &sf)
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+	p := pos[0]
+	switch op {
+	case "read":
+		var data []byte
+		if data, err = h.ReadFile(ctx, p); err == nil {
+			_, err = env.stdout.Write(data)
+		}
+	case "write":
+		var data []byte
+		if data, err = io.ReadAll(env.stdin); err == nil {
+			err = h.WriteFile(ctx, p, data, sandbox.WriteOptions{Append: *appendMode})
+		}
+	case "ls":
+		var list []sandbox.FileInfo
+		if list, err = h.ListDirectory(ctx, p); err == nil {
+			err = printList(env.stdout, list, *asJSON)
+		}
+	case "tree":
+		var tree *sandbox.TreeNode
+		opts := sandbox.TreeOptions{MaxDepth: *depth, MaxItems: *items, Hidden: *hidden}
+		if tree, err = h.FileTree(ctx, p, opts); err == nil {
+			err = printTree(env.stdout, tree, *asJSON)
+		}
+	case "rm":
+		err = h.DeleteFile(ctx, p)
+	default:
+		fmt.Fprintf(env.stderr, "sage fs: unknown operation %q (want read, write, ls, tree or rm)\n", op)
+		return exitUsage
+	}
+	if err != nil {
+		return fail(env, 1, err)
+	}
+	return 0
+}
+
+func printList(w io.Writer, list []sandbox.FileInfo, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(list)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, fi := range list {
+		name := fi.Name
+		if fi.IsDir {
+			name += "/"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%q\n", fi.Mode, fi.Size, fi.ModTime.Format("2006-01-02 15:04"), name)
+	}
+	return tw.Flush()
+}
+
+func printTree(w io.Writer, tree *sandbox.TreeNode, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(tree)
+	}
+	_, err := io.WriteString(w, tree.String())
+	return err
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+var sageBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sage-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	sageBin = filepath.Join(dir, "sage")
+	if out, err := exec.Command("go", "build", "-o", sageBin, ".").CombinedOutput(); err != nil {
+		panic("build sage: " + err.Error() + "\n" + string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type cliRun struct {
+	stdout, stderr string
+	code           int
+}
+
+// sage runs the built binary with a private SAGE_HOME.
+func sage(t *testing.T, home, stdin string, args ...string) cliRun {
+	t.Helper()
+	cmd := exec.Command(sageBin, args...)
+	cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_SANDBOX_MODE=passthrough")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return cliRun{out.String(), errb.String(), code}
+}
+
+func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {
+	home := t.TempDir()
+	r := sage(t, home, "", "exec", "--", "echo out; echo err >&2; exit 3")
+	assert.Equal(t, 3, r.code)
+	assert.Equal(t, "out\n", r.stdout)
+	assert.Equal(t, "err\n", r.stderr)
+	_, err := os.Stat(filepath.Join(home, "sessions/default/workspace"))
+	assert.NoError(t, err, "default workspace is $SAGE_HOME/sessions/<session>/workspace")
+}
+
+func TestExecArgvIsQuoted(t *testing.T) {
+	r := sage(t, t.TempDir(), "", "exec", "--", "printf", "%s|", "a b", "it's", "$HOME")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "a b|it's|$HOME|", r.stdout)
+}
+
+func TestExecJSON(t *testing.T) {
+	r := sage(t, t.TempDir(), "", "exec", "--json", "--env", "X=42", "--", "echo $X")
+	require.Equal(t, 0, r.code, r.stderr)
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
+	for _, k := range []string{"success", "stdout", "stderr", "exit_code", "duration_ms", "timed_out", "truncated", "stdout_dropped_bytes", "stderr_dropped_bytes"} {
+		assert.Contains(t, raw, k)
+	}
+	var res sandbox.CommandResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.Equal(t, "42\n", res.Stdout)
+	assert.True(t, res.Success)
+}
+
+func TestExecTimeoutExits124(t *testing.T) {
+	start := time.Now()
+	r := sage(t, t.TempDir(), "", "exec", "--timeout", "500ms", "--", "echo partial; sleep 30")
+	assert.Equal(t, 124, r.code)
+	assert.Equal(t, "partial\n", r.stdout)
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+func TestExecSandboxErrorExits125(t *testing.T) {
+	for _, args := range [][]string{
+		{"exec", "--mode", "vm", "--", "true"},
+		{"exec", "--mount", "/nonexistent-dir-xyz:/data", "--", "true"},
+		{"exec", "--session", "../x", "--", "true"},
+	} {
+		r := sage(t, t.TempDir(), "", args...)
+		assert.Equal(t, 125, r.code, "%v", args)
+		assert.True(t, strings.HasPrefix(r.stderr, "sage: "), r.stderr)
+		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+	}
+	r := sage(t, t.TempDir(), "", "exec", "--bogus-flag", "--", "true")
+	assert.Equal(t, 2, r.code)
+}
+
+func TestExecStdinAndMount(t *testing.T) {
+	data := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(data, "f.txt"), []byte("from mount"), 0o644))
+	home := t.TempDir()
+	r := sage(t, home, "piped\n", "exec", "--", "cat")
+	assert.Equal(t, "piped\n", r.stdout)
+	r = sage(t, home, "", "fs", "read", "--mount", data+":/mnt/data:ro", "/mnt/data/f.txt")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "from mount", r.stdout)
+	r = sage(t, home, "x", "fs", "write", "/mnt/data/f.txt", "--mount", data+":/mnt/data:ro")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "read-only")
+}
+
+func TestFS(t *testing.T) {
+	home := t.TempDir()
+	r := sage(t, home, "hello\n", "fs", "write", "notes/a.txt")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = sage(t, home, "more\n", "fs", "write", "--append", "notes/a.txt")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = sage(t, home, "", "fs", "read", "notes/a.txt")
+	assert.Equal(t, "hello\nmore\n", r.stdout)
+	r = sage(t, home, "", "fs", "ls", "notes")
+	assert.Contains(t, r.stdout, `"a.txt"`)
+	r = sage(t, home, "", "fs", "ls", "--json", "notes")
+	var list []sandbox.FileInfo
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Len(t, list, 1)
+	assert.EqualValues(t, 11, list[0].Size)
+	r = sage(t, home, "", "fs", "tree", ".")
+	assert.Equal(t, "workspace/\n  notes/\n    a.txt\n", r.stdout)
+	r = sage(t, home, "", "fs", "rm", "notes")
+	assert.Equal(t, 0, r.code, r.stderr)
+	r = sage(t, home, "", "fs", "read", "notes/a.txt")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "no such file")
+	r = sage(t, home, "", "fs", "read", "../../etc/passwd")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "outside")
+	r = sage(t, home, "", "fs", "chmod", "x")
+	assert.Equal(t, 2, r.code)
+}
+
+func TestDoctorJSON(t *testing.T) {
+	r := sage(t, t.TempDir(), "", "doctor", "--json")
+	var rep struct {
+		OS     string `json:"os"`
+		OK     bool   `json:"ok"`
+		Checks []struct{ Name, Status, Detail, Fix string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	names := map[string]bool{}
+	for _, c := range rep.Checks {
+		names[c.Name] = true
+		assert.NotEmpty(t, c.Status)
+	}
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroup v2 delegation", "seatbelt", "docker", "redis", "otlp endpoint"} {
+		assert.True(t, names[n], n)
+	}
+	assert.Equal(t, rep.OK, r.code == 0)
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	r := sage(t, t.TempDir(), "", "version")
+	assert.Equal(t, 0, r.code)
+	assert.True(t, strings.HasPrefix(r.stdout, "sage "), r.stdout)
+	r = sage(t, t.TempDir(), "", "nope")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "unknown command")
+}
+
+func TestShellJoin(t *testing.T) {
+	assert.Equal(t, "echo $HOME | wc", shellJoin([]string{"echo $HOME | wc"}))
+	assert.Equal(t, `ls -la 'a b' 'it'\''s' ''`, shellJoin([]string{"ls", "-la", "a b", "it's", ""}))
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+
+	"github.com/sage-go/sage/sagents/llm"
+)
+
+func init() {
+	register(command{"probe", "probe an OpenAI-compatible model's capabilities", runProbe})
+}
+
+func runProbe(ctx context.Context, env *cliEnv, args []string) int {
+	fs := flag.NewFlagSet("sage probe", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	baseURL := fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "API base URL (default $OPENAI_BASE_URL)")
+	model := fs.String("model", os.Getenv("SAGE_MODEL"), "model name (default $SAGE_MODEL)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	refresh := fs.Bool("refresh", false, "ignore cached probe results")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	err := llm.RunProbeCommand(ctx, env.stdout, llm.ProbeCommandOptions{
+		BaseURL: *baseURL, Model: *model, APIKey: os.Getenv("OPENAI_API_KEY"), JSON: *asJSON, Refresh: *refresh})
+	if err != nil {
+		return fail(env, 1, err)
+	}
+	return 0
+}

@@ -1,0 +1,134 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Client is the dual-model client. It is safe for concurrent use.
+type Client struct {
+	standard, fast, embedding *model
+
+	http              *http.Client
+	retry             RetryPolicy
+	firstChunkTimeout time.Duration
+	embedBatch        int
+	embedDims         int
+}
+
+// model is one configured model with its key rotation and capabilities.
+type model struct {
+	cfg     ModelConfig
+	clients []*openai.Client // one per API key
+	next    atomic.Uint64
+	caps    capStore
+}
+
+// New builds a client. It makes no network calls; see [Probe].
+func New(cfg Config) (*Client, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	hc := wrapHTTPClient(cfg.HTTPClient)
+	c := &Client{
+		http:              hc,
+		retry:             cfg.Retry.withDefaults(),
+		firstChunkTimeout: cfg.FirstChunkTimeout,
+		embedBatch:        cfg.EmbeddingBatchSize,
+		embedDims:         cfg.EmbeddingDimensions,
+	}
+	if c.embedBatch == 0 {
+		c.embedBatch = 64
+	}
+	c.standard = newModel(cfg.Standard, hc)
+	c.fast = c.standard
+	if cfg.Fast.Model != "" {
+		c.fast = newModel(cfg.Fast.inherit(cfg.Standard), hc)
+	}
+	if cfg.Embedding.Model != "" {
+		c.embedding = newModel(cfg.Embedding.inherit(cfg.Standard), hc)
+	}
+	return c, nil
+}
+
+func newModel(cfg ModelConfig, hc *http.Client) *model {
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	m := &model{cfg: cfg}
+	m.caps.caps = cfg.Capabilities
+	for _, key := range splitKeys(cfg.APIKey) {
+		oc := openai.DefaultConfig(key)
+		oc.BaseURL = cfg.BaseURL
+		oc.HTTPClient = hc
+		m.clients = append(m.clients, openai.NewClientWithConfig(oc))
+	}
+	return m
+}
+
+// client returns the go-openai client of the next API key.
+func (m *model) client() *openai.Client {
+	n := m.next.Add(1) - 1
+	return m.clients[n%uint64(len(m.clients))]
+}
+
+func (c *Client) pick(t ModelType) *model {
+	if t == Fast {
+		return c.fast
+	}
+	return c.standard
+}
+
+// Model returns the model name a request of type t uses.
+func (c *Client) Model(t ModelType) string { return c.pick(t).cfg.Model }
+
+// BaseURL returns the base URL a request of type t uses.
+func (c *Client) BaseURL(t ModelType) string { return c.pick(t).cfg.BaseURL }
+
+// Capabilities returns what is currently known about the model of type t.
+func (c *Client) Capabilities(t ModelType) Capabilities { return c.pick(t).caps.get() }
+
+// SetCapabilities records known capabilities for the model of type t; Unknown
+// fields leave the current answer in place.
+func (c *Client) SetCapabilities(t ModelType, caps Capabilities) { c.pick(t).caps.apply(caps) }
+
+// Chat sends a non-streaming chat completion, retrying as the policy allows.
+func (c *Client) Chat(ctx context.Context, r Request) (*Response, error) {
+	call, err := newCall(c.pick(r.ModelType), r)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		resp, err := retryDo(ctx, c.retry, func(ctx context.Context) (*Response, error) {
+			return c.chatOnce(ctx, call)
+		})
+		if call.adapt(err) {
+			continue
+		}
+		return resp, withModel(err, call.m.cfg.Model)
+	}
+}
+
+func (c *Client) chatOnce(ctx context.Context, call *call) (*Response, error) {
+	ex := &exchange{patch: call.plan.patch}
+	start := time.Now()
+	out, err := call.m.client().CreateChatCompletion(withExchange(ctx, ex), call.plan.req)
+	if err != nil {
+		return nil, classify(err, ex)
+	}
+	resp := fromChatResponse(out)
+	resp.Latency = time.Since(start)
+	return resp, nil
+}
+
+func withModel(err error, name string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Model == "" {
+		e.Model = name
+	}
+	return err
+}

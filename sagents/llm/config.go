@@ -1,0 +1,142 @@
+package llm
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ModelType selects which configured model a request uses.
+type ModelType int
+
+// The two model slots. Fast falls back to Standard when no fast model is set.
+const (
+	Standard ModelType = iota
+	Fast
+)
+
+func (t ModelType) String() string {
+	if t == Fast {
+		return "fast"
+	}
+	return "standard"
+}
+
+// ModelConfig names one model on one OpenAI-compatible server.
+type ModelConfig struct {
+	BaseURL string // e.g. https://api.openai.com/v1 or http://localhost:8000/v1
+	// APIKey may hold several comma-separated keys; requests rotate through
+	// them round-robin.
+	APIKey string
+	Model  string
+	// Capabilities known in advance; Unknown fields are learned from probes
+	// and from the server's errors.
+	Capabilities Capabilities
+}
+
+// Config configures a [Client].
+type Config struct {
+	Standard ModelConfig
+	// Fast is optional. When Fast.Model is empty, Fast requests use Standard.
+	// An empty Fast.BaseURL or Fast.APIKey is taken from Standard.
+	Fast ModelConfig
+	// Embedding is optional and needed only by Embed; empty BaseURL and
+	// APIKey are taken from Standard.
+	Embedding           ModelConfig
+	EmbeddingBatchSize  int // texts per embeddings request; default 64
+	EmbeddingDimensions int // 0 leaves the model's default
+
+	// HTTPClient is shared by every model (tracing, proxies). nil means a
+	// client over http.DefaultTransport. The client is copied, not modified.
+	HTTPClient *http.Client
+	Retry      RetryPolicy
+	// FirstChunkTimeout abandons (and retries) a stream attempt whose first
+	// chunk has not arrived in time. 0 means no limit beyond ctx.
+	FirstChunkTimeout time.Duration
+}
+
+// RetryPolicy bounds retries. Zero fields take the defaults noted.
+type RetryPolicy struct {
+	MaxAttempts    int           // total attempts, default 4; 1 disables retries
+	InitialBackoff time.Duration // default 500ms, doubled per attempt
+	MaxBackoff     time.Duration // default 20s
+	MaxElapsed     time.Duration // total time budget across attempts, default 2m
+	MaxRetryAfter  time.Duration // longest Retry-After honoured, default 60s
+	// Sleep waits between attempts; tests inject a recorder. Default: a
+	// timer that stops early when ctx is done.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a value in [0,1) for jitter. Default: math/rand/v2.
+	Rand func() float64
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	def(&p.InitialBackoff, 500*time.Millisecond)
+	def(&p.MaxBackoff, 20*time.Second)
+	def(&p.MaxElapsed, 2*time.Minute)
+	def(&p.MaxRetryAfter, time.Minute)
+	if p.Sleep == nil {
+		p.Sleep = sleepCtx
+	}
+	if p.Rand == nil {
+		p.Rand = rand.Float64
+	}
+	return p
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// inherit fills empty connection fields of m from std.
+func (m ModelConfig) inherit(std ModelConfig) ModelConfig {
+	if m.BaseURL == "" {
+		m.BaseURL = std.BaseURL
+	}
+	if m.APIKey == "" {
+		m.APIKey = std.APIKey
+	}
+	return m
+}
+
+func splitKeys(s string) []string {
+	var keys []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		keys = []string{""} // servers such as Ollama need no key
+	}
+	return keys
+}
+
+func (c Config) validate() error {
+	if c.Standard.Model == "" {
+		return &ConfigError{Field: "Standard.Model", Reason: "empty"}
+	}
+	if c.Standard.BaseURL == "" {
+		return &ConfigError{Field: "Standard.BaseURL", Reason: "empty"}
+	}
+	if c.EmbeddingBatchSize < 0 {
+		return &ConfigError{Field: "EmbeddingBatchSize", Reason: "negative"}
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// bodyPatch is everything go-openai's request struct cannot express. The
+// transport applies it to the JSON body in one rewriting step.
+type bodyPatch struct {
+	set  map[string]any // top-level fields to set, zero values included
+	drop []string       // top-level fields to remove
+	// fillReasoningContent adds "reasoning_content": "" to assistant messages
+	// that carry tool calls and no reasoning content (DeepSeek thinking mode).
+	fillReasoningContent bool
+}
+
+func (p bodyPatch) empty() bool {
+	return len(p.set) == 0 && len(p.drop) == 0 && !p.fillReasoningContent
+}
+
+// apply rewrites a JSON object body. Keys come out sorted (encoding/json
+// sorts map keys), so the bytes sent are deterministic.
+func (p bodyPatch) apply(body []byte) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, fmt.Errorf("llm: rewriting request body: %w", err)
+	}
+	for k, v := range p.set {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("llm: rewriting request body: field %q: %w", k, err)
+		}
+		obj[k] = raw
+	}
+	for _, k := range p.drop {
+		delete(obj, k)
+	}
+	if p.fillReasoningContent {
+		if err := fillReasoningContent(obj); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(obj)
+}
+
+func fillReasoningContent(obj map[string]json.RawMessage) error {
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(obj["messages"], &msgs); err != nil {
+		return fmt.Errorf("llm: rewriting messages: %w", err)
+	}
+	changed := false
+	for _, m := range msgs {
+		_, hasRC := m["reasoning_content"]
+		if string(m["role"]) == `"assistant"` && m["tool_calls"] != nil && !hasRC {
+			m["reasoning_content"] = json.RawMessage(`""`)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	raw, err := json.Marshal(msgs)
+	obj["messages"] = raw
+	return err
+}
+
+// exchange carries one attempt's patch into the transport and the response
+// back out of it. It travels in the request context.
+type exchange struct {
+	patch bodyPatch
+
+	mu   sync.Mutex
+	resp *http.Response
+	sent []byte
+}
+
+type exchangeKey struct{}
+
+func withExchange(ctx context.Context, ex *exchange) context.Context {
+	return context.WithValue(ctx, exchangeKey{}, ex)
+}
+
+func exchangeFrom(ctx context.Context) *exchange {
+	ex, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return ex
+}
+
+func (ex *exchange) record(sent []byte, resp *http.Response) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if sent != nil {
+		ex.sent = sent
+	}
+	if resp != nil {
+		ex.resp = resp
+	}
+}
+
+func (ex *exchange) response() *http.Response {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.resp
+}
+
+func (ex *exchange) retryAfter() time.Duration {
+	resp := ex.response()
+	if resp == nil {
+		return 0
+	}
+	return parseRetryAfter(resp.Header, time.Now())
+}
+
+// rewriteTransport is the one place where request bodies are rewritten.
+type rewriteTransport struct {
+	base http.RoundTripper
+}
+
+func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ex := exchangeFrom(req.Context())
+	if ex == nil {
+		return t.base.RoundTrip(req)
+	}
+	out, sent, err := rewrite(req, ex.patch)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(out)
+	ex.record(sent, resp)
+	return resp, err
+}
+
+// rewrite returns a clone of req whose body has the patch applied, and the
+// body bytes that will be sent.
+func rewrite(req *http.Request, p bodyPatch) (*http.Request, []byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("llm: reading request body: %w", err)
+	}
+	if !p.empty() {
+		if body, err = p.apply(body); err != nil {
+			return nil, nil, err
+		}
+	}
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return out, body, nil
+}
+
+// wrapHTTPClient returns a copy of c (or of a zero client) whose transport
+// rewrites bodies. The copy shares c's underlying transport, so connection
+// pools, proxies and tracing wrappers are shared by every model.
+func wrapHTTPClient(c *http.Client) *http.Client {
+	if c == nil {
+		c = &http.Client{}
+	}
+	cp := *c
+	base := c.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cp.Transport = &rewriteTransport{base: base}
+	return &cp
+}

@@ -1,0 +1,213 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Background runs and tracks background tasks for a provider. Each task
+// runs in its own process group with stdout and stderr appended to one
+// log file. When a task's leader exits, the rest of its group is killed.
+type Background struct {
+	dir   string
+	grace time.Duration
+
+	mu     sync.Mutex
+	tasks  map[string]*bgTask
+	closed bool
+}
+
+type bgTask struct {
+	id, log string
+	pgid    int
+	done    chan struct{}
+	state   BackgroundState // valid once done is closed
+}
+
+// Launch is what a provider wants run as a background task.
+type Launch struct {
+	Path        string
+	Args        []string
+	Dir         string
+	Env         []string
+	SysProcAttr *syscall.SysProcAttr
+}
+
+// NewBackground keeps task logs in logDir (created on first use). grace
+// is the time between SIGTERM and SIGKILL; 0 means DefaultKillGrace.
+func NewBackground(logDir string, grace time.Duration) *Background {
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	return &Background{dir: logDir, grace: grace, tasks: map[string]*bgTask{}}
+}
+
+// Start launches a task. ctx only bounds the start itself.
+func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox: background log dir: %w", err)
+	}
+	id := "bg-" + randomHex(6)
+	logPath := filepath.Join(b.dir, id+".log")
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: background log: %w", err)
+	}
+	defer logf.Close()
+	cmd := &exec.Cmd{Path: l.Path, Args: l.Args, Dir: l.Dir, Env: l.Env, Stdout: logf, Stderr: logf}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if l.SysProcAttr != nil {
+		*cmd.SysProcAttr = *l.SysProcAttr
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		os.Remove(logPath)
+		return nil, fmt.Errorf("sandbox: start background task: %w", err)
+	}
+	t := &bgTask{id: id, log: logPath, pgid: cmd.Process.Pid, done: make(chan struct{})}
+	b.tasks[id] = t
+	go t.reap(cmd)
+	return &BackgroundTask{ID: id, PID: t.pgid, LogPath: logPath}, nil
+}
+
+func (t *bgTask) reap(cmd *exec.Cmd) {
+	cmd.Wait()
+	killGroup(t.pgid, syscall.SIGKILL)
+	code, sig := exitStatus(cmd.ProcessState)
+	t.state = BackgroundState{ExitCode: code, Signal: sig}
+	close(t.done)
+}
+
+func (b *Background) task(id string) (*bgTask, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTask, id)
+	}
+	return t, nil
+}
+
+// Read returns at most max bytes of the task's log from offset (max <= 0
+// means 64 KiB). The text never ends inside a UTF-8 sequence unless a
+// single character is longer than max.
+func (b *Background) Read(taskID string, offset int64, max int) (BackgroundOutput, error) {
+	if offset < 0 {
+		return BackgroundOutput{}, fmt.Errorf("sandbox: read background output: negative offset %d", offset)
+	}
+	if max <= 0 {
+		max = 64 << 10
+	}
+	t, err := b.task(taskID)
+	if err != nil {
+		return BackgroundOutput{}, err
+	}
+	f, err := os.Open(t.log)
+	if err != nil {
+		return BackgroundOutput{}, fmt.Errorf("sandbox: background log: %w", err)
+	}
+	defer f.Close()
+	buf := make([]byte, max)
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return BackgroundOutput{}, fmt.Errorf("sandbox: background log: %w", err)
+	}
+	buf = buf[:n]
+	if trimmed := trimPartialRuneEnd(buf); len(trimmed) > 0 {
+		buf = trimmed
+	}
+	return BackgroundOutput{Text: string(buf), NextOffset: offset + int64(len(buf))}, nil
+}
+
+// Status reports whether the task runs, and how it ended.
+func (b *Background) Status(taskID string) (BackgroundState, error) {
+	t, err := b.task(taskID)
+	if err != nil {
+		return BackgroundState{}, err
+	}
+	select {
+	case <-t.done:
+		return t.state, nil
+	default:
+		return BackgroundState{Alive: true}, nil
+	}
+}
+
+// Kill ends the task's process group and waits until the leader is gone:
+// SIGTERM, then SIGKILL after the grace period (at once with force).
+// Killing a finished task is not an error.
+func (b *Background) Kill(ctx context.Context, taskID string, force bool) error {
+	t, err := b.task(taskID)
+	if err != nil {
+		return err
+	}
+	return t.kill(ctx, force, b.grace)
+}
+
+func (t *bgTask) kill(ctx context.Context, force bool, grace time.Duration) error {
+	select {
+	case <-t.done:
+		return nil
+	default:
+	}
+	if !force {
+		killGroup(t.pgid, syscall.SIGTERM)
+		timer := time.NewTimer(grace)
+		defer timer.Stop()
+		select {
+		case <-t.done:
+			return nil
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	killGroup(t.pgid, syscall.SIGKILL)
+	select {
+	case <-t.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sandbox: kill %s: %w", t.id, ctx.Err())
+	}
+}
+
+// Close kills every task that still runs. It is idempotent; later Starts
+// fail with ErrClosed.
+func (b *Background) Close(ctx context.Context) error {
+	b.mu.Lock()
+	b.closed = true
+	tasks := make([]*bgTask, 0, len(b.tasks))
+	for _, t := range b.tasks {
+		tasks = append(tasks, t)
+	}
+	b.mu.Unlock()
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, t := range tasks {
+		wg.Go(func() {
+			if err := t.kill(ctx, false, b.grace); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,340 @@
+package sandbox
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// NetworkMode says what network a sandboxed command gets.
+type NetworkMode string
+
+// Network modes.
+const (
+	NetworkOff  NetworkMode = "off"
+	NetworkOpen NetworkMode = "open"
+)
+
+// Isolation choices, per operating system.
+const (
+	IsolationAuto     = "auto"
+	IsolationBwrap    = "bwrap"
+	IsolationSeatbelt = "seatbelt"
+	IsolationNone     = "none"
+)
+
+// Config describes a sandbox. The zero value of every optional field means
+// the provider's safe default.
+type Config struct {
+	Mode Type
+	// SandboxID identifies the sandbox; empty means a random id.
+	SandboxID string
+	// Workspace is the host directory of the workspace (local and
+	// passthrough). It is created if missing.
+	Workspace string
+	// VirtualWorkspace is the workspace path as commands see it; empty
+	// means the provider's default ("/workspace" in local mode, the host
+	// path in passthrough mode).
+	VirtualWorkspace string
+	// RuntimeDir holds background logs and temporary code files; empty
+	// means $SAGE_HOME/runtime/<sandbox id>.
+	RuntimeDir string
+	Mounts     []VolumeMount
+	// Timeout is the default command timeout; 0 means DefaultTimeout.
+	Timeout time.Duration
+	Local   LocalConfig
+	Remote  RemoteConfig
+}
+
+// LocalConfig holds the limits and isolation of local mode.
+type LocalConfig struct {
+	CPUTimeLimit    time.Duration // RLIMIT_CPU, whole seconds; 0: provider default
+	MemoryLimitMB   int
+	PidsLimit       int
+	FileSizeLimitMB int
+	Network         NetworkMode // "" means off
+	Isolation       Isolation
+}
+
+// Isolation picks the isolation technique per operating system.
+type Isolation struct {
+	Linux  string // auto, bwrap or none
+	Darwin string // auto, seatbelt or none
+}
+
+// RemoteConfig selects and configures a remote provider.
+type RemoteConfig struct {
+	Provider  string `yaml:"provider" json:"provider,omitempty"`
+	ServerURL string `yaml:"server_url" json:"server_url,omitempty"`
+	APIKey    string `yaml:"api_key" json:"-"`
+	Image     string `yaml:"image" json:"image,omitempty"`
+	// ProviderConfig holds provider-specific settings.
+	ProviderConfig map[string]any `yaml:"provider_config" json:"provider_config,omitempty"`
+}
+
+// Home is $SAGE_HOME, or ~/.sage when unset.
+func Home() string {
+	if h := os.Getenv("SAGE_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".sage")
+	}
+	return filepath.Join(os.TempDir(), "sage")
+}
+
+// ParseMount parses "host:sandbox[:ro|:rw]".
+func ParseMount(s string) (VolumeMount, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return VolumeMount{}, fmt.Errorf("mount %q: want host:sandbox[:ro]", s)
+	}
+	m := VolumeMount{HostPath: parts[0], SandboxPath: parts[1]}
+	if len(parts) == 3 {
+		switch parts[2] {
+		case "ro":
+			m.ReadOnly = true
+		case "rw":
+		default:
+			return VolumeMount{}, fmt.Errorf("mount %q: mode %q is not ro or rw", s, parts[2])
+		}
+	}
+	return m, nil
+}
+
+// ParseMounts parses a comma-separated list of mounts.
+func ParseMounts(s string) ([]VolumeMount, error) {
+	var out []VolumeMount
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		m, err := ParseMount(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ConfigFromEnv reads SAGE_SANDBOX_MODE (default local),
+// SAGE_SANDBOX_WORKSPACE, SAGE_SANDBOX_MOUNT_PATHS, SAGE_SANDBOX_TIMEOUT,
+// SAGE_LOCAL_CPU_TIME_LIMIT (seconds), SAGE_LOCAL_MEMORY_LIMIT_MB,
+// SAGE_LOCAL_PIDS_LIMIT, SAGE_LOCAL_FILE_SIZE_LIMIT_MB, SAGE_LOCAL_NETWORK,
+// SAGE_REMOTE_PROVIDER, SAGE_REMOTE_URL and SAGE_REMOTE_API_KEY. Errors name
+// the variable.
+func ConfigFromEnv() (Config, error) {
+	return configFromLookup(os.LookupEnv)
+}
+
+func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
+	c := Config{
+		Mode:      Type(get("SAGE_SANDBOX_MODE")),
+		Workspace: get("SAGE_SANDBOX_WORKSPACE"),
+		Local:     LocalConfig{Network: NetworkMode(get("SAGE_LOCAL_NETWORK"))},
+		Remote: RemoteConfig{
+			Provider:  get("SAGE_REMOTE_PROVIDER"),
+			ServerURL: get("SAGE_REMOTE_URL"),
+			APIKey:    get("SAGE_REMOTE_API_KEY"),
+		},
+	}
+	if c.Mode == "" {
+		c.Mode = Local
+	}
+	if v := get("SAGE_SANDBOX_MOUNT_PATHS"); v != "" {
+		ms, err := ParseMounts(v)
+		if err != nil {
+			return Config{}, &ConfigError{Field: "SAGE_SANDBOX_MOUNT_PATHS", Value: v, Reason: err.Error()}
+		}
+		c.Mounts = ms
+	}
+	if v := get("SAGE_SANDBOX_TIMEOUT"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil {
+			return Config{}, &ConfigError{Field: "SAGE_SANDBOX_TIMEOUT", Value: v, Reason: err.Error()}
+		}
+		c.Timeout = d
+	}
+	if v := get("SAGE_LOCAL_CPU_TIME_LIMIT"); v != "" {
+		d, err := parseSeconds(v)
+		if err != nil {
+			return Config{}, &ConfigError{Field: "SAGE_LOCAL_CPU_TIME_LIMIT", Value: v, Reason: err.Error()}
+		}
+		c.Local.CPUTimeLimit = d
+	}
+	ints := []struct {
+		name string
+		dst  *int
+	}{
+		{"SAGE_LOCAL_MEMORY_LIMIT_MB", &c.Local.MemoryLimitMB},
+		{"SAGE_LOCAL_PIDS_LIMIT", &c.Local.PidsLimit},
+		{"SAGE_LOCAL_FILE_SIZE_LIMIT_MB", &c.Local.FileSizeLimitMB},
+	}
+	for _, it := range ints {
+		if v := get(it.name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return Config{}, &ConfigError{Field: it.name, Value: v, Reason: "not an integer"}
+			}
+			*it.dst = n
+		}
+	}
+	if err := c.validate(envNames); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// parseSeconds accepts a number of seconds ("60", "1.5") or a Go duration
+// ("90s", "2m").
+func parseSeconds(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("not seconds or a duration")
+	}
+	return d, nil
+}
+
+// Validate checks the config and names the first bad field.
+func (c Config) Validate() error { return c.validate(yamlNames) }
+
+// fieldNames maps config fields to the names users wrote them under.
+type fieldNames map[string]string
+
+var yamlNames = fieldNames{
+	"mode": "sandbox.mode", "workspace": "sandbox.workspace",
+	"virtual_workspace": "sandbox.virtual_workspace", "mounts": "sandbox.mounts",
+	"timeout": "sandbox.timeout", "cpu": "sandbox.local.cpu_time_limit",
+	"mem": "sandbox.local.memory_limit_mb", "pids": "sandbox.local.pids_limit",
+	"fsize": "sandbox.local.file_size_limit_mb", "network": "sandbox.local.network",
+	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
+	"provider": "sandbox.remote.provider", "url": "sandbox.remote.server_url",
+	"sandbox_id": "sandbox.sandbox_id",
+}
+
+var envNames = fieldNames{
+	"mode": "SAGE_SANDBOX_MODE", "workspace": "SAGE_SANDBOX_WORKSPACE",
+	"virtual_workspace": "sandbox.virtual_workspace", "mounts": "SAGE_SANDBOX_MOUNT_PATHS",
+	"timeout": "SAGE_SANDBOX_TIMEOUT", "cpu": "SAGE_LOCAL_CPU_TIME_LIMIT",
+	"mem": "SAGE_LOCAL_MEMORY_LIMIT_MB", "pids": "SAGE_LOCAL_PIDS_LIMIT",
+	"fsize": "SAGE_LOCAL_FILE_SIZE_LIMIT_MB", "network": "SAGE_LOCAL_NETWORK",
+	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
+	"provider": "SAGE_REMOTE_PROVIDER", "url": "SAGE_REMOTE_URL",
+	"sandbox_id": "sandbox.sandbox_id",
+}
+
+func (c Config) validate(n fieldNames) error {
+	bad := func(key, val, reason string) error {
+		return &ConfigError{Field: n[key], Value: val, Reason: reason}
+	}
+	switch c.Mode {
+	case Local, Remote, Passthrough:
+	case "":
+		return bad("mode", "", "required (local, remote or passthrough)")
+	default:
+		return bad("mode", string(c.Mode), "unknown mode (want local, remote or passthrough)")
+	}
+	if c.SandboxID != "" && !validID(c.SandboxID) {
+		return bad("sandbox_id", c.SandboxID, "want 1-64 characters of A-Z a-z 0-9 _ -")
+	}
+	if c.VirtualWorkspace != "" && !cleanAbs(c.VirtualWorkspace) {
+		return bad("virtual_workspace", c.VirtualWorkspace, "must be a clean absolute path other than /")
+	}
+	if err := validateMounts(c.Mounts, n["mounts"]); err != nil {
+		return err
+	}
+	if c.Timeout < 0 {
+		return bad("timeout", c.Timeout.String(), "must not be negative")
+	}
+	if err := c.Local.validate(bad); err != nil {
+		return err
+	}
+	if c.Mode == Remote {
+		if c.Remote.Provider == "" {
+			return bad("provider", "", "required in remote mode")
+		}
+		if u := c.Remote.ServerURL; u != "" {
+			p, err := url.Parse(u)
+			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+				return bad("url", u, "want an http or https URL")
+			}
+		}
+	}
+	return nil
+}
+
+func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
+	if l.CPUTimeLimit < 0 || (l.CPUTimeLimit > 0 && l.CPUTimeLimit < time.Second) {
+		return bad("cpu", l.CPUTimeLimit.String(), "must be 0 (default) or at least 1s")
+	}
+	for key, v := range map[string]int{"mem": l.MemoryLimitMB, "pids": l.PidsLimit, "fsize": l.FileSizeLimitMB} {
+		if v < 0 {
+			return bad(key, strconv.Itoa(v), "must not be negative")
+		}
+	}
+	switch l.Network {
+	case "", NetworkOff, NetworkOpen:
+	default:
+		return bad("network", string(l.Network), "want off or open")
+	}
+	switch l.Isolation.Linux {
+	case "", IsolationAuto, IsolationBwrap, IsolationNone:
+	default:
+		return bad("iso_linux", l.Isolation.Linux, "want auto, bwrap or none")
+	}
+	switch l.Isolation.Darwin {
+	case "", IsolationAuto, IsolationSeatbelt, IsolationNone:
+	default:
+		return bad("iso_darwin", l.Isolation.Darwin, "want auto, seatbelt or none")
+	}
+	return nil
+}
+
+func validateMounts(ms []VolumeMount, field string) error {
+	seen := map[string]bool{}
+	for i, m := range ms {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if m.HostPath == "" || !filepath.IsAbs(m.HostPath) {
+			return &ConfigError{Field: f + ".host_path", Value: m.HostPath, Reason: "must be an absolute path"}
+		}
+		if !cleanAbs(m.SandboxPath) {
+			return &ConfigError{Field: f + ".sandbox_path", Value: m.SandboxPath, Reason: "must be a clean absolute path other than /"}
+		}
+		if seen[m.SandboxPath] {
+			return &ConfigError{Field: f + ".sandbox_path", Value: m.SandboxPath, Reason: "mounted twice"}
+		}
+		seen[m.SandboxPath] = true
+	}
+	return nil
+}
+
+func cleanAbs(p string) bool {
+	return p != "/" && path.IsAbs(p) && path.Clean(p) == p && !strings.ContainsAny(p, "\x00:")
+}
+
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		ok := r == '_' || r == '-' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidID reports whether s is a valid sandbox or thread id:
+// ^[A-Za-z0-9_-]{1,64}$.
+func ValidID(s string) bool { return validID(s) }

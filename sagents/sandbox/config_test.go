@@ -1,0 +1,165 @@
+package sandbox
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func lookupFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	c, err := configFromLookup(lookupFrom(map[string]string{
+		"SAGE_SANDBOX_MODE":          "remote",
+		"SAGE_SANDBOX_MOUNT_PATHS":   "/data:/mnt/data:ro, /src:/mnt/src",
+		"SAGE_LOCAL_CPU_TIME_LIMIT":  "60",
+		"SAGE_LOCAL_MEMORY_LIMIT_MB": "512",
+		"SAGE_REMOTE_PROVIDER":       "aio",
+		"SAGE_REMOTE_URL":            "http://127.0.0.1:8080",
+	}))
+	require.NoError(t, err)
+	assert.Equal(t, Remote, c.Mode)
+	assert.Equal(t, []VolumeMount{{"/data", "/mnt/data", true}, {"/src", "/mnt/src", false}}, c.Mounts)
+	assert.Equal(t, 60*time.Second, c.Local.CPUTimeLimit)
+	assert.Equal(t, 512, c.Local.MemoryLimitMB)
+	assert.Equal(t, "aio", c.Remote.Provider)
+	assert.Equal(t, "http://127.0.0.1:8080", c.Remote.ServerURL)
+}
+
+func TestConfigFromEnvDefaultsToLocal(t *testing.T) {
+	c, err := configFromLookup(lookupFrom(nil))
+	require.NoError(t, err)
+	assert.Equal(t, Local, c.Mode)
+}
+
+func TestConfigFromEnvNamesTheBadVariable(t *testing.T) {
+	cases := map[string]map[string]string{
+		"SAGE_SANDBOX_MODE":          {"SAGE_SANDBOX_MODE": "docker"},
+		"SAGE_SANDBOX_MOUNT_PATHS":   {"SAGE_SANDBOX_MOUNT_PATHS": "/only-one-part"},
+		"SAGE_LOCAL_CPU_TIME_LIMIT":  {"SAGE_LOCAL_CPU_TIME_LIMIT": "lots"},
+		"SAGE_LOCAL_MEMORY_LIMIT_MB": {"SAGE_LOCAL_MEMORY_LIMIT_MB": "1G"},
+		"SAGE_REMOTE_PROVIDER":       {"SAGE_SANDBOX_MODE": "remote"},
+		"SAGE_REMOTE_URL":            {"SAGE_SANDBOX_MODE": "remote", "SAGE_REMOTE_PROVIDER": "aio", "SAGE_REMOTE_URL": "ftp://x"},
+	}
+	for field, env := range cases {
+		t.Run(field, func(t *testing.T) {
+			_, err := configFromLookup(lookupFrom(env))
+			var ce *ConfigError
+			require.True(t, errors.As(err, &ce), "%v", err)
+			assert.Equal(t, field, ce.Field)
+			assert.Contains(t, err.Error(), field)
+		})
+	}
+}
+
+func TestConfigFromYAML(t *testing.T) {
+	c, err := ConfigFromYAML([]byte(`
+llm: {model: whatever}   # other blocks are not ours
+sandbox:
+  mode: local
+  sandbox_id: s-1
+  workspace: /srv/ws
+  timeout: 45s
+  mounts:
+    - /data:/mnt/data:ro
+    - {host_path: /x, sandbox_path: /y}
+  local:
+    cpu_time_limit: 30
+    memory_limit_mb: 1024
+    pids_limit: 128
+    file_size_limit_mb: 64
+    network: off
+    isolation: {linux: bwrap, darwin: seatbelt}
+  remote:
+    provider: aio
+    server_url: http://127.0.0.1:9
+    provider_config: {idle_timeout: 600}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, Config{
+		Mode: Local, SandboxID: "s-1", Workspace: "/srv/ws", Timeout: 45 * time.Second,
+		Mounts: []VolumeMount{{"/data", "/mnt/data", true}, {"/x", "/y", false}},
+		Local: LocalConfig{CPUTimeLimit: 30 * time.Second, MemoryLimitMB: 1024, PidsLimit: 128,
+			FileSizeLimitMB: 64, Network: NetworkOff, Isolation: Isolation{Linux: "bwrap", Darwin: "seatbelt"}},
+		Remote: RemoteConfig{Provider: "aio", ServerURL: "http://127.0.0.1:9",
+			ProviderConfig: map[string]any{"idle_timeout": 600}},
+	}, c)
+}
+
+func TestConfigFromYAMLNetworkBooleans(t *testing.T) {
+	for in, want := range map[string]NetworkMode{"false": NetworkOff, "true": NetworkOpen, "open": NetworkOpen, "off": NetworkOff} {
+		c, err := ConfigFromYAML([]byte("sandbox:\n  local:\n    network: " + in + "\n"))
+		require.NoError(t, err, in)
+		assert.Equal(t, want, c.Local.Network, in)
+	}
+}
+
+func TestConfigFromYAMLErrors(t *testing.T) {
+	cases := map[string]string{
+		"no block":      "other: 1\n",
+		"unknown key":   "sandbox:\n  mdoe: local\n",
+		"bad mode":      "sandbox:\n  mode: vm\n",
+		"bad mount":     "sandbox:\n  mounts: [\"/a\"]\n",
+		"relative host": "sandbox:\n  mounts: [\"a:/b\"]\n",
+		"sandbox root":  "sandbox:\n  mounts: [\"/a:/\"]\n",
+		"twice":         "sandbox:\n  mounts: [\"/a:/b\", \"/c:/b\"]\n",
+		"bad timeout":   "sandbox:\n  timeout: soon\n",
+		"negative mem":  "sandbox:\n  local: {memory_limit_mb: -1}\n",
+		"bad network":   "sandbox:\n  local: {network: sometimes}\n",
+		"bad isolation": "sandbox:\n  local: {isolation: {linux: docker}}\n",
+		"tiny cpu":      "sandbox:\n  local: {cpu_time_limit: 0.5}\n",
+		"bad id":        "sandbox:\n  sandbox_id: ../x\n",
+		"no provider":   "sandbox:\n  mode: remote\n",
+		"not yaml":      "sandbox: [\n",
+	}
+	want := map[string]string{
+		"no block": "sandbox", "bad mode": "sandbox.mode", "bad mount": "/a",
+		"relative host": "sandbox.mounts[0].host_path", "sandbox root": "sandbox.mounts[0].sandbox_path",
+		"twice": "sandbox.mounts[1].sandbox_path", "negative mem": "sandbox.local.memory_limit_mb",
+		"bad network": "sandbox.local.network", "bad isolation": "sandbox.local.isolation.linux",
+		"tiny cpu": "sandbox.local.cpu_time_limit", "bad id": "sandbox.sandbox_id",
+		"no provider": "sandbox.remote.provider", "unknown key": "mdoe", "bad timeout": "soon",
+	}
+	for name, doc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ConfigFromYAML([]byte(doc))
+			require.Error(t, err)
+			if w, ok := want[name]; ok {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestParseMount(t *testing.T) {
+	m, err := ParseMount("/h:/s:rw")
+	require.NoError(t, err)
+	assert.Equal(t, VolumeMount{"/h", "/s", false}, m)
+	for _, bad := range []string{"", "/h", ":/s", "/h:", "/h:/s:rx", "/h:/s:ro:x"} {
+		_, err := ParseMount(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestEnviron(t *testing.T) {
+	env := Environ([]string{"PATH=/bin", "SECRET_TOKEN=x", "LC_ALL=C", "SSL_CERT_FILE=/c", "HOME=/root", "AWS_KEY=y"},
+		"/ws", map[string]string{"EXTRA": "1"})
+	assert.Equal(t, []string{"EXTRA=1", "HOME=/ws", "LC_ALL=C", "PATH=/bin", "SSL_CERT_FILE=/c"}, env)
+	assert.Contains(t, Environ([]string{}, "", nil), "PATH="+DefaultPath)
+}
+
+func TestCommandResultJSON(t *testing.T) {
+	r := CommandResult{Success: true, Stdout: "x", ExitCode: 0, Duration: 1500 * time.Millisecond}
+	b, err := r.MarshalJSON()
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"success":true,"stdout":"x","stderr":"","exit_code":0,"duration_ms":1500,
+		"timed_out":false,"truncated":false,"stdout_dropped_bytes":0,"stderr_dropped_bytes":0}`, string(b))
+	var back CommandResult
+	require.NoError(t, back.UnmarshalJSON(b))
+	assert.Equal(t, r, back)
+}

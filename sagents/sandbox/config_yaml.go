@@ -1,0 +1,155 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ConfigFromYAML reads the "sandbox:" block of a YAML document (other
+// top-level keys are left alone for their own readers):
+//
+//	sandbox:
+//	  mode: local            # local, remote or passthrough
+//	  sandbox_id: s1
+//	  workspace: /srv/ws
+//	  timeout: 30s           # or seconds
+//	  mounts: ["/data:/mnt/data:ro", {host_path: /x, sandbox_path: /y}]
+//	  local: {cpu_time_limit: 60, memory_limit_mb: 1024, pids_limit: 256,
+//	          file_size_limit_mb: 512, network: off,
+//	          isolation: {linux: bwrap, darwin: seatbelt}}
+//	  remote: {provider: aio, server_url: "http://127.0.0.1:8080",
+//	           api_key: "...", image: "...", provider_config: {...}}
+//
+// Unknown keys inside the block are errors, so typos do not pass silently.
+func ConfigFromYAML(data []byte) (Config, error) {
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Config{}, fmt.Errorf("sandbox config: %w", err)
+	}
+	node, ok := doc["sandbox"]
+	if !ok {
+		return Config{}, &ConfigError{Field: "sandbox", Reason: "block missing"}
+	}
+	raw, err := yaml.Marshal(&node)
+	if err != nil {
+		return Config{}, fmt.Errorf("sandbox config: %w", err)
+	}
+	var y yamlSandbox
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("sandbox config: sandbox: %w", err)
+	}
+	c := y.config()
+	if c.Mode == "" {
+		c.Mode = Local
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+type yamlSandbox struct {
+	Mode             string       `yaml:"mode"`
+	SandboxID        string       `yaml:"sandbox_id"`
+	Workspace        string       `yaml:"workspace"`
+	VirtualWorkspace string       `yaml:"virtual_workspace"`
+	RuntimeDir       string       `yaml:"runtime_dir"`
+	Mounts           []yamlMount  `yaml:"mounts"`
+	Timeout          yamlSeconds  `yaml:"timeout"`
+	Local            yamlLocal    `yaml:"local"`
+	Remote           RemoteConfig `yaml:"remote"`
+}
+
+type yamlLocal struct {
+	CPUTimeLimit    yamlSeconds `yaml:"cpu_time_limit"`
+	MemoryLimitMB   int         `yaml:"memory_limit_mb"`
+	PidsLimit       int         `yaml:"pids_limit"`
+	FileSizeLimitMB int         `yaml:"file_size_limit_mb"`
+	Network         yamlNetwork `yaml:"network"`
+	Isolation       struct {
+		Linux  string `yaml:"linux"`
+		Darwin string `yaml:"darwin"`
+	} `yaml:"isolation"`
+}
+
+func (y yamlSandbox) config() Config {
+	c := Config{
+		Mode:             Type(y.Mode),
+		SandboxID:        y.SandboxID,
+		Workspace:        y.Workspace,
+		VirtualWorkspace: y.VirtualWorkspace,
+		RuntimeDir:       y.RuntimeDir,
+		Timeout:          y.Timeout.d,
+		Remote:           y.Remote,
+		Local: LocalConfig{
+			CPUTimeLimit:    y.Local.CPUTimeLimit.d,
+			MemoryLimitMB:   y.Local.MemoryLimitMB,
+			PidsLimit:       y.Local.PidsLimit,
+			FileSizeLimitMB: y.Local.FileSizeLimitMB,
+			Network:         NetworkMode(y.Local.Network),
+			Isolation:       Isolation{Linux: y.Local.Isolation.Linux, Darwin: y.Local.Isolation.Darwin},
+		},
+	}
+	for _, m := range y.Mounts {
+		c.Mounts = append(c.Mounts, VolumeMount(m))
+	}
+	return c
+}
+
+// yamlMount accepts "host:sandbox[:ro]" or a mapping.
+type yamlMount VolumeMount
+
+func (m *yamlMount) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		vm, err := ParseMount(n.Value)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n.Line, err)
+		}
+		*m = yamlMount(vm)
+		return nil
+	}
+	var v struct {
+		HostPath    string `yaml:"host_path"`
+		SandboxPath string `yaml:"sandbox_path"`
+		ReadOnly    bool   `yaml:"read_only"`
+	}
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*m = yamlMount{HostPath: v.HostPath, SandboxPath: v.SandboxPath, ReadOnly: v.ReadOnly}
+	return nil
+}
+
+// yamlSeconds accepts a number of seconds or a Go duration string.
+type yamlSeconds struct{ d time.Duration }
+
+func (s *yamlSeconds) UnmarshalYAML(n *yaml.Node) error {
+	d, err := parseSeconds(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q: %w", n.Line, n.Value, err)
+	}
+	s.d = d
+	return nil
+}
+
+// yamlNetwork accepts off/open and YAML booleans (false = off, true = open).
+type yamlNetwork string
+
+func (v *yamlNetwork) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Value {
+	case "false", "no", "False", "FALSE":
+		*v = yamlNetwork(NetworkOff)
+	case "true", "yes", "True", "TRUE", "on":
+		*v = yamlNetwork(NetworkOpen)
+	default:
+		*v = yamlNetwork(n.Value)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// PathMapper maps sandbox (virtual) paths to host paths and back, by the
+// longest matching mount. The workspace is one of the mounts.
+type PathMapper struct {
+	workspace string
+	mounts    []mapping // longest virtual path first
+}
+
+type mapping struct {
+	virtual  string
+	host     string // absolute, symlinks resolved
+	readOnly bool
+}
+
+// Location is a resolved sandbox path.
+type Location struct {
+	Virtual  string // cleaned absolute sandbox path
+	Host     string // host path behind it
+	Root     string // host directory of the mount that holds it
+	Rel      string // slash-separated path inside Root ("." for Root itself)
+	Mount    string // virtual path of that mount
+	ReadOnly bool
+}
+
+// NewPathMapper maps virtualWorkspace to hostWorkspace (read-write) plus
+// the extra mounts. Host directories must exist; their symlinks are
+// resolved once, here.
+func NewPathMapper(virtualWorkspace, hostWorkspace string, mounts []VolumeMount) (*PathMapper, error) {
+	if !cleanAbs(virtualWorkspace) {
+		return nil, fmt.Errorf("sandbox: virtual workspace %q must be a clean absolute path other than /", virtualWorkspace)
+	}
+	all := append([]VolumeMount{{HostPath: hostWorkspace, SandboxPath: virtualWorkspace}}, mounts...)
+	pm := &PathMapper{workspace: virtualWorkspace}
+	seen := map[string]bool{}
+	for _, m := range all {
+		if !cleanAbs(m.SandboxPath) {
+			return nil, fmt.Errorf("sandbox: mount path %q must be a clean absolute path other than /", m.SandboxPath)
+		}
+		if seen[m.SandboxPath] {
+			return nil, fmt.Errorf("sandbox: %q is mounted twice", m.SandboxPath)
+		}
+		seen[m.SandboxPath] = true
+		host, err := filepath.Abs(m.HostPath)
+		if err == nil {
+			host, err = filepath.EvalSymlinks(host)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: mount %s -> %s: %w", m.HostPath, m.SandboxPath, err)
+		}
+		pm.mounts = append(pm.mounts, mapping{virtual: m.SandboxPath, host: host, readOnly: m.ReadOnly})
+	}
+	sort.SliceStable(pm.mounts, func(i, j int) bool { return len(pm.mounts[i].virtual) > len(pm.mounts[j].virtual) })
+	return pm, nil
+}
+
+// Workspace is the virtual workspace path.
+func (pm *PathMapper) Workspace() string { return pm.workspace }
+
+// Resolve maps a sandbox path. Relative paths start at the workspace; ".."
+// is resolved lexically and may not leave the sandbox's mounts.
+func (pm *PathMapper) Resolve(p string) (Location, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return Location{}, &PathError{Op: "resolve", Path: p, Reason: "contains a NUL byte"}
+	}
+	v := p
+	if !path.IsAbs(v) {
+		v = path.Join(pm.workspace, v)
+	}
+	v = path.Clean(v)
+	for _, m := range pm.mounts {
+		if v != m.virtual && !strings.HasPrefix(v, m.virtual+"/") {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(v, m.virtual), "/")
+		if rel == "" {
+			rel = "."
+		}
+		return Location{
+			Virtual: v, Host: filepath.Join(m.host, filepath.FromSlash(rel)),
+			Root: m.host, Rel: rel, Mount: m.virtual, ReadOnly: m.readOnly,
+		}, nil
+	}
+	return Location{}, &PathError{Op: "resolve", Path: p, Reason: "outside the sandbox's workspace and mounts"}
+}
+
+// ToHost maps a sandbox path to its host path.
+func (pm *PathMapper) ToHost(p string) (string, error) {
+	loc, err := pm.Resolve(p)
+	return loc.Host, err
+}
+
+// ToVirtual maps an absolute host path to the sandbox path that shows it.
+func (pm *PathMapper) ToVirtual(hostPath string) (string, error) {
+	if !filepath.IsAbs(hostPath) {
+		return "", &PathError{Op: "to_virtual", Path: hostPath, Reason: "host path must be absolute"}
+	}
+	clean := filepath.Clean(hostPath)
+	if v, ok := pm.toVirtual(clean); ok {
+		return v, nil
+	}
+	// The host path may reach a mount through a symlink (/tmp on macOS).
+	if real, err := filepath.EvalSymlinks(clean); err == nil {
+		if v, ok := pm.toVirtual(real); ok {
+			return v, nil
+		}
+	}
+	return "", &PathError{Op: "to_virtual", Path: hostPath, Reason: "not inside the workspace or a mount"}
+}
+
+func (pm *PathMapper) toVirtual(host string) (string, bool) {
+	best, bestLen := "", -1
+	for _, m := range pm.mounts {
+		if host != m.host && !strings.HasPrefix(host, m.host+string(filepath.Separator)) {
+			continue
+		}
+		if len(m.host) > bestLen {
+			rel := filepath.ToSlash(strings.TrimPrefix(host, m.host))
+			best, bestLen = path.Clean(m.virtual+"/"+rel), len(m.host)
+		}
+	}
+	return best, bestLen >= 0
+}
+
+// Mounts lists the extra mounts (not the workspace) as configured, with
+// resolved host paths.
+func (pm *PathMapper) Mounts() []VolumeMount {
+	var out []VolumeMount
+	for _, m := range pm.mounts {
+		if m.virtual != pm.workspace {
+			out = append(out, VolumeMount{HostPath: m.host, SandboxPath: m.virtual, ReadOnly: m.readOnly})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].SandboxPath < out[j].SandboxPath })
+	return out
+}
+
+// escapeMessage is what os.Root says when a path leaves the root; the
+// error value itself is not exported by package os.
+const escapeMessage = "path escapes from parent"
+
+// mapFSError turns os.Root errors into the package's contract: escapes
+// become *PathError (fs.ErrPermission) and host paths are replaced by the
+// sandbox path the caller gave.
+func mapFSError(op string, loc Location, err error) error {
+	if err == nil {
+		return nil
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e.Error() == escapeMessage {
+			return &PathError{Op: op, Path: loc.Virtual, Reason: "escapes its mount (through a symlink or ..)"}
+		}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: op, Path: loc.Virtual, Err: pe.Err}
+	}
+	return err
+}

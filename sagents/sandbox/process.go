@@ -1,0 +1,222 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// ProcessSpec describes one foreground process for RunProcess.
+type ProcessSpec struct {
+	Path string   // program to run
+	Args []string // argv, Args[0] included
+	Dir  string   // host working directory
+	Env  []string
+	// Stdin feeds the process; nil means /dev/null.
+	Stdin io.Reader
+	// Timeout is the wall-clock limit; <= 0 means none (ctx still applies).
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL; 0 means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// OutputLimit bounds stdout and stderr together; 0 means
+	// DefaultOutputLimit.
+	OutputLimit int
+	// OnStdout and OnStderr receive chunks as they arrive.
+	OnStdout, OnStderr func([]byte)
+	// SysProcAttr is used as given, except that Setpgid is always set.
+	SysProcAttr *syscall.SysProcAttr
+}
+
+// drainDeadline bounds how long output is read after the process group
+// was killed: a process that left the group (setsid) and still holds a pipe
+// cannot hang the call.
+const drainDeadline = 2 * time.Second
+
+var errTimeout = errors.New("sandbox: command timed out")
+
+// RunProcess runs the process in its own process group and waits for it.
+// On timeout or ctx cancellation the whole group gets SIGTERM, then SIGKILL
+// after KillGrace. When the leader exits, whatever is left of its group is
+// killed: foreground commands do not leave processes behind (use background
+// tasks for that). The result carries the (partial) output in every case.
+// A cancelled ctx returns the partial result together with an error
+// wrapping ctx's error; a timeout is a result with TimedOut set.
+func RunProcess(ctx context.Context, spec ProcessSpec) (*CommandResult, error) {
+	grace := spec.KillGrace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	limit := spec.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if spec.Timeout > 0 {
+		runCtx, cancel = context.WithTimeoutCause(ctx, spec.Timeout, errTimeout)
+	}
+	defer cancel()
+
+	p, err := startProcess(spec, limit)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	waitErr, killedEarly := p.wait(runCtx, grace)
+	p.finish()
+	res := p.result(time.Since(start))
+	if killedEarly {
+		if context.Cause(runCtx) == errTimeout && ctx.Err() == nil {
+			res.TimedOut, res.Success = true, false
+		} else {
+			return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
+		}
+	}
+	if waitErr != nil && !isExitError(waitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return res, fmt.Errorf("sandbox: wait: %w", waitErr)
+	}
+	return res, nil
+}
+
+type process struct {
+	cmd            *exec.Cmd
+	pgid           int
+	outR, errR     *os.File
+	stdout, stderr *BoundedBuffer
+	drained        chan struct{}
+}
+
+func startProcess(spec ProcessSpec, limit int) (*process, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+	}
+	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
+		Stdin: spec.Stdin, Stdout: outW, Stderr: errW, WaitDelay: drainDeadline}
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if spec.SysProcAttr != nil {
+		*cmd.SysProcAttr = *spec.SysProcAttr
+	}
+	cmd.SysProcAttr.Setpgid = true
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Path, err)
+	}
+	half := limit / 2
+	p := &process{cmd: cmd, pgid: cmd.Process.Pid, outR: outR, errR: errR,
+		stdout: NewBoundedBuffer(half), stderr: NewBoundedBuffer(limit - half),
+		drained: make(chan struct{})}
+	go p.drain(spec.OnStdout, spec.OnStderr)
+	return p, nil
+}
+
+func (p *process) drain(onOut, onErr func([]byte)) {
+	done := make(chan struct{}, 2)
+	go func() { copyChunks(p.outR, p.stdout, onOut); done <- struct{}{} }()
+	go func() { copyChunks(p.errR, p.stderr, onErr); done <- struct{}{} }()
+	<-done
+	<-done
+	close(p.drained)
+}
+
+func copyChunks(r io.Reader, buf *BoundedBuffer, on func([]byte)) {
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		if n > 0 {
+			buf.Write(chunk[:n])
+			if on != nil {
+				on(chunk[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait waits for the leader; on ctx done it terminates the group. It
+// reports whether the process was killed because ctx ended.
+func (p *process) wait(ctx context.Context, grace time.Duration) (error, bool) {
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		return err, false
+	case <-ctx.Done():
+	}
+	killGroup(p.pgid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		return err, true
+	case <-t.C:
+	}
+	killGroup(p.pgid, syscall.SIGKILL)
+	return <-exited, true
+}
+
+// finish kills what is left of the group and collects the output, giving
+// up on pipes still held open after drainDeadline.
+func (p *process) finish() {
+	killGroup(p.pgid, syscall.SIGKILL)
+	select {
+	case <-p.drained:
+	case <-time.After(drainDeadline):
+		p.outR.SetReadDeadline(time.Now())
+		p.errR.SetReadDeadline(time.Now())
+		<-p.drained
+	}
+	p.outR.Close()
+	p.errR.Close()
+}
+
+func (p *process) result(d time.Duration) *CommandResult {
+	res := &CommandResult{Duration: d}
+	res.Stdout, res.StdoutDroppedBytes = p.stdout.Text()
+	res.Stderr, res.StderrDroppedBytes = p.stderr.Text()
+	res.Truncated = res.StdoutDroppedBytes > 0 || res.StderrDroppedBytes > 0
+	res.ExitCode, res.Signal = exitStatus(p.cmd.ProcessState)
+	res.Success = res.ExitCode == 0
+	return res
+}
+
+// exitStatus returns the exit code, or 128+n and the signal's name when a
+// signal ended the process (the shell's convention).
+func exitStatus(ps *os.ProcessState) (int, string) {
+	if ps == nil {
+		return -1, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), signalName(ws.Signal())
+	}
+	return ps.ExitCode(), ""
+}
+
+func isExitError(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee)
+}
+
+// killGroup signals a process group; a group that is already gone is fine.
+func killGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+}

@@ -1,0 +1,11 @@
+// Package passthrough registers the "passthrough" sandbox mode: commands
+// run directly on the host with /bin/sh -c, in the workspace, with an
+// allowlisted environment. There is NO isolation: a command can read and
+// write anything the calling user can. It exists for debugging; file
+// operations still go through the sandbox path mapper, so the file API
+// cannot leave the workspace and mounts, but commands can.
+//
+// Mounts are honoured by the file API only: commands see host paths.
+// The provider refuses to start when SAGE_SERVER_PROCESS=1, so servers do
+// not run model-written commands unisolated by accident.
+package passthrough

@@ -1,0 +1,169 @@
+package passthrough
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Type is sandbox.Passthrough.
+func (s *Sandbox) Type() sandbox.Type { return sandbox.Passthrough }
+
+// ID is the sandbox id.
+func (s *Sandbox) ID() string { return s.id }
+
+// WorkspacePath is the virtual workspace (the host path unless configured).
+func (s *Sandbox) WorkspacePath() string { return s.Mapper.Workspace() }
+
+// HostWorkspacePath is the workspace on the host.
+func (s *Sandbox) HostWorkspacePath() string { return s.hostWS }
+
+// VolumeMounts lists the extra mounts.
+func (s *Sandbox) VolumeMounts() []sandbox.VolumeMount { return s.Mapper.Mounts() }
+
+// ToHostPath maps a sandbox path to the host.
+func (s *Sandbox) ToHostPath(p string) (string, error) { return s.Mapper.ToHost(p) }
+
+// ToVirtualPath maps a host path into the sandbox.
+func (s *Sandbox) ToVirtualPath(p string) (string, error) { return s.Mapper.ToVirtual(p) }
+
+func (s *Sandbox) checkOpen() error {
+	select {
+	case <-s.closed:
+		return sandbox.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// prepare resolves the working directory and the environment.
+func (s *Sandbox) prepare(opts sandbox.ExecOptions) (dir string, env []string, err error) {
+	if err := s.checkOpen(); err != nil {
+		return "", nil, err
+	}
+	if opts.Timeout < 0 {
+		return "", nil, fmt.Errorf("passthrough: timeout %v is negative", opts.Timeout)
+	}
+	for k := range opts.Env {
+		if !sandbox.ValidEnvName(k) {
+			return "", nil, fmt.Errorf("passthrough: env: invalid variable name %q", k)
+		}
+	}
+	wd := opts.Workdir
+	if wd == "" {
+		wd = "."
+	}
+	if dir, err = s.Mapper.ToHost(wd); err != nil {
+		return "", nil, err
+	}
+	if fi, err := os.Stat(dir); err != nil {
+		return "", nil, fmt.Errorf("passthrough: workdir %q: %w", wd, err)
+	} else if !fi.IsDir() {
+		return "", nil, fmt.Errorf("passthrough: workdir %q is not a directory", wd)
+	}
+	return dir, sandbox.Environ(nil, s.hostWS, opts.Env), nil
+}
+
+func (s *Sandbox) spec(opts sandbox.ExecOptions, dir string, env []string, argv ...string) sandbox.ProcessSpec {
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = s.timeout
+	}
+	if timeout == 0 {
+		timeout = sandbox.DefaultTimeout
+	}
+	return sandbox.ProcessSpec{Path: argv[0], Args: argv, Dir: dir, Env: env, Stdin: opts.Stdin,
+		Timeout: timeout, OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
+}
+
+// ExecuteCommand runs command with /bin/sh -c in the workspace (or
+// opts.Workdir).
+func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	dir, env, err := s.prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	return sandbox.RunProcess(ctx, s.spec(opts, dir, env, shell, "-c", command))
+}
+
+// ExecutePython runs code with the python3 found on PATH. The code is
+// written to a file in the runtime directory and removed afterwards.
+// Requirements are not supported: passthrough never installs packages
+// into the host's Python.
+func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+	if len(opts.Requirements) > 0 {
+		return nil, fmt.Errorf("passthrough: python requirements (would install into the host's Python): %w", sandbox.ErrUnsupported)
+	}
+	dir, env, err := s.prepare(opts.ExecOptions)
+	if err != nil {
+		return nil, err
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil, fmt.Errorf("passthrough: python3 not found on PATH: %w", sandbox.ErrUnsupported)
+	}
+	codeDir := filepath.Join(s.runtimeDir, "code")
+	if err := os.MkdirAll(codeDir, 0o700); err != nil {
+		return nil, fmt.Errorf("passthrough: %w", err)
+	}
+	f, err := os.CreateTemp(codeDir, "exec-*.py")
+	if err != nil {
+		return nil, fmt.Errorf("passthrough: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(code)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("passthrough: write code file: %w", err)
+	}
+	return sandbox.RunProcess(ctx, s.spec(opts.ExecOptions, dir, env, py, f.Name()))
+}
+
+// StartBackground starts command with /bin/sh -c as a background task.
+// opts.Timeout does not apply: the task runs until it ends, is killed, or
+// the sandbox is closed. Stdin is /dev/null.
+func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
+	dir, env, err := s.prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.bg.Start(ctx, sandbox.Launch{Path: shell, Args: []string{shell, "-c", command}, Dir: dir, Env: env})
+}
+
+// ReadBackgroundOutput reads a task's log from offset.
+func (s *Sandbox) ReadBackgroundOutput(_ context.Context, taskID string, offset int64, max int) (sandbox.BackgroundOutput, error) {
+	return s.bg.Read(taskID, offset, max)
+}
+
+// BackgroundStatus reports a task's state.
+func (s *Sandbox) BackgroundStatus(_ context.Context, taskID string) (sandbox.BackgroundState, error) {
+	return s.bg.Status(taskID)
+}
+
+// KillBackground ends a task's process group.
+func (s *Sandbox) KillBackground(ctx context.Context, taskID string, force bool) error {
+	return s.bg.Kill(ctx, taskID, force)
+}
+
+// Close kills background tasks; for an anonymous sandbox it also removes
+// the runtime directory. It is idempotent.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.closeErr = s.bg.Close(ctx)
+		if s.ownRuntime {
+			if err := os.RemoveAll(s.runtimeDir); err != nil && s.closeErr == nil {
+				s.closeErr = fmt.Errorf("passthrough: remove runtime dir: %w", err)
+			}
+		}
+	})
+	return s.closeErr
+}
+
+var _ sandbox.Handle = (*Sandbox)(nil)

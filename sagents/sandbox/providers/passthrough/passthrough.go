@@ -1,0 +1,81 @@
+package passthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+func init() { sandbox.Register(sandbox.Passthrough, New) }
+
+// ErrServerProcess is returned when SAGE_SERVER_PROCESS=1.
+var ErrServerProcess = errors.New("passthrough: refusing to run commands unisolated in a server process (SAGE_SERVER_PROCESS=1); use local or remote mode")
+
+const shell = "/bin/sh"
+
+// Sandbox is a passthrough Handle.
+type Sandbox struct {
+	*sandbox.HostFS
+	id         string
+	hostWS     string
+	timeout    time.Duration
+	runtimeDir string
+	ownRuntime bool // created for an anonymous sandbox: removed on Close
+	bg         *sandbox.Background
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+// New creates a passthrough sandbox for cfg. The workspace is created if
+// missing.
+func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+	if os.Getenv("SAGE_SERVER_PROCESS") == "1" {
+		return nil, ErrServerProcess
+	}
+	if cfg.Workspace == "" {
+		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Reason: "required in passthrough mode"}
+	}
+	ws, err := filepath.Abs(cfg.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("passthrough: workspace: %w", err)
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, fmt.Errorf("passthrough: workspace: %w", err)
+	}
+	if ws, err = filepath.EvalSymlinks(ws); err != nil {
+		return nil, fmt.Errorf("passthrough: workspace: %w", err)
+	}
+	virtual := cfg.VirtualWorkspace
+	if virtual == "" {
+		virtual = ws
+	}
+	mapper, err := sandbox.NewPathMapper(virtual, ws, cfg.Mounts)
+	if err != nil {
+		return nil, fmt.Errorf("passthrough: %w", err)
+	}
+	s := &Sandbox{HostFS: &sandbox.HostFS{Mapper: mapper}, id: cfg.SandboxID, hostWS: ws,
+		timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir, closed: make(chan struct{})}
+	if s.id == "" {
+		s.id = sandbox.NewID("pt")
+		s.ownRuntime = cfg.RuntimeDir == ""
+	}
+	s.HostFS.Check = s.checkOpen
+	if s.runtimeDir == "" {
+		s.runtimeDir = filepath.Join(sandbox.Home(), "runtime", s.id)
+	}
+	s.bg = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
+	if len(cfg.Mounts) > 0 || virtual != ws {
+		slog.Warn("passthrough sandbox: mounts and the virtual workspace apply to the file API only; commands see host paths",
+			"sandbox", s.id)
+	}
+	return s, nil
+}

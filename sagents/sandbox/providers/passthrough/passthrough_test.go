@@ -1,0 +1,95 @@
+package passthrough_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+func newSandbox(t testing.TB) sandbox.Handle {
+	t.Helper()
+	t.Setenv("SAGE_HOME", t.TempDir())
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir()})
+	require.NoError(t, err)
+	return h
+}
+
+func TestContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Options{
+		New:           func(t *testing.T) sandbox.Handle { return newSandbox(t) },
+		HostProcesses: true,
+	})
+}
+
+func TestRefusesInServerProcess(t *testing.T) {
+	t.Setenv("SAGE_SERVER_PROCESS", "1")
+	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir()})
+	assert.ErrorIs(t, err, passthrough.ErrServerProcess)
+}
+
+func TestWorkspaceRequired(t *testing.T) {
+	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough})
+	var ce *sandbox.ConfigError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, "sandbox.workspace", ce.Field)
+}
+
+func TestReadOnlyMount(t *testing.T) {
+	t.Setenv("SAGE_HOME", t.TempDir())
+	data := t.TempDir()
+	require.NoError(t, os.WriteFile(data+"/in.txt", []byte("data"), 0o644))
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir(),
+		Mounts: []sandbox.VolumeMount{{HostPath: data, SandboxPath: "/mnt/data", ReadOnly: true}}})
+	require.NoError(t, err)
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	got, err := h.ReadFile(ctx, "/mnt/data/in.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "data", string(got))
+	assert.ErrorIs(t, h.WriteFile(ctx, "/mnt/data/in.txt", []byte("x"), sandbox.WriteOptions{}), os.ErrPermission)
+	assert.ErrorIs(t, h.DeleteFile(ctx, "/mnt/data/in.txt"), os.ErrPermission)
+	assert.ErrorIs(t, h.EnsureDirectory(ctx, "/mnt/data/sub"), os.ErrPermission)
+	hp, err := h.ToHostPath("/mnt/data/in.txt")
+	require.NoError(t, err)
+	assert.Equal(t, data+"/in.txt", hp)
+	vp, err := h.ToVirtualPath(data + "/in.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "/mnt/data/in.txt", vp)
+	assert.Equal(t, []sandbox.VolumeMount{{HostPath: data, SandboxPath: "/mnt/data", ReadOnly: true}}, h.VolumeMounts())
+}
+
+func TestPythonRequirementsUnsupported(t *testing.T) {
+	h := newSandbox(t)
+	defer h.Close(context.Background())
+	_, err := h.ExecutePython(context.Background(), "print(1)", sandbox.PythonOptions{Requirements: []string{"requests"}})
+	assert.ErrorIs(t, err, sandbox.ErrUnsupported)
+}
+
+func BenchmarkBareExecTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPassthroughExecTrue(b *testing.B) {
+	h := newSandbox(b)
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	for b.Loop() {
+		res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
+		if err != nil || !res.Success {
+			b.Fatal(err, res)
+		}
+	}
+}

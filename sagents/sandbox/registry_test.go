@@ -1,0 +1,35 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRegistry(t *testing.T) {
+	const mode Type = "passthrough"
+	registryMu.Lock()
+	saved := factories
+	factories = map[Type]Factory{}
+	registryMu.Unlock()
+	t.Cleanup(func() { registryMu.Lock(); factories = saved; registryMu.Unlock() })
+
+	_, err := New(context.Background(), Config{Mode: Local})
+	assert.ErrorContains(t, err, `mode "local" is not registered (known: )`)
+
+	called := false
+	Register(mode, func(ctx context.Context, cfg Config) (Handle, error) { called = true; return nil, nil })
+	assert.Panics(t, func() { Register(mode, func(context.Context, Config) (Handle, error) { return nil, nil }) })
+	assert.Panics(t, func() { Register("other", nil) })
+	assert.Equal(t, []Type{mode}, Modes())
+
+	_, err = New(context.Background(), Config{Mode: Local})
+	assert.ErrorContains(t, err, "known: passthrough")
+	_, err = New(context.Background(), Config{Mode: mode})
+	require.NoError(t, err)
+	assert.True(t, called)
+	_, err = New(context.Background(), Config{Mode: "vm"})
+	assert.ErrorContains(t, err, "sandbox.mode")
+}

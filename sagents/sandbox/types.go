@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Type is a sandbox mode.
+type Type string
+
+// The sandbox modes.
+const (
+	// Local isolates a per-session workspace with bubblewrap (Linux) or
+	// Seatbelt (macOS).
+	Local Type = "local"
+	// Remote drives a sandbox through a registered remote provider.
+	Remote Type = "remote"
+	// Passthrough runs commands directly on the host, without isolation.
+	// It exists for debugging.
+	Passthrough Type = "passthrough"
+)
+
+// Defaults shared by all providers.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultOutputLimit = 1 << 20 // bytes, stdout and stderr together
+	DefaultKillGrace   = 2 * time.Second
+)
+
+// VolumeMount makes a host directory visible inside the sandbox.
+type VolumeMount struct {
+	HostPath    string `json:"host_path" yaml:"host_path"`
+	SandboxPath string `json:"sandbox_path" yaml:"sandbox_path"`
+	ReadOnly    bool   `json:"read_only,omitempty" yaml:"read_only,omitempty"`
+}
+
+// ExecOptions tune one command.
+type ExecOptions struct {
+	// Workdir is a sandbox path (relative paths start at the workspace).
+	// Empty means the workspace.
+	Workdir string
+	// Timeout is the wall-clock limit; 0 means the handle's default
+	// (DefaultTimeout unless the config says otherwise).
+	Timeout time.Duration
+	// Env adds variables to the allowlisted environment.
+	Env map[string]string
+	// Stdin feeds the command; nil means /dev/null.
+	Stdin io.Reader
+	// OnStdout and OnStderr, when set, receive output chunks as they
+	// arrive. They are called from one goroutine per stream and must not
+	// retain the slice.
+	OnStdout func([]byte)
+	OnStderr func([]byte)
+	// OutputLimit bounds the captured stdout and stderr together, in bytes;
+	// 0 means DefaultOutputLimit.
+	OutputLimit int
+}
+
+// PythonOptions tune one ExecutePython call.
+type PythonOptions struct {
+	ExecOptions
+	// Requirements are pip requirement specifiers installed first.
+	Requirements []string
+}
+
+// CommandResult says how a command ended. A timed-out command still
+// carries the output it produced.
+type CommandResult struct {
+	Success  bool          `json:"success"`
+	Stdout   string        `json:"stdout"`
+	Stderr   string        `json:"stderr"`
+	ExitCode int           `json:"exit_code"`
+	Duration time.Duration `json:"-"`
+	TimedOut bool          `json:"timed_out"`
+	// Signal names the signal that ended the command (for example
+	// "SIGKILL"), empty when it exited on its own.
+	Signal string `json:"signal,omitempty"`
+	// Truncated is true when either stream lost bytes to the output limit.
+	Truncated          bool  `json:"truncated"`
+	StdoutDroppedBytes int64 `json:"stdout_dropped_bytes"`
+	StderrDroppedBytes int64 `json:"stderr_dropped_bytes"`
+}
+
+// MarshalJSON adds duration_ms to the snake_case fields.
+func (r CommandResult) MarshalJSON() ([]byte, error) {
+	type plain CommandResult
+	return json.Marshal(struct {
+		plain
+		DurationMS int64 `json:"duration_ms"`
+	}{plain(r), r.Duration.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *CommandResult) UnmarshalJSON(b []byte) error {
+	type plain CommandResult
+	var v struct {
+		plain
+		DurationMS int64 `json:"duration_ms"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = CommandResult(v.plain)
+	r.Duration = time.Duration(v.DurationMS) * time.Millisecond
+	return nil
+}
+
+// WriteOptions tune WriteFile.
+type WriteOptions struct {
+	// Append adds to the end of the file instead of replacing it. Without
+	// it, the file is replaced atomically (temp file + rename).
+	Append bool
+	// Perm is used for new files; 0 means 0o644.
+	Perm uint32
+}
+
+// FileInfo describes one directory entry, by its sandbox path.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	IsDir   bool      `json:"is_dir"`
+	Symlink bool      `json:"symlink,omitempty"`
+	Size    int64     `json:"size"`
+	Mode    string    `json:"mode"`
+	ModTime time.Time `json:"mod_time"`
+}
+
+// TreeOptions bound FileTree.
+type TreeOptions struct {
+	// MaxDepth limits recursion; 0 means 3.
+	MaxDepth int
+	// MaxItems limits the entries listed per directory; 0 means 100.
+	MaxItems int
+	// Hidden includes names starting with a dot.
+	Hidden bool
+}
+
+// TreeNode is one node of FileTree's result.
+type TreeNode struct {
+	Name     string      `json:"name"`
+	Path     string      `json:"path"`
+	IsDir    bool        `json:"is_dir"`
+	Size     int64       `json:"size,omitempty"`
+	Children []*TreeNode `json:"children,omitempty"`
+	// Omitted counts entries left out by MaxItems, or, when the node is a
+	// directory at MaxDepth, the entries not descended into.
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// CopyOptions tune CopyFromHost.
+type CopyOptions struct {
+	// Ignore holds glob patterns (path.Match syntax) matched against each
+	// entry's base name and its slash-separated path relative to the
+	// source; a matching directory is skipped whole.
+	Ignore []string
+}
+
+// CopyResult counts what CopyFromHost did.
+type CopyResult struct {
+	Files   int   `json:"files"`
+	Dirs    int   `json:"dirs"`
+	Bytes   int64 `json:"bytes"`
+	Ignored int   `json:"ignored"`
+	// SkippedSymlinks lists source symlinks that were not copied
+	// (relative to the source).
+	SkippedSymlinks []string `json:"skipped_symlinks,omitempty"`
+}
+
+// BackgroundTask identifies a started background command.
+type BackgroundTask struct {
+	ID      string `json:"task_id"`
+	PID     int    `json:"pid"`
+	LogPath string `json:"log_path"`
+}
+
+// BackgroundOutput is one read of a background task's log.
+type BackgroundOutput struct {
+	Text       string `json:"text"`
+	NextOffset int64  `json:"next_offset"`
+}
+
+// BackgroundState is a background task's status.
+type BackgroundState struct {
+	Alive    bool   `json:"alive"`
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+}
