@@ -10,8 +10,6 @@ import (
 	"os"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
-	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote"
 )
 
 func init() {

@@ -1,0 +1,8 @@
+package main
+
+// The sandbox providers this binary links; each registers its mode or
+// remote provider by name in init.
+import (
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote"
+)
