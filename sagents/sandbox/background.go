@@ -26,10 +26,11 @@ type Background struct {
 }
 
 type bgTask struct {
-	id, log string
-	pgid    int
-	done    chan struct{}
-	state   BackgroundState // valid once done is closed
+	id, log   string
+	pgid      int
+	terminate func()
+	done      chan struct{}
+	state     BackgroundState // valid once done is closed
 }
 
 // Launch is what a provider wants run as a background task.
@@ -39,6 +40,9 @@ type Launch struct {
 	Dir         string
 	Env         []string
 	SysProcAttr *syscall.SysProcAttr
+	// ExtraFiles and Terminate work as in ProcessSpec.
+	ExtraFiles []*os.File
+	Terminate  func()
 }
 
 // NewBackground keeps task logs in logDir (created on first use). grace
@@ -70,17 +74,21 @@ func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, erro
 		return nil, fmt.Errorf("sandbox: background log: %w", err)
 	}
 	defer logf.Close()
-	cmd := &exec.Cmd{Path: l.Path, Args: l.Args, Dir: l.Dir, Env: l.Env, Stdout: logf, Stderr: logf}
+	cmd := &exec.Cmd{Path: l.Path, Args: l.Args, Dir: l.Dir, Env: l.Env, Stdout: logf, Stderr: logf, ExtraFiles: l.ExtraFiles}
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if l.SysProcAttr != nil {
 		*cmd.SysProcAttr = *l.SysProcAttr
 	}
 	cmd.SysProcAttr.Setpgid = true
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	for _, f := range l.ExtraFiles {
+		f.Close()
+	}
+	if err != nil {
 		os.Remove(logPath)
 		return nil, fmt.Errorf("sandbox: start background task: %w", err)
 	}
-	t := &bgTask{id: id, log: logPath, pgid: cmd.Process.Pid, done: make(chan struct{})}
+	t := &bgTask{id: id, log: logPath, pgid: cmd.Process.Pid, terminate: l.Terminate, done: make(chan struct{})}
 	b.tasks[id] = t
 	go t.reap(cmd)
 	return &BackgroundTask{ID: id, PID: t.pgid, LogPath: logPath}, nil
@@ -167,7 +175,11 @@ func (t *bgTask) kill(ctx context.Context, force bool, grace time.Duration) erro
 	default:
 	}
 	if !force {
-		killGroup(t.pgid, syscall.SIGTERM)
+		if t.terminate != nil {
+			t.terminate()
+		} else {
+			killGroup(t.pgid, syscall.SIGTERM)
+		}
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
 		select {
@@ -210,4 +222,11 @@ func (b *Background) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// Wait blocks until the task ends; an unknown task returns at once.
+func (b *Background) Wait(taskID string) {
+	if t, err := b.task(taskID); err == nil {
+		<-t.done
+	}
 }

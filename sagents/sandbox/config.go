@@ -51,9 +51,10 @@ type Config struct {
 	Remote  RemoteConfig
 }
 
-// LocalConfig holds the limits and isolation of local mode.
+// LocalConfig holds the limits and isolation of local mode. For the
+// integer limits 0 means the provider's default and -1 means no limit.
 type LocalConfig struct {
-	CPUTimeLimit    time.Duration // RLIMIT_CPU, whole seconds; 0: provider default
+	CPUTimeLimit    time.Duration // RLIMIT_CPU, whole seconds; 0: none
 	MemoryLimitMB   int
 	PidsLimit       int
 	FileSizeLimitMB int
@@ -278,8 +279,8 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 		return bad("cpu", l.CPUTimeLimit.String(), "must be 0 (default) or at least 1s")
 	}
 	for key, v := range map[string]int{"mem": l.MemoryLimitMB, "pids": l.PidsLimit, "fsize": l.FileSizeLimitMB} {
-		if v < 0 {
-			return bad(key, strconv.Itoa(v), "must not be negative")
+		if v < -1 {
+			return bad(key, strconv.Itoa(v), "must be -1 (no limit), 0 (default) or positive")
 		}
 	}
 	switch l.Network {

@@ -109,7 +109,7 @@ func TestConfigFromYAMLErrors(t *testing.T) {
 		"sandbox root":  "sandbox:\n  mounts: [\"/a:/\"]\n",
 		"twice":         "sandbox:\n  mounts: [\"/a:/b\", \"/c:/b\"]\n",
 		"bad timeout":   "sandbox:\n  timeout: soon\n",
-		"negative mem":  "sandbox:\n  local: {memory_limit_mb: -1}\n",
+		"negative mem":  "sandbox:\n  local: {memory_limit_mb: -2}\n",
 		"bad network":   "sandbox:\n  local: {network: sometimes}\n",
 		"bad isolation": "sandbox:\n  local: {isolation: {linux: docker}}\n",
 		"tiny cpu":      "sandbox:\n  local: {cpu_time_limit: 0.5}\n",

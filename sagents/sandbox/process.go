@@ -31,6 +31,14 @@ type ProcessSpec struct {
 	OnStdout, OnStderr func([]byte)
 	// SysProcAttr is used as given, except that Setpgid is always set.
 	SysProcAttr *syscall.SysProcAttr
+	// ExtraFiles are passed to the process as fd 3 and up; RunProcess
+	// closes them in the parent once the process started (or failed to).
+	ExtraFiles []*os.File
+	// Terminate, when set, replaces the SIGTERM sent to the process group
+	// on timeout or cancellation (a provider whose commands run in their
+	// own session inside a sandbox signals them there). SIGKILL always
+	// goes to the process group.
+	Terminate func()
 }
 
 // drainDeadline bounds how long output is read after the process group
@@ -67,7 +75,7 @@ func RunProcess(ctx context.Context, spec ProcessSpec) (*CommandResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	waitErr, killedEarly := p.wait(runCtx, grace)
+	waitErr, killedEarly := p.wait(runCtx, grace, spec.Terminate)
 	p.finish()
 	res := p.result(time.Since(start))
 	if killedEarly {
@@ -103,7 +111,7 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
-		Stdin: spec.Stdin, Stdout: outW, Stderr: errW, WaitDelay: drainDeadline}
+		Stdin: spec.Stdin, Stdout: outW, Stderr: errW, WaitDelay: drainDeadline, ExtraFiles: spec.ExtraFiles}
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if spec.SysProcAttr != nil {
 		*cmd.SysProcAttr = *spec.SysProcAttr
@@ -112,6 +120,9 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
+	for _, f := range spec.ExtraFiles {
+		f.Close()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
@@ -152,7 +163,7 @@ func copyChunks(r io.Reader, buf *BoundedBuffer, on func([]byte)) {
 
 // wait waits for the leader; on ctx done it terminates the group. It
 // reports whether the process was killed because ctx ended.
-func (p *process) wait(ctx context.Context, grace time.Duration) (error, bool) {
+func (p *process) wait(ctx context.Context, grace time.Duration, terminate func()) (error, bool) {
 	exited := make(chan error, 1)
 	go func() { exited <- p.cmd.Wait() }()
 	select {
@@ -160,7 +171,11 @@ func (p *process) wait(ctx context.Context, grace time.Duration) (error, bool) {
 		return err, false
 	case <-ctx.Done():
 	}
-	killGroup(p.pgid, syscall.SIGTERM)
+	if terminate != nil {
+		terminate()
+	} else {
+		killGroup(p.pgid, syscall.SIGTERM)
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {

@@ -58,7 +58,11 @@ func testBackground(t *testing.T, o Options) {
 		st, err := h.BackgroundStatus(c, task.ID)
 		require.NoError(t, err)
 		assert.False(t, st.Alive)
-		assert.Equal(t, "SIGTERM", st.Signal)
+		if o.SignalsAsExitCodes {
+			assert.Equal(t, 128+15, st.ExitCode, "TERM reached the command inside")
+		} else {
+			assert.Equal(t, "SIGTERM", st.Signal)
+		}
 	})
 	t.Run("kill escalates when TERM is ignored", func(t *testing.T) {
 		task, err := h.StartBackground(c, "trap '' TERM; echo up; while :; do sleep 0.1; done", sandbox.ExecOptions{})

@@ -27,6 +27,10 @@ type Options struct {
 	// NoBackground skips background-task tests (the provider returns
 	// ErrUnsupported, which the suite then checks).
 	NoBackground bool
+	// SignalsAsExitCodes says that a command killed by a signal inside the
+	// sandbox is reported as exit code 128+n without a Signal name (bwrap
+	// exits with that code and cannot tell the two apart).
+	SignalsAsExitCodes bool
 }
 
 // Run runs the contract suite.
@@ -79,8 +83,10 @@ func testExec(t *testing.T, o Options) {
 	t.Run("killed by signal", func(t *testing.T) {
 		res := run(t, h, "kill -TERM $$", sandbox.ExecOptions{})
 		assert.False(t, res.Success)
-		assert.Equal(t, "SIGTERM", res.Signal)
 		assert.Equal(t, 128+15, res.ExitCode)
+		if !o.SignalsAsExitCodes {
+			assert.Equal(t, "SIGTERM", res.Signal)
+		}
 	})
 	t.Run("stdin", func(t *testing.T) {
 		res := run(t, h, "tr a-z A-Z", sandbox.ExecOptions{Stdin: strings.NewReader("hello\n")})

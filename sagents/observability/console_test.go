@@ -1,0 +1,55 @@
+package observability_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/sage-go/sage/sagents/observability"
+)
+
+func TestConsoleHandlerPrintsTree(t *testing.T) {
+	var buf bytes.Buffer
+	m, _ := quietManager(t, observability.NewConsoleHandler(&buf))
+	ctx := m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "sess-1", Name: "research"})
+	actx := m.AgentStart(ctx, observability.AgentInfo{Name: "planner", Step: "plan"})
+	lctx := m.LLMStart(actx, observability.LLMRequest{Model: "gpt-4o", ModelType: observability.ModelStandard})
+	m.LLMEnd(lctx, observability.LLMResponse{
+		Usage:            observability.Usage{InputTokens: 120, OutputTokens: 45, CacheReadInputTokens: 100},
+		TimeToFirstChunk: 80 * time.Millisecond, FinishReasons: []string{"tool_calls"},
+	})
+	t1 := m.ToolStart(actx, observability.ToolCall{Name: "shell", CallID: "c1"})
+	m.ToolEnd(t1, observability.ToolResult{Result: "ok"})
+	t2 := m.ToolStart(actx, observability.ToolCall{Name: "shell", CallID: "c2"})
+	m.ToolError(t2, errors.New("exit status 1"))
+	mctx := m.MessageStart(actx, observability.Message{Role: "assistant"})
+	m.MessageEnd(mctx, observability.Message{Role: "assistant"})
+	assert.Zero(t, buf.Len(), "nothing printed before the chain ends")
+	m.AgentEnd(actx, observability.AgentResult{})
+	m.ChainEnd(ctx, observability.ChainResult{})
+
+	out := buf.String()
+	t.Logf("\n%s", out)
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if assert.Len(t, lines, 5) {
+		assert.True(t, strings.HasPrefix(lines[0], "invoke_workflow research  session=sess-1  "))
+		assert.True(t, strings.HasPrefix(lines[1], "└─ invoke_agent planner (plan)  "))
+		assert.True(t, strings.HasPrefix(lines[2], "   ├─ chat gpt-4o [standard]  "))
+		assert.Contains(t, lines[2], "tokens in=120 out=45 cached=100 ttfc=80ms finish=tool_calls")
+		assert.True(t, strings.HasPrefix(lines[3], "   ├─ execute_tool shell  "))
+		assert.NotContains(t, lines[3], "ERROR")
+		assert.True(t, strings.HasPrefix(lines[4], "   └─ execute_tool shell  "))
+		assert.Contains(t, lines[4], "ERROR[_OTHER]: exit status 1")
+	}
+
+	// A second chain prints its own tree only.
+	buf.Reset()
+	ctx = m.ChainStart(context.Background(), observability.ChainInfo{Name: "second"})
+	m.ChainError(ctx, context.DeadlineExceeded)
+	assert.Regexp(t, `^invoke_workflow second  \S+  ERROR\[timeout\]: context deadline exceeded\n$`, buf.String())
+}

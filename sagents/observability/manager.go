@@ -1,0 +1,546 @@
+package observability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Manager fans events out to its handlers, in registration order.
+//
+// The zero value is not usable; create one with [New]. A nil *Manager is
+// valid and ignores every event, so instrumented code never has to check.
+// All methods are safe for concurrent use.
+type Manager struct {
+	handlers atomic.Pointer[[]Handler]
+	regMu    sync.Mutex // serialises Register and Shutdown
+
+	log *slog.Logger
+	lim limiter
+
+	shutdownOnce sync.Once
+}
+
+// Option configures a [Manager].
+type Option func(*Manager)
+
+// WithLogger sets the logger used for handler panics, handler errors and
+// misuse (an end without a matching start). The default is slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(m *Manager) {
+		if l != nil {
+			m.log = l
+		}
+	}
+}
+
+// WithLogInterval sets the minimum interval between two log records about
+// the same handler and event; records in between are counted and the count
+// is reported with the next record. The default is 10s.
+func WithLogInterval(d time.Duration) Option {
+	return func(m *Manager) { m.lim.every = d }
+}
+
+// WithHandlers registers handlers at construction.
+func WithHandlers(hs ...Handler) Option {
+	return func(m *Manager) { m.Register(hs...) }
+}
+
+// New returns a Manager.
+func New(opts ...Option) *Manager {
+	m := &Manager{log: slog.Default()}
+	m.lim.every = 10 * time.Second
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// Register appends handlers. Runs already started are not shown to them:
+// a run's events go to the handlers registered when it started.
+func (m *Manager) Register(hs ...Handler) {
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
+	var cur []Handler
+	if p := m.handlers.Load(); p != nil {
+		cur = *p
+	}
+	next := make([]Handler, 0, len(cur)+len(hs))
+	next = append(next, cur...)
+	for _, h := range hs {
+		if h != nil {
+			next = append(next, h)
+		}
+	}
+	m.handlers.Store(&next)
+}
+
+// Len returns the number of registered handlers.
+func (m *Manager) Len() int { return len(m.snapshot()) }
+
+// Shutdown calls Shutdown(ctx) on every handler that has one and stops
+// dispatching new runs. It is idempotent: later calls return nil.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	var err error
+	m.shutdownOnce.Do(func() {
+		m.regMu.Lock()
+		var hs []Handler
+		if p := m.handlers.Swap(nil); p != nil {
+			hs = *p
+		}
+		m.regMu.Unlock()
+		var errs []error
+		for _, h := range hs {
+			s, ok := h.(interface{ Shutdown(context.Context) error })
+			if !ok {
+				continue
+			}
+			if e := m.safeEnd(h, "Shutdown", func() error { return s.Shutdown(ctx) }); e != nil {
+				errs = append(errs, fmt.Errorf("observability: shutdown %T: %w", h, e))
+			}
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+func (m *Manager) snapshot() []Handler {
+	if m == nil {
+		return nil
+	}
+	if p := m.handlers.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// ---- runs ----
+
+type runCtxKey struct{}
+
+var runIDs atomic.Uint64
+
+// run is both the run's identity and the context that carries it: one
+// allocation per started run.
+type run struct {
+	context.Context // what the caller passed to start
+	Run
+
+	m        *Manager
+	handlers []Handler       // the handlers that saw the start
+	hctx     context.Context // the context after every handler's start
+	parent   *run
+	ended    atomic.Bool
+
+	mu       sync.Mutex // guards children and the children's prev/next/linked
+	children *run
+
+	prev, next *run // siblings, guarded by parent.mu
+	linked     bool
+}
+
+func (r *run) Value(key any) any {
+	if key == (runCtxKey{}) {
+		return r
+	}
+	return r.Context.Value(key)
+}
+
+func (r *run) String() string { return fmt.Sprintf("%v.WithRun(%s %d)", r.Context, r.Kind, r.ID) }
+
+// RunFromContext returns the innermost run carried by ctx.
+func RunFromContext(ctx context.Context) (Run, bool) {
+	if ctx == nil {
+		return Run{}, false
+	}
+	r, _ := ctx.Value(runCtxKey{}).(*run)
+	if r == nil {
+		return Run{}, false
+	}
+	return r.Run, true
+}
+
+func (m *Manager) newRun(ctx context.Context, hs []Handler, kind Kind, name, session string) *run {
+	r := &run{Context: ctx, m: m, handlers: hs}
+	r.ID = runIDs.Add(1)
+	r.Kind = kind
+	r.Name = name
+	r.Start = time.Now()
+	if p, _ := ctx.Value(runCtxKey{}).(*run); p != nil {
+		r.parent = p
+		r.ParentID = p.ID
+		r.RootID = p.RootID
+		if session == "" {
+			session = p.SessionID
+		}
+		p.mu.Lock()
+		r.next = p.children
+		if p.children != nil {
+			p.children.prev = r
+		}
+		p.children = r
+		r.linked = true
+		p.mu.Unlock()
+	} else {
+		r.RootID = r.ID
+	}
+	r.SessionID = session
+	return r
+}
+
+// unlinkLocked removes c from r's open children; r.mu must be held.
+func (r *run) unlinkLocked(c *run) {
+	if !c.linked {
+		return
+	}
+	if c.prev != nil {
+		c.prev.next = c.next
+	} else {
+		r.children = c.next
+	}
+	if c.next != nil {
+		c.next.prev = c.prev
+	}
+	c.prev, c.next, c.linked = nil, nil, false
+}
+
+func (r *run) unlink() {
+	if p := r.parent; p != nil {
+		p.mu.Lock()
+		p.unlinkLocked(r)
+		p.mu.Unlock()
+	}
+}
+
+// closeChildren ends every open descendant with ErrParentEnded, deepest first.
+func (r *run) closeChildren() {
+	for {
+		r.mu.Lock()
+		c := r.children
+		if c != nil {
+			r.unlinkLocked(c)
+		}
+		r.mu.Unlock()
+		if c == nil {
+			return
+		}
+		if c.ended.CompareAndSwap(false, true) {
+			c.closeChildren()
+			c.m.dispatchError(c, ErrParentEnded)
+		}
+	}
+}
+
+// start creates the run and lets every handler decorate its context.
+func (m *Manager) start(ctx context.Context, kind Kind, name, session string, op string,
+	call func(h Handler, ctx context.Context) (context.Context, error)) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	hs := m.snapshot()
+	if len(hs) == 0 {
+		return ctx
+	}
+	r := m.newRun(ctx, hs, kind, name, session)
+	var c context.Context = r
+	for _, h := range hs {
+		c = m.safeStart(h, op, c, call)
+	}
+	if got, _ := c.Value(runCtxKey{}).(*run); got != r {
+		// A handler returned a context not derived from the one it got.
+		m.logf(op, "handler returned a context that lost the run; its values are dropped")
+		c = r
+	}
+	r.hctx = c
+	return c
+}
+
+// claim finds the run of the given kind that ctx carries and marks it ended.
+// It returns nil when there is nothing to end.
+func (m *Manager) claim(ctx context.Context, kind Kind, op string) *run {
+	if m == nil || ctx == nil {
+		return nil
+	}
+	r, _ := ctx.Value(runCtxKey{}).(*run)
+	if r == nil {
+		return nil
+	}
+	inner := r
+	for r != nil && (r.Kind != kind || r.m != m) {
+		r = r.parent
+	}
+	if r == nil {
+		m.logf(op, "no open "+kind.String()+" run in context (innermost is "+inner.Kind.String()+")")
+		return nil
+	}
+	if r != inner && !inner.ended.Load() {
+		m.logf(op, "ending a "+kind.String()+" run whose "+inner.Kind.String()+" child is still open; the child is ended too")
+	}
+	if !r.ended.CompareAndSwap(false, true) {
+		return nil // already ended: harmless
+	}
+	r.closeChildren()
+	return r
+}
+
+func (m *Manager) dispatchError(r *run, err error) {
+	ctx := r.hctx
+	if ctx == nil {
+		ctx = r
+	}
+	for _, h := range r.handlers {
+		switch r.Kind {
+		case KindChain:
+			m.safeEnd(h, "ChainError", func() error { return h.ChainError(ctx, err) })
+		case KindAgent:
+			m.safeEnd(h, "AgentError", func() error { return h.AgentError(ctx, err) })
+		case KindLLM:
+			m.safeEnd(h, "LLMError", func() error { return h.LLMError(ctx, err) })
+		case KindTool:
+			m.safeEnd(h, "ToolError", func() error { return h.ToolError(ctx, err) })
+		case KindMessage:
+			msg := Message{Role: r.Name}
+			m.safeEnd(h, "MessageEnd", func() error { return h.MessageEnd(ctx, msg) })
+		}
+	}
+	r.unlink()
+}
+
+var errNilError = errors.New("observability: error event with a nil error")
+
+func orUnknown(err error) error {
+	if err == nil {
+		return errNilError
+	}
+	return err
+}
+
+// ---- handler isolation ----
+
+func (m *Manager) safeStart(h Handler, op string, ctx context.Context,
+	call func(h Handler, ctx context.Context) (context.Context, error)) (out context.Context) {
+	out = ctx
+	defer func() {
+		if p := recover(); p != nil {
+			out = ctx
+			m.logPanic(h, op, p)
+		}
+	}()
+	c, err := call(h, ctx)
+	if err != nil {
+		m.logErr(h, op, err)
+	}
+	if c != nil {
+		out = c
+	}
+	return out
+}
+
+func (m *Manager) safeEnd(h Handler, op string, call func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			m.logPanic(h, op, p)
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	if err = call(); err != nil {
+		m.logErr(h, op, err)
+	}
+	return err
+}
+
+func (m *Manager) logPanic(h Handler, op string, p any) {
+	key := fmt.Sprintf("%T/%s/panic", h, op)
+	if ok, n := m.lim.allow(key); ok {
+		m.log.Error("observability: handler panicked",
+			"handler", fmt.Sprintf("%T", h), "event", op, "panic", fmt.Sprint(p),
+			"suppressed", n, "stack", string(debug.Stack()))
+	}
+}
+
+func (m *Manager) logErr(h Handler, op string, err error) {
+	key := fmt.Sprintf("%T/%s/error", h, op)
+	if ok, n := m.lim.allow(key); ok {
+		m.log.Warn("observability: handler failed",
+			"handler", fmt.Sprintf("%T", h), "event", op, "error", err, "suppressed", n)
+	}
+}
+
+func (m *Manager) logf(op, msg string) {
+	key := "misuse/" + op
+	if ok, n := m.lim.allow(key); ok {
+		m.log.Warn("observability: "+msg, "event", op, "suppressed", n)
+	}
+}
+
+type limiter struct {
+	every      time.Duration
+	mu         sync.Mutex
+	last       map[string]time.Time
+	suppressed map[string]int
+}
+
+// allow reports whether a record for key may be logged now, and how many
+// were suppressed since the last one.
+func (l *limiter) allow(key string) (bool, int) {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last = make(map[string]time.Time)
+		l.suppressed = make(map[string]int)
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < l.every {
+		l.suppressed[key]++
+		return false, 0
+	}
+	n := l.suppressed[key]
+	delete(l.suppressed, key)
+	l.last[key] = now
+	return true, n
+}
+
+// ---- the events ----
+
+// ChainStart starts a chain (one user turn) and returns the context that
+// carries it. Pass that context to ChainEnd or ChainError.
+func (m *Manager) ChainStart(ctx context.Context, info ChainInfo) context.Context {
+	if len(m.snapshot()) == 0 {
+		return ctx
+	}
+	return m.start(ctx, KindChain, info.Name, info.SessionID, "ChainStart",
+		func(h Handler, c context.Context) (context.Context, error) { return h.ChainStart(c, info) })
+}
+
+// ChainEnd ends the chain carried by ctx.
+func (m *Manager) ChainEnd(ctx context.Context, res ChainResult) {
+	r := m.claim(ctx, KindChain, "ChainEnd")
+	if r == nil {
+		return
+	}
+	for _, h := range r.handlers {
+		m.safeEnd(h, "ChainEnd", func() error { return h.ChainEnd(r.hctx, res) })
+	}
+	r.unlink()
+}
+
+// ChainError ends the chain carried by ctx with an error.
+func (m *Manager) ChainError(ctx context.Context, err error) {
+	if r := m.claim(ctx, KindChain, "ChainError"); r != nil {
+		m.dispatchError(r, orUnknown(err))
+	}
+}
+
+// AgentStart starts an agent run and returns the context that carries it.
+func (m *Manager) AgentStart(ctx context.Context, info AgentInfo) context.Context {
+	if len(m.snapshot()) == 0 {
+		return ctx
+	}
+	return m.start(ctx, KindAgent, info.Name, info.SessionID, "AgentStart",
+		func(h Handler, c context.Context) (context.Context, error) { return h.AgentStart(c, info) })
+}
+
+// AgentEnd ends the agent run carried by ctx.
+func (m *Manager) AgentEnd(ctx context.Context, res AgentResult) {
+	r := m.claim(ctx, KindAgent, "AgentEnd")
+	if r == nil {
+		return
+	}
+	for _, h := range r.handlers {
+		m.safeEnd(h, "AgentEnd", func() error { return h.AgentEnd(r.hctx, res) })
+	}
+	r.unlink()
+}
+
+// AgentError ends the agent run carried by ctx with an error.
+func (m *Manager) AgentError(ctx context.Context, err error) {
+	if r := m.claim(ctx, KindAgent, "AgentError"); r != nil {
+		m.dispatchError(r, orUnknown(err))
+	}
+}
+
+// LLMStart starts a model call and returns the context that carries it.
+func (m *Manager) LLMStart(ctx context.Context, req LLMRequest) context.Context {
+	if len(m.snapshot()) == 0 {
+		return ctx
+	}
+	return m.start(ctx, KindLLM, req.Model, req.SessionID, "LLMStart",
+		func(h Handler, c context.Context) (context.Context, error) { return h.LLMStart(c, req) })
+}
+
+// LLMEnd ends the model call carried by ctx.
+func (m *Manager) LLMEnd(ctx context.Context, resp LLMResponse) {
+	r := m.claim(ctx, KindLLM, "LLMEnd")
+	if r == nil {
+		return
+	}
+	for _, h := range r.handlers {
+		m.safeEnd(h, "LLMEnd", func() error { return h.LLMEnd(r.hctx, resp) })
+	}
+	r.unlink()
+}
+
+// LLMError ends the model call carried by ctx with an error.
+func (m *Manager) LLMError(ctx context.Context, err error) {
+	if r := m.claim(ctx, KindLLM, "LLMError"); r != nil {
+		m.dispatchError(r, orUnknown(err))
+	}
+}
+
+// ToolStart starts a tool call and returns the context that carries it.
+func (m *Manager) ToolStart(ctx context.Context, call ToolCall) context.Context {
+	if len(m.snapshot()) == 0 {
+		return ctx
+	}
+	return m.start(ctx, KindTool, call.Name, call.SessionID, "ToolStart",
+		func(h Handler, c context.Context) (context.Context, error) { return h.ToolStart(c, call) })
+}
+
+// ToolEnd ends the tool call carried by ctx.
+func (m *Manager) ToolEnd(ctx context.Context, res ToolResult) {
+	r := m.claim(ctx, KindTool, "ToolEnd")
+	if r == nil {
+		return
+	}
+	for _, h := range r.handlers {
+		m.safeEnd(h, "ToolEnd", func() error { return h.ToolEnd(r.hctx, res) })
+	}
+	r.unlink()
+}
+
+// ToolError ends the tool call carried by ctx with an error.
+func (m *Manager) ToolError(ctx context.Context, err error) {
+	if r := m.claim(ctx, KindTool, "ToolError"); r != nil {
+		m.dispatchError(r, orUnknown(err))
+	}
+}
+
+// MessageStart starts a message (for example a streamed assistant message)
+// and returns the context that carries it.
+func (m *Manager) MessageStart(ctx context.Context, msg Message) context.Context {
+	if len(m.snapshot()) == 0 {
+		return ctx
+	}
+	return m.start(ctx, KindMessage, msg.Role, "", "MessageStart",
+		func(h Handler, c context.Context) (context.Context, error) { return h.MessageStart(c, msg) })
+}
+
+// MessageEnd ends the message carried by ctx.
+func (m *Manager) MessageEnd(ctx context.Context, msg Message) {
+	r := m.claim(ctx, KindMessage, "MessageEnd")
+	if r == nil {
+		return
+	}
+	for _, h := range r.handlers {
+		m.safeEnd(h, "MessageEnd", func() error { return h.MessageEnd(r.hctx, msg) })
+	}
+	r.unlink()
+}

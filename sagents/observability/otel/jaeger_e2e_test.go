@@ -1,0 +1,644 @@
+package otel_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/sage-go/sage/sagents/observability"
+	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+)
+
+// The Jaeger end-to-end test: a real Jaeger v2 (built by `make jaeger`)
+// receives the OTLP export of a session and its query API must return the
+// expected tree.
+
+const jaegerVersion = "v1.76.0"
+
+// jaegerBinary finds the Jaeger binary: $SAGE_JAEGER_BIN, else the cache
+// path that `make jaeger` and .ci/setup.d/30-jaeger.sh build into.
+func jaegerBinary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("SAGE_JAEGER_BIN")
+	if bin == "" {
+		cache := os.Getenv("XDG_CACHE_HOME")
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache")
+		}
+		bin = filepath.Join(cache, "sage", "jaeger-"+jaegerVersion)
+	}
+	if st, err := os.Stat(bin); err != nil || st.IsDir() {
+		msg := fmt.Sprintf("Jaeger binary %s not found (build it with `make jaeger`, or set SAGE_JAEGER_BIN)", bin)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "; CI must build it first (.ci/setup.d/30-jaeger.sh)")
+		}
+		t.Skip(msg)
+	}
+	return bin
+}
+
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var lns []net.Listener
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+	return ports
+}
+
+const jaegerConfig = `# Jaeger v2 for the sage e2e test: memory storage, loopback only.
+service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none        # the default binds a Prometheus endpoint on :8888
+    logs:
+      level: warn
+extensions:
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 10000
+  jaeger_query:
+    enable_tracing: false  # v2 turns it on by default and would export to localhost:4317
+    storage:
+      traces: memstore
+    http:
+      endpoint: 127.0.0.1:%[3]d
+    grpc:
+      endpoint: 127.0.0.1:%[4]d
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:%[1]d
+      http:
+        endpoint: 127.0.0.1:%[2]d
+processors:
+  batch:
+    timeout: 100ms
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+`
+
+type jaeger struct {
+	otlpGRPC string
+	query    string // http://127.0.0.1:port
+}
+
+// startJaeger runs Jaeger on free loopback ports until the test ends.
+func startJaeger(t *testing.T) *jaeger {
+	t.Helper()
+	bin := jaegerBinary(t)
+	dir := t.TempDir()
+	p := freePorts(t, 4)
+	cfg := filepath.Join(dir, "jaeger.yaml")
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, p[0], p[1], p[2], p[3]), 0o600))
+	logPath := filepath.Join(dir, "jaeger.log")
+	logf, err := os.Create(logPath)
+	require.NoError(t, err)
+
+	cmd := exec.Command(bin, "--config=file:"+cfg)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	for _, kv := range os.Environ() { // keep our own OTEL_* settings away from Jaeger
+		if !strings.HasPrefix(kv, "OTEL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	dumpLog := func() {
+		b, _ := os.ReadFile(logPath)
+		t.Logf("jaeger log:\n%s", b)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		_ = logf.Close()
+		if t.Failed() {
+			dumpLog()
+		}
+	})
+
+	j := &jaeger{otlpGRPC: fmt.Sprintf("127.0.0.1:%d", p[0]), query: fmt.Sprintf("http://127.0.0.1:%d", p[2])}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			dumpLog()
+			t.Fatalf("jaeger exited during start-up: %v", err)
+		default:
+		}
+		if ready(j) {
+			return j
+		}
+		if time.Now().After(deadline) {
+			dumpLog()
+			t.Fatal("jaeger did not become ready in 90s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func ready(j *jaeger) bool {
+	c, err := net.DialTimeout("tcp", j.otlpGRPC, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	resp, err := http.Get(j.query + "/api/services")
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// ---- a fake OpenAI-compatible model server ----
+
+type fakeModel struct {
+	calls atomic.Int32
+}
+
+type usageJSON struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// Per call: finish reason and usage.
+var fakeTurns = []struct {
+	finish                        string
+	in, out, cached, reasoning    int64
+	firstChunkDelay, restDuration time.Duration
+}{
+	{"tool_calls", 120, 30, 64, 0, 30 * time.Millisecond, 10 * time.Millisecond},
+	{"stop", 200, 50, 0, 12, 20 * time.Millisecond, 10 * time.Millisecond},
+}
+
+func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
+		http.NotFound(w, r)
+		return
+	}
+	var req struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !req.Stream {
+		http.Error(w, `{"error":{"message":"stream required"}}`, http.StatusBadRequest)
+		return
+	}
+	n := int(f.calls.Add(1)-1) % len(fakeTurns)
+	turn := fakeTurns[n]
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	id := fmt.Sprintf("chatcmpl-%d", n+1)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		fl.Flush()
+	}
+	time.Sleep(turn.firstChunkDelay)
+	send(map[string]any{"id": id, "model": req.Model + "-2026", "choices": []any{
+		map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "Hel"}}}})
+	time.Sleep(turn.restDuration)
+	send(map[string]any{"id": id, "model": req.Model + "-2026", "choices": []any{
+		map[string]any{"index": 0, "delta": map[string]any{"content": "lo"}, "finish_reason": turn.finish}}})
+	var u usageJSON
+	u.PromptTokens, u.CompletionTokens = turn.in, turn.out
+	u.PromptTokensDetails.CachedTokens = turn.cached
+	u.CompletionTokensDetails.ReasoningTokens = turn.reasoning
+	send(map[string]any{"id": id, "model": req.Model + "-2026", "choices": []any{}, "usage": u})
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	fl.Flush()
+}
+
+// chat makes one streaming call and emits the llm events around it, as the
+// llm client does.
+func chat(ctx context.Context, m *observability.Manager, base, model string, msgs []observability.Message) (string, error) {
+	u, _ := url.Parse(base)
+	port, _ := strconv.Atoi(u.Port())
+	ctx = m.LLMStart(ctx, observability.LLMRequest{
+		Provider: "openai", Model: model, ModelType: observability.ModelStandard,
+		ServerAddress: u.Hostname(), ServerPort: port, Stream: true, Messages: msgs,
+	})
+	resp, err := doChat(ctx, base, model, msgs)
+	if err != nil {
+		m.LLMError(ctx, err)
+		return "", err
+	}
+	m.LLMEnd(ctx, resp)
+	return resp.FinishReasons[0], nil
+}
+
+func doChat(ctx context.Context, base, model string, msgs []observability.Message) (observability.LLMResponse, error) {
+	var out observability.LLMResponse
+	body, _ := json.Marshal(map[string]any{"model": model, "messages": msgs, "stream": true,
+		"stream_options": map[string]bool{"include_usage": true}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return out, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return out, fmt.Errorf("chat: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return out, fmt.Errorf("chat: status %d: %s", resp.StatusCode, b)
+	}
+	var content strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if out.TimeToFirstChunk == 0 {
+			out.TimeToFirstChunk = time.Since(start)
+		}
+		if line == "[DONE]" {
+			break
+		}
+		var chunk struct {
+			ID      string `json:"id"`
+			Model   string `json:"model"`
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage *usageJSON `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(line), &chunk); err != nil {
+			return out, fmt.Errorf("chat: bad chunk: %w", err)
+		}
+		out.ID, out.Model = chunk.ID, chunk.Model
+		for _, c := range chunk.Choices {
+			content.WriteString(c.Delta.Content)
+			if c.FinishReason != "" {
+				out.FinishReasons = append(out.FinishReasons, c.FinishReason)
+			}
+		}
+		if u := chunk.Usage; u != nil {
+			out.Usage = observability.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+				CacheReadInputTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("chat: read stream: %w", err)
+	}
+	out.Messages = []observability.Message{{Role: "assistant", Content: content.String()}}
+	return out, nil
+}
+
+// runTool runs a shell command as the tools manager would, with the tool
+// events around it and a sandbox span (the sandbox package will emit this)
+// under the tool span.
+func runTool(ctx context.Context, m *observability.Manager, tracer trace.Tracer, workdir, callID, script string) (string, error) {
+	ctx = m.ToolStart(ctx, observability.ToolCall{Name: "shell", CallID: callID,
+		Arguments: fmt.Sprintf(`{"command":%q}`, script)})
+	sctx, span := tracer.Start(ctx, "sandbox.exec", trace.WithAttributes(
+		attribute.String("sandbox.mode", "passthrough"), attribute.String("sandbox.id", "e2e-workspace")))
+	cmd := exec.CommandContext(sctx, "sh", "-c", script)
+	cmd.Dir = workdir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			span.SetAttributes(attribute.Int("process.exit.code", ee.ExitCode()))
+		}
+	}
+	span.End()
+	if err != nil {
+		err = fmt.Errorf("tool shell: %w (stderr %q)", exitErr{err}, strings.TrimSpace(stderr.String()))
+		m.ToolError(ctx, err)
+		return "", err
+	}
+	m.ToolEnd(ctx, observability.ToolResult{Result: stdout.String()})
+	return stdout.String(), nil
+}
+
+// exitErr gives a command failure a low-cardinality error.type.
+type exitErr struct{ error }
+
+func (e exitErr) Unwrap() error   { return e.error }
+func (exitErr) ErrorType() string { return "exit_code" }
+
+// ---- Jaeger's query API ----
+
+type jTrace struct {
+	TraceID   string              `json:"traceID"`
+	Spans     []jSpan             `json:"spans"`
+	Processes map[string]jProcess `json:"processes"`
+}
+
+type jSpan struct {
+	TraceID       string `json:"traceID"`
+	SpanID        string `json:"spanID"`
+	OperationName string `json:"operationName"`
+	References    []struct {
+		RefType string `json:"refType"`
+		SpanID  string `json:"spanID"`
+	} `json:"references"`
+	Tags      []jTag                    `json:"tags"`
+	Logs      []struct{ Fields []jTag } `json:"logs"`
+	ProcessID string                    `json:"processID"`
+}
+
+type jTag struct {
+	Key   string `json:"key"`
+	Type  string `json:"type"`
+	Value any    `json:"value"`
+}
+
+type jProcess struct {
+	ServiceName string `json:"serviceName"`
+}
+
+func (s jSpan) tag(key string) (any, bool) {
+	for _, t := range s.Tags {
+		if t.Key == key {
+			return t.Value, true
+		}
+	}
+	return nil, false
+}
+
+func (s jSpan) str(key string) string {
+	v, _ := s.tag(key)
+	str, _ := v.(string)
+	return str
+}
+
+func (s jSpan) num(key string) float64 {
+	v, _ := s.tag(key)
+	f, _ := v.(float64)
+	return f
+}
+
+func (s jSpan) parent() string {
+	for _, r := range s.References {
+		if r.RefType == "CHILD_OF" {
+			return r.SpanID
+		}
+	}
+	return ""
+}
+
+func queryTraces(j *jaeger, service string) ([]jTrace, error) {
+	resp, err := http.Get(j.query + "/api/traces?limit=20&service=" + url.QueryEscape(service))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	var body struct {
+		Data []jTrace `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	return body.Data, nil
+}
+
+func TestJaegerEndToEnd(t *testing.T) {
+	j := startJaeger(t)
+
+	model := httptest.NewServer(&fakeModel{})
+	defer model.Close()
+
+	service := fmt.Sprintf("sage-e2e-%d", time.Now().UnixNano())
+	m := observability.New()
+	shutdown, err := sageotel.Setup(context.Background(),
+		sageotel.WithEndpoint(j.otlpGRPC), sageotel.WithServiceName(service),
+		sageotel.WithManager(m), sageotel.WithoutGlobal(), sageotel.WithExportTimeout(10*time.Second))
+	require.NoError(t, err)
+	var sandboxTracer trace.Tracer = noop.NewTracerProvider().Tracer("")
+	// Sandbox spans come from the tracer of the span in the context, as a
+	// library using the global provider would get it.
+	tracerFrom := func(ctx context.Context) trace.Tracer {
+		if sp := trace.SpanFromContext(ctx); sp.SpanContext().IsValid() {
+			return sp.TracerProvider().Tracer("github.com/sage-go/sage/sagents/sandbox")
+		}
+		return sandboxTracer
+	}
+
+	// One user turn: chain -> agent -> llm, tool ok, tool failing, llm.
+	ctx := context.Background()
+	workdir := t.TempDir()
+	sess := "e2e-session-1"
+	cctx := m.ChainStart(ctx, observability.ChainInfo{SessionID: sess, Name: "e2e-turn",
+		Inputs: []observability.Message{{Role: "user", Content: "list the files"}}})
+	actx := m.AgentStart(cctx, observability.AgentInfo{Name: "researcher", Step: "act"})
+	msgs := []observability.Message{{Role: "user", Content: "list the files"}}
+	finish, err := chat(actx, m, model.URL, "fake-gpt", msgs)
+	require.NoError(t, err)
+	require.Equal(t, "tool_calls", finish)
+	out, err := runTool(actx, m, tracerFrom(actx), workdir, "call-ok", "echo hello > f.txt && ls")
+	require.NoError(t, err)
+	require.Equal(t, "f.txt\n", out)
+	_, err = runTool(actx, m, tracerFrom(actx), workdir, "call-bad", "echo nope >&2; exit 3")
+	require.Error(t, err)
+	finish, err = chat(actx, m, model.URL, "fake-gpt", append(msgs, observability.Message{Role: "tool", Content: out, ToolCallID: "call-ok"}))
+	require.NoError(t, err)
+	require.Equal(t, "stop", finish)
+	m.AgentEnd(actx, observability.AgentResult{})
+	m.ChainEnd(cctx, observability.ChainResult{})
+
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, shutdown(sctx), "flush to Jaeger")
+
+	// Poll the query API until the whole trace is there.
+	const want = 8 // chain, agent, 2 llm, 2 tool, 2 sandbox.exec
+	var tr jTrace
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		traces, err := queryTraces(j, service)
+		if err == nil && len(traces) == 1 && len(traces[0].Spans) >= want {
+			tr = traces[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Jaeger never returned the trace of %d spans: %d traces, err %v", want, len(traces), err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Len(t, tr.Spans, want)
+	for _, s := range tr.Spans {
+		t.Logf("span %s parent=%s %q kind=%s tokens=%v/%v error=%v", s.SpanID, s.parent(), s.OperationName,
+			s.str("span.kind"), s.num("gen_ai.usage.input_tokens"), s.num("gen_ai.usage.output_tokens"), s.str("error.type"))
+	}
+
+	byName := map[string][]jSpan{}
+	byID := map[string]jSpan{}
+	for _, s := range tr.Spans {
+		byName[s.OperationName] = append(byName[s.OperationName], s)
+		byID[s.SpanID] = s
+		assert.Equal(t, service, tr.Processes[s.ProcessID].ServiceName)
+	}
+	one := func(name string) jSpan {
+		require.Len(t, byName[name], 1, "span %q in %v", name, keys(byName))
+		return byName[name][0]
+	}
+
+	chain := one("invoke_workflow e2e-turn")
+	assert.Empty(t, chain.parent(), "the chain is the root")
+	assert.Equal(t, "invoke_workflow", chain.str("gen_ai.operation.name"))
+
+	agent := one("invoke_agent researcher")
+	assert.Equal(t, chain.SpanID, agent.parent())
+	assert.Equal(t, "researcher", agent.str("gen_ai.agent.name"))
+	assert.Equal(t, "invoke_agent", agent.str("gen_ai.operation.name"))
+
+	for _, s := range tr.Spans {
+		if strings.HasPrefix(s.OperationName, "sandbox.") {
+			continue
+		}
+		assert.Equal(t, sess, s.str("gen_ai.conversation.id"), s.OperationName)
+	}
+
+	llms := byName["chat fake-gpt"]
+	require.Len(t, llms, 2)
+	if llms[0].str("gen_ai.response.id") != "chatcmpl-1" {
+		llms[0], llms[1] = llms[1], llms[0]
+	}
+	for i, s := range llms {
+		turn := fakeTurns[i]
+		assert.Equal(t, agent.SpanID, s.parent())
+		assert.Equal(t, "client", s.str("span.kind"))
+		assert.Equal(t, "chat", s.str("gen_ai.operation.name"))
+		assert.Equal(t, "openai", s.str("gen_ai.provider.name"))
+		assert.Equal(t, "fake-gpt", s.str("gen_ai.request.model"))
+		assert.Equal(t, "fake-gpt-2026", s.str("gen_ai.response.model"))
+		assert.Equal(t, "127.0.0.1", s.str("server.address"))
+		assert.Contains(t, s.str("gen_ai.response.finish_reasons"), turn.finish)
+		assert.EqualValues(t, turn.in, s.num("gen_ai.usage.input_tokens"))
+		assert.EqualValues(t, turn.out, s.num("gen_ai.usage.output_tokens"))
+		assert.EqualValues(t, turn.cached, s.num("gen_ai.usage.cache_read.input_tokens"))
+		assert.EqualValues(t, turn.reasoning, s.num("gen_ai.usage.reasoning.output_tokens"))
+		ttfc := s.num("gen_ai.response.time_to_first_chunk")
+		assert.GreaterOrEqual(t, ttfc, turn.firstChunkDelay.Seconds(), "ttfc is at least the server's delay")
+		_, hasSystem := s.tag("gen_ai.system")
+		assert.False(t, hasSystem, "no deprecated gen_ai.system")
+		_, hasInput := s.tag("gen_ai.input.messages")
+		assert.False(t, hasInput, "content capture is off by default")
+	}
+
+	tools := byName["execute_tool shell"]
+	require.Len(t, tools, 2)
+	var okTool, badTool jSpan
+	for _, s := range tools {
+		assert.Equal(t, agent.SpanID, s.parent())
+		assert.Equal(t, "execute_tool", s.str("gen_ai.operation.name"))
+		assert.Equal(t, "shell", s.str("gen_ai.tool.name"))
+		switch s.str("gen_ai.tool.call.id") {
+		case "call-ok":
+			okTool = s
+		case "call-bad":
+			badTool = s
+		}
+	}
+	require.NotEmpty(t, okTool.SpanID)
+	require.NotEmpty(t, badTool.SpanID)
+	_, okHasErr := okTool.tag("error")
+	assert.False(t, okHasErr)
+	errTag, _ := badTool.tag("error")
+	assert.Equal(t, true, errTag)
+	assert.Equal(t, "ERROR", badTool.str("otel.status_code"))
+	assert.Equal(t, "exit_code", badTool.str("error.type"))
+	assert.Contains(t, badTool.str("otel.status_description"), "exit status 3")
+	var exception bool
+	for _, l := range badTool.Logs {
+		for _, f := range l.Fields {
+			if f.Key == "event" && f.Value == "exception" {
+				exception = true
+			}
+		}
+	}
+	assert.True(t, exception, "the error is recorded as an exception event")
+
+	sandbox := byName["sandbox.exec"]
+	require.Len(t, sandbox, 2)
+	parents := map[string]bool{}
+	for _, s := range sandbox {
+		parents[s.parent()] = true
+		assert.Equal(t, "passthrough", s.str("sandbox.mode"))
+	}
+	assert.Equal(t, map[string]bool{okTool.SpanID: true, badTool.SpanID: true}, parents,
+		"each sandbox span is a child of its tool span")
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package local
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// SystemPath is a system directory bound read-only into the sandbox, or,
+// when Symlink is set, a symlink recreated inside (merged-/usr systems
+// have /bin -> usr/bin).
+type SystemPath struct {
+	Path    string
+	Symlink string
+}
+
+// BwrapOptions is everything BwrapArgs needs; it holds no machine state,
+// so the argument list is a pure function of it.
+type BwrapOptions struct {
+	Network   bool              // share the host network (network: open)
+	Env       map[string]string // the whole environment inside
+	System    []SystemPath      // /usr, /bin, /lib*, ... as found on the host
+	Etc       bool              // bind /etc read-only
+	MaskFiles []string          // secret files hidden behind /dev/null
+	MaskDirs  []string          // secret directories hidden behind an empty tmpfs
+	ReadOnly  []string          // extra host paths shown read-only at the same path
+	TmpBytes  int64             // size of the private /tmp; 0 means bwrap's default
+	Workspace VolumeBind        // the workspace, read-write
+	Mounts    []sandbox.VolumeMount
+	Chdir     string // working directory inside
+	InfoFD    int    // --info-fd; 0 means none
+}
+
+// VolumeBind binds a host path at a path inside.
+type VolumeBind struct{ Host, Inside string }
+
+// BwrapArgs builds the bwrap argument list (without the bwrap binary
+// itself and without the command). The order is fixed, and later mounts
+// win over earlier ones:
+//
+//  1. namespaces: --unshare-all --unshare-user [--share-net] --disable-userns
+//  2. lifetime: --die-with-parent --new-session [--info-fd N]
+//  3. environment: --clearenv, then --setenv for each variable, sorted
+//  4. --cap-drop ALL
+//  5. system directories read-only (or recreated symlinks)
+//  6. /etc read-only, then its secrets masked
+//  7. --proc /proc --dev /dev
+//  8. a private /tmp (tmpfs, size-bounded)
+//  9. extra read-only paths (interpreters outside /usr)
+//  10. the workspace read-write, then the mounts (--ro-bind for read-only
+//     ones; the venv and code directories come last among them): after
+//     /tmp, so none is hidden
+//  11. --chdir
+func BwrapArgs(o BwrapOptions) []string {
+	a := []string{"--unshare-all", "--unshare-user"}
+	if o.Network {
+		a = append(a, "--share-net")
+	}
+	a = append(a, "--disable-userns", "--die-with-parent", "--new-session")
+	if o.InfoFD > 0 {
+		a = append(a, "--info-fd", strconv.Itoa(o.InfoFD))
+	}
+	a = append(a, "--clearenv")
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		a = append(a, "--setenv", k, o.Env[k])
+	}
+	a = append(a, "--cap-drop", "ALL")
+	for _, p := range o.System {
+		if p.Symlink != "" {
+			a = append(a, "--symlink", p.Symlink, p.Path)
+		} else {
+			a = append(a, "--ro-bind", p.Path, p.Path)
+		}
+	}
+	if o.Etc {
+		a = append(a, "--ro-bind", "/etc", "/etc")
+		for _, f := range o.MaskFiles {
+			a = append(a, "--ro-bind", "/dev/null", f)
+		}
+		for _, d := range o.MaskDirs {
+			a = append(a, "--tmpfs", d, "--remount-ro", d)
+		}
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	if o.TmpBytes > 0 {
+		a = append(a, "--size", strconv.FormatInt(o.TmpBytes, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp")
+	for _, p := range o.ReadOnly {
+		a = append(a, "--ro-bind", p, p)
+	}
+	a = append(a, "--bind", o.Workspace.Host, o.Workspace.Inside)
+	for _, m := range o.Mounts {
+		flag := "--bind"
+		if m.ReadOnly {
+			flag = "--ro-bind"
+		}
+		a = append(a, flag, m.HostPath, m.SandboxPath)
+	}
+	return append(a, "--chdir", o.Chdir)
+}

@@ -1,0 +1,234 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// SandboxPath is PATH inside the sandbox (the venv's bin is put first once
+// it exists). Host PATH entries mean nothing inside.
+const SandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+type bwrapIsolator struct {
+	bwrap, prlimit string
+	hostWS         string
+	virtualWS      string
+	mounts         []sandbox.VolumeMount
+	network        bool
+	limits         Limits
+	system         []SystemPath
+	maskFiles      []string
+	maskDirs       []string
+	resolvDir      string // bound when the network is open and resolv.conf points outside /etc
+	cg             *cgroupSet
+}
+
+func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
+	switch cfg.Local.Isolation.Linux {
+	case sandbox.IsolationNone:
+		return newNoIsolation(s)
+	case "", sandbox.IsolationAuto, sandbox.IsolationBwrap:
+	default:
+		return nil, &sandbox.ConfigError{Field: "sandbox.local.isolation.linux", Value: cfg.Local.Isolation.Linux, Reason: "want auto, bwrap or none"}
+	}
+	bw, err := findBwrap(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := exec.LookPath("prlimit")
+	if err != nil || !strings.HasPrefix(pl, "/usr/") {
+		return nil, fmt.Errorf("%w: prlimit (util-linux) not found under /usr; it applies the limits inside the sandbox; fix: apt-get install util-linux", sandbox.ErrIsolationUnavailable)
+	}
+	iso := &bwrapIsolator{bwrap: bw, prlimit: pl, hostWS: s.hostWS, mounts: cfg.Mounts,
+		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
+		system: systemPaths(), resolvDir: resolvDir()}
+	iso.maskFiles, iso.maskDirs = etcSecrets()
+	if iso.network {
+		slog.Warn("local sandbox: network is open", "sandbox", s.id)
+	}
+	if iso.cg, err = limitCgroups(s.id, s.limits); err != nil {
+		return nil, err
+	}
+	return iso, nil
+}
+
+func (b *bwrapIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
+	b.virtualWS = cfg.VirtualWorkspace
+	if b.virtualWS == "" {
+		b.virtualWS = DefaultVirtualWorkspace
+	}
+	return b.virtualWS
+}
+
+func (b *bwrapIsolator) close() error { return b.cg.remove() }
+
+func (b *bwrapIsolator) place(_, preferred string) string { return preferred }
+
+var bwrapProbe sync.Map // bwrap path -> error (nil when it works)
+
+// findBwrap finds bwrap and proves, once per process, that it can create
+// the namespaces local mode needs.
+func findBwrap(ctx context.Context) (string, error) {
+	p, err := exec.LookPath("bwrap")
+	if err != nil {
+		return "", fmt.Errorf("%w: bwrap not found on PATH; fix: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap; run 'sage doctor'", sandbox.ErrIsolationUnavailable)
+	}
+	if v, ok := bwrapProbe.Load(p); ok {
+		if v == nil {
+			return p, nil
+		}
+		return "", v.(error)
+	}
+	out, err := exec.CommandContext(ctx, p, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true").CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		perr := fmt.Errorf("%w: %s cannot create namespaces: %s; fix: allow unprivileged user namespaces (user.max_user_namespaces > 0; on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap); run 'sage doctor'",
+			sandbox.ErrIsolationUnavailable, p, strings.TrimSpace(string(out)))
+		bwrapProbe.Store(p, perr)
+		return "", perr
+	}
+	bwrapProbe.Store(p, nil)
+	return p, nil
+}
+
+// systemPaths lists the system directories that exist on this host.
+func systemPaths() []SystemPath {
+	var out []SystemPath
+	for _, p := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				out = append(out, SystemPath{Path: p, Symlink: target})
+			}
+		case fi.IsDir():
+			out = append(out, SystemPath{Path: p})
+		}
+	}
+	return out
+}
+
+// etcSecrets lists the secrets under /etc that exist here.
+func etcSecrets() (files, dirs []string) {
+	for _, f := range []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+		"/etc/security/opasswd", "/etc/machine-id"} {
+		if fi, err := os.Lstat(f); err == nil && !fi.IsDir() {
+			files = append(files, f)
+		}
+	}
+	keys, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
+	files = append(files, keys...)
+	for _, d := range []string{"/etc/sudoers.d", "/etc/ssl/private"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return files, dirs
+}
+
+// resolvDir is the directory behind /etc/resolv.conf when it is a symlink
+// out of /etc (systemd-resolved), so DNS works with the network open.
+func resolvDir() string {
+	real, err := filepath.EvalSymlinks("/etc/resolv.conf")
+	if err != nil || strings.HasPrefix(real, "/etc/") {
+		return ""
+	}
+	return filepath.Dir(real)
+}
+
+func (b *bwrapIsolator) env(extra map[string]string, venv string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range sandbox.Environ(nil, b.virtualWS, nil) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	env["PATH"] = SandboxPath
+	if venv != "" {
+		env["PATH"] = venv + "/bin:" + SandboxPath
+		env["VIRTUAL_ENV"] = venv
+	}
+	env["TMPDIR"] = "/tmp"
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	var ro []string
+	if b.network && b.resolvDir != "" {
+		ro = append(ro, b.resolvDir)
+	}
+	mounts := append([]sandbox.VolumeMount{}, b.mounts...)
+	for _, x := range inv.binds {
+		if x.readOnly && x.host == x.inside {
+			ro = append(ro, x.host)
+		} else {
+			mounts = append(mounts, sandbox.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+		}
+	}
+	args := BwrapArgs(BwrapOptions{
+		Network: b.network, Env: b.env(inv.env, inv.venv), System: b.system, Etc: true,
+		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes,
+		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
+		Chdir: inv.chdir, InfoFD: 3,
+	})
+	args = append(args, "--", b.prlimit)
+	args = append(args, b.limits.prlimitArgs(b.cg.memory())...)
+	args = append(args, "--")
+	args = append(args, inv.argv...)
+	path, argv := b.cg.trampoline(b.bwrap, args)
+	child := &childPID{}
+	go child.read(infoR)
+	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
+		extraFiles: []*os.File{infoW}, terminate: child.terminate, done: func() { infoR.Close() }}, nil
+}
+
+// childPID is the host pid of the sandbox's init, read from bwrap's
+// --info-fd. Its process group holds every process of the sandbox.
+type childPID struct{ pid atomic.Int64 }
+
+func (c *childPID) read(r *os.File) {
+	var info struct {
+		ChildPID int64 `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&info); err == nil {
+		c.pid.Store(info.ChildPID)
+	}
+}
+
+// terminate sends SIGTERM to the processes inside. The sandbox's init
+// (pid 1 inside) ignores it; the kill that follows takes everything down.
+func (c *childPID) terminate() {
+	if pid := c.pid.Load(); pid > 0 {
+		if err := syscall.Kill(-int(pid), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			slog.Debug("local sandbox: SIGTERM to the sandbox failed", "pid", pid, "err", err)
+		}
+	}
+}

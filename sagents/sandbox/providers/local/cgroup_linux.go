@@ -1,0 +1,205 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// cgroupRoot is where cgroup hierarchies are mounted.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupSet is the per-sandbox cgroups that enforce the pids and memory
+// limits when rlimits cannot (the host's root ignores RLIMIT_NPROC). A nil
+// set means rlimits only.
+type cgroupSet struct {
+	dirs      []string
+	procs     []string // cgroup.procs files a command joins
+	pids, mem bool
+}
+
+func (c *cgroupSet) memory() bool { return c != nil && c.mem }
+
+// limitCgroups creates the cgroups the limits need, where the cgroup tree
+// is writable. Running as root without a pids cgroup is an error: the
+// pids limit would not hold.
+func limitCgroups(id string, l Limits) (*cgroupSet, error) {
+	if l.Pids <= 0 && l.MemoryBytes <= 0 {
+		return nil, nil
+	}
+	c, cgErr := createCgroups("sage-"+id+"-"+randomSuffix(), l)
+	if l.Pids > 0 && !c.pids && os.Geteuid() == 0 {
+		c.remove()
+		reason := "no writable cgroup pids controller"
+		if cgErr != nil {
+			reason += " (" + cgErr.Error() + ")"
+		}
+		return nil, fmt.Errorf("%w: the pids limit (%d) cannot be enforced: running as root, where the kernel ignores RLIMIT_NPROC, and %s; fix: run as an unprivileged user, give sage a writable cgroup, or set pids_limit: -1 to run without one",
+			sandbox.ErrIsolationUnavailable, l.Pids, reason)
+	}
+	if !c.pids && !c.mem {
+		c.remove()
+		return nil, nil
+	}
+	return c, nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// createCgroups makes the cgroups under this process's own, in cgroup v2
+// if the unified hierarchy is mounted at cgroupRoot, else in the v1 pids
+// and memory hierarchies. What fails is left out and reported.
+func createCgroups(name string, l Limits) (*cgroupSet, error) {
+	c := &cgroupSet{}
+	own, err := ownCgroups()
+	if err != nil {
+		return c, err
+	}
+	if p, ok := own[""]; ok && fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
+		return c, c.createV2(filepath.Join(cgroupRoot, p), name, l)
+	}
+	var errs []error
+	if l.Pids > 0 {
+		if p, ok := own["pids"]; ok {
+			dir := filepath.Join(cgroupRoot, "pids", p, name)
+			errs = append(errs, c.add(dir, map[string]string{"pids.max": strconv.Itoa(l.Pids)}, &c.pids))
+		}
+	}
+	if l.MemoryBytes > 0 {
+		if p, ok := own["memory"]; ok {
+			dir := filepath.Join(cgroupRoot, "memory", p, name)
+			errs = append(errs, c.add(dir, map[string]string{"memory.limit_in_bytes": strconv.FormatInt(l.MemoryBytes, 10)}, &c.mem))
+			if c.mem { // no swapping around the limit, where swap is accounted
+				os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(l.MemoryBytes, 10)), 0)
+			}
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+func (c *cgroupSet) createV2(parent, name string, l Limits) error {
+	want := map[string]string{}
+	var ctrls []string
+	if l.Pids > 0 {
+		want["pids.max"], ctrls = strconv.Itoa(l.Pids), append(ctrls, "+pids")
+	}
+	if l.MemoryBytes > 0 {
+		want["memory.max"], ctrls = strconv.FormatInt(l.MemoryBytes, 10), append(ctrls, "+memory")
+	}
+	sub := filepath.Join(parent, "cgroup.subtree_control")
+	for _, ctl := range ctrls {
+		os.WriteFile(sub, []byte(ctl), 0) // may already be on; checked below
+	}
+	var ok bool
+	if err := c.add(filepath.Join(parent, name), want, &ok); err != nil {
+		return err
+	}
+	c.pids, c.mem = l.Pids > 0, l.MemoryBytes > 0
+	if c.mem {
+		os.WriteFile(filepath.Join(parent, name, "memory.swap.max"), []byte("0"), 0)
+	}
+	return nil
+}
+
+// add creates dir and writes its limit files; on success it sets *ok.
+func (c *cgroupSet) add(dir string, files map[string]string, ok *bool) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("cgroup %s: %w", dir, err)
+	}
+	for f, v := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0); err != nil {
+			syscall.Rmdir(dir)
+			return fmt.Errorf("cgroup %s: %w", f, err)
+		}
+	}
+	c.dirs = append(c.dirs, dir)
+	c.procs = append(c.procs, filepath.Join(dir, "cgroup.procs"))
+	*ok = true
+	return nil
+}
+
+// ownCgroups reads /proc/self/cgroup: controller -> path ("" for v2).
+func ownCgroups() (map[string]string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			out[ctl] = parts[2]
+		}
+	}
+	return out, sc.Err()
+}
+
+
+// trampoline returns the command that joins the cgroups and then execs
+// bwrap: a one-line /bin/sh script, so every process of the sandbox is
+// born inside them.
+func (c *cgroupSet) trampoline(bwrap string, args []string) (string, []string) {
+	if c == nil || len(c.procs) == 0 {
+		return bwrap, append([]string{bwrap}, args...)
+	}
+	var script strings.Builder
+	for i := range c.procs {
+		fmt.Fprintf(&script, `echo $$ > "$%d" || { echo "sage: cannot join cgroup $%d" >&2; exit 125; }; `, i+1, i+1)
+	}
+	fmt.Fprintf(&script, "shift %d; exec \"$@\"", len(c.procs))
+	argv := append([]string{"sh", "-c", script.String(), "sage-cgroup"}, c.procs...)
+	argv = append(argv, bwrap)
+	return "/bin/sh", append(argv, args...)
+}
+
+// remove kills what is left in the cgroups and removes them.
+func (c *cgroupSet) remove() error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	for _, dir := range c.dirs {
+		errs = append(errs, removeCgroup(dir))
+	}
+	c.dirs, c.procs = nil, nil
+	return errors.Join(errs...)
+}
+
+func removeCgroup(dir string) error {
+	var err error
+	for range 50 {
+		if err = syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if b, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, _ := strconv.Atoi(f); pid > 0 {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("local: remove cgroup %s: %w", dir, err)
+}

@@ -1,0 +1,190 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+func init() { sandbox.Register(sandbox.Local, New) }
+
+// DefaultVirtualWorkspace is where the workspace appears inside the
+// sandbox on Linux.
+const DefaultVirtualWorkspace = "/workspace"
+
+// Sandbox is a local-mode Handle.
+type Sandbox struct {
+	*sandbox.HostFS
+	id         string
+	hostWS     string
+	timeout    time.Duration
+	runtimeDir string
+	ownRuntime bool
+	limits     Limits
+	iso        isolator
+	bg         *sandbox.Background
+	py         pythonEnv
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    chan struct{}
+}
+
+// isolator turns an invocation into the host process that runs it
+// isolated.
+type isolator interface {
+	// virtualWorkspace is where the workspace appears inside.
+	virtualWorkspace(cfg sandbox.Config, hostWS string) string
+	// place says where a host path bound into the sandbox appears:
+	// preferred where the sandbox has its own mount namespace, else the
+	// host path itself.
+	place(host, preferred string) string
+	wrap(inv invocation) (*wrapped, error)
+	close() error
+}
+
+// invocation is one command to run inside the sandbox.
+type invocation struct {
+	argv    []string          // the command, as seen inside
+	workdir string            // host path of the working directory
+	chdir   string            // the same directory as seen inside
+	env     map[string]string // extra variables
+	binds   []bind            // extra binds (interpreters, the venv, code files)
+	venv    string            // inside path of the Python venv to put on PATH, if any
+}
+
+// bind shows a host path inside the sandbox.
+type bind struct {
+	host, inside string
+	readOnly     bool
+}
+
+// wrapped is the host process for an invocation.
+type wrapped struct {
+	path       string
+	args       []string
+	dir        string
+	env        []string
+	extraFiles []*os.File
+	terminate  func()
+	done       func() // releases per-invocation resources after exit
+}
+
+// New creates a local sandbox. It fails, naming the cause and the fix,
+// when the isolation or a limit cannot be enforced on this machine.
+func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+	if cfg.Workspace == "" {
+		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
+	}
+	ws, err := prepareWorkspace(cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
+		limits: ResolveLimits(cfg.Local), closed: make(chan struct{})}
+	if s.id == "" {
+		s.id = sandbox.NewID("local")
+		s.ownRuntime = cfg.RuntimeDir == ""
+	}
+	if s.runtimeDir == "" {
+		s.runtimeDir = filepath.Join(sandbox.Home(), "runtime", s.id)
+	}
+	if err := os.MkdirAll(s.runtimeDir, 0o700); err != nil {
+		return nil, fmt.Errorf("local: runtime dir: %w", err)
+	}
+	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
+		s.removeOwnRuntime()
+		return nil, err
+	}
+	mapper, err := sandbox.NewPathMapper(s.iso.virtualWorkspace(cfg, ws), ws, cfg.Mounts)
+	if err != nil {
+		s.iso.close()
+		s.removeOwnRuntime()
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	s.HostFS = &sandbox.HostFS{Mapper: mapper, Check: s.checkOpen}
+	s.bg = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
+	s.py = pythonEnv{dir: s.runtimeDir}
+	return s, nil
+}
+
+func prepareWorkspace(p string) (string, error) {
+	ws, err := filepath.Abs(p)
+	if err == nil {
+		err = os.MkdirAll(ws, 0o755)
+	}
+	if err == nil {
+		ws, err = filepath.EvalSymlinks(ws)
+	}
+	if err != nil {
+		return "", fmt.Errorf("local: workspace: %w", err)
+	}
+	return ws, nil
+}
+
+func (s *Sandbox) removeOwnRuntime() {
+	if s.ownRuntime {
+		os.RemoveAll(s.runtimeDir)
+	}
+}
+
+// Type is sandbox.Local.
+func (s *Sandbox) Type() sandbox.Type { return sandbox.Local }
+
+// ID is the sandbox id.
+func (s *Sandbox) ID() string { return s.id }
+
+// WorkspacePath is the workspace as commands see it.
+func (s *Sandbox) WorkspacePath() string { return s.Mapper.Workspace() }
+
+// HostWorkspacePath is the workspace on the host.
+func (s *Sandbox) HostWorkspacePath() string { return s.hostWS }
+
+// VolumeMounts lists the extra mounts.
+func (s *Sandbox) VolumeMounts() []sandbox.VolumeMount { return s.Mapper.Mounts() }
+
+// Limits are the limits every command of this sandbox runs under.
+func (s *Sandbox) Limits() Limits { return s.limits }
+
+// ToHostPath maps a sandbox path to the host.
+func (s *Sandbox) ToHostPath(p string) (string, error) { return s.Mapper.ToHost(p) }
+
+// ToVirtualPath maps a host path into the sandbox.
+func (s *Sandbox) ToVirtualPath(p string) (string, error) { return s.Mapper.ToVirtual(p) }
+
+func (s *Sandbox) checkOpen() error {
+	select {
+	case <-s.closed:
+		return sandbox.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// Close kills background tasks and releases the sandbox's cgroups; for an
+// anonymous sandbox it also removes the runtime directory. Idempotent.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		err := s.bg.Close(ctx)
+		if cerr := s.iso.close(); err == nil {
+			err = cerr
+		}
+		if s.ownRuntime {
+			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {
+				err = fmt.Errorf("local: remove runtime dir: %w", rerr)
+			}
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
+}
+
+var _ sandbox.Handle = (*Sandbox)(nil)
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

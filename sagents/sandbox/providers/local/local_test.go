@@ -1,0 +1,64 @@
+//go:build linux
+
+package local_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// requireBwrap fails in CI and skips elsewhere when bwrap cannot run.
+func requireBwrap(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bwrap is missing in CI; .ci/setup.d installs it")
+		}
+		t.Skip("bwrap not installed")
+	}
+}
+
+func newLocal(t testing.TB, mutate func(*sandbox.Config)) *local.Sandbox {
+	t.Helper()
+	requireBwrap(t)
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: t.TempDir(), RuntimeDir: t.TempDir()}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	h, err := sandbox.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h.(*local.Sandbox)
+}
+
+func TestContract(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Options{
+		New:                func(t *testing.T) sandbox.Handle { return newLocal(t, nil) },
+		HostProcesses:      true,
+		SignalsAsExitCodes: true,
+	})
+}
+
+func TestIsolationNoneIsExplicitAndStillLimited(t *testing.T) {
+	s := newLocal(t, func(c *sandbox.Config) { c.Local.Isolation.Linux = sandbox.IsolationNone; c.Local.FileSizeLimitMB = 1 })
+	res, err := s.ExecuteCommand(context.Background(), "head -c 5000000 /dev/zero > big; echo $?; stat -c %s big", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	require.Contains(t, res.Stdout, "1048576")
+}
+
+func TestMissingBwrapIsAnErrorNotAFallback(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
+	require.Error(t, err)
+	require.True(t, errors.Is(err, sandbox.ErrIsolationUnavailable), "%v", err)
+	require.Contains(t, err.Error(), "apt-get install bubblewrap")
+}

@@ -1,0 +1,63 @@
+//go:build linux
+
+package local
+
+import (
+	"fmt"
+	"log/slog"
+	"os/exec"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// noIsolation runs commands on the host (isolation: none), still under
+// the limits. It is there because people ask for it; it says so loudly.
+type noIsolation struct {
+	hostWS  string
+	prlimit string
+	limits  Limits
+	cg      *cgroupSet
+}
+
+func newNoIsolation(s *Sandbox) (isolator, error) {
+	slog.Warn("local sandbox: isolation is NONE: commands run unisolated on the host, with the workspace as their only boundary by convention",
+		"sandbox", s.id)
+	pl, err := exec.LookPath("prlimit")
+	if err != nil {
+		return nil, fmt.Errorf("%w: prlimit (util-linux) not found; it applies the limits; fix: apt-get install util-linux", sandbox.ErrIsolationUnavailable)
+	}
+	cg, err := limitCgroups(s.id, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	return &noIsolation{hostWS: s.hostWS, prlimit: pl, limits: s.limits, cg: cg}, nil
+}
+
+func (n *noIsolation) virtualWorkspace(_ sandbox.Config, hostWS string) string { return hostWS }
+
+func (n *noIsolation) place(host, _ string) string { return host }
+
+func (n *noIsolation) close() error { return n.cg.remove() }
+
+func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
+	extra := map[string]string{"TMPDIR": "/tmp"}
+	for k, v := range inv.env {
+		extra[k] = v
+	}
+	env := sandbox.Environ(nil, n.hostWS, extra)
+	if inv.venv != "" {
+		env = sandbox.Environ(nil, n.hostWS, withVenv(extra, inv.venv))
+	}
+	args := append([]string{n.prlimit}, n.limits.prlimitArgs(n.cg.memory())...)
+	args = append(append(args, "--"), inv.argv...)
+	path, argv := n.cg.trampoline(n.prlimit, args[1:])
+	return &wrapped{path: path, args: argv, dir: inv.workdir, env: env, done: func() {}}, nil
+}
+
+func withVenv(env map[string]string, venv string) map[string]string {
+	out := map[string]string{"VIRTUAL_ENV": venv, "PATH": venv + "/bin:" + sandbox.DefaultPath}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,288 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Where the session's Python venv and code files appear inside the
+// sandbox (Linux; elsewhere they keep their host paths).
+const (
+	VenvPath = "/opt/sage-venv"
+	CodePath = "/run/sage/code"
+)
+
+// Timeouts of the set-up steps of ExecutePython.
+const (
+	VenvTimeout = 2 * time.Minute
+	PipTimeout  = 5 * time.Minute
+)
+
+// RequirementsError reports a pip install that failed; Result holds pip's
+// output.
+type RequirementsError struct {
+	Requirements []string
+	Result       *sandbox.CommandResult
+}
+
+func (e *RequirementsError) Error() string {
+	msg := strings.TrimSpace(e.Result.Stderr)
+	if i := strings.LastIndex(msg, "\nERROR:"); i >= 0 {
+		msg = msg[i+1:]
+	}
+	return fmt.Sprintf("local: pip install %s failed (exit %d, timed out %v): %s",
+		strings.Join(e.Requirements, " "), e.Result.ExitCode, e.Result.TimedOut, msg)
+}
+
+// pythonEnv is the session's lazily created virtual environment.
+type pythonEnv struct {
+	dir  string // the runtime directory
+	mu   sync.Mutex
+	base *interpreter // nil until resolved
+}
+
+type interpreter struct {
+	Executable string `json:"executable"`
+	BasePrefix string `json:"base_prefix"`
+}
+
+func (p *pythonEnv) venvHost() string { return filepath.Join(p.dir, "venv") }
+
+// addBinds shows the venv (once it exists) and its base interpreter to a
+// command, with the venv first on PATH.
+func (p *pythonEnv) addBinds(s *Sandbox, inv *invocation) {
+	if !fileExists(filepath.Join(p.venvHost(), "pyvenv.cfg")) {
+		return
+	}
+	p.mu.Lock()
+	if p.base == nil { // a venv made by an earlier process
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		p.base, _ = hostPython(ctx)
+		cancel()
+	}
+	base := p.base
+	p.mu.Unlock()
+	if base == nil {
+		return
+	}
+	addPrefix(inv, base.BasePrefix)
+	inside := s.iso.place(p.venvHost(), VenvPath)
+	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
+	inv.venv = inside
+}
+
+// addPrefix makes an interpreter's install prefix visible when it is not
+// under the system directories that are always there.
+func addPrefix(inv *invocation, prefix string) {
+	for _, sys := range []string{"/usr/", "/bin/", "/lib/", "/lib64/", "/sbin/"} {
+		if strings.HasPrefix(prefix+"/", sys) {
+			return
+		}
+	}
+	inv.binds = append(inv.binds, bind{host: prefix, inside: prefix, readOnly: true})
+}
+
+// hostPython finds python3 on the host PATH and asks it for its real
+// executable and prefix (pyenv shims and the like are scripts).
+func hostPython(ctx context.Context) (*interpreter, error) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		return nil, fmt.Errorf("local: python3 not found on PATH: %w", sandbox.ErrUnsupported)
+	}
+	out, err := exec.CommandContext(ctx, py, "-c",
+		"import json,os,sys; print(json.dumps({'executable': os.path.realpath(sys.executable), 'base_prefix': sys.base_prefix}))").Output()
+	if err != nil {
+		return nil, fmt.Errorf("local: ask %s for its prefix: %w", py, err)
+	}
+	var in interpreter
+	if err := json.Unmarshal(out, &in); err != nil || in.Executable == "" {
+		return nil, fmt.Errorf("local: %s answered %q", py, out)
+	}
+	return &in, nil
+}
+
+// ensureVenv creates the session's venv once, inside the sandbox, under a
+// file lock so that concurrent calls, in this process or others, create
+// it once.
+func (s *Sandbox) ensureVenv(ctx context.Context) error {
+	p := &s.py
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.base == nil {
+		base, err := hostPython(ctx)
+		if err != nil {
+			return err
+		}
+		p.base = base
+	}
+	lock := flock.New(filepath.Join(p.dir, "venv.lock"))
+	ok, err := lock.TryLockContext(ctx, 20*time.Millisecond)
+	if err != nil || !ok {
+		return fmt.Errorf("local: venv lock: %w", errors.Join(err, ctx.Err()))
+	}
+	defer lock.Unlock()
+	if fileExists(filepath.Join(p.venvHost(), "pyvenv.cfg")) {
+		return nil
+	}
+	os.RemoveAll(p.venvHost()) // a half-made venv from a crash
+	if err := os.MkdirAll(p.venvHost(), 0o755); err != nil {
+		return fmt.Errorf("local: venv: %w", err)
+	}
+	inside := s.iso.place(p.venvHost(), VenvPath)
+	inv, err := s.prepare(sandbox.ExecOptions{}, p.base.Executable, "-m", "venv", inside)
+	if err != nil {
+		return err
+	}
+	addPrefix(&inv, p.base.BasePrefix)
+	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
+	res, err := s.run(ctx, inv, sandbox.ExecOptions{Timeout: VenvTimeout})
+	if err == nil && !res.Success {
+		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr+res.Stdout))
+	}
+	if err != nil {
+		os.RemoveAll(p.venvHost())
+		return fmt.Errorf("local: create venv: %w", err)
+	}
+	return nil
+}
+
+// ExecutePython runs code with the session's venv Python, inside the
+// sandbox. The venv is created on first use; Requirements are installed
+// into it with pip first (PIP_INDEX_URL, PIP_FIND_LINKS and friends come
+// from opts.Env or the host environment; a local find-links directory is
+// shown read-only). A failed install is a *RequirementsError. The code
+// file lives in the session's runtime directory and is removed afterwards.
+func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	for _, r := range opts.Requirements {
+		if r == "" || strings.HasPrefix(r, "-") || strings.ContainsAny(r, "\n\x00") {
+			return nil, fmt.Errorf("local: requirement %q: want a requirement specifier, not an option", r)
+		}
+	}
+	if err := s.ensureVenv(ctx); err != nil {
+		return nil, err
+	}
+	if len(opts.Requirements) > 0 {
+		if res, err := s.pipInstall(ctx, opts); err != nil {
+			return res, err
+		}
+	}
+	return s.runCodeFile(ctx, code, ".py", opts.ExecOptions, func(file string, inv *invocation) {
+		inv.argv = []string{inv.venv + "/bin/python", file}
+	})
+}
+
+func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+	env := pipEnv(opts.Env)
+	args := []string{"", "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+		"--timeout", "15", "--retries", "1"}
+	inv, err := s.prepare(sandbox.ExecOptions{Env: env, Workdir: opts.Workdir}, append(args, opts.Requirements...)...)
+	if err != nil {
+		return nil, err
+	}
+	s.py.addBinds(s, &inv)
+	inv.argv[0] = inv.venv + "/bin/python"
+	if dir := localFindLinks(env["PIP_FIND_LINKS"]); dir != "" {
+		inv.binds = append(inv.binds, bind{host: dir, inside: dir, readOnly: true})
+	}
+	res, err := s.run(ctx, inv, sandbox.ExecOptions{Timeout: PipTimeout})
+	if err != nil {
+		return res, fmt.Errorf("local: pip install: %w", err)
+	}
+	if !res.Success {
+		return res, &RequirementsError{Requirements: opts.Requirements, Result: res}
+	}
+	return res, nil
+}
+
+// pipEnv takes pip's settings from the caller's env, else the host's.
+func pipEnv(given map[string]string) map[string]string {
+	env := map[string]string{}
+	for k, v := range given {
+		env[k] = v
+	}
+	for _, k := range []string{"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_TRUSTED_HOST"} {
+		if _, ok := env[k]; !ok {
+			if v, ok := os.LookupEnv(k); ok {
+				env[k] = v
+			}
+		}
+	}
+	return env
+}
+
+// localFindLinks returns the directory of a local PIP_FIND_LINKS.
+func localFindLinks(v string) string {
+	v = strings.TrimPrefix(v, "file://")
+	if !filepath.IsAbs(v) {
+		return ""
+	}
+	if fi, err := os.Stat(v); err == nil && fi.IsDir() {
+		return filepath.Clean(v)
+	}
+	return ""
+}
+
+// ExecuteJavaScript runs code with node, inside the sandbox. Without node
+// on the host it returns an error that is sandbox.ErrUnsupported.
+func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		node, err = filepath.EvalSymlinks(node)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("local: node not found on PATH: %w", sandbox.ErrUnsupported)
+	}
+	return s.runCodeFile(ctx, code, ".js", opts, func(file string, inv *invocation) {
+		addPrefix(inv, filepath.Dir(filepath.Dir(node)))
+		inv.argv = []string{node, file}
+	})
+}
+
+// runCodeFile writes code to a file in the runtime directory, shows that
+// directory read-only inside, runs the command set builds, and removes
+// the file.
+func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts sandbox.ExecOptions, set func(file string, inv *invocation)) (*sandbox.CommandResult, error) {
+	dir := filepath.Join(s.runtimeDir, "code")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("local: code dir: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "exec-*"+ext)
+	if err != nil {
+		return nil, fmt.Errorf("local: code file: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(code)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("local: code file: %w", err)
+	}
+	inv, err := s.prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.py.addBinds(s, &inv)
+	inside := s.iso.place(dir, CodePath)
+	inv.binds = append(inv.binds, bind{host: dir, inside: inside, readOnly: true})
+	set(filepath.Join(inside, filepath.Base(f.Name())), &inv)
+	return s.run(ctx, inv, opts)
+}

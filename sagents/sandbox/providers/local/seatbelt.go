@@ -1,0 +1,84 @@
+package local
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// SeatbeltOptions describe a Seatbelt profile.
+type SeatbeltOptions struct {
+	Workspace string   // read-write
+	Tmp       string   // the session's private tmp, read-write
+	ReadWrite []string // read-write mounts
+	ReadOnly  []string // read-only mounts and interpreters
+	Network   bool
+}
+
+// seatbeltSystemRead are the system paths any program needs to read.
+var seatbeltSystemRead = []string{
+	"/Library/Apple", "/Library/Frameworks", "/Library/Preferences", "/System", "/bin", "/dev",
+	"/opt/homebrew", "/private/etc", "/private/var/db/dyld", "/private/var/db/timezone",
+	"/sbin", "/usr",
+}
+
+// seatbeltExec are where programs may be executed from.
+var seatbeltExec = []string{"/bin", "/opt/homebrew", "/sbin", "/usr"}
+
+// SeatbeltProfile generates the profile: deny by default; read system
+// paths; read and write only the workspace, the session tmp and the
+// read-write mounts; execute only system programs and what lives in the
+// sandbox's own directories; no network unless enabled. Every path is
+// escaped; a path with a control character is an error.
+func SeatbeltProfile(o SeatbeltOptions) (string, error) {
+	var b strings.Builder
+	b.WriteString("(version 1)\n(deny default)\n")
+	b.WriteString("(allow process-fork)\n(allow signal (target same-sandbox))\n")
+	b.WriteString("(allow sysctl-read)\n(allow file-read-metadata)\n")
+	b.WriteString("(allow mach-lookup (global-name \"com.apple.system.opendirectoryd.libinfo\"))\n")
+	b.WriteString("(allow ipc-posix-shm-read-data (ipc-posix-name \"apple.shm.notification_center\"))\n")
+	rw := append([]string{o.Workspace, o.Tmp}, o.ReadWrite...)
+	sort.Strings(rw[2:])
+	ro := append([]string{}, o.ReadOnly...)
+	sort.Strings(ro)
+	sections := []struct {
+		rule  string
+		paths []string
+	}{
+		{"file-read*", append(append([]string{}, seatbeltSystemRead...), append(rw, ro...)...)},
+		{"file-write*", rw},
+		{"process-exec", append(append([]string{}, seatbeltExec...), append(rw, ro...)...)},
+	}
+	for _, s := range sections {
+		fmt.Fprintf(&b, "(allow %s\n", s.rule)
+		for _, p := range s.paths {
+			q, err := sbString(p)
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "  (subpath %s)\n", q)
+		}
+		if s.rule == "file-write*" {
+			b.WriteString("  (literal \"/dev/null\") (literal \"/dev/zero\") (literal \"/dev/stdout\") (literal \"/dev/stderr\")\n")
+		}
+		b.WriteString(")\n")
+	}
+	if o.Network {
+		b.WriteString("(allow network*)\n(allow system-socket)\n")
+		b.WriteString("(allow mach-lookup (global-name \"com.apple.dnssd.service\") (global-name \"com.apple.SystemConfiguration.configd\"))\n")
+	}
+	return b.String(), nil
+}
+
+// sbString quotes a path as a Seatbelt (SBPL) string literal.
+func sbString(p string) (string, error) {
+	if p == "" || !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("local: seatbelt: path %q must be absolute", p)
+	}
+	for _, r := range p {
+		if r < 0x20 || r == 0x7f {
+			return "", fmt.Errorf("local: seatbelt: path %q has a control character", p)
+		}
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(p) + `"`, nil
+}
