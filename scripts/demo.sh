@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
-# The demo: run a small script in a sandbox with the sage CLI.
+# The demo: `sage agent --model scripted` in local (bubblewrap) mode. The
+# model is a built-in REPLAY of a fixed plan (write a Python file, run it,
+# read the output, answer), so it needs no model and no network. The trace
+# tree goes to stderr; with OTEL_EXPORTER_OTLP_ENDPOINT set (for example
+# http://127.0.0.1:4317 with `make jaeger` running) the trace also goes to
+# Jaeger (service "sage", or $OTEL_SERVICE_NAME).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SAGE_HOME=${SAGE_HOME:-$PWD/.cache/demo-home}
-mode=${SAGE_DEMO_MODE:-passthrough}
+mode=${SAGE_DEMO_MODE:-local}
+session=demo
 sage=bin/sage
-echo "== sage doctor"
-$sage doctor || true
+rm -rf "$SAGE_HOME/sessions/$session" # a fresh workspace every run
+
+echo "== sage agent --model scripted --mode $mode (a labelled replay, not a language model)"
+if ! $sage agent --model scripted --mode "$mode" --session "$session"; then
+	echo
+	echo "the agent failed; sage doctor says:"
+	$sage doctor || true
+	exit 1
+fi
 echo
-echo "== sage exec --mode $mode: a script that writes, lists and reads back a file"
-$sage exec --mode "$mode" --session demo -- 'set -e
-echo "hello from $(pwd)" > hello.txt
-ls -l hello.txt
-cat hello.txt
-echo "to stderr" >&2'
+echo "== the files it left in the workspace"
+$sage fs ls --mode "$mode" --session "$session" .
 echo
-echo "== the same workspace through the file API"
-$sage fs ls --mode "$mode" --session demo .
-echo
-echo "== a command that outlives its 1s timeout is killed with its children (exit 124)"
-set +e
-$sage exec --mode "$mode" --session demo --timeout 1s -- 'sleep 30 & echo started; wait'
-echo "exit code: $?"
-set -e
-echo
-echo "== the result as JSON"
-$sage exec --mode "$mode" --session demo --json -- 'echo out; echo err >&2; exit 3' || true
+echo "== fib_output.txt, read back through the sandbox"
+$sage exec --mode "$mode" --session "$session" -- cat fib_output.txt
+if [ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]; then
+	echo
+	echo "== trace exported to $OTEL_EXPORTER_OTLP_ENDPOINT; open Jaeger (http://127.0.0.1:16686) and search service ${OTEL_SERVICE_NAME:-sage}"
+fi

@@ -6,6 +6,7 @@ import (
 	"flag"
 
 	"github.com/sage-go/sage/internal/doctor"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
 func init() {
@@ -20,6 +21,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 		return flagExit(err)
 	}
 	r := doctor.Run(ctx, doctor.Env{})
+	r.Checks = append(r.Checks, doctor.Check{Name: "local defaults", Status: doctor.OK, Detail: local.DefaultsSummary()})
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,17 @@ type sandboxFlags struct {
 	timeout   time.Duration
 	mounts    mountList
 	env       envList
+	limits    limitFlags
+}
+
+// limitFlags are local mode's limits; each overrides SAGE_LOCAL_* only
+// when given.
+type limitFlags struct {
+	cpuTime  optSeconds
+	memory   optInt
+	pids     optInt
+	fileSize optInt
+	network  string
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
@@ -27,6 +39,11 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "command timeout (default 30s)")
 	fs.Var(&f.mounts, "mount", "extra mount host:sandbox[:ro] (repeatable)")
 	fs.Var(&f.env, "env", "environment variable K=V for the command (repeatable)")
+	fs.Var(&f.limits.cpuTime, "cpu-time", "local: CPU-time limit in seconds (RLIMIT_CPU; default none)")
+	fs.Var(&f.limits.memory, "memory", "local: memory limit in MB (default 2048, -1 for none)")
+	fs.Var(&f.limits.pids, "pids", "local: process limit (default 512, -1 for none)")
+	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in MB (default 1024, -1 for none)")
+	fs.StringVar(&f.limits.network, "network", "", "local: network off or open (default off)")
 }
 
 // config merges the SAGE_* environment with the flags.
@@ -60,6 +77,7 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 		cfg.Timeout = f.timeout
 	}
 	cfg.Mounts = append(cfg.Mounts, f.mounts...)
+	f.limits.apply(&cfg.Local)
 	return cfg, cfg.Validate()
 }
 
@@ -135,4 +153,59 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (l limitFlags) apply(c *sandbox.LocalConfig) {
+	if l.cpuTime.set {
+		c.CPUTimeLimit = l.cpuTime.d
+	}
+	for _, it := range []struct {
+		flag optInt
+		dst  *int
+	}{{l.memory, &c.MemoryLimitMB}, {l.pids, &c.PidsLimit}, {l.fileSize, &c.FileSizeLimitMB}} {
+		if it.flag.set {
+			*it.dst = it.flag.n
+		}
+	}
+	if l.network != "" {
+		c.Network = sandbox.NetworkMode(l.network)
+	}
+}
+
+// optInt is an int flag that knows whether it was given.
+type optInt struct {
+	n   int
+	set bool
+}
+
+func (o *optInt) String() string { return strconv.Itoa(o.n) }
+
+func (o *optInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not an integer")
+	}
+	o.n, o.set = n, true
+	return nil
+}
+
+// optSeconds is a duration flag that also takes plain seconds.
+type optSeconds struct {
+	d   time.Duration
+	set bool
+}
+
+func (o *optSeconds) String() string { return o.d.String() }
+
+func (o *optSeconds) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		o.d, o.set = time.Duration(f*float64(time.Second)), true
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want seconds or a duration")
+	}
+	o.d, o.set = d, true
+	return nil
 }

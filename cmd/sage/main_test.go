@@ -182,3 +182,33 @@ func TestShellJoin(t *testing.T) {
 	assert.Equal(t, "echo $HOME | wc", shellJoin([]string{"echo $HOME | wc"}))
 	assert.Equal(t, `ls -la 'a b' 'it'\''s' ''`, shellJoin([]string{"ls", "-la", "a b", "it's", ""}))
 }
+
+func TestExecLocalLimitsFromFlags(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("bwrap not installed")
+	}
+	home := t.TempDir()
+	r := sage(t, home, "", "exec", "--mode", "local", "--file-size", "1", "--", "head -c 5000000 /dev/zero > f; stat -c %s f; pwd")
+	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
+	r = sage(t, home, "", "exec", "--mode", "local", "--network", "sometimes", "--", "true")
+	assert.Equal(t, 125, r.code)
+	assert.Contains(t, r.stderr, "sandbox.local.network")
+	r = sage(t, home, "", "exec", "--mode", "local", "--memory", "lots", "--", "true")
+	assert.Equal(t, 2, r.code)
+}
+
+func TestPython(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	home := t.TempDir()
+	r := sage(t, home, "", "python", "--mode", "passthrough", "-c", "import sys; print('py', sys.version_info[0]); sys.exit(5)")
+	assert.Equal(t, 5, r.code, r.stderr)
+	assert.Equal(t, "py 3\n", r.stdout)
+	f := filepath.Join(t.TempDir(), "x.py")
+	require.NoError(t, os.WriteFile(f, []byte("print(40 + 2)\n"), 0o644))
+	r = sage(t, home, "", "python", "--mode", "passthrough", f)
+	assert.Equal(t, "42\n", r.stdout, r.stderr)
+	r = sage(t, home, "", "python")
+	assert.Equal(t, 2, r.code)
+}

@@ -6,4 +6,5 @@ import (
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/local"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sage-go/sage/sagents/observability"
 )
 
 // Client is the dual-model client. It is safe for concurrent use.
@@ -20,6 +22,7 @@ type Client struct {
 	firstChunkTimeout time.Duration
 	embedBatch        int
 	embedDims         int
+	obs               *observability.Manager
 }
 
 // model is one configured model with its key rotation and capabilities.
@@ -42,6 +45,7 @@ func New(cfg Config) (*Client, error) {
 		firstChunkTimeout: cfg.FirstChunkTimeout,
 		embedBatch:        cfg.EmbeddingBatchSize,
 		embedDims:         cfg.EmbeddingDimensions,
+		obs:               cfg.Observer,
 	}
 	if c.embedBatch == 0 {
 		c.embedBatch = 64
@@ -97,8 +101,11 @@ func (c *Client) Capabilities(t ModelType) Capabilities { return c.pick(t).caps.
 func (c *Client) SetCapabilities(t ModelType, caps Capabilities) { c.pick(t).caps.apply(caps) }
 
 // Chat sends a non-streaming chat completion, retrying as the policy allows.
-func (c *Client) Chat(ctx context.Context, r Request) (*Response, error) {
-	call, err := newCall(c.pick(r.ModelType), r)
+func (c *Client) Chat(ctx context.Context, r Request) (resp *Response, err error) {
+	m := c.pick(r.ModelType)
+	ctx = c.observeStart(ctx, m, r, false)
+	defer func() { c.observeEnd(ctx, resp, err) }()
+	call, err := newCall(m, r)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sage-go/sage/sagents/observability"
 )
 
 // ModelType selects which configured model a request uses.
@@ -55,6 +57,10 @@ type Config struct {
 	// FirstChunkTimeout abandons (and retries) a stream attempt whose first
 	// chunk has not arrived in time. 0 means no limit beyond ctx.
 	FirstChunkTimeout time.Duration
+	// Observer, when set, receives an llm start and an llm end or error
+	// event for every Chat and ChatStream call (probes are not reported).
+	// The events nest under the run carried by the call's context.
+	Observer *observability.Manager
 }
 
 // RetryPolicy bounds retries. Zero fields take the defaults noted.

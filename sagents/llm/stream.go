@@ -8,6 +8,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sage-go/sage/sagents/observability"
 )
 
 // Stream is an open streaming chat completion. Call Recv until io.EOF, then
@@ -25,6 +27,10 @@ type Stream struct {
 	ttft    time.Duration
 	read    int   // chunks received and assembled
 	err     error // sticky: io.EOF or the failure
+
+	// The llm run reported to the client's Observer (nil when none).
+	obs  *observability.Manager
+	octx context.Context
 }
 
 // ChatStream opens a streaming chat completion. Failures before the first
@@ -38,7 +44,21 @@ func (c *Client) ChatStream(ctx context.Context, r Request) (*Stream, error) {
 	if r.StreamOptions == nil {
 		r.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	}
-	call, err := newCall(c.pick(r.ModelType), r)
+	m := c.pick(r.ModelType)
+	octx := c.observeStart(ctx, m, r, true)
+	s, err := c.chatStream(ctx, m, r)
+	if err != nil {
+		c.observeEnd(octx, nil, err)
+		return nil, err
+	}
+	if c.obs != nil {
+		s.obs, s.octx = c.obs, octx
+	}
+	return s, nil
+}
+
+func (c *Client) chatStream(ctx context.Context, m *model, r Request) (*Stream, error) {
+	call, err := newCall(m, r)
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +180,10 @@ func (s *Stream) finish(err error) {
 	s.end = time.Now()
 	if err == io.EOF {
 		s.err = io.EOF
+		s.report(s.Response(), nil)
 	} else {
 		s.err = &PartialStreamError{Chunks: s.read, Partial: s.Response(), Err: err}
+		s.report(nil, s.err)
 	}
 	s.Close()
 }
@@ -196,6 +218,9 @@ func (s *Stream) Collect() (*Response, error) {
 
 // Close releases the connection; it is safe to call more than once.
 func (s *Stream) Close() error {
+	if s.err == nil {
+		s.report(nil, ErrStreamClosed)
+	}
 	s.cancel()
 	if s.body == nil {
 		return nil

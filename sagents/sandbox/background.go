@@ -43,6 +43,7 @@ type Launch struct {
 	// ExtraFiles and Terminate work as in ProcessSpec.
 	ExtraFiles []*os.File
 	Terminate  func()
+	Started    func(pid int) error
 }
 
 // NewBackground keeps task logs in logDir (created on first use). grace
@@ -83,6 +84,12 @@ func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, erro
 	err = cmd.Start()
 	for _, f := range l.ExtraFiles {
 		f.Close()
+	}
+	if err == nil && l.Started != nil {
+		if err = l.Started(cmd.Process.Pid); err != nil {
+			killGroup(cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
 	}
 	if err != nil {
 		os.Remove(logPath)

@@ -39,6 +39,9 @@ type ProcessSpec struct {
 	// own session inside a sandbox signals them there). SIGKILL always
 	// goes to the process group.
 	Terminate func()
+	// Started, when set, runs right after the process started; an error
+	// kills the process group and fails the call.
+	Started func(pid int) error
 }
 
 // drainDeadline bounds how long output is read after the process group
@@ -122,6 +125,12 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 	errW.Close()
 	for _, f := range spec.ExtraFiles {
 		f.Close()
+	}
+	if err == nil && spec.Started != nil {
+		if err = spec.Started(cmd.Process.Pid); err != nil {
+			killGroup(cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		}
 	}
 	if err != nil {
 		outR.Close()

@@ -31,6 +31,10 @@ type Options struct {
 	// sandbox is reported as exit code 128+n without a Signal name (bwrap
 	// exits with that code and cannot tell the two apart).
 	SignalsAsExitCodes bool
+	// NoTaskPIDs says that BackgroundTask.PID is not reported (remote
+	// providers: the API has no pid), so the Close check that a task's
+	// process is gone is skipped even when HostProcesses is set.
+	NoTaskPIDs bool
 }
 
 // Run runs the contract suite.

@@ -30,6 +30,7 @@ type BwrapOptions struct {
 	Mounts    []sandbox.VolumeMount
 	Chdir     string // working directory inside
 	InfoFD    int    // --info-fd; 0 means none
+	BlockFD   int    // --block-fd; 0 means none
 }
 
 // VolumeBind binds a host path at a path inside.
@@ -40,7 +41,7 @@ type VolumeBind struct{ Host, Inside string }
 // win over earlier ones:
 //
 //  1. namespaces: --unshare-all --unshare-user [--share-net] --disable-userns
-//  2. lifetime: --die-with-parent --new-session [--info-fd N]
+//  2. lifetime: --die-with-parent --new-session [--info-fd N] [--block-fd N]
 //  3. environment: --clearenv, then --setenv for each variable, sorted
 //  4. --cap-drop ALL
 //  5. system directories read-only (or recreated symlinks)
@@ -60,6 +61,9 @@ func BwrapArgs(o BwrapOptions) []string {
 	a = append(a, "--disable-userns", "--die-with-parent", "--new-session")
 	if o.InfoFD > 0 {
 		a = append(a, "--info-fd", strconv.Itoa(o.InfoFD))
+	}
+	if o.BlockFD > 0 {
+		a = append(a, "--block-fd", strconv.Itoa(o.BlockFD))
 	}
 	a = append(a, "--clearenv")
 	keys := make([]string, 0, len(o.Env))

@@ -23,10 +23,11 @@ func TestBwrapArgsOrder(t *testing.T) {
 		Workspace: VolumeBind{Host: "/tmp/ws", Inside: "/workspace"},
 		Mounts: []sandbox.VolumeMount{{HostPath: "/data", SandboxPath: "/mnt/data", ReadOnly: true}, {HostPath: "/out", SandboxPath: "/tmp/out"},
 			{HostPath: "/rt/venv", SandboxPath: "/opt/sage-venv"}},
-		Chdir:     "/workspace/sub",
-		InfoFD:    3,
+		Chdir:   "/workspace/sub",
+		InfoFD:  3,
+		BlockFD: 4,
 	})
-	want := strings.Fields(`--unshare-all --unshare-user --disable-userns --die-with-parent --new-session --info-fd 3
+	want := strings.Fields(`--unshare-all --unshare-user --disable-userns --die-with-parent --new-session --info-fd 3 --block-fd 4
 		--clearenv --setenv HOME /workspace --setenv PATH /usr/bin:/bin --cap-drop ALL
 		--ro-bind /usr /usr --symlink usr/bin /bin
 		--ro-bind /etc /etc --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssl/private --remount-ro /etc/ssl/private
@@ -45,9 +46,9 @@ func TestBwrapArgsNetwork(t *testing.T) {
 
 func TestPrlimitArgs(t *testing.T) {
 	l := Limits{CPUTime: 1500e6, MemoryBytes: 64 << 20, Pids: 32, FileSizeBytes: 1 << 20}
-	assert.Equal(t, []string{"--core=0", "--cpu=2:3", "--as=67108864:67108864", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(false))
-	assert.Equal(t, []string{"--core=0", "--cpu=2:3", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(true))
-	assert.Equal(t, []string{"--core=0"}, Limits{}.prlimitArgs(false))
+	assert.Equal(t, []string{"--core=0:0", "--cpu=2:3", "--as=67108864:67108864", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(false))
+	assert.Equal(t, []string{"--core=0:0", "--cpu=2:3", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(true))
+	assert.Equal(t, []string{"--core=0:0"}, Limits{}.prlimitArgs(false))
 	assert.Equal(t, "ulimit -c 0 && ulimit -t 2 && ulimit -v 65536 && ulimit -f 2048 && ulimit -u 32", l.ulimitScript())
 }
 

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -28,17 +31,17 @@ func sysProcAttr() *syscall.SysProcAttr {
 }
 
 type bwrapIsolator struct {
-	bwrap, prlimit string
-	hostWS         string
-	virtualWS      string
-	mounts         []sandbox.VolumeMount
-	network        bool
-	limits         Limits
-	system         []SystemPath
-	maskFiles      []string
-	maskDirs       []string
-	resolvDir      string // bound when the network is open and resolv.conf points outside /etc
-	cg             *cgroupSet
+	bwrap     string
+	hostWS    string
+	virtualWS string
+	mounts    []sandbox.VolumeMount
+	network   bool
+	limits    Limits
+	system    []SystemPath
+	maskFiles []string
+	maskDirs  []string
+	resolvDir string // bound when the network is open and resolv.conf points outside /etc
+	cg        *cgroupSet
 }
 
 func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
@@ -53,11 +56,7 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	if err != nil {
 		return nil, err
 	}
-	pl, err := exec.LookPath("prlimit")
-	if err != nil || !strings.HasPrefix(pl, "/usr/") {
-		return nil, fmt.Errorf("%w: prlimit (util-linux) not found under /usr; it applies the limits inside the sandbox; fix: apt-get install util-linux", sandbox.ErrIsolationUnavailable)
-	}
-	iso := &bwrapIsolator{bwrap: bw, prlimit: pl, hostWS: s.hostWS, mounts: cfg.Mounts,
+	iso := &bwrapIsolator{bwrap: bw, hostWS: s.hostWS, mounts: cfg.Mounts,
 		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
 		system: systemPaths(), resolvDir: resolvDir()}
 	iso.maskFiles, iso.maskDirs = etcSecrets()
@@ -177,9 +176,9 @@ func (b *bwrapIsolator) env(extra map[string]string, venv string) map[string]str
 }
 
 func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
-	infoR, infoW, err := os.Pipe()
+	g, err := newGate(b.cg, b.limits)
 	if err != nil {
-		return nil, fmt.Errorf("local: %w", err)
+		return nil, err
 	}
 	var ro []string
 	if b.network && b.resolvDir != "" {
@@ -197,38 +196,101 @@ func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
 		Network: b.network, Env: b.env(inv.env, inv.venv), System: b.system, Etc: true,
 		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes,
 		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
-		Chdir: inv.chdir, InfoFD: 3,
+		Chdir: inv.chdir, InfoFD: 3, BlockFD: 4,
 	})
-	args = append(args, "--", b.prlimit)
-	args = append(args, b.limits.prlimitArgs(b.cg.memory())...)
-	args = append(args, "--")
-	args = append(args, inv.argv...)
-	path, argv := b.cg.trampoline(b.bwrap, args)
-	child := &childPID{}
-	go child.read(infoR)
-	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		extraFiles: []*os.File{infoW}, terminate: child.terminate, done: func() { infoR.Close() }}, nil
+	argv := append(append([]string{b.bwrap}, args...), "--")
+	return &wrapped{path: b.bwrap, args: append(argv, inv.argv...), dir: "/", env: []string{"PATH=" + SandboxPath},
+		extraFiles: g.childFiles(), started: g.open, terminate: g.terminate, done: g.close}, nil
 }
 
-// childPID is the host pid of the sandbox's init, read from bwrap's
-// --info-fd. Its process group holds every process of the sandbox.
-type childPID struct{ pid atomic.Int64 }
+// gate holds a starting sandbox between bwrap's namespace setup and the
+// exec of the command (bwrap --info-fd 3 --block-fd 4): once bwrap says
+// the sandbox's pid, the gate puts that process into the cgroups and sets
+// its rlimits with prlimit(2), then lets it run. Every process of the
+// command is born under the limits, and no helper runs inside.
+type gate struct {
+	cg             *cgroupSet
+	limits         Limits
+	infoR, infoW   *os.File
+	blockR, blockW *os.File
+	pid            atomic.Int64
+}
 
-func (c *childPID) read(r *os.File) {
+func newGate(cg *cgroupSet, l Limits) (*gate, error) {
+	g := &gate{cg: cg, limits: l}
+	var err error
+	if g.infoR, g.infoW, err = os.Pipe(); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	if g.blockR, g.blockW, err = os.Pipe(); err != nil {
+		g.infoR.Close()
+		g.infoW.Close()
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	return g, nil
+}
+
+// childFiles become fds 3 and 4 of bwrap; the starter closes them here.
+func (g *gate) childFiles() []*os.File { return []*os.File{g.infoW, g.blockR} }
+
+// gateTimeout bounds the wait for bwrap to report the sandbox's pid.
+const gateTimeout = 10 * time.Second
+
+func (g *gate) open(int) error {
+	g.infoR.SetReadDeadline(time.Now().Add(gateTimeout))
 	var info struct {
-		ChildPID int64 `json:"child-pid"`
+		ChildPID int `json:"child-pid"`
 	}
-	if err := json.NewDecoder(r).Decode(&info); err == nil {
-		c.pid.Store(info.ChildPID)
+	if err := json.NewDecoder(g.infoR).Decode(&info); err != nil || info.ChildPID <= 0 {
+		return fmt.Errorf("local: bwrap did not report the sandbox pid: %w", errors.Join(err, sandbox.ErrIsolationUnavailable))
 	}
+	g.pid.Store(int64(info.ChildPID))
+	if err := g.cg.join(info.ChildPID); err != nil {
+		return err
+	}
+	for _, r := range g.limits.rlimits(g.cg.memory()) {
+		lim := unix.Rlimit{Cur: r.soft, Max: r.max}
+		if err := unix.Prlimit(info.ChildPID, r.resource, &lim, nil); err != nil {
+			return fmt.Errorf("local: set RLIMIT %s on the sandbox: %w", r.flag, err)
+		}
+	}
+	_, err := g.blockW.Write([]byte{1})
+	g.blockW.Close()
+	if err != nil {
+		return fmt.Errorf("local: release the sandbox: %w", err)
+	}
+	return nil
 }
 
-// terminate sends SIGTERM to the processes inside. The sandbox's init
-// (pid 1 inside) ignores it; the kill that follows takes everything down.
-func (c *childPID) terminate() {
-	if pid := c.pid.Load(); pid > 0 {
+func (g *gate) close() {
+	g.infoR.Close()
+	g.blockW.Close()
+}
+
+// terminate sends SIGTERM to the processes inside: they share the process
+// group of the sandbox's init (pid 1 inside), which ignores it; the kill
+// that follows takes everything down.
+func (g *gate) terminate() {
+	if pid := g.pid.Load(); pid > 0 {
 		if err := syscall.Kill(-int(pid), syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			slog.Debug("local sandbox: SIGTERM to the sandbox failed", "pid", pid, "err", err)
 		}
 	}
+}
+
+// BwrapCommand returns the bwrap binary and the argument list this
+// sandbox uses, running argv directly (no limits helper, no cgroup): the
+// baseline the benchmarks compare against. It is empty with isolation
+// none.
+func (s *Sandbox) BwrapCommand(argv ...string) (string, []string) {
+	b, ok := s.iso.(*bwrapIsolator)
+	if !ok {
+		return "", nil
+	}
+	args := BwrapArgs(BwrapOptions{
+		Network: b.network, Env: b.env(nil, ""), System: b.system, Etc: true,
+		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, TmpBytes: b.limits.TmpBytes,
+		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: b.mounts, Chdir: b.virtualWS,
+	})
+	return b.bwrap, append(append(args, "--"), argv...)
 }

@@ -155,13 +155,25 @@ func ownCgroups() (map[string]string, error) {
 	return out, sc.Err()
 }
 
+// join puts a process into the cgroups.
+func (c *cgroupSet) join(pid int) error {
+	if c == nil {
+		return nil
+	}
+	for _, procs := range c.procs {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("local: join cgroup: %w", err)
+		}
+	}
+	return nil
+}
 
 // trampoline returns the command that joins the cgroups and then execs
-// bwrap: a one-line /bin/sh script, so every process of the sandbox is
-// born inside them.
-func (c *cgroupSet) trampoline(bwrap string, args []string) (string, []string) {
+// the program: a one-line /bin/sh script, so every process is born inside
+// them (isolation none, where no gate holds the command).
+func (c *cgroupSet) trampoline(prog string, args []string) (string, []string) {
 	if c == nil || len(c.procs) == 0 {
-		return bwrap, append([]string{bwrap}, args...)
+		return prog, append([]string{prog}, args...)
 	}
 	var script strings.Builder
 	for i := range c.procs {
@@ -169,7 +181,7 @@ func (c *cgroupSet) trampoline(bwrap string, args []string) (string, []string) {
 	}
 	fmt.Fprintf(&script, "shift %d; exec \"$@\"", len(c.procs))
 	argv := append([]string{"sh", "-c", script.String(), "sage-cgroup"}, c.procs...)
-	argv = append(argv, bwrap)
+	argv = append(argv, prog)
 	return "/bin/sh", append(argv, args...)
 }
 

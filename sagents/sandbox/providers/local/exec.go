@@ -49,7 +49,7 @@ func (s *Sandbox) spec(opts sandbox.ExecOptions, w *wrapped) sandbox.ProcessSpec
 	}
 	return sandbox.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: opts.Stdin,
 		Timeout: timeout, OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr,
-		SysProcAttr: sysProcAttr(), ExtraFiles: w.extraFiles, Terminate: w.terminate}
+		SysProcAttr: sysProcAttr(), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started}
 }
 
 // run wraps inv and runs it in the foreground.
@@ -86,7 +86,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 		return nil, err
 	}
 	task, err := s.bg.Start(ctx, sandbox.Launch{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env,
-		SysProcAttr: sysProcAttr(), ExtraFiles: w.extraFiles, Terminate: w.terminate})
+		SysProcAttr: sysProcAttr(), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started})
 	if err != nil {
 		w.done()
 		return nil, err

@@ -50,30 +50,50 @@ func ResolveLimits(c sandbox.LocalConfig) Limits {
 	return l
 }
 
-// prlimitArgs are the prlimit(1) flags for the limits. RLIMIT_AS is set
-// only when memory is not already bounded by a cgroup. The CPU hard limit
-// is one second above the soft one, so SIGXCPU comes first.
-func (l Limits) prlimitArgs(memoryByCgroup bool) []string {
-	args := []string{"--core=0"}
-	if l.CPUTime > 0 {
-		s := int64((l.CPUTime + time.Second - 1) / time.Second)
-		args = append(args, "--cpu="+strconv.FormatInt(s, 10)+":"+strconv.FormatInt(s+1, 10))
-	}
-	if l.MemoryBytes > 0 && !memoryByCgroup {
-		args = append(args, "--as="+pair(l.MemoryBytes))
-	}
-	if l.FileSizeBytes > 0 {
-		args = append(args, "--fsize="+pair(l.FileSizeBytes))
-	}
-	if l.Pids > 0 {
-		args = append(args, "--nproc="+pair(int64(l.Pids)))
-	}
-	return args
+// rlimit is one resource limit, named as prlimit(1) names it.
+type rlimit struct {
+	flag      string // prlimit(1) option
+	resource  int    // RLIMIT_* number (Linux)
+	soft, max uint64
 }
 
-func pair(v int64) string {
-	s := strconv.FormatInt(v, 10)
-	return s + ":" + s
+// Linux RLIMIT_* numbers (the same on every architecture Go supports).
+const (
+	rlimitCPU   = 0
+	rlimitFsize = 1
+	rlimitCore  = 4
+	rlimitNproc = 6
+	rlimitAS    = 9
+)
+
+// rlimits lists the limits to set. RLIMIT_AS is set only when memory is
+// not already bounded by a cgroup. The CPU hard limit is one second above
+// the soft one, so SIGXCPU comes first.
+func (l Limits) rlimits(memoryByCgroup bool) []rlimit {
+	out := []rlimit{{"core", rlimitCore, 0, 0}}
+	if l.CPUTime > 0 {
+		s := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		out = append(out, rlimit{"cpu", rlimitCPU, s, s + 1})
+	}
+	if l.MemoryBytes > 0 && !memoryByCgroup {
+		out = append(out, rlimit{"as", rlimitAS, uint64(l.MemoryBytes), uint64(l.MemoryBytes)})
+	}
+	if l.FileSizeBytes > 0 {
+		out = append(out, rlimit{"fsize", rlimitFsize, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)})
+	}
+	if l.Pids > 0 {
+		out = append(out, rlimit{"nproc", rlimitNproc, uint64(l.Pids), uint64(l.Pids)})
+	}
+	return out
+}
+
+// prlimitArgs are the same limits as prlimit(1) flags.
+func (l Limits) prlimitArgs(memoryByCgroup bool) []string {
+	var args []string
+	for _, r := range l.rlimits(memoryByCgroup) {
+		args = append(args, "--"+r.flag+"="+strconv.FormatUint(r.soft, 10)+":"+strconv.FormatUint(r.max, 10))
+	}
+	return args
 }
 
 // ulimitScript is the POSIX-shell equivalent, for macOS: -t seconds, -v
@@ -93,4 +113,11 @@ func (l Limits) ulimitScript() string {
 		s += " && ulimit -u " + strconv.Itoa(l.Pids)
 	}
 	return s
+}
+
+// DefaultsSummary describes the defaults of local mode in one line.
+func DefaultsSummary() string {
+	return "network off, memory " + strconv.Itoa(DefaultMemoryLimitMB) + " MB, pids " + strconv.Itoa(DefaultPidsLimit) +
+		", file size " + strconv.Itoa(DefaultFileSizeLimitMB) + " MB, private /tmp up to " + strconv.Itoa(MaxTmpMB) +
+		" MB, CPU time unlimited (timeout 30s)"
 }

@@ -72,7 +72,8 @@ type wrapped struct {
 	env        []string
 	extraFiles []*os.File
 	terminate  func()
-	done       func() // releases per-invocation resources after exit
+	started    func(pid int) error // runs once the process started
+	done       func()              // releases per-invocation resources after exit
 }
 
 // New creates a local sandbox. It fails, naming the cause and the fix,
@@ -188,3 +189,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 var _ sandbox.Handle = (*Sandbox)(nil)
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// RuntimeDir is the host directory with the session's venv, code files
+// and background logs.
+func (s *Sandbox) RuntimeDir() string { return s.runtimeDir }

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/sage-go/sage/sagents/agent"
+	"github.com/sage-go/sage/sagents/agent/replay"
+	"github.com/sage-go/sage/sagents/llm"
+	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/otel"
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/tools"
+)
+
+func init() {
+	register(command{"agent", "run a task with a tool-calling agent in the session's sandbox", runAgent})
+}
+
+// defaultTask is what --model scripted runs when no task is given.
+const defaultTask = "Write a Python script that prints the first 15 Fibonacci numbers and their sum, run it, and tell me the output."
+
+type agentFlags struct {
+	sandboxFlags
+	model, baseURL, fastModel string
+	maxSteps                  int
+	skills                    stringList
+	policy                    string
+	trace                     bool
+	approveAll                bool
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func runAgent(ctx context.Context, env *cliEnv, args []string) int {
+	fs := flag.NewFlagSet("sage agent", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	var af agentFlags
+	af.register(fs)
+	fs.StringVar(&af.model, "model", "", `model name (default $SAGE_MODEL); "scripted" plays a built-in replay, no model needed`)
+	fs.StringVar(&af.baseURL, "base-url", "", "OpenAI-compatible base URL (default $OPENAI_BASE_URL or https://api.openai.com/v1)")
+	fs.StringVar(&af.fastModel, "fast-model", "", "the fast model (default $SAGE_FAST_MODEL; none)")
+	fs.IntVar(&af.maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls")
+	fs.Var(&af.skills, "skills", "a skill folder, or a folder of skill folders (repeatable)")
+	fs.StringVar(&af.policy, "policy", "", "command policy YAML file (default: the built-in rules)")
+	fs.BoolVar(&af.trace, "trace", true, "print the trace tree to stderr at the end")
+	fs.BoolVar(&af.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
+	fs.Usage = func() {
+		fmt.Fprintln(env.stderr, "usage: sage agent [flags] \"task\"")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	task := strings.Join(pos, " ")
+	if af.model == "" {
+		af.model = os.Getenv("SAGE_MODEL")
+	}
+	if af.model == "scripted" && task == "" {
+		task = defaultTask
+	}
+	if task == "" || af.model == "" {
+		if af.model == "" {
+			fmt.Fprintln(env.stderr, "sage agent: no model: pass --model NAME or set SAGE_MODEL (or --model scripted for the built-in replay)")
+		}
+		fs.Usage()
+		return exitUsage
+	}
+	code, err := af.run(ctx, env, task)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return exitInterrupted
+		}
+		return fail(env, code, err)
+	}
+	return 0
+}
+
+func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, error) {
+	obs := observability.New()
+	if af.trace {
+		obs.Register(observability.NewConsoleHandler(env.stderr))
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+		shutdown, err := otel.Setup(ctx, otel.WithManager(obs))
+		if err != nil {
+			return exitSandboxError, fmt.Errorf("opentelemetry: %w", err)
+		}
+		defer shutdown(context.WithoutCancel(ctx))
+	}
+	client, closeModel, err := af.client(obs, env)
+	if err != nil {
+		return exitUsage, err
+	}
+	defer closeModel()
+
+	cfg, err := af.config()
+	if err != nil {
+		return exitUsage, err
+	}
+	h, err := sandbox.NewTraced(ctx, cfg)
+	if err != nil {
+		return exitSandboxError, err
+	}
+	defer h.Close(context.WithoutCancel(ctx))
+
+	ag, err := af.agent(ctx, h, client, obs, env)
+	if err != nil {
+		return exitSandboxError, err
+	}
+	fmt.Fprintf(env.stderr, "sage agent: model %s, sandbox %s (%s), workspace %s\n", client.Model(llm.Standard), h.Type(), h.ID(), h.WorkspacePath())
+	res, err := ag.Run(ctx, task)
+	if err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(env.stderr, "sage agent: %d steps, %d tool calls, %d input + %d output tokens\n",
+		res.Steps, len(res.ToolCalls), res.Usage.Input, res.Usage.Output)
+	return 0, nil
+}
+
+// client builds the llm client; with --model scripted it starts the replay
+// server and points the client at it.
+func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Client, func(), error) {
+	baseURL := firstNonEmpty(af.baseURL, os.Getenv("OPENAI_BASE_URL"), "https://api.openai.com/v1")
+	key := os.Getenv("OPENAI_API_KEY")
+	model := af.model
+	closeFn := func() {}
+	if model == "scripted" {
+		srv, err := replay.Start()
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(env.stderr, "sage agent: --model scripted: a built-in REPLAY of a fixed plan (no language model) at %s\n", srv.URL)
+		baseURL, key, model, closeFn = srv.URL, "", replay.Model, func() { srv.Close() }
+	}
+	cfg := llm.Config{
+		Standard: llm.ModelConfig{BaseURL: baseURL, APIKey: key, Model: model},
+		Fast:     llm.ModelConfig{Model: firstNonEmpty(af.fastModel, os.Getenv("SAGE_FAST_MODEL"))},
+		Observer: obs,
+		Retry:    llm.RetryPolicy{MaxAttempts: 3},
+	}
+	if af.model == "scripted" {
+		cfg.Fast.Model = ""
+	}
+	c, err := llm.New(cfg)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return c, closeFn, nil
+}
+
+func (af *agentFlags) agent(ctx context.Context, h sandbox.Handle, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
+	shell := tools.ShellOptions{}
+	if af.policy != "" {
+		p, err := tools.LoadPolicy(af.policy, h.WorkspacePath())
+		if err != nil {
+			return nil, err
+		}
+		shell.Policy = p
+	}
+	if af.approveAll {
+		shell.Approver = tools.ApproveAll{}
+	}
+	tm := tools.NewManager(h, tools.Options{Observer: obs})
+	if err := tm.Register(tools.Builtins(tools.BuiltinOptions{Shell: shell})...); err != nil {
+		return nil, err
+	}
+	var skills *tools.SkillManager
+	if len(af.skills) > 0 {
+		var err error
+		if skills, err = tools.LoadSkills(af.skills...); err != nil {
+			return nil, err
+		}
+		if _, err := skills.Install(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	return agent.New(agent.Config{
+		Client: client, Tools: tm, Observer: obs, Skills: skills,
+		Name: "sage", SessionID: af.session, MaxSteps: af.maxSteps,
+		Output: env.stdout, Log: env.stderr,
+	})
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAgentScripted(t *testing.T) {
+	t.Setenv("SAGE_HOME", t.TempDir())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	ws := t.TempDir()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := run(ctx, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb},
+		[]string{"agent", "--model", "scripted", "--mode", "passthrough", "--workspace", ws, "--session", "t1"})
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, want := range []string{"[replay]", "sum: 986"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, want := range []string{"REPLAY", "invoke_workflow sage", "execute_tool file_write", "chat sage-replay", "4 steps, 4 tool calls"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb.String())
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "fib_output.txt")); err != nil || !strings.Contains(string(b), "986") {
+		t.Errorf("fib_output.txt: %q, %v", b, err)
+	}
+}
+
+func TestAgentNeedsAModel(t *testing.T) {
+	t.Setenv("SAGE_MODEL", "")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), &cliEnv{stdout: &out, stderr: &errb}, []string{"agent", "do something"})
+	if code != exitUsage || !strings.Contains(errb.String(), "--model scripted") {
+		t.Fatalf("exit %d, stderr %s", code, errb.String())
+	}
+}

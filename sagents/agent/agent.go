@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/sage-go/sage/sagents/llm"
+	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/tools"
+)
+
+// DefaultMaxSteps bounds the model calls of one Run.
+const DefaultMaxSteps = 20
+
+// DefaultSystemPrompt is used when Config.SystemPrompt is empty.
+const DefaultSystemPrompt = `You are a careful software agent working in a sandboxed workspace at %s.
+Use the tools to inspect files, write code and run commands; do not guess what a command prints, run it.
+Keep answers short and say what you did.`
+
+// ErrMaxSteps is returned when the model still calls tools after MaxSteps
+// model calls.
+var ErrMaxSteps = errors.New("agent: step limit reached without a final answer")
+
+// Config configures an [Agent].
+type Config struct {
+	// Client calls the model. Give it the same Observer to see model calls
+	// in the trace.
+	Client *llm.Client
+	// Tools runs tool calls. Give it the same Observer too.
+	Tools *tools.Manager
+	// Observer receives the chain, agent and message events.
+	Observer *observability.Manager
+
+	Name      string // agent name; default "sage"
+	SessionID string
+	// SystemPrompt; empty means DefaultSystemPrompt with the workspace.
+	SystemPrompt string
+	// Skills, when set, adds the skills block to the system prompt.
+	Skills    *tools.SkillManager
+	MaxSteps  int // default DefaultMaxSteps
+	ModelType llm.ModelType
+	// Temperature, when set, is sent even when zero.
+	Temperature *float32
+
+	// Output receives assistant text as it streams in; nil discards it.
+	Output io.Writer
+	// Log receives one line per tool call and result; nil discards it.
+	Log io.Writer
+}
+
+// Agent runs tasks. It is safe for concurrent use; each Run has its own
+// conversation.
+type Agent struct {
+	cfg Config
+}
+
+// New checks cfg and returns an Agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Client == nil || cfg.Tools == nil {
+		return nil, errors.New("agent: Config.Client and Config.Tools are required")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sage"
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.Output == nil {
+		cfg.Output = io.Discard
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return &Agent{cfg: cfg}, nil
+}
+
+// ToolCall records one tool call of a run.
+type ToolCall struct {
+	Step      int
+	ID        string
+	Name      string
+	Arguments string
+	Result    string
+	Err       error
+}
+
+// Result is the outcome of a Run.
+type Result struct {
+	Answer    string
+	Steps     int // model calls made
+	ToolCalls []ToolCall
+	Messages  []openai.ChatCompletionMessage
+	Usage     llm.Usage
+}
+
+// SystemPrompt returns the system prompt a Run sends.
+func (a *Agent) SystemPrompt() string {
+	h := a.cfg.Tools.Handle()
+	p := a.cfg.SystemPrompt
+	if p == "" {
+		p = fmt.Sprintf(DefaultSystemPrompt, h.WorkspacePath())
+	}
+	if s := a.cfg.Skills.Prompt(h); s != "" {
+		p += "\n\n" + s
+	}
+	return p
+}
+
+// Run runs one task to a final answer. The returned Result holds what was
+// done even when err is not nil.
+func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
+	obs := a.cfg.Observer
+	in := []observability.Message{{Role: openai.ChatMessageRoleUser, Content: task}}
+	ownChain := false
+	if _, ok := observability.RunFromContext(ctx); !ok {
+		ctx = obs.ChainStart(ctx, observability.ChainInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
+		ownChain = true
+	}
+	ctx = obs.AgentStart(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
+	res = &Result{}
+	defer func() {
+		out := []observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}
+		if err != nil {
+			obs.AgentError(ctx, err)
+		} else {
+			obs.AgentEnd(ctx, observability.AgentResult{Outputs: out})
+		}
+		if ownChain {
+			if err != nil {
+				obs.ChainError(ctx, err)
+			} else {
+				obs.ChainEnd(ctx, observability.ChainResult{Outputs: out})
+			}
+		}
+	}()
+	mctx := obs.MessageStart(ctx, in[0])
+	obs.MessageEnd(mctx, in[0])
+	res.Messages = []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: a.SystemPrompt()},
+		{Role: openai.ChatMessageRoleUser, Content: task},
+	}
+	for step := 1; step <= a.cfg.MaxSteps; step++ {
+		res.Steps = step
+		msg, calls, err := a.callModel(ctx, res)
+		if err != nil {
+			return res, err
+		}
+		res.Messages = append(res.Messages, msg)
+		if len(calls) == 0 {
+			res.Answer = msg.Content
+			return res, nil
+		}
+		for _, tc := range a.runTools(ctx, step, calls) {
+			res.ToolCalls = append(res.ToolCalls, tc)
+			res.Messages = append(res.Messages, openai.ChatCompletionMessage{
+				Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: tc.Result})
+		}
+	}
+	return res, fmt.Errorf("%w (max steps %d)", ErrMaxSteps, a.cfg.MaxSteps)
+}
+
+// callModel streams one model call, writing its text to Output.
+func (a *Agent) callModel(ctx context.Context, res *Result) (openai.ChatCompletionMessage, []llm.ToolCall, error) {
+	req := llm.Request{ModelType: a.cfg.ModelType, Temperature: a.cfg.Temperature}
+	req.Messages = res.Messages
+	req.Tools = a.cfg.Tools.Definitions()
+	s, err := a.cfg.Client.ChatStream(ctx, req)
+	if err != nil {
+		return openai.ChatCompletionMessage{}, nil, err
+	}
+	defer s.Close()
+	mctx := a.cfg.Observer.MessageStart(ctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
+	wrote := false
+	for {
+		c, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
+			return openai.ChatCompletionMessage{}, nil, err
+		}
+		for _, ch := range c.Choices {
+			if ch.Index == 0 && ch.Delta.Content != "" {
+				io.WriteString(a.cfg.Output, ch.Delta.Content)
+				wrote = true
+			}
+		}
+	}
+	if wrote {
+		io.WriteString(a.cfg.Output, "\n")
+	}
+	resp := s.Response()
+	res.Usage.Input += resp.Usage.Input
+	res.Usage.Output += resp.Usage.Output
+	res.Usage.Cached += resp.Usage.Cached
+	res.Usage.Reasoning += resp.Usage.Reasoning
+	res.Usage.Total += resp.Usage.Total
+	if len(resp.Choices) == 0 {
+		a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
+		return openai.ChatCompletionMessage{}, nil, errors.New("agent: the model returned no choices")
+	}
+	ch := resp.Choices[0]
+	a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant, Content: ch.Message.Content})
+	return ch.Message, ch.ToolCalls, nil
+}
+
+// runTools runs the calls concurrently and returns them in order.
+func (a *Agent) runTools(ctx context.Context, step int, calls []llm.ToolCall) []ToolCall {
+	out := make([]ToolCall, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		out[i] = ToolCall{Step: step, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}
+		args := c.Arguments
+		if c.ArgumentsErr != nil {
+			// The Manager rejects it with an invalid_arguments error the
+			// model can read, and reports the failed call.
+			args, out[i].Arguments = json.RawMessage(c.Raw), c.Raw
+		}
+		wg.Go(func() {
+			text, err := a.cfg.Tools.Do(ctx, tools.Call{ID: c.ID, Name: c.Name, Arguments: args})
+			out[i].Result, out[i].Err = text, err
+		})
+	}
+	wg.Wait()
+	for _, tc := range out {
+		status := "ok"
+		if tc.Err != nil {
+			status = "error: " + firstLine(tc.Err.Error())
+		}
+		fmt.Fprintf(a.cfg.Log, "  -> %s %s  [%s]\n", tc.Name, clipArgs(tc.Arguments), status)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func clipArgs(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 100 {
+		i := 100
+		for i > 0 && s[i]&0xC0 == 0x80 {
+			i--
+		}
+		return s[:i] + "..."
+	}
+	return s
+}

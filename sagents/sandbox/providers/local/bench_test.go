@@ -1,0 +1,38 @@
+//go:build linux
+
+package local_test
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+)
+
+// BenchmarkBareBwrapTrue runs the same bwrap argument list as local mode,
+// directly with os/exec, with /bin/true as the command: the baseline.
+func BenchmarkBareBwrapTrue(b *testing.B) {
+	s := newLocal(b, nil)
+	bwrap, args := s.BwrapCommand("/bin/true")
+	for b.Loop() {
+		if err := exec.Command(bwrap, args...).Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLocalExecTrue is Handle.ExecuteCommand of "true".
+func BenchmarkLocalExecTrue(b *testing.B) {
+	s := newLocal(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
+		if err != nil || !res.Success {
+			b.Fatal(err, res)
+		}
+	}
+}
+
+var _ = local.DefaultPidsLimit

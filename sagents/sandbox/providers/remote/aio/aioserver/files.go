@@ -1,0 +1,443 @@
+package aioserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// Walk bounds for list (recursive), find and grep.
+const (
+	maxWalkEntries = 20000
+	maxGrepFile    = 1 << 20
+)
+
+func (s *Server) fileRead(w http.ResponseWriter, r *http.Request) {
+	var req aio.FileReadRequest
+	if !s.decode(w, r, &req, "file") {
+		return
+	}
+	data, err := s.h.ReadFile(r.Context(), req.File)
+	if err != nil {
+		s.failFile(w, "read", req.File, err)
+		return
+	}
+	if !utf8.Valid(data) {
+		fe := aio.FileOperationError{Path: req.File, Operation: "read", Message: "file is not UTF-8 text", ErrorType: aio.ErrTypeInvalid}
+		envelopeError(w, http.StatusBadRequest, fe.Message, fe, "use GET /v1/file/download for binary files")
+		return
+	}
+	ok(w, aio.FileReadResult{Content: lineRange(string(data), req.StartLine, req.EndLine), File: req.File})
+}
+
+// lineRange keeps lines [start, end) (0-based), as the spec describes.
+func lineRange(s string, start, end *int) string {
+	if start == nil && end == nil {
+		return s
+	}
+	lines := strings.SplitAfter(s, "\n")
+	lo, hi := 0, len(lines)
+	if start != nil {
+		lo = min(max(*start, 0), hi)
+	}
+	if end != nil {
+		hi = min(max(*end, lo), hi)
+	}
+	return strings.Join(lines[lo:hi], "")
+}
+
+func (s *Server) fileWrite(w http.ResponseWriter, r *http.Request) {
+	var req aio.FileWriteRequest
+	if !s.decode(w, r, &req, "file", "content") {
+		return
+	}
+	data := []byte(req.Content)
+	switch req.Encoding {
+	case "", aio.EncodingUTF8, aio.EncodingRaw:
+		if req.LeadingNewline {
+			data = append([]byte("\n"), data...)
+		}
+		if req.TrailingNewline {
+			data = append(data, '\n')
+		}
+	case aio.EncodingBase64:
+		var err error
+		if data, err = base64.StdEncoding.DecodeString(req.Content); err != nil {
+			s.fail(w, invalid([]any{"body", "content"}, "value_error", "content is not valid base64"))
+			return
+		}
+	default:
+		s.fail(w, invalid([]any{"body", "encoding"}, "enum", "Input should be 'utf-8', 'base64' or 'raw'"))
+		return
+	}
+	if err := s.h.WriteFile(r.Context(), req.File, data, sandbox.WriteOptions{Append: req.Append}); err != nil {
+		s.failFile(w, "write", req.File, err)
+		return
+	}
+	n := int64(len(data))
+	ok(w, aio.FileWriteResult{File: req.File, BytesWritten: &n})
+}
+
+func (s *Server) fileList(w http.ResponseWriter, r *http.Request) {
+	var req aio.FileListRequest
+	if !s.decode(w, r, &req, "path") {
+		return
+	}
+	files, err := s.listTree(r.Context(), req)
+	if err != nil {
+		s.failFile(w, "list", req.Path, err)
+		return
+	}
+	sortFiles(files, req.SortBy, req.SortDesc)
+	res := aio.FileListResult{Path: req.Path, Files: files, TotalCount: len(files)}
+	for _, f := range files {
+		if f.IsDirectory {
+			res.DirectoryCount++
+		} else {
+			res.FileCount++
+		}
+	}
+	ok(w, res)
+}
+
+func (s *Server) listTree(ctx context.Context, req aio.FileListRequest) ([]aio.FileInfo, error) {
+	depth := 1
+	if req.Recursive {
+		depth = 64
+		if req.MaxDepth != nil && *req.MaxDepth > 0 {
+			depth = *req.MaxDepth
+		}
+	}
+	files := []aio.FileInfo{}
+	err := s.walk(ctx, req.Path, depth, func(fi sandbox.FileInfo) error {
+		if (req.ShowHidden != nil && !*req.ShowHidden) && strings.HasPrefix(fi.Name, ".") {
+			return errSkip
+		}
+		if len(req.FileTypes) > 0 && !fi.IsDir && !hasExt(fi.Name, req.FileTypes) {
+			return nil
+		}
+		files = append(files, wireInfo(fi, req))
+		return nil
+	})
+	return files, err
+}
+
+var (
+	errSkip = errors.New("skip")
+	errStop = errors.New("stop")
+)
+
+// walk lists dir and, down to depth levels, its subdirectories (symlinks
+// are not followed). fn may return errSkip (do not descend) or errStop.
+func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(sandbox.FileInfo) error) error {
+	count := 0
+	var visit func(string, int) error
+	visit = func(d string, level int) error {
+		entries, err := s.h.ListDirectory(ctx, d)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if count++; count > maxWalkEntries {
+				return errStop
+			}
+			switch err := fn(e); {
+			case errors.Is(err, errSkip):
+				continue
+			case err != nil:
+				return err
+			}
+			if e.IsDir && level < depth {
+				if err := visit(e.Path, level+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	err := visit(dir, 1)
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+func hasExt(name string, exts []string) bool {
+	for _, e := range exts {
+		if strings.HasSuffix(name, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func wireInfo(fi sandbox.FileInfo, req aio.FileListRequest) aio.FileInfo {
+	out := aio.FileInfo{Name: fi.Name, Path: fi.Path, IsDirectory: fi.IsDir}
+	if req.IncludeSize == nil || *req.IncludeSize {
+		size := fi.Size
+		out.Size = &size
+	}
+	mt := fi.ModTime.UTC().Format(time.RFC3339Nano)
+	out.ModifiedTime = &mt
+	if req.IncludePermissions != nil && *req.IncludePermissions {
+		mode := fi.Mode
+		out.Permissions = &mode
+	}
+	if ext := path.Ext(fi.Name); ext != "" && !fi.IsDir {
+		out.Extension = &ext
+	}
+	return out
+}
+
+func sortFiles(files []aio.FileInfo, by string, desc bool) {
+	less := func(a, b aio.FileInfo) bool { return a.Path < b.Path }
+	switch by {
+	case "size":
+		less = func(a, b aio.FileInfo) bool { return deref64(a.Size) < deref64(b.Size) }
+	case "modified":
+		less = func(a, b aio.FileInfo) bool { return derefs(a.ModifiedTime) < derefs(b.ModifiedTime) }
+	case "type":
+		less = func(a, b aio.FileInfo) bool { return a.IsDirectory && !b.IsDirectory }
+	}
+	sort.SliceStable(files, func(i, j int) bool {
+		if desc {
+			return less(files[j], files[i])
+		}
+		return less(files[i], files[j])
+	})
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func derefs(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		s.fail(w, invalid([]any{"query", "path"}, "missing", "Field required"))
+		return
+	}
+	if cp := r.URL.Query().Get("change_policy"); cp != "" && cp != "ignore" && cp != "abort" {
+		s.fail(w, invalid([]any{"query", "change_policy"}, "enum", "Input should be 'ignore' or 'abort'"))
+		return
+	}
+	data, err := s.h.ReadFile(r.Context(), p)
+	if err != nil {
+		s.failFile(w, "download", p, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+}
+
+func (s *Server) fileUpload(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	target, data, err := parseUpload(r.Header.Get("Content-Type"), body, s.h.WorkspacePath())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := s.h.WriteFile(r.Context(), target, data, sandbox.WriteOptions{}); err != nil {
+		s.failFile(w, "upload", target, err)
+		return
+	}
+	ok(w, aio.FileUploadResult{FilePath: target, FileSize: int64(len(data)), Success: true})
+}
+
+// parseUpload reads the "file" and "path" parts of a multipart body; the
+// path defaults to the file's name in the workspace.
+func parseUpload(contentType string, body []byte, ws string) (string, []byte, error) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
+		return "", nil, invalid([]any{"body"}, "value_error", "want a multipart/form-data body")
+	}
+	mr := multipartReader(body, params["boundary"])
+	var target, filename string
+	var data []byte
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", nil, invalid([]any{"body"}, "value_error", "bad multipart body: "+err.Error())
+		}
+		b, err := io.ReadAll(part)
+		if err != nil {
+			return "", nil, invalid([]any{"body"}, "value_error", "bad multipart body: "+err.Error())
+		}
+		switch part.FormName() {
+		case "file":
+			data, filename = b, part.FileName()
+			if data == nil {
+				data = []byte{}
+			}
+		case "path":
+			target = string(b)
+		}
+	}
+	if data == nil {
+		return "", nil, invalid([]any{"body", "file"}, "missing", "Field required")
+	}
+	if target == "" {
+		if filename == "" {
+			return "", nil, invalid([]any{"body", "path"}, "missing", "path or a file name is required")
+		}
+		target = path.Join(ws, path.Base(filename))
+	}
+	return target, data, nil
+}
+
+func (s *Server) fileFind(w http.ResponseWriter, r *http.Request) {
+	var req aio.FileFindRequest
+	if !s.decode(w, r, &req, "path", "glob") {
+		return
+	}
+	if _, err := path.Match(req.Glob, ""); err != nil {
+		s.fail(w, invalid([]any{"body", "glob"}, "value_error", "bad glob: "+err.Error()))
+		return
+	}
+	files := []string{}
+	err := s.walk(r.Context(), req.Path, 64, func(fi sandbox.FileInfo) error {
+		rel := strings.TrimPrefix(strings.TrimPrefix(fi.Path, strings.TrimSuffix(req.Path, "/")), "/")
+		if m, _ := path.Match(req.Glob, fi.Name); m {
+			files = append(files, fi.Path)
+		} else if m, _ := path.Match(req.Glob, rel); m {
+			files = append(files, fi.Path)
+		}
+		return nil
+	})
+	if err != nil {
+		s.failFile(w, "find", req.Path, err)
+		return
+	}
+	ok(w, aio.FileFindResult{Path: req.Path, Files: files})
+}
+
+func (s *Server) fileGrep(w http.ResponseWriter, r *http.Request) {
+	var req aio.FileGrepRequest
+	if !s.decode(w, r, &req, "path", "pattern") {
+		return
+	}
+	re, err := grepPattern(req)
+	if err != nil {
+		s.fail(w, invalid([]any{"body", "pattern"}, "value_error", err.Error()))
+		return
+	}
+	limit := 500
+	if req.MaxResults != nil {
+		if *req.MaxResults < 1 || *req.MaxResults > 10000 {
+			s.fail(w, invalid([]any{"body", "max_results"}, "value_error", "Input should be between 1 and 10000"))
+			return
+		}
+		limit = *req.MaxResults
+	}
+	res, err := s.grep(r.Context(), req, re, limit)
+	if err != nil {
+		s.failFile(w, "grep", req.Path, err)
+		return
+	}
+	ok(w, res)
+}
+
+func grepPattern(req aio.FileGrepRequest) (*regexp.Regexp, error) {
+	p := req.Pattern
+	if req.FixedStrings {
+		p = regexp.QuoteMeta(p)
+	}
+	if req.CaseInsensitive {
+		p = "(?i)" + p
+	}
+	return regexp.Compile(p)
+}
+
+func (s *Server) grep(ctx context.Context, req aio.FileGrepRequest, re *regexp.Regexp, limit int) (aio.FileGrepResult, error) {
+	res := aio.FileGrepResult{Path: req.Path, Pattern: req.Pattern, Matches: []aio.GrepMatch{}}
+	searched, matched := 0, 0
+	err := s.walk(ctx, req.Path, 64, func(fi sandbox.FileInfo) error {
+		if fi.IsDir || fi.Symlink || fi.Size > maxGrepFile || !included(fi.Name, req.Include, req.Exclude) {
+			return nil
+		}
+		data, err := s.h.ReadFile(ctx, fi.Path)
+		if err != nil || bytes.IndexByte(data, 0) >= 0 {
+			return nil
+		}
+		searched++
+		n := grepFile(fi.Path, data, re, &res, limit)
+		if n > 0 {
+			matched++
+		}
+		if res.Truncated {
+			return errStop
+		}
+		return nil
+	})
+	res.MatchCount = len(res.Matches)
+	res.FilesSearched, res.FilesMatched = &searched, &matched
+	return res, err
+}
+
+func grepFile(name string, data []byte, re *regexp.Regexp, res *aio.FileGrepResult, limit int) int {
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), maxGrepFile)
+	for line := 1; sc.Scan(); line++ {
+		if !re.Match(sc.Bytes()) {
+			continue
+		}
+		if len(res.Matches) >= limit {
+			res.Truncated = true
+			return n
+		}
+		res.Matches = append(res.Matches, aio.GrepMatch{File: name, LineNumber: line, LineContent: sc.Text()})
+		n++
+	}
+	return n
+}
+
+func included(name string, include, exclude []string) bool {
+	for _, p := range exclude {
+		if m, _ := path.Match(p, name); m {
+			return false
+		}
+	}
+	if len(include) == 0 {
+		return true
+	}
+	for _, p := range include {
+		if m, _ := path.Match(p, name); m {
+			return true
+		}
+	}
+	return false
+}

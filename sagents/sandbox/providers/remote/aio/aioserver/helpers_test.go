@@ -1,0 +1,5 @@
+package aioserver_test
+
+import "encoding/json"
+
+func aioDecode(b []byte, v any) error { return json.Unmarshal(b, v) }

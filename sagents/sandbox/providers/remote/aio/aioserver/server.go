@@ -1,0 +1,167 @@
+package aioserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/user"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Handle is the sandbox served. The Server does not close it.
+	Handle sandbox.Handle
+	// Token, when set, is required as "Authorization: Bearer <token>".
+	Token string
+	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 32 MiB.
+	MaxBodyBytes int64
+	// BodyTimeout bounds reading one request body (408 beyond); 0 means
+	// 60 s.
+	BodyTimeout time.Duration
+	// DefaultTimeout applies to commands without hard_timeout; 0 means
+	// 10 minutes.
+	DefaultTimeout time.Duration
+	// Version is reported by GET /v1/sandbox.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is an http.Handler serving one sandbox.
+type Server struct {
+	opts     Options
+	h        sandbox.Handle
+	mux      *http.ServeMux
+	ready    atomic.Bool
+	sessions *sessions
+}
+
+// New returns a Server; it answers GET /v1/sandbox with 503 until Ready
+// has succeeded.
+func New(opts Options) (*Server, error) {
+	if opts.Handle == nil {
+		return nil, errors.New("aioserver: Options.Handle is nil")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 32 << 20
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 60 * time.Second
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 10 * time.Minute
+	}
+	if opts.Version == "" {
+		opts.Version = "sage-sandboxd"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle.WorkspacePath())}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /v1/sandbox", s.sandboxInfo)
+	m.HandleFunc("POST /v1/shell/exec", s.shellExec)
+	m.HandleFunc("POST /v1/shell/sessions/create", s.shellCreate)
+	m.HandleFunc("DELETE /v1/shell/sessions/{session_id}", s.shellDelete)
+	m.HandleFunc("POST /v1/bash/exec", s.bashExec)
+	m.HandleFunc("POST /v1/bash/output", s.bashOutput)
+	m.HandleFunc("POST /v1/bash/kill", s.bashKill)
+	m.HandleFunc("POST /v1/bash/sessions/create", s.bashCreate)
+	m.HandleFunc("POST /v1/bash/sessions/{session_id}/close", s.bashClose)
+	m.HandleFunc("POST /v1/file/read", s.fileRead)
+	m.HandleFunc("POST /v1/file/write", s.fileWrite)
+	m.HandleFunc("POST /v1/file/list", s.fileList)
+	m.HandleFunc("GET /v1/file/download", s.fileDownload)
+	m.HandleFunc("POST /v1/file/upload", s.fileUpload)
+	m.HandleFunc("POST /v1/file/find", s.fileFind)
+	m.HandleFunc("POST /v1/file/grep", s.fileGrep)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		envelopeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil,
+			"sage sandboxd implements a subset of the AIO Sandbox API")
+	})
+}
+
+// ServeHTTP checks the bearer token and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Token != "" && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxd"`)
+		envelopeError(w, http.StatusUnauthorized, "missing or wrong bearer token", nil, "")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	want := "Bearer " + s.opts.Token
+	got := r.Header.Get("Authorization")
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// Ready runs a trivial command; GET /v1/sandbox answers 200 once it
+// succeeded.
+func (s *Server) Ready(ctx context.Context) error {
+	res, err := s.h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Timeout: 30 * time.Second})
+	if err != nil {
+		return fmt.Errorf("aioserver: readiness command: %w", err)
+	}
+	if !res.Success {
+		return fmt.Errorf("aioserver: readiness command: exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	s.ready.Store(true)
+	return nil
+}
+
+// Close kills the background commands of every session.
+func (s *Server) Close(ctx context.Context) error {
+	s.ready.Store(false)
+	return s.sessions.closeAll(ctx, s.h)
+}
+
+func (s *Server) sandboxInfo(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		envelopeError(w, http.StatusServiceUnavailable, "sandbox is not ready", nil,
+			"the start-up command has not succeeded yet; retry shortly")
+		return
+	}
+	ws := s.h.WorkspacePath()
+	msg := okMessage
+	username := "unknown"
+	if u, err := user.Current(); err == nil {
+		username = u.Username
+	}
+	tz := time.Local.String()
+	writeJSON(w, http.StatusOK, aio.SandboxInfo{
+		Success: true, Message: &msg, HomeDir: ws, Workspace: &ws, Version: s.opts.Version,
+		Detail: aio.SandboxDetail{
+			System: aio.SystemEnv{OS: runtime.GOOS, OSVersion: osVersion(), Arch: runtime.GOARCH, User: username,
+				HomeDir: ws, Workspace: &ws, Timezone: tz, OccupiedPorts: []string{}},
+			Runtime: aio.RuntimeEnv{Python: []aio.ToolSpec{}, Nodejs: []aio.ToolSpec{}},
+			Utils:   []aio.ToolCategory{},
+		},
+	})
+}
+
+func osVersion() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}

@@ -1,0 +1,172 @@
+package aio_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/spectest"
+)
+
+var (
+	buildOnce sync.Once
+	sageBin   string
+	buildErr  error
+	binDir    string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// sage builds ./cmd/sage once per test binary.
+func sage(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if binDir, err = os.MkdirTemp("", "sage-aio-e2e-"); err != nil {
+			buildErr = err
+			return
+		}
+		sageBin = filepath.Join(binDir, "sage")
+		cmd := exec.Command("go", "build", "-o", sageBin, "./cmd/sage")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/sage: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return sageBin
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("go.mod not found")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// daemon is a running `sage sandboxd --mode passthrough`.
+type daemon struct {
+	url       string
+	workspace string
+	log       string
+	cmd       *exec.Cmd
+	done      chan struct{} // closed when the process has been waited for
+	waitErr   error
+}
+
+// startSandboxd starts sandboxd on 127.0.0.1:0, reads the bound address
+// from its first stdout line, and waits until GET /v1/sandbox answers 200.
+func startSandboxd(t testing.TB, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{workspace: t.TempDir(), done: make(chan struct{})}
+	args := append([]string{"sandboxd", "--mode", "passthrough", "--listen", "127.0.0.1:0",
+		"--workspace", d.workspace, "--shutdown-grace", "5s"}, extra...)
+	d.cmd = exec.Command(sage(t), args...)
+	d.cmd.Env = append(os.Environ(), "SAGE_HOME="+t.TempDir())
+	// A file, not a pipe: Wait must not depend on who else holds it.
+	logf, err := os.CreateTemp(t.TempDir(), "sandboxd-*.log")
+	require.NoError(t, err)
+	d.log = logf.Name()
+	d.cmd.Stderr = logf
+	defer logf.Close()
+	out, err := d.cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, d.cmd.Start())
+	go func() { d.waitErr = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() { d.stop(t) })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err, "sandboxd printed no address")
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	require.True(t, ok, "unexpected first line %q", line)
+	d.url = addr
+	waitReady(t, d.url)
+	return d
+}
+
+func (d *daemon) stop(t testing.TB) {
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(15 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+		b, _ := os.ReadFile(d.log)
+		t.Errorf("sandboxd did not stop on SIGTERM; its log:\n%s", b)
+	}
+}
+
+// waitReady polls GET /v1/sandbox with a short backoff.
+func waitReady(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	delay := 5 * time.Millisecond
+	for {
+		resp, err := http.Get(url + "/v1/sandbox")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxd at %s not ready: %v", url, err)
+		}
+		time.Sleep(delay)
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}
+
+// openRemote returns a validated remote Handle on d through sandbox.New.
+func openRemote(t testing.TB, d *daemon, v *spectest.Validator) sandbox.Handle {
+	t.Helper()
+	cfg := sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: "aio", ServerURL: d.url}}
+	if v == nil {
+		h, err := sandbox.New(context.Background(), cfg)
+		require.NoError(t, err)
+		return h
+	}
+	h, err := aio.Open(context.Background(), aio.OpenOptions{ServerURL: d.url, Transport: v.Transport(t, aio.NewTransport())})
+	require.NoError(t, err)
+	return h
+}

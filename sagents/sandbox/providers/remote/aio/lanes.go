@@ -1,0 +1,93 @@
+package aio
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// maxIdleLanes bounds the sessions kept open between calls.
+const maxIdleLanes = 8
+
+// lanes is a pool of shell sessions. A session is used by one call at a
+// time: concurrent calls get different sessions, so their output cannot
+// interleave (the upstream runtime's bug with one implicit session).
+type lanes struct {
+	c  *Client
+	ws string
+
+	mu   sync.Mutex
+	idle []string
+	all  map[string]bool
+}
+
+func newLanes(c *Client, ws string) *lanes {
+	return &lanes{c: c, ws: ws, all: map[string]bool{}}
+}
+
+// get takes an idle session or creates one.
+func (l *lanes) get(ctx context.Context) (string, error) {
+	l.mu.Lock()
+	if n := len(l.idle); n > 0 {
+		id := l.idle[n-1]
+		l.idle = l.idle[:n-1]
+		l.mu.Unlock()
+		return id, nil
+	}
+	l.mu.Unlock()
+	info, err := l.c.BashCreateSession(ctx, BashSessionCreateRequest{SessionID: sandbox.NewID("sage-lane"), ExecDir: l.ws})
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.all[info.SessionID] = true
+	l.mu.Unlock()
+	return info.SessionID, nil
+}
+
+// put returns a session whose command has ended.
+func (l *lanes) put(id string) {
+	l.mu.Lock()
+	if len(l.idle) < maxIdleLanes {
+		l.idle = append(l.idle, id)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.discard(id)
+}
+
+// discard kills and closes a session whose state is unknown (its call
+// failed or was cancelled), in the background with its own deadline.
+func (l *lanes) discard(id string) {
+	l.mu.Lock()
+	delete(l.all, id)
+	l.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = l.c.BashKill(ctx, BashKillRequest{SessionID: id, Signal: "SIGKILL"})
+		_ = l.c.BashCloseSession(ctx, id)
+	}()
+}
+
+// close closes every session.
+func (l *lanes) close(ctx context.Context) error {
+	l.mu.Lock()
+	ids := make([]string, 0, len(l.all))
+	for id := range l.all {
+		ids = append(ids, id)
+	}
+	l.all, l.idle = map[string]bool{}, nil
+	l.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		if err := l.c.BashCloseSession(ctx, id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
