@@ -157,7 +157,7 @@ func decodeEnvelope(raw []byte, endpoint string, out any) error {
 }
 
 // Sandbox is GET /v1/sandbox: the sandbox's home, workspace and version.
-func (c *Client) Sandbox(ctx context.Context) (*SandboxInfo, error) {
+func (c *Client) Sandbox(ctx context.Context) (*SandboxContext, error) {
 	req, err := c.newRequest(ctx, http.MethodGet, "/v1/sandbox", nil, nil)
 	if err != nil {
 		return nil, err
@@ -166,7 +166,7 @@ func (c *Client) Sandbox(ctx context.Context) (*SandboxInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var info SandboxInfo
+	var info SandboxContext
 	if err := json.Unmarshal(raw, &info); err != nil {
 		return nil, fmt.Errorf("aio: GET /v1/sandbox: decode answer: %w", err)
 	}

@@ -15,8 +15,9 @@ type Envelope[T any] struct {
 	Hint    *string `json:"hint"`
 }
 
-// SandboxInfo is the answer of GET /v1/sandbox (SandboxResponse).
-type SandboxInfo struct {
+// SandboxContext is the answer of GET /v1/sandbox (SandboxResponse): the
+// sandbox's home directory, workspace and version.
+type SandboxContext struct {
 	Success   bool          `json:"success"`
 	Message   *string       `json:"message"`
 	Data      *string       `json:"data"`

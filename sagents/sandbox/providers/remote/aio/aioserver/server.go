@@ -144,7 +144,7 @@ func (s *Server) sandboxInfo(w http.ResponseWriter, _ *http.Request) {
 		username = u.Username
 	}
 	tz := time.Local.String()
-	writeJSON(w, http.StatusOK, aio.SandboxInfo{
+	writeJSON(w, http.StatusOK, aio.SandboxContext{
 		Success: true, Message: &msg, HomeDir: ws, Workspace: &ws, Version: s.opts.Version,
 		Detail: aio.SandboxDetail{
 			System: aio.SystemEnv{OS: runtime.GOOS, OSVersion: osVersion(), Arch: runtime.GOARCH, User: username,
