@@ -31,11 +31,20 @@ unit:
 
 test: setup vet fmt-check cross unit
 
-# Benchmarks print ns/op; scripts/bench-ratio.sh prints each ratio against
-# the baseline measured in the same run.
+# Benchmarks print ns/op; scripts/bench-ratio.sh prints each candidate
+# against its baseline measured in the same run (the machine is noisy).
+BENCH = $(GO) test -run '^$$' -benchtime $(BENCHTIME) -count 5 -benchmem
 bench: setup
-	$(GO) test -run '^$$' -bench 'ExecTrue' -benchtime $(BENCHTIME) -count 5 ./sagents/sandbox/providers/passthrough/ | tee $(BIN)/bench-passthrough.txt
+	@mkdir -p $(BIN)
+	$(BENCH) -bench 'ExecTrue' ./sagents/sandbox/providers/passthrough/ | tee $(BIN)/bench-passthrough.txt
+	$(BENCH) -bench 'True' ./sagents/sandbox/providers/local/ | tee $(BIN)/bench-local.txt
+	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/ | tee $(BIN)/bench-remote.txt
+	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
+	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
+	@echo; echo "== ratios (median of 5)"
 	@bash scripts/bench-ratio.sh $(BIN)/bench-passthrough.txt BenchmarkBareExecTrue BenchmarkPassthroughExecTrue 1.5
+	@bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkLocalExecTrue 1.3
+	@bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue
 
 demo: setup build
 	@bash scripts/demo.sh

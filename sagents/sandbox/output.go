@@ -13,8 +13,9 @@ import (
 type BoundedBuffer struct {
 	mu      sync.Mutex
 	headMax int
+	tailMax int
 	head    []byte
-	tail    []byte // ring of capacity tailMax
+	tail    []byte // grows to tailMax, then is used as a ring
 	start   int    // index of the oldest byte in tail
 	total   int64
 }
@@ -26,7 +27,7 @@ func NewBoundedBuffer(limit int) *BoundedBuffer {
 		limit = 0
 	}
 	headMax := limit / 2
-	return &BoundedBuffer{headMax: headMax, tail: make([]byte, 0, limit-headMax)}
+	return &BoundedBuffer{headMax: headMax, tailMax: limit - headMax}
 }
 
 // Write records p. It always returns len(p), nil.
@@ -45,7 +46,7 @@ func (b *BoundedBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *BoundedBuffer) writeTail(p []byte) {
-	c := cap(b.tail)
+	c := b.tailMax
 	if c == 0 || len(p) == 0 {
 		return
 	}

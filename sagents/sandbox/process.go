@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -154,8 +155,12 @@ func (p *process) drain(onOut, onErr func([]byte)) {
 	close(p.drained)
 }
 
+var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func copyChunks(r io.Reader, buf *BoundedBuffer, on func([]byte)) {
-	chunk := make([]byte, 32<<10)
+	cp := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(cp)
+	chunk := *cp
 	for {
 		n, err := r.Read(chunk)
 		if n > 0 {
