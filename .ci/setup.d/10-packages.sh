@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages: bubblewrap (local mode), busybox-static (the sandbox
-# image), redis-server (the redis state store), util-linux (setsid, prlimit).
+# image), redis-server (the redis state store), util-linux (setsid, prlimit),
+# curl (the network allowlist tests drive the egress proxies with it).
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
@@ -8,6 +9,7 @@ command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v setsid >/dev/null || need+=(util-linux)
 command -v python3 >/dev/null || need+=(python3)
+command -v curl >/dev/null || need+=(curl)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "setup: missing packages: ${need[*]}; install them as root: apt-get install ${need[*]}" >&2

@@ -30,6 +30,8 @@ type limitFlags struct {
 	pids     optInt
 	fileSize optInt
 	network  string
+	allow    domainList
+	deny     domainList
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
@@ -43,7 +45,9 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.limits.memory, "memory", "local: memory limit in MB (default 2048, -1 for none)")
 	fs.Var(&f.limits.pids, "pids", "local: process limit (default 512, -1 for none)")
 	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in MB (default 1024, -1 for none)")
-	fs.StringVar(&f.limits.network, "network", "", "local: network off or open (default off)")
+	fs.StringVar(&f.limits.network, "network", "", "local: network off, allowlist or open (default off; allowlist when --allow-domain is given)")
+	fs.Var(&f.limits.allow, "allow-domain", "local: with network allowlist, let commands reach DOMAIN, *.DOMAIN, an address, each with an optional :PORT or :* (repeatable)")
+	fs.Var(&f.limits.deny, "deny-domain", "local: with network allowlist, refuse DOMAIN even when allowed (repeatable; checked first)")
 }
 
 // config merges the SAGE_* environment with the flags.
@@ -78,6 +82,7 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	}
 	cfg.Mounts = append(cfg.Mounts, f.mounts...)
 	f.limits.apply(&cfg.Local)
+	keepRemoteSandbox(&cfg)
 	return cfg, cfg.Validate()
 }
 
@@ -170,6 +175,29 @@ func (l limitFlags) apply(c *sandbox.LocalConfig) {
 	if l.network != "" {
 		c.Network = sandbox.NetworkMode(l.network)
 	}
+	if l.allow != nil {
+		c.AllowedDomains = l.allow
+	}
+	if l.deny != nil {
+		c.DeniedDomains = l.deny
+	}
+	if l.network == "" && (l.allow != nil || l.deny != nil) {
+		c.Network = sandbox.NetworkAllowlist
+	}
+}
+
+// domainList is a repeatable egress rule flag; each value is checked as
+// it is given.
+type domainList []string
+
+func (d *domainList) String() string { return strings.Join(*d, ",") }
+
+func (d *domainList) Set(s string) error {
+	if _, err := sandbox.ParseEgressRule(s); err != nil {
+		return err
+	}
+	*d = append(*d, s)
+	return nil
 }
 
 // optInt is an int flag that knows whether it was given.
@@ -208,4 +236,21 @@ func (o *optSeconds) Set(s string) error {
 	}
 	o.d, o.set = d, true
 	return nil
+}
+
+// keepRemoteSandbox makes an orchestrated aio sandbox (remote mode, no
+// server URL) outlive the CLI process: the next command of the same
+// session finds it again. `sage sandbox rm` releases it.
+func keepRemoteSandbox(cfg *sandbox.Config) {
+	if cfg.Mode != sandbox.Remote || cfg.Remote.Provider != "aio" || cfg.Remote.ServerURL != "" {
+		return
+	}
+	pc := make(map[string]any, len(cfg.Remote.ProviderConfig)+1)
+	for k, v := range cfg.Remote.ProviderConfig {
+		pc[k] = v
+	}
+	if _, set := pc["shutdown_policy"]; !set {
+		pc["shutdown_policy"] = "keep"
+	}
+	cfg.Remote.ProviderConfig = pc
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +25,8 @@ func TestSandboxdLocalMode(t *testing.T) {
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home)
 	out, err := srv.StdoutPipe()
 	require.NoError(t, err)
-	var logs strings.Builder
-	srv.Stderr = &logs
+	logs := &lockedBuffer{}
+	srv.Stderr = logs
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() {
 		srv.Process.Signal(syscall.SIGTERM)
@@ -66,4 +67,22 @@ func TestSandboxdLocalMode(t *testing.T) {
 	assert.Equal(t, 3, r.code)
 	assert.NotContains(t, r.stdout, "1\n", "/etc/shadow readable through sandboxd")
 	assert.Contains(t, r.stdout, "No such file", "the host's /root is visible through sandboxd")
+}
+
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Background runs and tracks background tasks for a provider. Each task
+// Background runs and tracks background tasks for a provider; its methods
+// implement the background part of Handle, so providers embed it. Each task
 // runs in its own process group with stdout and stderr appended to one
 // log file. When a task's leader exits, the rest of its group is killed.
 type Background struct {
@@ -119,10 +120,10 @@ func (b *Background) task(id string) (*bgTask, error) {
 	return t, nil
 }
 
-// Read returns at most max bytes of the task's log from offset (max <= 0
-// means 64 KiB). The text never ends inside a UTF-8 sequence unless a
-// single character is longer than max.
-func (b *Background) Read(taskID string, offset int64, max int) (BackgroundOutput, error) {
+// ReadBackgroundOutput returns at most max bytes of the task's log from
+// offset (max <= 0 means 64 KiB). The text never ends inside a UTF-8
+// sequence unless a single character is longer than max.
+func (b *Background) ReadBackgroundOutput(_ context.Context, taskID string, offset int64, max int) (BackgroundOutput, error) {
 	if offset < 0 {
 		return BackgroundOutput{}, fmt.Errorf("sandbox: read background output: negative offset %d", offset)
 	}
@@ -150,8 +151,8 @@ func (b *Background) Read(taskID string, offset int64, max int) (BackgroundOutpu
 	return BackgroundOutput{Text: string(buf), NextOffset: offset + int64(len(buf))}, nil
 }
 
-// Status reports whether the task runs, and how it ended.
-func (b *Background) Status(taskID string) (BackgroundState, error) {
+// BackgroundStatus reports whether the task runs, and how it ended.
+func (b *Background) BackgroundStatus(_ context.Context, taskID string) (BackgroundState, error) {
 	t, err := b.task(taskID)
 	if err != nil {
 		return BackgroundState{}, err
@@ -164,10 +165,11 @@ func (b *Background) Status(taskID string) (BackgroundState, error) {
 	}
 }
 
-// Kill ends the task's process group and waits until the leader is gone:
-// SIGTERM, then SIGKILL after the grace period (at once with force).
-// Killing a finished task is not an error.
-func (b *Background) Kill(ctx context.Context, taskID string, force bool) error {
+// KillBackground ends the task and waits until its leader is gone:
+// SIGTERM (or the Launch's Terminate), then SIGKILL to its process group
+// after the grace period (at once with force). Killing a finished task is
+// not an error.
+func (b *Background) KillBackground(ctx context.Context, taskID string, force bool) error {
 	t, err := b.task(taskID)
 	if err != nil {
 		return err

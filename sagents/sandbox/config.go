@@ -18,6 +18,10 @@ type NetworkMode string
 const (
 	NetworkOff  NetworkMode = "off"
 	NetworkOpen NetworkMode = "open"
+	// NetworkAllowlist keeps the sandbox's own empty network namespace and
+	// lets traffic out only through a filtering proxy on the host, to the
+	// destinations that AllowedDomains names and DeniedDomains does not.
+	NetworkAllowlist NetworkMode = "allowlist"
 )
 
 // Isolation choices, per operating system.
@@ -59,7 +63,11 @@ type LocalConfig struct {
 	PidsLimit       int
 	FileSizeLimitMB int
 	Network         NetworkMode // "" means off
-	Isolation       Isolation
+	// AllowedDomains and DeniedDomains are the egress rules of network
+	// allowlist (see EgressRule); deny is checked first.
+	AllowedDomains []string
+	DeniedDomains  []string
+	Isolation      Isolation
 }
 
 // Isolation picks the isolation technique per operating system.
@@ -128,6 +136,7 @@ func ParseMounts(s string) ([]VolumeMount, error) {
 // SAGE_SANDBOX_WORKSPACE, SAGE_SANDBOX_MOUNT_PATHS, SAGE_SANDBOX_TIMEOUT,
 // SAGE_LOCAL_CPU_TIME_LIMIT (seconds), SAGE_LOCAL_MEMORY_LIMIT_MB,
 // SAGE_LOCAL_PIDS_LIMIT, SAGE_LOCAL_FILE_SIZE_LIMIT_MB, SAGE_LOCAL_NETWORK,
+// SAGE_LOCAL_ALLOWED_DOMAINS and SAGE_LOCAL_DENIED_DOMAINS (comma-separated),
 // SAGE_REMOTE_PROVIDER, SAGE_REMOTE_URL and SAGE_REMOTE_API_KEY. Errors name
 // the variable.
 func ConfigFromEnv() (Config, error) {
@@ -139,7 +148,9 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c := Config{
 		Mode:      Type(get("SAGE_SANDBOX_MODE")),
 		Workspace: get("SAGE_SANDBOX_WORKSPACE"),
-		Local:     LocalConfig{Network: NetworkMode(get("SAGE_LOCAL_NETWORK"))},
+		Local: LocalConfig{Network: NetworkMode(get("SAGE_LOCAL_NETWORK")),
+			AllowedDomains: splitList(get("SAGE_LOCAL_ALLOWED_DOMAINS")),
+			DeniedDomains:  splitList(get("SAGE_LOCAL_DENIED_DOMAINS"))},
 		Remote: RemoteConfig{
 			Provider:  get("SAGE_REMOTE_PROVIDER"),
 			ServerURL: get("SAGE_REMOTE_URL"),
@@ -218,6 +229,7 @@ var yamlNames = fieldNames{
 	"timeout": "sandbox.timeout", "cpu": "sandbox.local.cpu_time_limit",
 	"mem": "sandbox.local.memory_limit_mb", "pids": "sandbox.local.pids_limit",
 	"fsize": "sandbox.local.file_size_limit_mb", "network": "sandbox.local.network",
+	"allowed": "sandbox.local.allowed_domains", "denied": "sandbox.local.denied_domains",
 	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
 	"provider": "sandbox.remote.provider", "url": "sandbox.remote.server_url",
 	"sandbox_id": "sandbox.sandbox_id",
@@ -229,6 +241,7 @@ var envNames = fieldNames{
 	"timeout": "SAGE_SANDBOX_TIMEOUT", "cpu": "SAGE_LOCAL_CPU_TIME_LIMIT",
 	"mem": "SAGE_LOCAL_MEMORY_LIMIT_MB", "pids": "SAGE_LOCAL_PIDS_LIMIT",
 	"fsize": "SAGE_LOCAL_FILE_SIZE_LIMIT_MB", "network": "SAGE_LOCAL_NETWORK",
+	"allowed": "SAGE_LOCAL_ALLOWED_DOMAINS", "denied": "SAGE_LOCAL_DENIED_DOMAINS",
 	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
 	"provider": "SAGE_REMOTE_PROVIDER", "url": "SAGE_REMOTE_URL",
 	"sandbox_id": "sandbox.sandbox_id",
@@ -260,6 +273,9 @@ func (c Config) validate(n fieldNames) error {
 	if err := c.Local.validate(bad); err != nil {
 		return err
 	}
+	if err := c.Local.validateEgress(n); err != nil {
+		return err
+	}
 	if c.Mode == Remote {
 		if c.Remote.Provider == "" {
 			return bad("provider", "", "required in remote mode")
@@ -284,9 +300,9 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 		}
 	}
 	switch l.Network {
-	case "", NetworkOff, NetworkOpen:
+	case "", NetworkOff, NetworkOpen, NetworkAllowlist:
 	default:
-		return bad("network", string(l.Network), "want off or open")
+		return bad("network", string(l.Network), "want off, allowlist or open")
 	}
 	switch l.Isolation.Linux {
 	case "", IsolationAuto, IsolationBwrap, IsolationNone:
@@ -297,6 +313,24 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 	case "", IsolationAuto, IsolationSeatbelt, IsolationNone:
 	default:
 		return bad("iso_darwin", l.Isolation.Darwin, "want auto, seatbelt or none")
+	}
+	return nil
+}
+
+// validateEgress parses every domain rule, naming the bad entry, and
+// refuses rules next to network open, which would ignore them.
+func (l LocalConfig) validateEgress(n fieldNames) error {
+	for _, list := range []struct {
+		key   string
+		rules []string
+	}{{"allowed", l.AllowedDomains}, {"denied", l.DeniedDomains}} {
+		if _, err := ParseEgressRules(list.rules, n[list.key]); err != nil {
+			return err
+		}
+		if len(list.rules) > 0 && l.Network == NetworkOpen {
+			return &ConfigError{Field: n[list.key], Value: strings.Join(list.rules, ","),
+				Reason: "network open ignores domain rules; use network: allowlist"}
+		}
 	}
 	return nil
 }

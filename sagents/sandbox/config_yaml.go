@@ -20,7 +20,9 @@ import (
 //	  timeout: 30s           # or seconds
 //	  mounts: ["/data:/mnt/data:ro", {host_path: /x, sandbox_path: /y}]
 //	  local: {cpu_time_limit: 60, memory_limit_mb: 1024, pids_limit: 256,
-//	          file_size_limit_mb: 512, network: off,
+//	          file_size_limit_mb: 512, network: off,   # off, allowlist or open
+//	          allowed_domains: [pypi.org, "*.pythonhosted.org", "api.example.com:8443"],
+//	          denied_domains: [evil.example.com],
 //	          isolation: {linux: bwrap, darwin: seatbelt}}
 //	  remote: {provider: aio, server_url: "http://127.0.0.1:8080",
 //	           api_key: "...", image: "...", provider_config: {...}}
@@ -73,6 +75,8 @@ type yamlLocal struct {
 	PidsLimit       int         `yaml:"pids_limit"`
 	FileSizeLimitMB int         `yaml:"file_size_limit_mb"`
 	Network         yamlNetwork `yaml:"network"`
+	AllowedDomains  []string    `yaml:"allowed_domains"`
+	DeniedDomains   []string    `yaml:"denied_domains"`
 	Isolation       struct {
 		Linux  string `yaml:"linux"`
 		Darwin string `yaml:"darwin"`
@@ -94,6 +98,8 @@ func (y yamlSandbox) config() Config {
 			PidsLimit:       y.Local.PidsLimit,
 			FileSizeLimitMB: y.Local.FileSizeLimitMB,
 			Network:         NetworkMode(y.Local.Network),
+			AllowedDomains:  y.Local.AllowedDomains,
+			DeniedDomains:   y.Local.DeniedDomains,
 			Isolation:       Isolation{Linux: y.Local.Isolation.Linux, Darwin: y.Local.Isolation.Darwin},
 		},
 	}
@@ -139,7 +145,7 @@ func (s *yamlSeconds) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// yamlNetwork accepts off/open and YAML booleans (false = off, true = open).
+// yamlNetwork accepts off/allowlist/open and YAML booleans (false = off, true = open).
 type yamlNetwork string
 
 func (v *yamlNetwork) UnmarshalYAML(n *yaml.Node) error {

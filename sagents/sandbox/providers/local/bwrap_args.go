@@ -18,7 +18,7 @@ type SystemPath struct {
 // BwrapOptions is everything BwrapArgs needs; it holds no machine state,
 // so the argument list is a pure function of it.
 type BwrapOptions struct {
-	Network   bool              // share the host network (network: open)
+	Network   bool              // share the host network (network: open; allowlist keeps the empty namespace)
 	Env       map[string]string // the whole environment inside
 	System    []SystemPath      // /usr, /bin, /lib*, ... as found on the host
 	Etc       bool              // bind /etc read-only
@@ -41,6 +41,8 @@ type VolumeBind struct{ Host, Inside string }
 // win over earlier ones:
 //
 //  1. namespaces: --unshare-all --unshare-user [--share-net] --disable-userns
+//     (network allowlist adds no flag here: the bridge and the proxy
+//     sockets arrive as read-only mounts in step 10)
 //  2. lifetime: --die-with-parent --new-session [--info-fd N] [--block-fd N]
 //  3. environment: --clearenv, then --setenv for each variable, sorted
 //  4. --cap-drop ALL

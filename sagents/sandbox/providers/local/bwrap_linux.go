@@ -42,11 +42,16 @@ type bwrapIsolator struct {
 	maskDirs  []string
 	resolvDir string // bound when the network is open and resolv.conf points outside /etc
 	cg        *cgroupSet
+	egress    *egressProxy // network allowlist: run every command behind the bridge
 }
 
 func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
 	switch cfg.Local.Isolation.Linux {
 	case sandbox.IsolationNone:
+		if cfg.Local.Network == sandbox.NetworkAllowlist {
+			return nil, &sandbox.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
+				Reason: "the allowlist needs the sandbox's own network namespace; isolation none has none"}
+		}
 		return newNoIsolation(s)
 	case "", sandbox.IsolationAuto, sandbox.IsolationBwrap:
 	default:
@@ -58,7 +63,7 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	}
 	iso := &bwrapIsolator{bwrap: bw, hostWS: s.hostWS, mounts: cfg.Mounts,
 		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
-		system: systemPaths(), resolvDir: resolvDir()}
+		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress}
 	iso.maskFiles, iso.maskDirs = etcSecrets()
 	if iso.network {
 		slog.Warn("local sandbox: network is open", "sandbox", s.id)
@@ -180,6 +185,9 @@ func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.egress != nil {
+		inv = b.egress.bridge(inv, g.bridgeAS())
+	}
 	var ro []string
 	if b.network && b.resolvDir != "" {
 		ro = append(ro, b.resolvDir)
@@ -211,6 +219,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
 type gate struct {
 	cg             *cgroupSet
 	limits         Limits
+	noAS           bool // the network bridge sets RLIMIT_AS on the command instead
 	infoR, infoW   *os.File
 	blockR, blockW *os.File
 	pid            atomic.Int64
@@ -228,6 +237,18 @@ func newGate(cg *cgroupSet, l Limits) (*gate, error) {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	return g, nil
+}
+
+// bridgeAS hands RLIMIT_AS over to the network bridge: a Go program
+// needs more address space than a small limit allows, so the gate leaves
+// it out and the bridge sets it on the command before exec. It returns
+// the limit for the bridge to set (0 when a memory cgroup bounds memory).
+func (g *gate) bridgeAS() int64 {
+	g.noAS = true
+	if g.cg.memory() {
+		return 0
+	}
+	return g.limits.MemoryBytes
 }
 
 // childFiles become fds 3 and 4 of bwrap; the starter closes them here.
@@ -248,7 +269,7 @@ func (g *gate) open(int) error {
 	if err := g.cg.join(info.ChildPID); err != nil {
 		return err
 	}
-	for _, r := range g.limits.rlimits(g.cg.memory()) {
+	for _, r := range g.limits.rlimits(g.cg.memory() || g.noAS) {
 		lim := unix.Rlimit{Cur: r.soft, Max: r.max}
 		if err := unix.Prlimit(info.ChildPID, r.resource, &lim, nil); err != nil {
 			return fmt.Errorf("local: set RLIMIT %s on the sandbox: %w", r.flag, err)

@@ -40,12 +40,52 @@
 // sandbox's session, then SIGKILL to bwrap, whose death takes down the pid
 // namespace and everything in it.
 //
+// # Network
+//
+// Network is off by default: the sandbox has its own network namespace
+// with nothing but loopback. "open" shares the host's network (--share-net)
+// and says so in the logs. "allowlist" keeps the empty namespace; New
+// starts an HTTP/CONNECT proxy and a SOCKS5 proxy (package egress) in the
+// host process, one pair per sandbox, listening on Unix sockets in a
+// private directory (runtime dir, or the temporary directory when the
+// path would be too long for a socket), and Close stops them. Each
+// command runs as
+//
+//	bwrap ... --ro-bind SOCKDIR /run/sage/net --ro-bind EXE /run/sage/bin/sage-netbridge \
+//	    -- /run/sage/bin/sage-netbridge --forward 3128=/run/sage/net/http.sock \
+//	       --forward 1080=/run/sage/net/socks.sock [--as BYTES] -- /bin/sh -c CMD
+//
+// where EXE is this very program (package netbridge: any binary linking
+// local mode serves as the bridge when started under that name). The
+// bridge binds 127.0.0.1:3128 and :1080 inside, forwards them to the
+// sockets, then starts the command and exits with its status, so the
+// proxies are up before the command starts and nothing outlives it.
+// HTTP_PROXY, HTTPS_PROXY (http://127.0.0.1:3128), ALL_PROXY
+// (socks5h://127.0.0.1:1080), NO_PROXY (localhost,127.0.0.1,::1) and their
+// lower-case forms are set. A program that ignores them has no route
+// anywhere: the design fails closed. The proxies resolve names
+// themselves, check deny rules then allow rules, refuse special addresses
+// (loopback, private, link-local, cloud metadata) unless an allow rule
+// names the address, dial exactly the address they checked, answer a
+// refusal with 403 and X-Sage-Blocked, and report every decision to
+// Options.EgressObserver (slog by default).
+//
+// The bridge is a Go program and needs more address space than a small
+// RLIMIT_AS allows, so in allowlist mode the gate leaves RLIMIT_AS out
+// and the bridge sets it on the command (ulimit -v, before exec); the
+// other limits cover the bridge too: its threads count towards
+// RLIMIT_NPROC and its CPU time towards RLIMIT_CPU. Isolation none has no
+// namespace to keep empty, so allowlist with it is a config error.
+//
 // # macOS
 //
 // Commands run under /usr/bin/sandbox-exec with a Seatbelt profile
 // generated from the config (SeatbeltProfile): deny by default, reads of
 // system paths, writes only to the workspace, the session's tmp and
-// read-write mounts, no network unless enabled. Limits use the shell's
+// read-write mounts, no network unless enabled. With allowlist the
+// proxies listen on 127.0.0.1 TCP ports instead (no network namespaces,
+// so no bridge) and the profile allows outbound TCP to those two
+// localhost ports only. Limits use the shell's
 // ulimit. macOS has no mount namespaces, so the workspace keeps its host
 // path and mounts must use their host paths.
 package local

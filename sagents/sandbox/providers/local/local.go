@@ -27,8 +27,9 @@ type Sandbox struct {
 	ownRuntime bool
 	limits     Limits
 	iso        isolator
-	bg         *sandbox.Background
-	py         pythonEnv
+	egress     *egressProxy // network allowlist only
+	*sandbox.Background
+	py pythonEnv
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,6 +80,17 @@ type wrapped struct {
 // New creates a local sandbox. It fails, naming the cause and the fix,
 // when the isolation or a limit cannot be enforced on this machine.
 func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+	s, err := NewWithOptions(ctx, cfg, Options{})
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return s, nil
+}
+
+// NewWithOptions is New with what a config cannot say: the egress
+// observer and resolver of network allowlist. With allowlist it starts
+// the sandbox's filtering proxies; Close stops them.
+func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*Sandbox, error) {
 	if cfg.Workspace == "" {
 		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
 	}
@@ -98,18 +110,26 @@ func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
 	if err := os.MkdirAll(s.runtimeDir, 0o700); err != nil {
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
 	}
+	if cfg.Local.Network == sandbox.NetworkAllowlist {
+		if s.egress, err = startEgress(cfg, opts, s); err != nil {
+			s.removeOwnRuntime()
+			return nil, err
+		}
+	}
 	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
+		s.egress.close()
 		s.removeOwnRuntime()
 		return nil, err
 	}
 	mapper, err := sandbox.NewPathMapper(s.iso.virtualWorkspace(cfg, ws), ws, cfg.Mounts)
 	if err != nil {
 		s.iso.close()
+		s.egress.close()
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	s.HostFS = &sandbox.HostFS{Mapper: mapper, Check: s.checkOpen}
-	s.bg = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
+	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	return s, nil
 }
@@ -167,14 +187,18 @@ func (s *Sandbox) checkOpen() error {
 	}
 }
 
-// Close kills background tasks and releases the sandbox's cgroups; for an
+// Close kills background tasks, releases the sandbox's cgroups and stops
+// its egress proxies; for an
 // anonymous sandbox it also removes the runtime directory. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
-		err := s.bg.Close(ctx)
+		err := s.Background.Close(ctx)
 		if cerr := s.iso.close(); err == nil {
 			err = cerr
+		}
+		if eerr := s.egress.close(); err == nil {
+			err = eerr
 		}
 		if s.ownRuntime {
 			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {

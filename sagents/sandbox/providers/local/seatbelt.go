@@ -13,6 +13,9 @@ type SeatbeltOptions struct {
 	ReadWrite []string // read-write mounts
 	ReadOnly  []string // read-only mounts and interpreters
 	Network   bool
+	// ProxyPorts are the localhost ports of the egress proxies (network
+	// allowlist): the only network a command may use. Ignored with Network.
+	ProxyPorts []int
 }
 
 // seatbeltSystemRead are the system paths any program needs to read.
@@ -28,7 +31,8 @@ var seatbeltExec = []string{"/bin", "/opt/homebrew", "/sbin", "/usr"}
 // SeatbeltProfile generates the profile: deny by default; read system
 // paths; read and write only the workspace, the session tmp and the
 // read-write mounts; execute only system programs and what lives in the
-// sandbox's own directories; no network unless enabled. Every path is
+// sandbox's own directories; no network unless enabled, or, with
+// ProxyPorts, outbound TCP to those localhost ports only. Every path is
 // escaped; a path with a control character is an error.
 func SeatbeltProfile(o SeatbeltOptions) (string, error) {
 	var b strings.Builder
@@ -63,11 +67,24 @@ func SeatbeltProfile(o SeatbeltOptions) (string, error) {
 		}
 		b.WriteString(")\n")
 	}
-	if o.Network {
+	switch {
+	case o.Network:
 		b.WriteString("(allow network*)\n(allow system-socket)\n")
 		b.WriteString("(allow mach-lookup (global-name \"com.apple.dnssd.service\") (global-name \"com.apple.SystemConfiguration.configd\"))\n")
+	case len(o.ProxyPorts) > 0:
+		writeProxyRules(&b, o.ProxyPorts)
 	}
 	return b.String(), nil
+}
+
+// writeProxyRules allows outbound connections to the proxies' localhost
+// ports and nothing else: no DNS (the proxy resolves), no other port.
+func writeProxyRules(b *strings.Builder, ports []int) {
+	b.WriteString("(allow network-outbound\n")
+	for _, p := range ports {
+		fmt.Fprintf(b, "  (remote tcp \"localhost:%d\")\n", p)
+	}
+	b.WriteString(")\n")
 }
 
 // sbString quotes a path as a Seatbelt (SBPL) string literal.

@@ -23,15 +23,20 @@ type seatbeltIsolator struct {
 	hostWS, tmp string
 	mounts      []sandbox.VolumeMount
 	network     bool
+	egress      *egressProxy // network allowlist
 	limits      Limits
 	none        bool
 }
 
 func newIsolator(_ context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
 	iso := &seatbeltIsolator{hostWS: s.hostWS, tmp: filepath.Join(s.runtimeDir, "tmp"), mounts: cfg.Mounts,
-		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits}
+		network: cfg.Local.Network == sandbox.NetworkOpen, egress: s.egress, limits: s.limits}
 	switch cfg.Local.Isolation.Darwin {
 	case sandbox.IsolationNone:
+		if iso.egress != nil {
+			return nil, &sandbox.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
+				Reason: "the allowlist needs Seatbelt to confine commands to the proxy; isolation none has nothing"}
+		}
 		slog.Warn("local sandbox: isolation is NONE: commands run unisolated on the host", "sandbox", s.id)
 		iso.none = true
 	case "", sandbox.IsolationAuto, sandbox.IsolationSeatbelt:
@@ -64,7 +69,7 @@ func (b *seatbeltIsolator) wrap(inv invocation) (*wrapped, error) {
 	if inv.venv != "" {
 		extra["VIRTUAL_ENV"], extra["PATH"] = inv.venv, inv.venv+"/bin:"+sandbox.DefaultPath
 	}
-	for k, v := range inv.env {
+	for k, v := range b.egress.withProxyEnv(inv.env) {
 		extra[k] = v
 	}
 	env := sandbox.Environ(nil, b.hostWS, extra)
@@ -72,7 +77,7 @@ func (b *seatbeltIsolator) wrap(inv invocation) (*wrapped, error) {
 	if b.none {
 		return &wrapped{path: limited[0], args: limited, dir: inv.workdir, env: env, done: func() {}}, nil
 	}
-	o := SeatbeltOptions{Workspace: b.hostWS, Tmp: b.tmp, Network: b.network}
+	o := SeatbeltOptions{Workspace: b.hostWS, Tmp: b.tmp, Network: b.network, ProxyPorts: b.egress.ports()}
 	for _, m := range b.mounts {
 		if m.ReadOnly {
 			o.ReadOnly = append(o.ReadOnly, m.HostPath)

@@ -17,7 +17,8 @@ func TestSeatbeltProfileGolden(t *testing.T) {
 		"basic": {Workspace: "/Users/me/.sage/sessions/s1/workspace", Tmp: "/Users/me/.sage/sessions/s1/runtime/tmp"},
 		"mounts_network": {Workspace: "/w", Tmp: "/t", ReadWrite: []string{"/data/out"},
 			ReadOnly: []string{"/data/in", "/opt/python3.12"}, Network: true},
-		"escaping": {Workspace: `/Users/me/my "quoted" dir`, Tmp: `/tmp/back\slash`, ReadOnly: []string{"/Users/me/ünï cødé ✓"}},
+		"allowlist": {Workspace: "/w", Tmp: "/t", ProxyPorts: []int{53128, 51080}},
+		"escaping":  {Workspace: `/Users/me/my "quoted" dir`, Tmp: `/tmp/back\slash`, ReadOnly: []string{"/Users/me/ünï cødé ✓"}},
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // unprivilegedUser is created for the test when missing.
 const unprivilegedUser = "sage-test"
 
-// TestUnprivileged re-runs the isolation and limit tests as an ordinary
+// TestUnprivileged re-runs the isolation, limit and egress tests as an ordinary
 // user, which is how most people run sage: there, the pids limit rests on
 // RLIMIT_NPROC in the user namespace and memory on RLIMIT_AS, not on
 // cgroups.
@@ -38,7 +38,7 @@ func TestUnprivileged(t *testing.T) {
 	require.NoError(t, os.Mkdir(home, 0o700))
 	require.NoError(t, os.Chown(home, u.uid, u.gid))
 
-	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb)$", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SAGE_HOME=" + home + "/.sage",
 		"TMPDIR=" + home, "SAGE_TEST_UNPRIVILEGED=1", "CI=" + os.Getenv("CI")}

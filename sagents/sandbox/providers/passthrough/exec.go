@@ -42,42 +42,17 @@ func (s *Sandbox) checkOpen() error {
 
 // prepare resolves the working directory and the environment.
 func (s *Sandbox) prepare(opts sandbox.ExecOptions) (dir string, env []string, err error) {
-	if err := s.checkOpen(); err != nil {
+	loc, err := s.Workdir(opts)
+	if err != nil {
 		return "", nil, err
 	}
-	if opts.Timeout < 0 {
-		return "", nil, fmt.Errorf("passthrough: timeout %v is negative", opts.Timeout)
-	}
-	for k := range opts.Env {
-		if !sandbox.ValidEnvName(k) {
-			return "", nil, fmt.Errorf("passthrough: env: invalid variable name %q", k)
-		}
-	}
-	wd := opts.Workdir
-	if wd == "" {
-		wd = "."
-	}
-	if dir, err = s.Mapper.ToHost(wd); err != nil {
-		return "", nil, err
-	}
-	if fi, err := os.Stat(dir); err != nil {
-		return "", nil, fmt.Errorf("passthrough: workdir %q: %w", wd, err)
-	} else if !fi.IsDir() {
-		return "", nil, fmt.Errorf("passthrough: workdir %q is not a directory", wd)
-	}
-	return dir, sandbox.Environ(nil, s.hostWS, opts.Env), nil
+	return loc.Host, sandbox.Environ(nil, s.hostWS, opts.Env), nil
 }
 
 func (s *Sandbox) spec(opts sandbox.ExecOptions, dir string, env []string, argv ...string) sandbox.ProcessSpec {
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = s.timeout
-	}
-	if timeout == 0 {
-		timeout = sandbox.DefaultTimeout
-	}
 	return sandbox.ProcessSpec{Path: argv[0], Args: argv, Dir: dir, Env: env, Stdin: opts.Stdin,
-		Timeout: timeout, OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
+		Timeout: sandbox.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit,
+		OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 }
 
 // ExecuteCommand runs command with /bin/sh -c in the workspace (or
@@ -133,22 +108,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 	if err != nil {
 		return nil, err
 	}
-	return s.bg.Start(ctx, sandbox.Launch{Path: shell, Args: []string{shell, "-c", command}, Dir: dir, Env: env})
-}
-
-// ReadBackgroundOutput reads a task's log from offset.
-func (s *Sandbox) ReadBackgroundOutput(_ context.Context, taskID string, offset int64, max int) (sandbox.BackgroundOutput, error) {
-	return s.bg.Read(taskID, offset, max)
-}
-
-// BackgroundStatus reports a task's state.
-func (s *Sandbox) BackgroundStatus(_ context.Context, taskID string) (sandbox.BackgroundState, error) {
-	return s.bg.Status(taskID)
-}
-
-// KillBackground ends a task's process group.
-func (s *Sandbox) KillBackground(ctx context.Context, taskID string, force bool) error {
-	return s.bg.Kill(ctx, taskID, force)
+	return s.Background.Start(ctx, sandbox.Launch{Path: shell, Args: []string{shell, "-c", command}, Dir: dir, Env: env})
 }
 
 // Close kills background tasks; for an anonymous sandbox it also removes
@@ -156,7 +116,7 @@ func (s *Sandbox) KillBackground(ctx context.Context, taskID string, force bool)
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
-		s.closeErr = s.bg.Close(ctx)
+		s.closeErr = s.Background.Close(ctx)
 		if s.ownRuntime {
 			if err := os.RemoveAll(s.runtimeDir); err != nil && s.closeErr == nil {
 				s.closeErr = fmt.Errorf("passthrough: remove runtime dir: %w", err)

@@ -28,7 +28,7 @@ type Sandbox struct {
 	timeout    time.Duration
 	runtimeDir string
 	ownRuntime bool // created for an anonymous sandbox: removed on Close
-	bg         *sandbox.Background
+	*sandbox.Background
 
 	closeOnce sync.Once
 	closeErr  error
@@ -72,7 +72,7 @@ func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
 	if s.runtimeDir == "" {
 		s.runtimeDir = filepath.Join(sandbox.Home(), "runtime", s.id)
 	}
-	s.bg = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
+	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	if len(cfg.Mounts) > 0 || virtual != ws {
 		slog.Warn("passthrough sandbox: mounts and the virtual workspace apply to the file API only; commands see host paths",
 			"sandbox", s.id)

@@ -43,10 +43,19 @@ func TestNewThroughRegistry(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: aio.ProviderName}})
+	cfg := sandbox.Config{Mode: sandbox.Remote, Mounts: []sandbox.VolumeMount{{HostPath: "/tmp", SandboxPath: "/x"}},
+		Remote: sandbox.RemoteConfig{Provider: aio.ProviderName, ServerURL: "http://127.0.0.1:1"}}
+	_, err := sandbox.New(context.Background(), cfg)
 	var ce *sandbox.ConfigError
 	require.ErrorAs(t, err, &ce)
-	assert.Equal(t, "sandbox.remote.server_url", ce.Field)
+	assert.Equal(t, "sandbox.mounts", ce.Field)
+
+	// Without a server URL the provider orchestrates; this test binary
+	// registers no backend, which the error says.
+	cfg = sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: aio.ProviderName,
+		ProviderConfig: map[string]any{aio.KeyHome: t.TempDir()}}}
+	_, err = sandbox.New(context.Background(), cfg)
+	assert.ErrorContains(t, err, `backend "docker" is not registered`)
 }
 
 func specValidator(t testing.TB) *spectest.Validator { return spectest.Load(t) }

@@ -16,7 +16,28 @@
 //     bash commands in their own session.
 //   - Registration (provider.go): remote.Register("aio", ...), so that
 //     sandbox.New with Mode remote, Remote.Provider "aio" and a ServerURL
-//     returns a Handle.
+//     returns a Handle on that server; without a ServerURL it
+//     orchestrates (below).
+//   - The orchestrating Provider (orchestrator.go, lifecycle.go):
+//     Acquire(ctx, thread) gives every process the same sandbox per
+//     thread: the in-process cache; then, under the state store's lock,
+//     the saved SandboxInfo confirmed by Backend.Discover (adopted, or
+//     removed if stale); then Backend.Create + WaitReady, destroyed again
+//     on any failure. Sandbox ids are 16 hex digits of sha256(thread);
+//     thread ids are validated before anything touches disk or a backend.
+//     An idle reaper (IdleTimeout, 0 disables) and an idempotent Shutdown
+//     (policy release or keep) end them. Backends and state stores
+//     register by name (RegisterBackend, RegisterStateStore): the file
+//     store is built in; import aio/dockerbackend for "docker",
+//     aio/redisstore for "redis", and the provisioner client for
+//     "provisioner".
+//
+// Sandboxes created through the sage-sandbox image run `sage sandboxd
+// --mode passthrough` inside the container (the container is the
+// isolation boundary; there is no bwrap in it) and require a bearer token
+// that the provider generates per sandbox, passes in SAGE_SANDBOXD_TOKEN
+// and keeps in the saved state; sandboxd does not pass that variable on
+// to commands.
 //
 // The server side, `sage sandboxd`, lives in the aioserver sub-package.
 package aio

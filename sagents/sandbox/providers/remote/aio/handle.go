@@ -31,6 +31,11 @@ type OpenOptions struct {
 	// MaxStdin bounds ExecOptions.Stdin, which is staged as a file; 0
 	// means 16 MiB.
 	MaxStdin int64
+	// Env is added to every command's environment (ExecOptions.Env wins).
+	// The orchestrating provider passes its configured environment here:
+	// sandboxd gives commands only an allowlisted environment, not its
+	// own.
+	Env map[string]string
 }
 
 // Handle is a sandbox.Handle over the AIO API.
@@ -40,6 +45,7 @@ type Handle struct {
 	ws       string // the sandbox's workspace (a virtual path)
 	timeout  time.Duration
 	maxStdin int64
+	env      map[string]string
 	lanes    *lanes
 
 	mu    sync.Mutex
@@ -70,7 +76,7 @@ func Open(ctx context.Context, o OpenOptions) (*Handle, error) {
 	if !path.IsAbs(ws) || ws == "/" {
 		return nil, fmt.Errorf("aio: open %s: workspace %q is not an absolute path other than /", o.ServerURL, ws)
 	}
-	h := &Handle{c: c, id: o.SandboxID, ws: path.Clean(ws), timeout: o.Timeout, maxStdin: o.MaxStdin,
+	h := &Handle{c: c, id: o.SandboxID, ws: path.Clean(ws), timeout: o.Timeout, maxStdin: o.MaxStdin, env: o.Env,
 		tasks: map[string]*bgTask{}, closed: make(chan struct{})}
 	if h.id == "" {
 		h.id = sandbox.NewID("aio")
@@ -170,7 +176,7 @@ func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOpti
 	if err != nil {
 		return nil, err
 	}
-	p := &execPlan{command: command, dir: dir, env: opts.Env, timeout: opts.Timeout, limit: opts.OutputLimit}
+	p := &execPlan{command: command, dir: dir, env: mergeEnv(h.env, opts.Env), timeout: opts.Timeout, limit: opts.OutputLimit}
 	if p.timeout == 0 {
 		p.timeout = h.timeout
 	}
@@ -393,4 +399,23 @@ func (h *Handle) Close(ctx context.Context) error {
 		h.c.CloseIdle()
 	})
 	return h.closeErr
+}
+
+// mergeEnv returns base overridden by over (base itself when over is
+// empty).
+func mergeEnv(base, over map[string]string) map[string]string {
+	if len(base) == 0 {
+		return over
+	}
+	if len(over) == 0 {
+		return base
+	}
+	out := make(map[string]string, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
 }

@@ -12,13 +12,20 @@ import (
 // format (sandbox_id, sandbox_url, container_name, container_id,
 // created_at); legacy documents with base_url are read too.
 type SandboxInfo struct {
-	SandboxID     string    `json:"sandbox_id"`
-	ThreadID      string    `json:"thread_id,omitempty"`
-	URL           string    `json:"sandbox_url"`
-	ContainerName string    `json:"container_name,omitempty"`
-	ContainerID   string    `json:"container_id,omitempty"`
-	Owner         string    `json:"owner,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
+	SandboxID     string `json:"sandbox_id"`
+	ThreadID      string `json:"thread_id,omitempty"`
+	URL           string `json:"sandbox_url"`
+	ContainerName string `json:"container_name,omitempty"`
+	ContainerID   string `json:"container_id,omitempty"`
+	Owner         string `json:"owner,omitempty"`
+	// Token is the bearer token the sandbox's API requires (empty: none).
+	Token string `json:"token,omitempty"`
+	// Backend names the backend that runs it ("docker", "provisioner").
+	Backend   string    `json:"backend,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// LastUsed is when a process last created or adopted it (processes
+	// do not share their in-memory activity); zero if unknown.
+	LastUsed time.Time `json:"last_used_at,omitempty"`
 }
 
 // CreateRequest asks a backend for a new sandbox.
@@ -32,6 +39,10 @@ type CreateRequest struct {
 	Env       map[string]string
 	MemoryMB  int
 	CPUs      float64
+	// Token, when set, is the bearer token the sandbox's API must require
+	// (the sage-sandbox image reads it from SAGE_SANDBOXD_TOKEN, which the
+	// provider puts in Env too).
+	Token string
 }
 
 // Backend runs sandbox containers: Docker directly, or a provisioner

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+)
+
+func init() {
+	register(command{"image", "build the sandbox container image (image build)", runImage})
+}
+
+// runImage implements `sage image build`: the sage-sandbox image, FROM
+// scratch with this (static) sage binary and a static busybox, built
+// through the Docker API with no registry.
+func runImage(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 || args[0] != "build" {
+		fmt.Fprintln(env.stderr, "usage: sage image build [--tag T] [--binary SAGE] [--busybox PATH] [--force]")
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("sage image build", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	o := dockerbackend.BuildOptions{}
+	fs.StringVar(&o.Tag, "tag", aio.DefaultImage, "image tag")
+	fs.StringVar(&o.SageBinary, "binary", "", "static sage binary to put in the image (default: this executable, which must be built with CGO_ENABLED=0)")
+	fs.StringVar(&o.Busybox, "busybox", "/bin/busybox", "static busybox (Debian: busybox-static)")
+	fs.BoolVar(&o.Force, "force", false, "rebuild even if the image is up to date")
+	if err := fs.Parse(args[1:]); err != nil {
+		return flagExit(err)
+	}
+	if o.SageBinary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fail(env, exitSandboxError, err)
+		}
+		o.SageBinary = self
+	}
+	cli, err := dockerbackend.NewClient()
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	defer cli.Close()
+	o.Progress = env.stdout
+	if f, ok := env.stdout.(*os.File); ok {
+		fi, serr := f.Stat()
+		o.ProgressFd, o.ProgressTerminal = f.Fd(), serr == nil && fi.Mode()&os.ModeCharDevice != 0
+	}
+	if _, err := dockerbackend.BuildImage(ctx, cli, o); err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	return 0
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend" // registers backend "docker"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner/kube"
+)
+
+func init() {
+	register(command{"provisioner", "serve the sandbox provisioner API (Docker or Kubernetes backend)", runProvisioner})
+}
+
+type provisionerFlags struct {
+	listen, backend, apiKey                     string
+	namespace, serviceType, nodeHost, kubecfg   string
+	image                                       string
+	port, memoryMB                              int
+	cpus                                        float64
+	runAsUser                                   int64
+	allowRoot, dropUnlisted                     bool
+	idleTTL, reapInterval, grace, headerTimeout time.Duration
+	mountPrefixes                               stringList
+}
+
+func (f *provisionerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8002", "address to listen on (port 0 picks one; the bound address is printed on stdout)")
+	fs.StringVar(&f.backend, "backend", "", "where sandboxes run: docker or kubernetes (required)")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv(provisioner.EnvAPIKey), "key clients send in X-API-Key (default $"+provisioner.EnvAPIKey+"); required off loopback")
+	fs.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the sandboxes (default: the provisioner's own in a cluster, else default)")
+	fs.StringVar(&f.serviceType, "service-type", string(corev1.ServiceTypeClusterIP), "kubernetes: ClusterIP or NodePort")
+	fs.StringVar(&f.nodeHost, "node-host", "", "kubernetes: address clients reach node ports on (required with NodePort)")
+	fs.StringVar(&f.kubecfg, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else in-cluster, else ~/.kube/config)")
+	fs.StringVar(&f.image, "image", "sage-sandbox:dev", "sandbox image")
+	fs.IntVar(&f.port, "port", 8080, "the sandbox API port inside the container")
+	fs.IntVar(&f.memoryMB, "memory", 0, "memory limit per sandbox in MB (default: the backend's)")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU limit per sandbox (default: the backend's)")
+	fs.Int64Var(&f.runAsUser, "run-as-user", 1000, "kubernetes: non-root UID sandboxes run as")
+	fs.BoolVar(&f.allowRoot, "allow-root", false, "kubernetes: let sandboxes run as the image's user, root included (for images that need it)")
+	fs.Var(&f.mountPrefixes, "mount-prefix", "host directory under which clients may mount paths into sandboxes (repeatable; default: no extra mounts)")
+	fs.BoolVar(&f.dropUnlisted, "drop-unlisted-mounts", false, "drop (and log) mounts outside --mount-prefix instead of refusing the request")
+	fs.DurationVar(&f.idleTTL, "idle-ttl", 0, "kubernetes: delete sandboxes with no activity through this service for this long (0: never)")
+	fs.DurationVar(&f.reapInterval, "reap-interval", time.Minute, "kubernetes: how often the idle reaper scans")
+	fs.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long running requests may finish")
+	fs.DurationVar(&f.headerTimeout, "read-header-timeout", 10*time.Second, "limit for reading request headers")
+}
+
+func runProvisioner(ctx context.Context, env *cliEnv, args []string) int {
+	fs := flag.NewFlagSet("sage provisioner", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	var f provisionerFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if err := f.check(); err != nil {
+		fmt.Fprintf(env.stderr, "sage provisioner: %v\n", err)
+		return exitUsage
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, nil))
+	backend, reaper, err := f.openBackend(logger)
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	srv, err := provisioner.NewServer(f.serverOptions(backend, logger))
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	if reaper != nil {
+		go reaper(ctx)
+	}
+	err = provisioner.Serve(ctx, srv, provisioner.ServeOptions{Listen: f.listen, Announce: env.stdout,
+		ReadHeaderTimeout: f.headerTimeout, ShutdownGrace: f.grace, Logger: logger})
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	return 0
+}
+
+func (f *provisionerFlags) check() error {
+	switch {
+	case f.backend != "docker" && f.backend != "kubernetes":
+		return fmt.Errorf("--backend %q: want docker or kubernetes", f.backend)
+	case f.apiKey == "" && !provisioner.LoopbackAddr(f.listen):
+		return fmt.Errorf("--listen %s is not a loopback address: set --api-key or $%s (an unauthenticated provisioner must not be reachable from the network)", f.listen, provisioner.EnvAPIKey)
+	case f.idleTTL < 0 || f.reapInterval <= 0:
+		return errors.New("--idle-ttl must be >= 0 and --reap-interval > 0")
+	case f.idleTTL > 0 && f.backend != "kubernetes":
+		return errors.New("--idle-ttl needs --backend kubernetes (the docker backend records no activity; the aio provider reaps idle sandboxes itself)")
+	case f.port < 1 || f.port > 65535 || f.memoryMB < 0 || f.cpus < 0:
+		return errors.New("--port, --memory or --cpus out of range")
+	}
+	return nil
+}
+
+func (f *provisionerFlags) serverOptions(b aio.Backend, logger *slog.Logger) provisioner.Options {
+	return provisioner.Options{Backend: b, BackendName: f.backend, APIKey: f.apiKey, Logger: logger,
+		Mounts:   provisioner.MountPolicy{Prefixes: f.mountPrefixes, DropUnlisted: f.dropUnlisted},
+		Defaults: provisioner.Defaults{Image: f.image, Port: f.port, MemoryMB: f.memoryMB, CPUs: f.cpus}}
+}
+
+// openBackend returns the backend and, for kubernetes with --idle-ttl,
+// the reaper loop to run.
+func (f *provisionerFlags) openBackend(logger *slog.Logger) (aio.Backend, func(context.Context), error) {
+	if f.backend == "docker" {
+		b, err := aio.NewBackend("docker", map[string]any{})
+		return b, nil, err
+	}
+	cs, err := kube.Connect(f.kubecfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := f.namespace
+	if ns == "" {
+		ns = kube.DefaultNamespace()
+	}
+	b, err := kube.New(kube.Options{Client: cs, Namespace: ns, ServiceType: corev1.ServiceType(f.serviceType),
+		NodeHost: f.nodeHost, Image: f.image, Port: f.port, RunAsUser: f.runAsUser, AllowRoot: f.allowRoot, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info("provisioner: kubernetes backend", "namespace", ns, "service_type", f.serviceType, "idle_ttl", f.idleTTL)
+	if f.idleTTL == 0 {
+		return b, nil, nil
+	}
+	return b, func(ctx context.Context) {
+		b.RunReaper(ctx, kube.ReapOptions{TTL: f.idleTTL, Interval: f.reapInterval})
+	}, nil
+}

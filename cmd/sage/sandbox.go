@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	// The aio provider's Docker backend and Redis state store.
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
+)
+
+func init() {
+	register(command{"sandbox", "list (ls) or release (rm) the aio provider's sandboxes", runSandbox})
+}
+
+// sandboxRow is one line of `sage sandbox ls`.
+type sandboxRow struct {
+	ThreadID  string        `json:"thread_id"`
+	SandboxID string        `json:"sandbox_id"`
+	URL       string        `json:"url"`
+	BackendID string        `json:"backend_id"`
+	Idle      time.Duration `json:"idle_ns"`
+	IdleText  string        `json:"idle"`
+	Owner     string        `json:"owner"`
+	Running   bool          `json:"running"`
+}
+
+func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 || (args[0] != "ls" && args[0] != "rm") {
+		fmt.Fprintln(env.stderr, "usage: sage sandbox ls [--json] | sage sandbox rm THREAD|--all")
+		return exitUsage
+	}
+	fs := flag.NewFlagSet("sage sandbox "+args[0], flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	asJSON := fs.Bool("json", false, "ls: print JSON")
+	all := fs.Bool("all", false, "rm: release every sandbox")
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	p, err := cliProvider()
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	defer p.Shutdown(context.WithoutCancel(ctx))
+	if args[0] == "ls" {
+		return sandboxLs(ctx, env, p, *asJSON)
+	}
+	return sandboxRm(ctx, env, p, rest, *all)
+}
+
+// cliProvider builds the provider the CLI's remote mode uses, from the
+// environment; keep, so that listing never stops anything.
+func cliProvider() (*aio.Provider, error) {
+	cfg, err := sandbox.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	pc := map[string]any{aio.KeyShutdownPolicy: aio.PolicyKeep}
+	for k, v := range cfg.Remote.ProviderConfig {
+		pc[k] = v
+	}
+	cfg.Remote.ProviderConfig = pc
+	return aio.ProviderFromConfig(cfg.Remote, aio.ProviderOptions{})
+}
+
+func sandboxRows(ctx context.Context, p *aio.Provider) ([]sandboxRow, error) {
+	running, err := p.Backend().ListRunning(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]aio.SandboxInfo{}
+	for _, r := range running {
+		byID[r.SandboxID] = r
+	}
+	var stored map[string]aio.SandboxInfo
+	if l, ok := p.Store().(aio.Lister); ok {
+		if stored, err = l.List(ctx); err != nil {
+			return nil, err
+		}
+	}
+	rows := []sandboxRow{}
+	for thread, st := range stored {
+		r, ok := byID[st.SandboxID]
+		delete(byID, st.SandboxID)
+		rows = append(rows, row(thread, st, r, ok))
+	}
+	for _, r := range byID {
+		rows = append(rows, row(r.ThreadID, r, r, true))
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].ThreadID+rows[i].SandboxID < rows[j].ThreadID+rows[j].SandboxID })
+	return rows, nil
+}
+
+// row merges the stored record with what runs. Idle time counts from
+// last_used_at, when a process last created or adopted the sandbox
+// (in-process activity is not shared between processes).
+func row(thread string, st, run aio.SandboxInfo, running bool) sandboxRow {
+	r := sandboxRow{ThreadID: thread, SandboxID: st.SandboxID, URL: st.URL, BackendID: st.ContainerID, Owner: st.Owner, Running: running}
+	if running {
+		r.URL, r.BackendID = run.URL, run.ContainerID
+	}
+	last := st.LastUsed
+	if last.IsZero() {
+		last = st.CreatedAt
+	}
+	if !last.IsZero() {
+		r.Idle = time.Since(last).Round(time.Second)
+		r.IdleText = r.Idle.String()
+	}
+	return r
+}
+
+func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) int {
+	rows, err := sandboxRows(ctx, p)
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			return fail(env, exitSandboxError, err)
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "THREAD\tSANDBOX\tURL\tBACKEND ID\tIDLE\tOWNER\tRUNNING")
+	for _, r := range rows {
+		id := r.BackendID
+		if len(id) > 12 {
+			id = id[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.ThreadID, r.SandboxID, r.URL, id, r.IdleText, r.Owner, r.Running)
+	}
+	if err := tw.Flush(); err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	return 0
+}
+
+func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []string, all bool) int {
+	if all == (len(threads) > 0) {
+		fmt.Fprintln(env.stderr, "usage: sage sandbox rm THREAD... | --all")
+		return exitUsage
+	}
+	if all {
+		rows, err := sandboxRows(ctx, p)
+		if err != nil {
+			return fail(env, exitSandboxError, err)
+		}
+		for _, r := range rows {
+			threads = append(threads, r.ThreadID)
+		}
+	}
+	var errs []error
+	for _, t := range threads {
+		if t == "" {
+			continue // anonymous sandboxes die with their process
+		}
+		if err := p.ReleaseThread(ctx, t); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(env.stdout, "released %s\n", t)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	return 0
+}

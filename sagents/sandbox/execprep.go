@@ -1,0 +1,54 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Workdir checks opts (timeout, environment names) and resolves its
+// working directory, which must be an existing directory; "" means the
+// workspace. Providers call it before starting a command.
+func (h *HostFS) Workdir(opts ExecOptions) (Location, error) {
+	if h.Check != nil {
+		if err := h.Check(); err != nil {
+			return Location{}, err
+		}
+	}
+	if opts.Timeout < 0 {
+		return Location{}, fmt.Errorf("sandbox: timeout %v is negative", opts.Timeout)
+	}
+	for k := range opts.Env {
+		if !ValidEnvName(k) {
+			return Location{}, fmt.Errorf("sandbox: env: invalid variable name %q", k)
+		}
+	}
+	wd := opts.Workdir
+	if wd == "" {
+		wd = "."
+	}
+	loc, err := h.Mapper.Resolve(wd)
+	if err != nil {
+		return Location{}, err
+	}
+	fi, err := os.Stat(loc.Host)
+	if err != nil {
+		return Location{}, fmt.Errorf("sandbox: workdir %q: %w", wd, err)
+	}
+	if !fi.IsDir() {
+		return Location{}, fmt.Errorf("sandbox: workdir %q is not a directory", wd)
+	}
+	return loc, nil
+}
+
+// CommandTimeout is the timeout a command runs with: its own, else the
+// handle's default, else DefaultTimeout.
+func CommandTimeout(own, handleDefault time.Duration) time.Duration {
+	switch {
+	case own > 0:
+		return own
+	case handleDefault > 0:
+		return handleDefault
+	}
+	return DefaultTimeout
+}

@@ -1,0 +1,18 @@
+// Package dockerbackend runs AIO sandboxes as Docker containers through
+// the Docker Engine API (github.com/docker/docker/client; the docker CLI
+// is never run). Importing it registers the backend "docker" with
+// aio.RegisterBackend.
+//
+// A sandbox's container is named <prefix>-<sandbox id> and labelled with
+// the sandbox id, the thread id, the owner id and the prefix. Its API
+// port is published on 127.0.0.1 with host port 0, so Docker picks a free
+// port (no allocator of ours, no race); the port is read back from
+// inspect. Discover finds a sandbox by name and returns its container id,
+// so Destroy of a recovered sandbox stops the right container. A name
+// conflict on create means another process won the race: its container is
+// adopted. Every failure after create removes the container.
+//
+// BuildImage builds the sage-sandbox image (FROM scratch, a static sage
+// binary running `sage sandboxd --mode passthrough`, busybox for a shell)
+// with no registry.
+package dockerbackend

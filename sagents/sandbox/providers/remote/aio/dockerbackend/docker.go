@@ -1,0 +1,381 @@
+package dockerbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// Labels set on every sandbox container.
+const (
+	LabelManaged = "sage.sandbox"        // "1"
+	LabelID      = "sage.sandbox.id"     // the sandbox id
+	LabelThread  = "sage.sandbox.thread" // the thread id ("" if anonymous)
+	LabelOwner   = "sage.sandbox.owner"  // the creating process's owner id
+	LabelPrefix  = "sage.sandbox.prefix" // the container prefix
+)
+
+// DefaultPrefix is the default container name prefix.
+const DefaultPrefix = "sage-sandbox"
+
+// Options configure New.
+type Options struct {
+	// Client is the Docker API client; nil means one from the environment
+	// (DOCKER_HOST etc.) with API version negotiation.
+	Client *client.Client
+	// Prefix starts every container name (default "sage-sandbox").
+	Prefix string
+	// HostIP is where sandbox ports are published (default 127.0.0.1).
+	HostIP string
+	// PidsLimit bounds processes per container (default 1024, -1 none).
+	PidsLimit int64
+	// StartTimeout bounds waiting for an adopted container to run
+	// (default 20 s).
+	StartTimeout time.Duration
+}
+
+// Backend is the Docker aio.Backend.
+type Backend struct {
+	cli *client.Client
+	o   Options
+}
+
+var _ aio.Backend = (*Backend)(nil)
+
+// New returns a Docker backend.
+func New(o Options) (*Backend, error) {
+	if o.Client == nil {
+		c, err := NewClient()
+		if err != nil {
+			return nil, err
+		}
+		o.Client = c
+	}
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.HostIP == "" {
+		o.HostIP = "127.0.0.1"
+	}
+	if o.PidsLimit == 0 {
+		o.PidsLimit = 1024
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 20 * time.Second
+	}
+	return &Backend{cli: o.Client, o: o}, nil
+}
+
+// NewClient connects to the Docker Engine named by the environment,
+// negotiating the API version (Docker 20.10 speaks 1.41).
+func NewClient() (*client.Client, error) {
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+	return c, nil
+}
+
+// Client is the Docker API client.
+func (b *Backend) Client() *client.Client { return b.cli }
+
+// Prefix is the container name prefix.
+func (b *Backend) Prefix() string { return b.o.Prefix }
+
+// Name is the container name of a sandbox.
+func (b *Backend) Name(sandboxID string) string { return b.o.Prefix + "-" + sandboxID }
+
+// Create creates and starts the sandbox's container. On a name conflict
+// it adopts the existing container (starting it if it was created but
+// never started, replacing it if it exited). Any failure after the
+// container exists removes it.
+func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+	cfg, hc, err := b.spec(req)
+	if err != nil {
+		return aio.SandboxInfo{}, err
+	}
+	name := b.Name(req.SandboxID)
+	for attempt := 0; ; attempt++ {
+		resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+		if cerrdefs.IsConflict(err) && attempt == 0 {
+			info, adopted, aerr := b.adopt(ctx, req.SandboxID)
+			if aerr != nil || adopted {
+				return info, aerr
+			}
+			continue // it had exited and was removed: create again
+		}
+		if err != nil {
+			return aio.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", name, err)
+		}
+		return b.start(ctx, resp.ID, req)
+	}
+}
+
+// start starts a created container and reads its port; on failure the
+// container is removed, even if ctx was cancelled.
+func (b *Backend) start(ctx context.Context, id string, req aio.CreateRequest) (aio.SandboxInfo, error) {
+	info, err := b.startAndInspect(ctx, id)
+	if err != nil {
+		return aio.SandboxInfo{}, errors.Join(err, b.remove(ctx, id))
+	}
+	if info.Token == "" {
+		info.Token = req.Token
+	}
+	return info, nil
+}
+
+func (b *Backend) startAndInspect(ctx context.Context, id string) (aio.SandboxInfo, error) {
+	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return aio.SandboxInfo{}, fmt.Errorf("docker: start %s: %w", id, err)
+	}
+	ins, err := b.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return aio.SandboxInfo{}, fmt.Errorf("docker: inspect %s: %w", id, err)
+	}
+	return b.toInfo(ins)
+}
+
+// adopt takes over the container that won a name race if it runs
+// (waiting briefly for its port). One that does not run (its creator
+// died between create and start, or it exited) is removed, and adopted
+// is false so that the caller creates a fresh one: the caller holds the
+// thread's state lock, so nobody else is about to start it.
+func (b *Backend) adopt(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+	deadline := time.Now().Add(b.o.StartTimeout)
+	for {
+		ins, err := b.cli.ContainerInspect(ctx, b.Name(sandboxID))
+		if cerrdefs.IsNotFound(err) {
+			return aio.SandboxInfo{}, false, nil
+		}
+		if err != nil {
+			return aio.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
+		}
+		if ins.State == nil || !ins.State.Running {
+			return aio.SandboxInfo{}, false, b.remove(ctx, ins.ID)
+		}
+		info, err := b.toInfo(ins)
+		if err == nil || time.Now().After(deadline) {
+			return info, err == nil, err
+		}
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+			return aio.SandboxInfo{}, false, err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// spec builds the container's configuration.
+func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.HostConfig, error) {
+	if req.Port <= 0 || req.Port > 65535 {
+		return nil, nil, fmt.Errorf("docker: port %d out of range", req.Port)
+	}
+	port, err := nat.NewPort("tcp", strconv.Itoa(req.Port))
+	if err != nil {
+		return nil, nil, fmt.Errorf("docker: %w", err)
+	}
+	cfg := &container.Config{
+		Image:        req.Image,
+		Env:          envList(req.Env),
+		ExposedPorts: nat.PortSet{port: struct{}{}},
+		Labels: map[string]string{LabelManaged: "1", LabelID: req.SandboxID, LabelThread: req.ThreadID,
+			LabelOwner: req.Owner, LabelPrefix: b.o.Prefix},
+	}
+	hc := &container.HostConfig{
+		PortBindings: nat.PortMap{port: []nat.PortBinding{{HostIP: b.o.HostIP, HostPort: "0"}}},
+		Mounts:       binds(req),
+		SecurityOpt:  []string{"no-new-privileges"},
+		Init:         ptr(false),
+	}
+	hc.Resources.Memory = int64(req.MemoryMB) << 20
+	hc.Resources.NanoCPUs = int64(req.CPUs * 1e9)
+	if b.o.PidsLimit > 0 {
+		hc.Resources.PidsLimit = &b.o.PidsLimit
+	}
+	return cfg, hc, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func binds(req aio.CreateRequest) []mount.Mount {
+	out := make([]mount.Mount, 0, len(req.Mounts))
+	for _, m := range req.Mounts {
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.SandboxPath, ReadOnly: m.ReadOnly})
+	}
+	return out
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// toInfo reads a running container's sandbox info: the published port,
+// the labels and the API token from its environment.
+func (b *Backend) toInfo(ins container.InspectResponse) (aio.SandboxInfo, error) {
+	info := aio.SandboxInfo{ContainerID: ins.ID, ContainerName: strings.TrimPrefix(ins.Name, "/"), Backend: "docker"}
+	if ins.Config != nil {
+		info.SandboxID = ins.Config.Labels[LabelID]
+		info.ThreadID = ins.Config.Labels[LabelThread]
+		info.Owner = ins.Config.Labels[LabelOwner]
+		info.Token = tokenFrom(ins.Config.Env)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil {
+		info.CreatedAt = t
+	}
+	if ins.NetworkSettings == nil {
+		return info, fmt.Errorf("docker: container %s has no network settings", ins.ID)
+	}
+	for _, bs := range ins.NetworkSettings.Ports {
+		for _, pb := range bs {
+			if pb.HostPort != "" && pb.HostPort != "0" {
+				host := pb.HostIP
+				if host == "" || host == "0.0.0.0" {
+					host = "127.0.0.1"
+				}
+				info.URL = "http://" + host + ":" + pb.HostPort
+				return info, nil
+			}
+		}
+	}
+	return info, fmt.Errorf("docker: container %s has no published port yet", ins.ID)
+}
+
+func tokenFrom(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, aio.TokenEnv+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Destroy force-removes the container (by id, else by name). A container
+// that is already gone is not an error.
+func (b *Backend) Destroy(ctx context.Context, info aio.SandboxInfo) error {
+	ref := info.ContainerID
+	if ref == "" {
+		ref = b.Name(info.SandboxID)
+	}
+	return b.remove(ctx, ref)
+}
+
+func (b *Backend) remove(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := b.cli.ContainerRemove(ctx, ref, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		return fmt.Errorf("docker: remove %s: %w", ref, err)
+	}
+	return nil
+}
+
+func isRemovalInProgress(err error) bool {
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
+}
+
+// IsAlive reports whether the container runs.
+func (b *Backend) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, error) {
+	ref := info.ContainerID
+	if ref == "" {
+		ref = b.Name(info.SandboxID)
+	}
+	ins, err := b.cli.ContainerInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("docker: inspect %s: %w", ref, err)
+	}
+	return ins.State != nil && ins.State.Running, nil
+}
+
+// Discover finds the sandbox's running container by name, else by
+// label. A container that exists but does not run is not found.
+func (b *Backend) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+	ins, err := b.cli.ContainerInspect(ctx, b.Name(sandboxID))
+	if cerrdefs.IsNotFound(err) {
+		return b.discoverByLabel(ctx, sandboxID)
+	}
+	if err != nil {
+		return aio.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
+	}
+	if ins.State == nil || !ins.State.Running {
+		return aio.SandboxInfo{}, false, nil
+	}
+	info, err := b.toInfo(ins)
+	return info, err == nil, err
+}
+
+func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+	list, err := b.list(ctx, filters.Arg("label", LabelID+"="+sandboxID))
+	if err != nil || len(list) == 0 {
+		return aio.SandboxInfo{}, false, err
+	}
+	return list[0], true, nil
+}
+
+// ListRunning lists the running containers with this backend's prefix.
+func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
+	return b.list(ctx, filters.Arg("label", LabelPrefix+"="+b.o.Prefix))
+}
+
+func (b *Backend) list(ctx context.Context, f filters.KeyValuePair) ([]aio.SandboxInfo, error) {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(f, filters.Arg("label", LabelManaged+"=1"))})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list: %w", err)
+	}
+	out := make([]aio.SandboxInfo, 0, len(cs))
+	for _, c := range cs {
+		ins, err := b.cli.ContainerInspect(ctx, c.ID)
+		if cerrdefs.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("docker: inspect %s: %w", c.ID, err)
+		}
+		if info, err := b.toInfo(ins); err == nil && ins.State != nil && ins.State.Running {
+			out = append(out, info)
+		}
+	}
+	return out, nil
+}
+
+// RemoveAll force-removes every container (running or not) with this
+// backend's prefix; tests and `sage sandbox rm --all` use it.
+func (b *Backend) RemoveAll(ctx context.Context) (int, error) {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelPrefix+"="+b.o.Prefix))})
+	if err != nil {
+		return 0, fmt.Errorf("docker: list: %w", err)
+	}
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, b.remove(ctx, c.ID))
+	}
+	return len(cs), errors.Join(errs...)
+}

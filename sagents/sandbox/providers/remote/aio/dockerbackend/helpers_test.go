@@ -1,0 +1,217 @@
+package dockerbackend_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
+)
+
+// Child processes: the test binary re-executes itself with childEnv set.
+const (
+	childEnv  = "SAGE_AIO_TEST_CHILD"
+	prefixEnv = "SAGE_AIO_TEST_PREFIX"
+	homeEnv   = "SAGE_AIO_TEST_HOME"
+	threadEnv = "SAGE_AIO_TEST_THREAD"
+	storeEnv  = "SAGE_AIO_TEST_STORE" // "" (file) or a redis:// URL
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// unavailable skips, or fails under CI=true, where Docker and Redis must
+// be there.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format+" (CI=true: required)", args...)
+	}
+	t.Skipf(format, args...)
+}
+
+var (
+	dockerOnce sync.Once
+	dockerCli  *client.Client
+	dockerErr  error
+	imageOnce  sync.Once
+	imageErr   error
+	buildOnce  sync.Once
+	sageBin    string
+	binDir     string
+	buildErr   error
+)
+
+func dockerClient(t testing.TB) *client.Client {
+	t.Helper()
+	dockerOnce.Do(func() {
+		dockerCli, dockerErr = dockerbackend.NewClient()
+		if dockerErr == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, dockerErr = dockerCli.Ping(ctx)
+		}
+	})
+	if dockerErr != nil {
+		unavailable(t, "Docker Engine unavailable: %v", dockerErr)
+	}
+	ensureImage(t)
+	return dockerCli
+}
+
+// ensureImage builds sage-sandbox:dev from this tree (quick when up to
+// date), so the tests run the code under test.
+func ensureImage(t testing.TB) {
+	t.Helper()
+	imageOnce.Do(func() {
+		bin, err := staticSage()
+		if err != nil {
+			imageErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		_, imageErr = dockerbackend.BuildImage(ctx, dockerCli, dockerbackend.BuildOptions{SageBinary: bin})
+	})
+	if imageErr != nil {
+		if strings.Contains(imageErr.Error(), "busybox") {
+			unavailable(t, "cannot build the sandbox image: %v", imageErr)
+		}
+		t.Fatalf("build sandbox image: %v", imageErr)
+	}
+}
+
+func staticSage() (string, error) {
+	buildOnce.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if binDir, buildErr = os.MkdirTemp("", "sage-docker-test-"); buildErr != nil {
+			return
+		}
+		sageBin = filepath.Join(binDir, "sage")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", sageBin, "./cmd/sage")
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/sage: %v\n%s", err, out)
+		}
+	})
+	return sageBin, buildErr
+}
+
+// fixture is one test's world: a unique container prefix (removed by
+// label at cleanup) and a SAGE_HOME.
+type fixture struct {
+	cli    *client.Client
+	prefix string
+	home   string
+	store  string // "" or a redis URL
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	cli := dockerClient(t)
+	f := &fixture{cli: cli, prefix: fmt.Sprintf("sagetest-%d-%s", os.Getpid(), strings.ToLower(randomSuffix(t))), home: t.TempDir()}
+	t.Cleanup(func() { f.removeAll(t) })
+	return f
+}
+
+func randomSuffix(t *testing.T) string {
+	return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffff)
+}
+
+func (f *fixture) removeAll(t testing.TB) {
+	b := f.backend(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := b.RemoveAll(ctx); err != nil {
+		t.Errorf("cleanup: %v", err)
+	}
+}
+
+func (f *fixture) backend(t testing.TB) *dockerbackend.Backend {
+	b, err := dockerbackend.New(dockerbackend.Options{Client: f.cli, Prefix: f.prefix})
+	require.NoError(t, err)
+	return b
+}
+
+func (f *fixture) stateStore(t testing.TB) aio.StateStore {
+	if f.store == "" {
+		return aio.NewFileStore(f.home)
+	}
+	s, err := redisstore.Open(f.store, redisstore.Options{Prefix: "sage:test:" + f.prefix + ":"})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (f *fixture) provider(t testing.TB, mod ...func(*aio.ProviderOptions)) *aio.Provider {
+	t.Helper()
+	o := aio.ProviderOptions{Backend: f.backend(t), Store: f.stateStore(t), Home: f.home, ReadyTimeout: 20 * time.Second}
+	for _, m := range mod {
+		m(&o)
+	}
+	p, err := aio.NewProvider(o)
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Shutdown(context.Background()) })
+	return p
+}
+
+// containers lists every container (running or not) with the prefix.
+func (f *fixture) containers(t testing.TB) []container.Summary {
+	t.Helper()
+	cs, err := f.cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+f.prefix))})
+	require.NoError(t, err)
+	return cs
+}
+
+// child starts a child process in mode; it returns the command and a
+// reader of its stdout.
+func (f *fixture) child(t *testing.T, mode, thread string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+mode, prefixEnv+"="+f.prefix, homeEnv+"="+f.home,
+		threadEnv+"="+thread, storeEnv+"="+f.store)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewReader(out)
+}
+
+func readLine(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil && err != io.EOF {
+		t.Fatalf("child: %v", err)
+	}
+	return strings.TrimSpace(line)
+}

@@ -1,0 +1,22 @@
+package dockerbackend
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// BackendName is the name this package registers with aio.RegisterBackend.
+const BackendName = "docker"
+
+func init() { aio.RegisterBackend(BackendName, fromConfig) }
+
+// fromConfig reads container_prefix from the provider config.
+func fromConfig(cfg map[string]any) (aio.Backend, error) {
+	o := Options{}
+	if v, ok := cfg[aio.KeyContainerPrefix]; ok && v != nil {
+		o.Prefix = strings.TrimSpace(fmt.Sprint(v))
+	}
+	return New(o)
+}

@@ -1,0 +1,465 @@
+package aio
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Shutdown policies.
+const (
+	// PolicyRelease destroys, on Shutdown, the sandboxes this process
+	// created or adopted.
+	PolicyRelease = "release"
+	// PolicyKeep leaves them running (and their state saved) for other
+	// processes; Shutdown only closes this process's handles.
+	PolicyKeep = "keep"
+)
+
+// Defaults of ProviderOptions.
+const (
+	DefaultImage        = "sage-sandbox:dev"
+	DefaultPort         = 8080
+	DefaultReapInterval = 60 * time.Second
+	DefaultReadyTimeout = 60 * time.Second
+	// TokenEnv carries a sandbox's API token into its container.
+	TokenEnv = "SAGE_SANDBOXD_TOKEN"
+	// UserDataPath is where a thread's directories are mounted.
+	UserDataPath = "/mnt/user-data"
+	// SkillsPath is where the skills directory is mounted, read-only.
+	SkillsPath = "/mnt/skills"
+)
+
+// ErrNotCached is returned (wrapped, matching fs.ErrNotExist) by Release
+// for a sandbox id this process does not hold.
+var ErrNotCached = fmt.Errorf("aio: sandbox not held by this provider: %w", fs.ErrNotExist)
+
+// InvalidThreadError rejects a thread id that is not ^[A-Za-z0-9_-]{1,64}$.
+type InvalidThreadError struct{ ThreadID string }
+
+func (e *InvalidThreadError) Error() string {
+	return fmt.Sprintf("invalid thread id %q: want 1-64 characters of A-Z a-z 0-9 _ -", e.ThreadID)
+}
+
+// ProviderOptions configure NewProvider. Only Backend is required.
+type ProviderOptions struct {
+	Backend Backend
+	// Store persists thread -> sandbox; nil means a FileStore in Home.
+	Store StateStore
+	// Home holds threads/<id>/user-data (default sandbox.Home()).
+	Home string
+	// SkillsDir is mounted read-only at /mnt/skills when it exists
+	// (default Home/skills).
+	SkillsDir string
+	Image     string // default DefaultImage
+	Port      int    // the API port inside the sandbox, default 8080
+	Mounts    []sandbox.VolumeMount
+	// Env is the sandbox's environment, already resolved (ResolveEnv).
+	Env      map[string]string
+	MemoryMB int
+	CPUs     float64
+	// IdleTimeout releases sandboxes unused for that long; 0 disables
+	// the reaper.
+	IdleTimeout time.Duration
+	// ReapInterval is how often the reaper scans (default 60 s).
+	ReapInterval time.Duration
+	// ReadyTimeout bounds WaitReady after create or adoption (default
+	// 60 s).
+	ReadyTimeout time.Duration
+	// ShutdownPolicy is PolicyRelease (default) or PolicyKeep.
+	ShutdownPolicy string
+	// Owner identifies this process in labels and state (default
+	// host-pid-random).
+	Owner string
+	// Timeout is the default command timeout of the handles.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Provider is the orchestrating AIO provider: one sandbox per thread,
+// shared by every process that uses the same backend and state store.
+// Its methods are safe for concurrent use.
+type Provider struct {
+	o ProviderOptions
+
+	mu        sync.RWMutex
+	byThread  map[string]*entry
+	bySandbox map[string]*entry
+
+	locksMu sync.Mutex
+	locks   map[string]*threadLock
+
+	closed   atomic.Bool
+	shutOnce sync.Once
+	shutErr  error
+	stopReap chan struct{}
+	reapDone chan struct{}
+}
+
+type entry struct {
+	info SandboxInfo
+	h    *Handle
+	last atomic.Int64 // unix nanoseconds of the last use
+}
+
+func (e *entry) touch()                           { e.last.Store(time.Now().UnixNano()) }
+func (e *entry) idle(now time.Time) time.Duration { return now.Sub(time.Unix(0, e.last.Load())) }
+
+// NewProvider checks o, fills defaults and starts the idle reaper when
+// IdleTimeout > 0.
+func NewProvider(o ProviderOptions) (*Provider, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	p := &Provider{o: o, byThread: map[string]*entry{}, bySandbox: map[string]*entry{},
+		locks: map[string]*threadLock{}, stopReap: make(chan struct{}), reapDone: make(chan struct{})}
+	if o.IdleTimeout > 0 {
+		go p.reap()
+	} else {
+		close(p.reapDone)
+	}
+	return p, nil
+}
+
+func (o *ProviderOptions) defaults() error {
+	if o.Backend == nil {
+		return &sandbox.ConfigError{Field: "backend", Reason: "required by the aio provider"}
+	}
+	switch o.ShutdownPolicy {
+	case "":
+		o.ShutdownPolicy = PolicyRelease
+	case PolicyRelease, PolicyKeep:
+	default:
+		return &sandbox.ConfigError{Field: "shutdown_policy", Value: o.ShutdownPolicy, Reason: "want release or keep"}
+	}
+	if o.IdleTimeout < 0 || o.ReapInterval < 0 || o.ReadyTimeout < 0 {
+		return &sandbox.ConfigError{Field: "idle_timeout", Reason: "durations must not be negative"}
+	}
+	if o.Home == "" {
+		o.Home = sandbox.Home()
+	}
+	if o.Store == nil {
+		o.Store = NewFileStore(o.Home)
+	}
+	if o.SkillsDir == "" {
+		o.SkillsDir = filepath.Join(o.Home, "skills")
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Port == 0 {
+		o.Port = DefaultPort
+	}
+	if o.ReapInterval == 0 {
+		o.ReapInterval = DefaultReapInterval
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = DefaultReadyTimeout
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Owner is this provider's owner id.
+func (p *Provider) Owner() string { return p.o.Owner }
+
+// Store is the provider's state store.
+func (p *Provider) Store() StateStore { return p.o.Store }
+
+// Backend is the provider's backend.
+func (p *Provider) Backend() Backend { return p.o.Backend }
+
+// SandboxIDFor is the deterministic sandbox id of a thread: the first 16
+// hex digits (64 bits) of sha256(thread id).
+func SandboxIDFor(threadID string) string {
+	sum := sha256.Sum256([]byte(threadID))
+	return hex.EncodeToString(sum[:8])
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// cached is layer 1: a hit touches the entry. The touch happens under
+// the read lock, and the reaper re-checks idleness under the write lock
+// before it removes an entry, so a sandbox returned here is never one
+// the reaper has already decided to release.
+func (p *Provider) cached(threadID string) *entry {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	e := p.byThread[threadID]
+	if e != nil {
+		e.touch()
+	}
+	return e
+}
+
+// Acquire returns the id of the thread's sandbox, creating it if no
+// process has one: (1) this process's cache; (2) under the state store's
+// lock, the persisted record confirmed by the backend's Discover; (3) a
+// new sandbox, destroyed again if it does not become ready. An empty
+// thread id creates an anonymous sandbox with a random id and no saved
+// state.
+func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error) {
+	if p.closed.Load() {
+		return "", fmt.Errorf("aio: acquire: %w", sandbox.ErrClosed)
+	}
+	if threadID == "" {
+		return p.acquireAnonymous(ctx)
+	}
+	if !sandbox.ValidID(threadID) {
+		return "", fmt.Errorf("aio: acquire: %w", &InvalidThreadError{ThreadID: threadID})
+	}
+	if e := p.cached(threadID); e != nil {
+		return e.info.SandboxID, nil
+	}
+	unlock, err := p.lockThread(ctx, threadID)
+	if err != nil {
+		return "", fmt.Errorf("aio: acquire %s: %w", threadID, err)
+	}
+	defer unlock()
+	if e := p.cached(threadID); e != nil {
+		return e.info.SandboxID, nil
+	}
+	e, err := p.acquireLocked(ctx, threadID)
+	if err != nil {
+		return "", fmt.Errorf("aio: acquire %s: %w", threadID, err)
+	}
+	return e.info.SandboxID, nil
+}
+
+func (p *Provider) acquireLocked(ctx context.Context, threadID string) (*entry, error) {
+	release, err := p.o.Store.Lock(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if p.closed.Load() {
+		return nil, sandbox.ErrClosed
+	}
+	sid := SandboxIDFor(threadID)
+	e, err := p.recover(ctx, threadID, sid)
+	if err != nil || e != nil {
+		return e, err
+	}
+	return p.create(ctx, threadID, sid)
+}
+
+// recover is layer 2. It returns nil, nil when there is nothing to adopt
+// (a stale record is removed).
+func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, error) {
+	st, saved, err := p.o.Store.Load(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
+	found, ok, err := p.o.Backend.Discover(ctx, sid)
+	if err != nil {
+		return nil, fmt.Errorf("discover %s: %w", sid, err)
+	}
+	if !ok {
+		if saved {
+			p.o.Logger.Info("aio: removing stale sandbox state", "thread", threadID, "sandbox", st.SandboxID)
+			return nil, p.o.Store.Remove(ctx, threadID)
+		}
+		return nil, nil
+	}
+	info := mergeInfo(found, st, saved, threadID)
+	e, err := p.ready(ctx, info)
+	if err != nil {
+		p.o.Logger.Warn("aio: discovered sandbox is not usable; replacing it", "thread", threadID, "sandbox", sid, "err", err)
+		derr := p.destroy(ctx, info)
+		return nil, errors.Join(derr, p.o.Store.Remove(ctx, threadID))
+	}
+	// Re-saved every time: the URL or container id may have changed, and
+	// last_used_at tells `sage sandbox ls` when a process last took it.
+	info.LastUsed = time.Now()
+	e.info = info
+	if err := p.o.Store.Save(ctx, threadID, info); err != nil {
+		e.h.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	p.o.Logger.Debug("aio: adopted sandbox", "thread", threadID, "sandbox", sid, "url", info.URL)
+	return p.cache(e), nil
+}
+
+func mergeInfo(found, st SandboxInfo, saved bool, threadID string) SandboxInfo {
+	info := found
+	info.ThreadID = threadID
+	if saved && st.SandboxID == found.SandboxID {
+		if info.Token == "" {
+			info.Token = st.Token
+		}
+		if info.Owner == "" {
+			info.Owner = st.Owner
+		}
+		if info.CreatedAt.IsZero() {
+			info.CreatedAt = st.CreatedAt
+		}
+	}
+	if info.CreatedAt.IsZero() {
+		info.CreatedAt = time.Now()
+	}
+	return info
+}
+
+// ready waits for the sandbox's API and opens a Handle on it.
+func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) {
+	rctx, cancel := context.WithTimeout(ctx, p.o.ReadyTimeout)
+	defer cancel()
+	if err := WaitReady(rctx, info.URL, ReadyOptions{Token: info.Token}); err != nil {
+		return nil, err
+	}
+	h, err := Open(rctx, OpenOptions{ServerURL: info.URL, Token: info.Token, SandboxID: info.SandboxID,
+		Timeout: p.o.Timeout, Env: p.o.Env})
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{info: info, h: h}
+	e.touch()
+	return e, nil
+}
+
+// create is layer 3.
+func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, error) {
+	mounts, err := p.threadMounts(threadID)
+	if err != nil {
+		return nil, err
+	}
+	req := p.request(threadID, sid, mounts)
+	info, err := p.o.Backend.Create(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", sid, err)
+	}
+	info.ThreadID, info.SandboxID = threadID, sid
+	if info.Owner == "" {
+		info.Owner = p.o.Owner
+	}
+	if info.CreatedAt.IsZero() {
+		info.CreatedAt = time.Now()
+	}
+	info.LastUsed = time.Now()
+	e, err := p.ready(ctx, info)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("sandbox %s: %w", sid, err), p.destroy(ctx, info))
+	}
+	if threadID != "" {
+		if err := p.o.Store.Save(ctx, threadID, info); err != nil {
+			e.h.Close(context.WithoutCancel(ctx))
+			return nil, errors.Join(err, p.destroy(ctx, info))
+		}
+	}
+	p.o.Logger.Debug("aio: created sandbox", "thread", threadID, "sandbox", sid, "url", info.URL)
+	return p.cache(e), nil
+}
+
+func (p *Provider) request(threadID, sid string, mounts []sandbox.VolumeMount) CreateRequest {
+	token := randomHex(16)
+	env := make(map[string]string, len(p.o.Env)+1)
+	for k, v := range p.o.Env {
+		env[k] = v
+	}
+	env[TokenEnv] = token
+	return CreateRequest{SandboxID: sid, ThreadID: threadID, Owner: p.o.Owner, Image: p.o.Image,
+		Port: p.o.Port, Mounts: mounts, Env: env, MemoryMB: p.o.MemoryMB, CPUs: p.o.CPUs, Token: token}
+}
+
+// threadMounts creates Home/threads/<id>/user-data/{workspace,uploads,
+// outputs} and mounts them at /mnt/user-data/..., plus the skills
+// directory (read-only) when it exists, plus the configured mounts.
+func (p *Provider) threadMounts(threadID string) ([]sandbox.VolumeMount, error) {
+	var ms []sandbox.VolumeMount
+	if threadID != "" {
+		base := filepath.Join(p.o.Home, "threads", threadID, "user-data")
+		for _, d := range []string{"workspace", "uploads", "outputs"} {
+			host := filepath.Join(base, d)
+			if err := os.MkdirAll(host, 0o755); err != nil {
+				return nil, fmt.Errorf("thread directory: %w", err)
+			}
+			ms = append(ms, sandbox.VolumeMount{HostPath: host, SandboxPath: UserDataPath + "/" + d})
+		}
+	}
+	if fi, err := os.Stat(p.o.SkillsDir); err == nil && fi.IsDir() {
+		ms = append(ms, sandbox.VolumeMount{HostPath: p.o.SkillsDir, SandboxPath: SkillsPath, ReadOnly: true})
+	}
+	return append(ms, p.o.Mounts...), nil
+}
+
+// destroy removes a sandbox even when ctx is already cancelled: a
+// failure path must not leak it.
+func (p *Provider) destroy(ctx context.Context, info SandboxInfo) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := p.o.Backend.Destroy(dctx, info); err != nil {
+		return fmt.Errorf("destroy %s: %w", info.SandboxID, err)
+	}
+	return nil
+}
+
+func (p *Provider) cache(e *entry) *entry {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e.info.ThreadID != "" {
+		p.byThread[e.info.ThreadID] = e
+	}
+	p.bySandbox[e.info.SandboxID] = e
+	return e
+}
+
+func (p *Provider) acquireAnonymous(ctx context.Context) (string, error) {
+	sid := "anon-" + randomHex(8)
+	e, err := p.create(ctx, "", sid)
+	if err != nil {
+		return "", fmt.Errorf("aio: acquire anonymous sandbox: %w", err)
+	}
+	return e.info.SandboxID, nil
+}
+
+// Get returns the Handle of a sandbox this process holds and touches its
+// last activity. The provider owns the Handle: its Close does nothing;
+// Release the sandbox instead.
+func (p *Provider) Get(sandboxID string) (sandbox.Handle, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	e := p.bySandbox[sandboxID]
+	if e == nil {
+		return nil, false
+	}
+	e.touch()
+	return sharedHandle{e.h}, true
+}
+
+// Info returns what the provider knows of a sandbox it holds.
+func (p *Provider) Info(sandboxID string) (SandboxInfo, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	e := p.bySandbox[sandboxID]
+	if e == nil {
+		return SandboxInfo{}, false
+	}
+	return e.info, true
+}
+
+// sharedHandle is a Handle whose Close is the provider's business.
+type sharedHandle struct{ *Handle }
+
+func (sharedHandle) Close(context.Context) error { return nil }

@@ -1,0 +1,255 @@
+package provisioner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// BackendName is the name the client registers under with the aio
+// provider, and the Backend field of the SandboxInfo values it returns.
+const BackendName = "provisioner"
+
+// maxAnswerBytes bounds an answer read into memory.
+const maxAnswerBytes = 8 << 20
+
+func init() { aio.RegisterBackend(BackendName, backendFromConfig) }
+
+// Config keys and environment variables the registered factory reads.
+const (
+	ConfigURL    = "provisioner_url"     // else $SAGE_PROVISIONER_URL
+	ConfigAPIKey = "provisioner_api_key" // else $SAGE_PROVISIONER_API_KEY
+	EnvURL       = "SAGE_PROVISIONER_URL"
+	EnvAPIKey    = "SAGE_PROVISIONER_API_KEY"
+)
+
+// backendFromConfig is the aio.BackendFactory: provisioner_url and
+// provisioner_api_key from the provider config, else from the environment.
+func backendFromConfig(cfg map[string]any) (aio.Backend, error) {
+	u, key := configString(cfg, ConfigURL, EnvURL), configString(cfg, ConfigAPIKey, EnvAPIKey)
+	if u == "" {
+		return nil, fmt.Errorf("provisioner: no URL: set %s in the provider config or $%s", ConfigURL, EnvURL)
+	}
+	return NewClientBackend(u, key)
+}
+
+func configString(cfg map[string]any, key, env string) string {
+	if s, ok := cfg[key].(string); ok && s != "" {
+		return s
+	}
+	return os.Getenv(env)
+}
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// Transport replaces the default (aio.NewTransport: keep-alive, no
+	// proxy for loopback and private addresses).
+	Transport http.RoundTripper
+}
+
+// Client speaks the provisioner API. It implements aio.Backend and is
+// safe for concurrent use; deadlines come from each call's context.
+type Client struct {
+	base   *url.URL
+	apiKey string
+	hc     *http.Client
+}
+
+var _ aio.Backend = (*Client)(nil)
+
+// NewClient returns a client for the provisioner at baseURL
+// (http[s]://host[:port][/prefix]); apiKey is sent as X-API-Key when set.
+func NewClient(baseURL, apiKey string, opts ...ClientOptions) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("provisioner: URL %q: want http[s]://host[:port]", baseURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	var o ClientOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Transport == nil {
+		o.Transport = aio.NewTransport()
+	}
+	return &Client{base: u, apiKey: apiKey, hc: &http.Client{Transport: o.Transport}}, nil
+}
+
+// NewClientBackend is NewClient as an aio.Backend.
+func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (aio.Backend, error) {
+	c, err := NewClient(baseURL, apiKey, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Create asks for a sandbox (POST /api/sandboxes). The provisioner's own
+// configuration decides image, port and resources; req's are not sent.
+func (c *Client) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+	body := CreateBody{SandboxID: req.SandboxID, ThreadID: req.ThreadID, ExtraMounts: mountsToWire(req.Mounts),
+		Owner: req.Owner, Env: req.Env, Token: req.Token}
+	var out Sandbox
+	if err := c.do(ctx, http.MethodPost, "/api/sandboxes", body, &out); err != nil {
+		return aio.SandboxInfo{}, err
+	}
+	info := fromWire(out)
+	info.Token = req.Token
+	return info, nil
+}
+
+// Destroy removes it (DELETE /api/sandboxes/{id}); 404 is not an error.
+func (c *Client) Destroy(ctx context.Context, info aio.SandboxInfo) error {
+	err := c.do(ctx, http.MethodDelete, sandboxPath(info.SandboxID), nil, nil)
+	if IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// Get returns one sandbox (GET /api/sandboxes/{id}); a 404 is an error
+// matching ErrNotFound. The call counts as activity for the idle reaper.
+func (c *Client) Get(ctx context.Context, sandboxID string) (Sandbox, error) {
+	var out Sandbox
+	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxID), nil, &out)
+	return out, err
+}
+
+// Discover finds a running sandbox by id; not found is ok false, nil.
+func (c *Client) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+	s, err := c.Get(ctx, sandboxID)
+	if IsNotFound(err) {
+		return aio.SandboxInfo{}, false, nil
+	}
+	if err != nil {
+		return aio.SandboxInfo{}, false, err
+	}
+	return fromWire(s), true, nil
+}
+
+// IsAlive reports whether the provisioner still runs it.
+func (c *Client) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, error) {
+	_, ok, err := c.Discover(ctx, info.SandboxID)
+	return ok, err
+}
+
+// Touch records activity on the sandbox so the provisioner's idle reaper
+// spares it; it is a GET. Providers that serve a thread from their cache
+// for longer than the provisioner's TTL should call it now and then.
+func (c *Client) Touch(ctx context.Context, sandboxID string) error {
+	_, err := c.Get(ctx, sandboxID)
+	return err
+}
+
+// ListRunning lists the provisioner's sandboxes (GET /api/sandboxes).
+func (c *Client) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
+	var out SandboxList
+	if err := c.do(ctx, http.MethodGet, "/api/sandboxes", nil, &out); err != nil {
+		return nil, err
+	}
+	infos := make([]aio.SandboxInfo, 0, len(out.Sandboxes))
+	for _, s := range out.Sandboxes {
+		infos = append(infos, fromWire(s))
+	}
+	return infos, nil
+}
+
+// Health calls GET /health; a non-2xx answer (503 when the backend is
+// unreachable) is an *APIError.
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var out Health
+	err := c.do(ctx, http.MethodGet, "/health", nil, &out)
+	return out, err
+}
+
+func sandboxPath(id string) string { return "/api/sandboxes/" + url.PathEscape(id) }
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	endpoint := method + " " + path
+	req, err := c.newRequest(ctx, method, path, in)
+	if err != nil {
+		return fmt.Errorf("provisioner: %s: %w", endpoint, err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("provisioner: %s: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return fmt.Errorf("provisioner: %s: reading answer: %w", endpoint, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return answerError(endpoint, resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("provisioner: %s: decoding answer: %w", endpoint, err)
+	}
+	return nil
+}
+
+func (c *Client) newRequest(ctx context.Context, method, path string, in any) (*http.Request, error) {
+	var body io.Reader
+	var err error
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	u := *c.base
+	u.RawPath = c.base.EscapedPath() + path // path is already escaped
+	if u.Path, err = url.PathUnescape(u.RawPath); err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.apiKey != "" {
+		req.Header.Set("X-API-Key", c.apiKey)
+	}
+	return req, nil
+}
+
+// answerError decodes {"detail": ...}; FastAPI validation errors carry a
+// list there, which is kept as JSON text.
+func answerError(endpoint string, status int, data []byte) *APIError {
+	e := &APIError{Status: status, Endpoint: endpoint}
+	var body struct {
+		Detail json.RawMessage `json:"detail"`
+		Code   string          `json:"error"`
+	}
+	if json.Unmarshal(data, &body) == nil && len(body.Detail) > 0 {
+		var s string
+		if json.Unmarshal(body.Detail, &s) != nil {
+			s = string(body.Detail)
+		}
+		e.Message, e.Code = s, body.Code
+	} else {
+		e.Message = strings.TrimSpace(string(data))
+	}
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	if len(e.Message) > 512 {
+		e.Message = e.Message[:512] + "..."
+	}
+	return e
+}

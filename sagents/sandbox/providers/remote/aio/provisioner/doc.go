@@ -1,0 +1,35 @@
+// Package provisioner is the sandbox provisioner service and its client.
+//
+// The provisioner is a small HTTP service that runs sandboxes on behalf of
+// the orchestrating aio provider, usually on Kubernetes (sub-package kube)
+// and optionally on Docker. Its API is the DeerFlow provisioner API:
+//
+//	POST   /api/sandboxes        {sandbox_id, thread_id, extra_mounts, ...} -> Sandbox
+//	GET    /api/sandboxes/{id}   -> Sandbox, or 404
+//	DELETE /api/sandboxes/{id}   -> {ok, sandbox_id} (an unknown id is not an error)
+//	GET    /api/sandboxes        -> {sandboxes, count}
+//	GET    /health               -> {status}  (no API key needed)
+//
+// Requests to /api/ carry the key in the X-API-Key header. Errors are JSON
+// {"detail": message, "error": code}, detail as FastAPI writes it.
+//
+// The package has three parts:
+//
+//   - Client (client.go): an aio.Backend over the API, registered with the
+//     aio provider as backend "provisioner". Non-2xx answers are *APIError
+//     values; a 404 matches ErrNotFound and fs.ErrNotExist.
+//   - Server (server.go, mounts.go): an http.Handler over any aio.Backend.
+//     It validates sandbox and thread ids (sandbox.ValidID), applies the
+//     host-mount policy, fills image, port and resources from its own
+//     configuration (clients do not choose them), and serialises calls per
+//     sandbox id.
+//   - Serve (serve.go): listen, serve, graceful shutdown.
+//
+// Idle model. The provisioner cannot see traffic to the sandboxes, so
+// "activity" is a call through the service: create and GET (which the
+// client's Discover, IsAlive and Touch all use). Backends that support
+// reaping (kube) record it as an annotation on the sandbox and remove
+// sandboxes idle past a TTL. Choose a TTL well above the provider's own
+// idle_timeout: it is a backstop for sandboxes that no process releases
+// (crashed or killed owners), not the primary release path.
+package provisioner

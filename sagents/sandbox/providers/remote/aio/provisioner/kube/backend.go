@@ -1,0 +1,250 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// Backend runs sandboxes as Pods and Services. It implements aio.Backend
+// and is safe for concurrent use.
+type Backend struct {
+	o   Options
+	res resources
+}
+
+var _ aio.Backend = (*Backend)(nil)
+
+// New checks opts and returns the backend.
+func New(opts Options) (*Backend, error) {
+	opts.setDefaults()
+	res, err := opts.check()
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{o: opts, res: res}, nil
+}
+
+func (b *Backend) pods() podClient         { return b.o.Client.CoreV1().Pods(b.o.Namespace) }
+func (b *Backend) services() serviceClient { return b.o.Client.CoreV1().Services(b.o.Namespace) }
+
+// Create makes the Pod and its Service, adopting either when it already
+// exists and is ours. It does not wait for the Pod to be ready; the
+// provider polls the URL. If the Service cannot be made, a Pod created by
+// this call is deleted again.
+func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+	if req.Image == "" {
+		req.Image = b.o.Image
+	}
+	if req.Port == 0 {
+		req.Port = b.o.Port
+	}
+	pod, created, err := b.createPod(ctx, req)
+	if err != nil {
+		return aio.SandboxInfo{}, err
+	}
+	svc, err := b.createService(ctx, req, pod)
+	if err != nil {
+		if created {
+			b.deleteQuietly(ctx, pod.Name)
+		}
+		return aio.SandboxInfo{}, err
+	}
+	return b.info(pod, svc)
+}
+
+func (b *Backend) createPod(ctx context.Context, req aio.CreateRequest) (*corev1.Pod, bool, error) {
+	want := b.buildPod(req)
+	pod, err := b.pods().Create(ctx, want, metav1.CreateOptions{})
+	if err == nil {
+		b.o.Logger.Info("kube: created pod", "pod", pod.Name, "sandbox", req.SandboxID)
+		return pod, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("kube: create pod %s: %w", want.Name, err)
+	}
+	pod, err = b.pods().Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("kube: pod %s exists but cannot be read: %w", want.Name, err)
+	}
+	if err := b.adoptable(&pod.ObjectMeta, req.SandboxID); err != nil {
+		return nil, false, err
+	}
+	if !alive(pod) {
+		return nil, false, fmt.Errorf("kube: pod %s exists but is %s: %w (the reaper removes it; retry)", pod.Name, podState(pod), fs.ErrExist)
+	}
+	b.o.Logger.Info("kube: adopted existing pod", "pod", pod.Name, "sandbox", req.SandboxID)
+	return pod, false, nil
+}
+
+func (b *Backend) createService(ctx context.Context, req aio.CreateRequest, pod *corev1.Pod) (*corev1.Service, error) {
+	want := b.buildService(req, pod)
+	svc, err := b.services().Create(ctx, want, metav1.CreateOptions{})
+	if err == nil {
+		return svc, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("kube: create service %s: %w", want.Name, err)
+	}
+	svc, err = b.services().Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("kube: service %s exists but cannot be read: %w", want.Name, err)
+	}
+	if err := b.adoptable(&svc.ObjectMeta, req.SandboxID); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// adoptable refuses objects of the same name that are not this sandbox's.
+func (b *Backend) adoptable(m *metav1.ObjectMeta, sandboxID string) error {
+	if m.Labels[LabelManagedBy] != ManagedBy || m.Annotations[AnnotationSandboxID] != sandboxID {
+		return fmt.Errorf("kube: %s/%s exists and is not sandbox %q's (labels %v): %w", m.Namespace, m.Name, sandboxID, m.Labels, fs.ErrExist)
+	}
+	if m.DeletionTimestamp != nil {
+		return fmt.Errorf("kube: %s/%s is being deleted; retry: %w", m.Namespace, m.Name, fs.ErrExist)
+	}
+	return nil
+}
+
+// Destroy deletes the Pod and the Service; NotFound is fine.
+func (b *Backend) Destroy(ctx context.Context, info aio.SandboxInfo) error {
+	if info.SandboxID == "" {
+		return errors.New("kube: destroy: empty sandbox id")
+	}
+	return b.deleteObjects(ctx, objectName(b.o.NamePrefix, info.SandboxID), nil)
+}
+
+// deleteObjects deletes the Pod (with pre, when set, as its precondition),
+// then the Service. A failed precondition stops it before the Service.
+func (b *Backend) deleteObjects(ctx context.Context, name string, pre *metav1.Preconditions) error {
+	podOpts := metav1.DeleteOptions{Preconditions: pre, PropagationPolicy: ptrTo(metav1.DeletePropagationBackground)}
+	if err := b.pods().Delete(ctx, name, podOpts); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kube: delete pod %s: %w", name, err)
+	}
+	err := b.services().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kube: delete service %s: %w", name, err)
+	}
+	b.o.Logger.Info("kube: deleted sandbox objects", "name", name)
+	return nil
+}
+
+func (b *Backend) deleteQuietly(ctx context.Context, name string) {
+	if err := b.deleteObjects(context.WithoutCancel(ctx), name, nil); err != nil {
+		b.o.Logger.Error("kube: cleanup after a failed create", "name", name, "err", err)
+	}
+}
+
+// IsAlive reports whether the sandbox's Pod exists and has not failed,
+// finished or started deleting.
+func (b *Backend) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, error) {
+	pod, err := b.findPod(ctx, info.SandboxID)
+	return pod != nil, err
+}
+
+// Discover finds a live sandbox by label, with its URL, and records the
+// call as activity.
+func (b *Backend) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+	pod, err := b.findPod(ctx, sandboxID)
+	if err != nil || pod == nil {
+		return aio.SandboxInfo{}, false, err
+	}
+	svc, err := b.services().Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return aio.SandboxInfo{}, false, nil // half made: the next Create completes it
+	}
+	if err != nil {
+		return aio.SandboxInfo{}, false, fmt.Errorf("kube: get service %s: %w", pod.Name, err)
+	}
+	info, err := b.info(pod, svc)
+	if err != nil {
+		return aio.SandboxInfo{}, false, err
+	}
+	b.touch(ctx, pod)
+	return info, true, nil
+}
+
+// findPod lists by the sandbox's labels and returns its live Pod, or nil.
+func (b *Backend) findPod(ctx context.Context, sandboxID string) (*corev1.Pod, error) {
+	list, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: sandboxSelector(sandboxID)})
+	if err != nil {
+		return nil, fmt.Errorf("kube: list pods of sandbox %q: %w", sandboxID, err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Annotations[AnnotationSandboxID] == sandboxID && alive(p) {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// ListRunning lists the live sandboxes that have a Service.
+func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
+	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	if err != nil {
+		return nil, fmt.Errorf("kube: list pods: %w", err)
+	}
+	svcs, err := b.services().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	if err != nil {
+		return nil, fmt.Errorf("kube: list services: %w", err)
+	}
+	byName := make(map[string]*corev1.Service, len(svcs.Items))
+	for i := range svcs.Items {
+		byName[svcs.Items[i].Name] = &svcs.Items[i]
+	}
+	var out []aio.SandboxInfo
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if svc := byName[p.Name]; svc != nil && alive(p) {
+			if info, err := b.info(p, svc); err == nil {
+				out = append(out, info)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Check implements provisioner.Checker: the API server answers a list of
+// this namespace's sandbox pods.
+func (b *Backend) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll, Limit: 1}); err != nil {
+		return fmt.Errorf("kube: list pods in %s: %w", b.o.Namespace, err)
+	}
+	return nil
+}
+
+func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (aio.SandboxInfo, error) {
+	u, err := b.serviceURL(svc)
+	if err != nil {
+		return aio.SandboxInfo{}, err
+	}
+	return aio.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
+		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[AnnotationOwner],
+		CreatedAt: pod.CreationTimestamp.Time}, nil
+}
+
+// alive: not deleting, not failed or finished.
+func alive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed && p.Status.Phase != corev1.PodSucceeded
+}
+
+func podState(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "being deleted"
+	}
+	return "in phase " + string(p.Status.Phase)
+}
+
+func ptrTo[T any](v T) *T { return &v }

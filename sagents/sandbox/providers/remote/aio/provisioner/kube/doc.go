@@ -1,0 +1,39 @@
+// Package kube is the provisioner's Kubernetes backend: an aio.Backend
+// that runs each sandbox as a Pod plus a Service in one namespace, with
+// client-go.
+//
+// Objects. For sandbox id S the Pod and the Service are both named
+// <prefix>-S (or <prefix>-h<hash> when S is not a valid DNS label), carry
+// the labels app.kubernetes.io/managed-by=sage-provisioner,
+// app.kubernetes.io/name=sage-sandbox, sage.dev/sandbox and sage.dev/thread
+// (the ids, or hashes of them when they are not valid label values), and
+// the exact ids in annotations. The Service selects the Pod by its
+// sandbox label and is owned by it (ownerReference), so the garbage
+// collector removes it with the Pod even if a Destroy is interrupted.
+//
+// The Pod runs the sandbox image with one container port, readiness and
+// liveness probes on HTTP GET /v1/sandbox (with the sandbox's bearer token
+// when it has one), resource requests and limits, seccomp RuntimeDefault,
+// no privilege escalation, all capabilities dropped, runAsNonRoot with a
+// fixed non-root UID unless Options.AllowRoot, no service-account token
+// and no service links. The only host mounts are those in the request,
+// which the provisioner server has already checked against its allowlist.
+//
+// The sandbox URL is the Service's cluster DNS name and port
+// (http://<name>.<namespace>.svc.<cluster domain>:<port>), or, for a
+// NodePort Service, http://<NodeHost>:<nodePort>.
+//
+// Races. Create of an existing sandbox adopts the Pod and Service that
+// are there (AlreadyExists is how another provisioner replica's win shows
+// up), provided they are ours (managed-by label and sandbox-id annotation).
+//
+// Idle reaping. Discover (the server's GET) stamps the Pod's
+// sage.dev/last-activity annotation, at most once per Options.TouchEvery;
+// Create sets it. Reap deletes sandboxes whose last activity (else
+// creation time) is older than a TTL, and Pods that have failed or
+// finished. Deletion uses the Pod's resourceVersion as a precondition, so
+// a touch that lands between the scan and the delete saves the sandbox.
+//
+// No real cluster runs in this project's CI: the tests use client-go's
+// fake clientset.
+package kube

@@ -1,0 +1,178 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// selectorAll matches every object this backend manages.
+var selectorAll = LabelManagedBy + "=" + ManagedBy
+
+func sandboxSelector(id string) string {
+	return selectorAll + "," + LabelSandbox + "=" + labelFor(id)
+}
+
+func (b *Backend) meta(req aio.CreateRequest) metav1.ObjectMeta {
+	labels := map[string]string{LabelManagedBy: ManagedBy, LabelName: AppName, LabelSandbox: labelFor(req.SandboxID)}
+	ann := map[string]string{AnnotationSandboxID: req.SandboxID}
+	if req.ThreadID != "" {
+		labels[LabelThread] = labelFor(req.ThreadID)
+		ann[AnnotationThreadID] = req.ThreadID
+	}
+	if req.Owner != "" {
+		ann[AnnotationOwner] = req.Owner
+	}
+	return metav1.ObjectMeta{Name: objectName(b.o.NamePrefix, req.SandboxID), Namespace: b.o.Namespace, Labels: labels, Annotations: ann}
+}
+
+func (b *Backend) buildPod(req aio.CreateRequest) *corev1.Pod {
+	meta := b.meta(req)
+	meta.Annotations[AnnotationActivity] = b.o.Now().UTC().Format(time.RFC3339Nano)
+	vols, mounts := volumes(req)
+	return &corev1.Pod{
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			Containers:                   []corev1.Container{b.container(req, mounts)},
+			Volumes:                      vols,
+			RestartPolicy:                corev1.RestartPolicyAlways,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext:              b.podSecurity(),
+		},
+	}
+}
+
+func (b *Backend) container(req aio.CreateRequest, mounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:            ContainerNm,
+		Image:           req.Image,
+		ImagePullPolicy: b.o.PullPolicy,
+		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: int32(req.Port), Protocol: corev1.ProtocolTCP}},
+		Env:             envVars(req.Env),
+		ReadinessProbe:  probe(req.Token, 1, 2, 3),
+		LivenessProbe:   probe(req.Token, 10, 10, 3),
+		Resources:       b.resources(req),
+		VolumeMounts:    mounts,
+		SecurityContext: &corev1.SecurityContext{
+			Privileged:               ptr.To(false),
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+func (b *Backend) podSecurity() *corev1.PodSecurityContext {
+	sc := &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	if !b.o.AllowRoot {
+		sc.RunAsNonRoot = ptr.To(true)
+		sc.RunAsUser = ptr.To(b.o.RunAsUser)
+		sc.RunAsGroup = ptr.To(b.o.RunAsUser)
+		sc.FSGroup = ptr.To(b.o.RunAsUser)
+	}
+	return sc
+}
+
+// probe is an HTTP GET of /v1/sandbox on the named port, with the bearer
+// token when the sandbox requires one.
+func probe(token string, initialDelay, period, failures int32) *corev1.Probe {
+	get := &corev1.HTTPGetAction{Path: "/v1/sandbox", Port: intstr.FromString(PortName)}
+	if token != "" {
+		get.HTTPHeaders = []corev1.HTTPHeader{{Name: "Authorization", Value: "Bearer " + token}}
+	}
+	return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: get}, InitialDelaySeconds: initialDelay,
+		PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: failures, SuccessThreshold: 1}
+}
+
+func (b *Backend) resources(req aio.CreateRequest) corev1.ResourceRequirements {
+	r := b.res
+	cpuLim, memLim := r.cpuLim, r.memLim
+	if req.CPUs > 0 {
+		cpuLim = *resource.NewMilliQuantity(int64(req.CPUs*1000), resource.DecimalSI)
+	}
+	if req.MemoryMB > 0 {
+		memLim = *resource.NewQuantity(int64(req.MemoryMB)<<20, resource.BinarySI)
+	}
+	cpuReq, memReq := minQ(r.cpuReq, cpuLim), minQ(r.memReq, memLim)
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: cpuReq, corev1.ResourceMemory: memReq, corev1.ResourceEphemeralStorage: r.ephLim},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: cpuLim, corev1.ResourceMemory: memLim, corev1.ResourceEphemeralStorage: r.ephLim},
+	}
+}
+
+// minQ keeps a request from exceeding its limit (the API server refuses
+// that).
+func minQ(req, lim resource.Quantity) resource.Quantity {
+	if req.Cmp(lim) > 0 {
+		return lim
+	}
+	return req
+}
+
+func envVars(env map[string]string) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, corev1.EnvVar{Name: k, Value: env[k]})
+	}
+	return out
+}
+
+// volumes turns the request's mounts (already checked by the server's
+// allowlist) into hostPath volumes; nothing else from the host is
+// mounted.
+func volumes(req aio.CreateRequest) ([]corev1.Volume, []corev1.VolumeMount) {
+	var vols []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for i, m := range req.Mounts {
+		name := "mount-" + strconv.Itoa(i)
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: m.HostPath, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: m.SandboxPath, ReadOnly: m.ReadOnly})
+	}
+	return vols, mounts
+}
+
+func (b *Backend) buildService(req aio.CreateRequest, owner *corev1.Pod) *corev1.Service {
+	meta := b.meta(req)
+	meta.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: owner.Name, UID: owner.UID}}
+	return &corev1.Service{
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Type:     b.o.ServiceType,
+			Selector: map[string]string{LabelManagedBy: ManagedBy, LabelSandbox: labelFor(req.SandboxID)},
+			Ports: []corev1.ServicePort{{Name: PortName, Port: int32(req.Port), Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromString(PortName)}},
+		},
+	}
+}
+
+// serviceURL is the URL clients use for the sandbox behind svc.
+func (b *Backend) serviceURL(svc *corev1.Service) (string, error) {
+	var port corev1.ServicePort
+	for _, p := range svc.Spec.Ports {
+		if p.Name == PortName {
+			port = p
+		}
+	}
+	if port.Port == 0 {
+		return "", fmt.Errorf("kube: service %s has no %q port", svc.Name, PortName)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeNodePort {
+		if port.NodePort == 0 {
+			return "", fmt.Errorf("kube: service %s has no node port allocated", svc.Name)
+		}
+		return "http://" + net.JoinHostPort(b.o.NodeHost, strconv.Itoa(int(port.NodePort))), nil
+	}
+	return fmt.Sprintf("http://%s.%s.svc.%s:%d", svc.Name, svc.Namespace, b.o.ClusterDomain, port.Port), nil
+}

@@ -1,0 +1,230 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// Name is the state store name this package registers.
+const Name = "redis"
+
+// DefaultAddr is used when the address is empty.
+const DefaultAddr = "redis://127.0.0.1:6379/0"
+
+func init() {
+	aio.RegisterStateStore(Name, func(addr string) (aio.StateStore, error) { return Open(addr, Options{}) })
+}
+
+// Options configure Open.
+type Options struct {
+	// Prefix starts every key (default "sage:sandbox:").
+	Prefix string
+	// LockTTL is the lock's expiry; it is renewed every LockTTL/3 while
+	// held (default 10 s).
+	LockTTL time.Duration
+	// Poll is how often a blocked Lock retries (default 10 ms).
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Store is the Redis aio.StateStore.
+type Store struct {
+	rdb *redis.Client
+	o   Options
+}
+
+var _ aio.StateStore = (*Store)(nil)
+
+// Open connects to a redis:// URL ("" means DefaultAddr). It does not
+// dial; the first operation does.
+func Open(addr string, o Options) (*Store, error) {
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	opt, err := redis.ParseURL(addr)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	opt.MaxRetries = 1
+	return New(redis.NewClient(opt), o), nil
+}
+
+// New wraps a client.
+func New(rdb *redis.Client, o Options) *Store {
+	if o.Prefix == "" {
+		o.Prefix = "sage:sandbox:"
+	}
+	if o.LockTTL <= 0 {
+		o.LockTTL = 10 * time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = 10 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Store{rdb: rdb, o: o}
+}
+
+// Close closes the client.
+func (s *Store) Close() error { return s.rdb.Close() }
+
+func (s *Store) key(threadID string) (string, error) {
+	if !sandbox.ValidID(threadID) {
+		return "", fmt.Errorf("redisstore: %w", &aio.InvalidThreadError{ThreadID: threadID})
+	}
+	return s.o.Prefix + threadID, nil
+}
+
+// Save stores info as JSON.
+func (s *Store) Save(ctx context.Context, threadID string, info aio.SandboxInfo) error {
+	k, err := s.key(threadID)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.rdb.Set(ctx, k, data, 0).Err(); err != nil {
+		return fmt.Errorf("redisstore: save %s: %w", threadID, err)
+	}
+	return nil
+}
+
+// Load reads the thread's state; a missing key is a miss and a corrupt
+// value is logged and treated as one. An unreachable Redis is an error.
+func (s *Store) Load(ctx context.Context, threadID string) (aio.SandboxInfo, bool, error) {
+	k, err := s.key(threadID)
+	if err != nil {
+		return aio.SandboxInfo{}, false, err
+	}
+	data, err := s.rdb.Get(ctx, k).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return aio.SandboxInfo{}, false, nil
+	}
+	if err != nil {
+		return aio.SandboxInfo{}, false, fmt.Errorf("redisstore: load %s: %w", threadID, err)
+	}
+	var info aio.SandboxInfo
+	if err := json.Unmarshal(data, &info); err != nil || info.SandboxID == "" {
+		s.o.Logger.Warn("redisstore: ignoring unreadable sandbox state", "key", k, "err", err)
+		return aio.SandboxInfo{}, false, nil
+	}
+	return info, true, nil
+}
+
+// Remove deletes the thread's state.
+func (s *Store) Remove(ctx context.Context, threadID string) error {
+	k, err := s.key(threadID)
+	if err != nil {
+		return err
+	}
+	if err := s.rdb.Del(ctx, k).Err(); err != nil {
+		return fmt.Errorf("redisstore: remove %s: %w", threadID, err)
+	}
+	return nil
+}
+
+// List returns every thread with readable state.
+func (s *Store) List(ctx context.Context) (map[string]aio.SandboxInfo, error) {
+	out := map[string]aio.SandboxInfo{}
+	iter := s.rdb.Scan(ctx, 0, s.o.Prefix+"*", 100).Iterator()
+	for iter.Next(ctx) {
+		thread := iter.Val()[len(s.o.Prefix):]
+		if !sandbox.ValidID(thread) {
+			continue // the :lock keys
+		}
+		if info, ok, err := s.Load(ctx, thread); err == nil && ok {
+			out[thread] = info
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: list: %w", err)
+	}
+	return out, nil
+}
+
+// unlockScript deletes the lock only if it still holds our token.
+var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+// renewScript extends the lock only if it still holds our token.
+var renewScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+
+// Lock takes the thread's lock (SET NX PX with a random token), retrying
+// until ctx ends, and renews it in the background until unlock.
+func (s *Store) Lock(ctx context.Context, threadID string) (func(), error) {
+	k, err := s.key(threadID)
+	if err != nil {
+		return nil, err
+	}
+	k += ":lock"
+	token := randomToken()
+	for {
+		ok, err := s.rdb.SetNX(ctx, k, token, s.o.LockTTL).Result()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: lock %s: %w", threadID, err)
+		}
+		if ok {
+			return s.holdLock(k, token), nil
+		}
+		t := time.NewTimer(s.o.Poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("redisstore: lock %s: %w", threadID, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// holdLock renews the lock until the returned unlock runs, which stops
+// renewing and deletes the lock if it is still ours.
+func (s *Store) holdLock(k, token string) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(s.o.LockTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), s.o.LockTTL/3)
+				n, err := renewScript.Run(ctx, s.rdb, []string{k}, token, s.o.LockTTL.Milliseconds()).Int()
+				cancel()
+				if err != nil || n == 0 {
+					s.o.Logger.Warn("redisstore: could not renew lock", "key", k, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := unlockScript.Run(ctx, s.rdb, []string{k}, token).Err(); err != nil {
+			s.o.Logger.Warn("redisstore: could not release lock (it expires)", "key", k, "err", err)
+		}
+	}
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
