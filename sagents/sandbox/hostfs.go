@@ -298,3 +298,15 @@ func randomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// WorkspacePath is the workspace as commands see it.
+func (h *HostFS) WorkspacePath() string { return h.Mapper.Workspace() }
+
+// VolumeMounts lists the extra mounts.
+func (h *HostFS) VolumeMounts() []VolumeMount { return h.Mapper.Mounts() }
+
+// ToHostPath maps a sandbox path to the host path behind it.
+func (h *HostFS) ToHostPath(p string) (string, error) { return h.Mapper.ToHost(p) }
+
+// ToVirtualPath maps a host path to the sandbox path that shows it.
+func (h *HostFS) ToVirtualPath(p string) (string, error) { return h.Mapper.ToVirtual(p) }

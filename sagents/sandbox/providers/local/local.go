@@ -160,23 +160,11 @@ func (s *Sandbox) Type() sandbox.Type { return sandbox.Local }
 // ID is the sandbox id.
 func (s *Sandbox) ID() string { return s.id }
 
-// WorkspacePath is the workspace as commands see it.
-func (s *Sandbox) WorkspacePath() string { return s.Mapper.Workspace() }
-
 // HostWorkspacePath is the workspace on the host.
 func (s *Sandbox) HostWorkspacePath() string { return s.hostWS }
 
-// VolumeMounts lists the extra mounts.
-func (s *Sandbox) VolumeMounts() []sandbox.VolumeMount { return s.Mapper.Mounts() }
-
 // Limits are the limits every command of this sandbox runs under.
 func (s *Sandbox) Limits() Limits { return s.limits }
-
-// ToHostPath maps a sandbox path to the host.
-func (s *Sandbox) ToHostPath(p string) (string, error) { return s.Mapper.ToHost(p) }
-
-// ToVirtualPath maps a host path into the sandbox.
-func (s *Sandbox) ToVirtualPath(p string) (string, error) { return s.Mapper.ToVirtual(p) }
 
 func (s *Sandbox) checkOpen() error {
 	select {
