@@ -163,7 +163,7 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroup v2 delegation", "seatbelt", "docker", "redis", "otlp endpoint"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint"} {
 		assert.True(t, names[n], n)
 	}
 	assert.Equal(t, rep.OK, r.code == 0)

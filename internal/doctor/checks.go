@@ -96,28 +96,59 @@ func checkAppArmor(_ context.Context, e Env) Check {
 }
 
 func checkCgroup(_ context.Context, e Env) Check {
-	c := Check{Name: "cgroup v2 delegation"}
+	c := Check{Name: "cgroups", Required: e.GOOS == "linux" && os.Geteuid() == 0}
 	if e.GOOS != "linux" {
 		c.Status, c.Detail = NA, "Linux only"
 		return c
 	}
-	ctrls, err := e.read(e.SysRoot, "fs/cgroup/cgroup.controllers")
-	if err != nil {
-		c.Status, c.Detail = Warn, "no cgroup v2 unified hierarchy; memory limits fall back to RLIMIT_AS"
-		c.Fix = "boot with systemd.unified_cgroup_hierarchy=1"
-		return c
-	}
 	self, _ := e.read(e.ProcRoot, "self/cgroup")
-	rel := strings.TrimPrefix(self, "0::")
-	dir := filepath.Join(e.SysRoot, "fs/cgroup", rel)
-	if unix.Access(dir, unix.W_OK) != nil {
-		c.Status, c.Detail = Warn, fmt.Sprintf("cgroup %s is not writable (controllers: %s); memory limits fall back to RLIMIT_AS", rel, ctrls)
-		c.Fix = "run under a delegated cgroup: systemd-run --user --scope -p Delegate=yes sage ..."
+	if ctrls, err := e.read(e.SysRoot, "fs/cgroup/cgroup.controllers"); err == nil {
+		rel := v2Path(self)
+		if writable(filepath.Join(e.SysRoot, "fs/cgroup", rel)) {
+			c.Status, c.Detail = OK, fmt.Sprintf("cgroup v2 %s writable (controllers: %s): pids and memory limits use it", rel, ctrls)
+			return c
+		}
+	} else if v1 := v1Writable(e, self); len(v1) > 0 {
+		c.Status, c.Detail = OK, "cgroup v1 writable for "+strings.Join(v1, ", ")+": local mode limits use it"
 		return c
 	}
-	c.Status, c.Detail = OK, fmt.Sprintf("cgroup %s writable (controllers: %s)", rel, ctrls)
+	c.Status, c.Detail = Warn, "no writable cgroup: memory limits fall back to RLIMIT_AS"
+	c.Fix = "run under a delegated cgroup (systemd-run --user --scope -p Delegate=yes sage ...)"
+	if c.Required {
+		c.Status, c.Detail = Missing, "running as root without a writable cgroup: the kernel ignores RLIMIT_NPROC for root, so local mode refuses a pids limit"
+		c.Fix = "run as an unprivileged user, give sage a writable cgroup, or set pids_limit: -1"
+	}
 	return c
 }
+
+func v2Path(self string) string {
+	for _, line := range strings.Split(self, "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			return rest
+		}
+	}
+	return "/"
+}
+
+// v1Writable lists the v1 controllers (pids, memory) whose cgroup of this
+// process is writable.
+func v1Writable(e Env, self string) []string {
+	var out []string
+	for _, line := range strings.Split(self, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		for _, ctl := range strings.Split(parts[1], ",") {
+			if (ctl == "pids" || ctl == "memory") && writable(filepath.Join(e.SysRoot, "fs/cgroup", ctl, parts[2])) {
+				out = append(out, ctl)
+			}
+		}
+	}
+	return out
+}
+
+func writable(dir string) bool { return unix.Access(dir, unix.W_OK) == nil }
 
 func checkSeatbelt(_ context.Context, e Env) Check {
 	c := Check{Name: "seatbelt", Required: e.GOOS == "darwin"}

@@ -86,8 +86,21 @@ func TestCgroup(t *testing.T) {
 	proc := fakeProc(t, map[string]string{"self/cgroup": "0::/user.slice\n"})
 	c := checkCgroup(context.Background(), Env{GOOS: "linux", SysRoot: sys, ProcRoot: proc}.withDefaults())
 	assert.Equal(t, OK, c.Status, c.Detail)
+	assert.Contains(t, c.Detail, "v2")
+
+	v1sys := fakeProc(t, map[string]string{"fs/cgroup/pids/x": "", "fs/cgroup/memory/app/x": ""})
+	v1proc := fakeProc(t, map[string]string{"self/cgroup": "8:pids:/\n4:memory:/app\n0::/\n"})
+	c = checkCgroup(context.Background(), Env{GOOS: "linux", SysRoot: v1sys, ProcRoot: v1proc}.withDefaults())
+	assert.Equal(t, OK, c.Status, c.Detail)
+	assert.Contains(t, c.Detail, "pids, memory")
+
 	c = checkCgroup(context.Background(), Env{GOOS: "linux", SysRoot: fakeProc(t, nil), ProcRoot: proc}.withDefaults())
-	assert.Equal(t, Warn, c.Status)
+	if os.Geteuid() == 0 {
+		assert.Equal(t, Missing, c.Status)
+		assert.Contains(t, c.Fix, "pids_limit: -1")
+	} else {
+		assert.Equal(t, Warn, c.Status)
+	}
 }
 
 func TestServicesReachable(t *testing.T) {
