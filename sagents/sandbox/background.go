@@ -58,12 +58,11 @@ func NewBackground(logDir string, grace time.Duration) *Background {
 
 // Start launches a task. ctx only bounds the start itself.
 func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, error) {
+	defer closeFiles(l.ExtraFiles) // the child has its copies once started
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
+	if b.isClosed() {
 		return nil, ErrClosed
 	}
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
@@ -71,9 +70,31 @@ func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, erro
 	}
 	id := "bg-" + randomHex(6)
 	logPath := filepath.Join(b.dir, id+".log")
+	cmd, err := b.launch(l, logPath)
+	if err != nil {
+		os.Remove(logPath)
+		return nil, fmt.Errorf("sandbox: start background task: %w", err)
+	}
+	t := &bgTask{id: id, log: logPath, pgid: cmd.Process.Pid, terminate: l.Terminate, done: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed { // closed while starting: leave nothing running
+		b.mu.Unlock()
+		killGroup(t.pgid, syscall.SIGKILL)
+		cmd.Wait()
+		return nil, ErrClosed
+	}
+	b.tasks[id] = t
+	b.mu.Unlock()
+	go t.reap(cmd)
+	return &BackgroundTask{ID: id, PID: t.pgid, LogPath: logPath}, nil
+}
+
+// launch starts the process with its output in the log and runs
+// l.Started, outside the lock (it may wait for a sandbox to come up).
+func (b *Background) launch(l Launch, logPath string) (*exec.Cmd, error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: background log: %w", err)
+		return nil, err
 	}
 	defer logf.Close()
 	cmd := &exec.Cmd{Path: l.Path, Args: l.Args, Dir: l.Dir, Env: l.Env, Stdout: logf, Stderr: logf, ExtraFiles: l.ExtraFiles}
@@ -82,24 +103,30 @@ func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, erro
 		*cmd.SysProcAttr = *l.SysProcAttr
 	}
 	cmd.SysProcAttr.Setpgid = true
-	err = cmd.Start()
-	for _, f := range l.ExtraFiles {
-		f.Close()
+	if err := cmd.Start(); err != nil {
+		return nil, err
 	}
-	if err == nil && l.Started != nil {
-		if err = l.Started(cmd.Process.Pid); err != nil {
+	closeFiles(l.ExtraFiles)
+	if l.Started != nil {
+		if err := l.Started(cmd.Process.Pid); err != nil {
 			killGroup(cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
+			return nil, err
 		}
 	}
-	if err != nil {
-		os.Remove(logPath)
-		return nil, fmt.Errorf("sandbox: start background task: %w", err)
+	return cmd, nil
+}
+
+func (b *Background) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
 	}
-	t := &bgTask{id: id, log: logPath, pgid: cmd.Process.Pid, terminate: l.Terminate, done: make(chan struct{})}
-	b.tasks[id] = t
-	go t.reap(cmd)
-	return &BackgroundTask{ID: id, PID: t.pgid, LogPath: logPath}, nil
 }
 
 func (t *bgTask) reap(cmd *exec.Cmd) {

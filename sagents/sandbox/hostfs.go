@@ -12,6 +12,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // HostFS implements the file methods of Handle over host directories,
@@ -50,15 +51,52 @@ func (h *HostFS) open(ctx context.Context, op, p string, write bool) (*os.Root, 
 	return root, loc, nil
 }
 
-// ReadFile reads a whole file.
+// MaxReadFileBytes bounds ReadFile: a larger file is an error, not a
+// host process that reads gigabytes into memory.
+const MaxReadFileBytes = 256 << 20
+
+// ReadFile reads a whole regular file. Anything else (a FIFO the sandbox
+// made to hang the reader, a device, a directory) is an error, and the
+// open never blocks.
 func (h *HostFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	root, loc, err := h.open(ctx, "read", p, false)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	data, err := root.ReadFile(loc.Rel)
+	f, err := openRegular(root, loc.Rel, os.O_RDONLY)
+	if err != nil {
+		return nil, mapFSError("read", loc, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxReadFileBytes+1))
+	if err == nil && len(data) > MaxReadFileBytes {
+		err = &fs.PathError{Op: "read", Path: loc.Rel, Err: fmt.Errorf("larger than %d bytes", MaxReadFileBytes)}
+	}
 	return data, mapFSError("read", loc, err)
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens without blocking (O_NONBLOCK) and refuses anything but
+// a regular file.
+func openRegular(root *os.Root, rel string, flag int) (*os.File, error) {
+	f, err := root.OpenFile(rel, flag|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: rel, Err: errNotRegular}
+		if fi.IsDir() {
+			err = &fs.PathError{Op: "open", Path: rel, Err: syscall.EISDIR}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // WriteFile replaces a file atomically (temp file, fsync, rename) or
@@ -88,9 +126,13 @@ func (h *HostFS) WriteFile(ctx context.Context, p string, data []byte, opts Writ
 }
 
 func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
-	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return &fs.PathError{Op: "append", Path: rel, Err: errNotRegular}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()

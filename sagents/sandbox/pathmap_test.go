@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -283,4 +285,25 @@ func FuzzResolve(f *testing.F) {
 			t.Fatalf("%q: round trip %q -> %q -> %q (%v)", p, loc.Virtual, loc.Host, back, err)
 		}
 	})
+}
+
+// A FIFO made in the workspace must not hang the host-side reader or
+// writer.
+func TestHostFSRefusesFIFOsWithoutBlocking(t *testing.T) {
+	h, m := hostFS(t)
+	ctx := context.Background()
+	require.NoError(t, syscall.Mkfifo(m.ws+"/trap.py", 0o644))
+	done := make(chan error, 2)
+	go func() { _, err := h.ReadFile(ctx, "trap.py"); done <- err }()
+	go func() { done <- h.WriteFile(ctx, "trap.py", []byte("x"), WriteOptions{Append: true}) }()
+	for range 2 {
+		select {
+		case err := <-done:
+			assert.Error(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("a FIFO blocked the file API")
+		}
+	}
+	_, err := h.ReadFile(ctx, "nested")
+	assert.ErrorIs(t, err, syscall.EISDIR)
 }

@@ -106,12 +106,14 @@ type process struct {
 func startProcess(spec ProcessSpec, limit int) (*process, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		closeFiles(spec.ExtraFiles)
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
+		closeFiles(spec.ExtraFiles)
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
@@ -124,9 +126,7 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
-	for _, f := range spec.ExtraFiles {
-		f.Close()
-	}
+	closeFiles(spec.ExtraFiles)
 	if err == nil && spec.Started != nil {
 		if err = spec.Started(cmd.Process.Pid); err != nil {
 			killGroup(cmd.Process.Pid, syscall.SIGKILL)

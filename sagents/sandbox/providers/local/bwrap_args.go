@@ -3,6 +3,7 @@ package local
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -26,6 +27,7 @@ type BwrapOptions struct {
 	MaskDirs  []string          // secret directories hidden behind an empty tmpfs
 	ReadOnly  []string          // extra host paths shown read-only at the same path
 	TmpBytes  int64             // size of the private /tmp; 0 means bwrap's default
+	ShmBytes  int64             // size of /dev/shm; 0 means bwrap's default
 	Workspace VolumeBind        // the workspace, read-write
 	Mounts    []sandbox.VolumeMount
 	Chdir     string // working directory inside
@@ -48,13 +50,15 @@ type VolumeBind struct{ Host, Inside string }
 //  4. --cap-drop ALL
 //  5. system directories read-only (or recreated symlinks)
 //  6. /etc read-only, then its secrets masked
-//  7. --proc /proc --dev /dev
+//  7. --proc /proc --dev /dev, a size-bounded /dev/shm, then /dev read-only
 //  8. a private /tmp (tmpfs, size-bounded)
 //  9. extra read-only paths (interpreters outside /usr)
-//  10. the workspace read-write, then the mounts (--ro-bind for read-only
-//     ones; the venv and code directories come last among them): after
-//     /tmp, so none is hidden
-//  11. --chdir
+//  10. the workspace read-write, then the mounts, shallowest first
+//     (--ro-bind for read-only ones): after /tmp, so none is hidden
+//  11. --remount-ro / (bwrap's own root tmpfs: nothing is writable but
+//     /tmp, /dev/shm, the workspace and read-write mounts; tmpfs pages are
+//     not counted by RLIMIT_AS, so none may be unbounded)
+//  12. --chdir
 func BwrapArgs(o BwrapOptions) []string {
 	a := []string{"--unshare-all", "--unshare-user"}
 	if o.Network {
@@ -94,20 +98,36 @@ func BwrapArgs(o BwrapOptions) []string {
 		}
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
-	if o.TmpBytes > 0 {
-		a = append(a, "--size", strconv.FormatInt(o.TmpBytes, 10))
-	}
-	a = append(a, "--tmpfs", "/tmp")
+	a = append(a, sized(o.ShmBytes, "/dev/shm")...)
+	a = append(a, "--remount-ro", "/dev")
+	a = append(a, sized(o.TmpBytes, "/tmp")...)
 	for _, p := range o.ReadOnly {
 		a = append(a, "--ro-bind", p, p)
 	}
 	a = append(a, "--bind", o.Workspace.Host, o.Workspace.Inside)
-	for _, m := range o.Mounts {
+	for _, m := range shallowFirst(o.Mounts) {
 		flag := "--bind"
 		if m.ReadOnly {
 			flag = "--ro-bind"
 		}
 		a = append(a, flag, m.HostPath, m.SandboxPath)
 	}
-	return append(a, "--chdir", o.Chdir)
+	return append(a, "--remount-ro", "/", "--chdir", o.Chdir)
+}
+
+// sized is a size-bounded tmpfs (size 0: bwrap's default).
+func sized(bytes int64, path string) []string {
+	if bytes <= 0 {
+		return []string{"--tmpfs", path}
+	}
+	return []string{"--size", strconv.FormatInt(bytes, 10), "--tmpfs", path}
+}
+
+// shallowFirst orders mounts so a mount never hides one below it.
+func shallowFirst(ms []sandbox.VolumeMount) []sandbox.VolumeMount {
+	out := append([]sandbox.VolumeMount{}, ms...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.Count(out[i].SandboxPath, "/") < strings.Count(out[j].SandboxPath, "/")
+	})
+	return out
 }

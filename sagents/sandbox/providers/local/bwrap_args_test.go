@@ -20,6 +20,7 @@ func TestBwrapArgsOrder(t *testing.T) {
 		MaskDirs:  []string{"/etc/ssl/private"},
 		ReadOnly:  []string{"/opt/python"},
 		TmpBytes:  1 << 20,
+		ShmBytes:  1 << 16,
 		Workspace: VolumeBind{Host: "/tmp/ws", Inside: "/workspace"},
 		Mounts: []sandbox.VolumeMount{{HostPath: "/data", SandboxPath: "/mnt/data", ReadOnly: true}, {HostPath: "/out", SandboxPath: "/tmp/out"},
 			{HostPath: "/rt/venv", SandboxPath: "/opt/sage-venv"}},
@@ -31,9 +32,10 @@ func TestBwrapArgsOrder(t *testing.T) {
 		--clearenv --setenv HOME /workspace --setenv PATH /usr/bin:/bin --cap-drop ALL
 		--ro-bind /usr /usr --symlink usr/bin /bin
 		--ro-bind /etc /etc --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssl/private --remount-ro /etc/ssl/private
-		--proc /proc --dev /dev --size 1048576 --tmpfs /tmp --ro-bind /opt/python /opt/python
+		--proc /proc --dev /dev --size 65536 --tmpfs /dev/shm --remount-ro /dev --size 1048576 --tmpfs /tmp
+		--ro-bind /opt/python /opt/python
 		--bind /tmp/ws /workspace --ro-bind /data /mnt/data --bind /out /tmp/out --bind /rt/venv /opt/sage-venv
-		--chdir /workspace/sub`)
+		--remount-ro / --chdir /workspace/sub`)
 	assert.Equal(t, want, got)
 }
 
@@ -64,4 +66,11 @@ func TestResolveLimits(t *testing.T) {
 	assert.EqualValues(t, 10<<20, l.FileSizeBytes)
 	l = ResolveLimits(sandbox.LocalConfig{MemoryLimitMB: 100})
 	assert.EqualValues(t, 100<<20, l.TmpBytes, "/tmp is memory: never larger than the memory limit")
+}
+
+func TestMountsShallowestFirst(t *testing.T) {
+	args := BwrapArgs(BwrapOptions{Workspace: VolumeBind{"/w", "/workspace"}, Chdir: "/workspace",
+		Mounts: []sandbox.VolumeMount{{HostPath: "/x", SandboxPath: "/a/b"}, {HostPath: "/y", SandboxPath: "/a"}}})
+	joined := strings.Join(args, " ")
+	assert.Less(t, strings.Index(joined, "--bind /y /a "), strings.Index(joined, "--bind /x /a/b"), joined)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -134,21 +135,41 @@ func systemPaths() []SystemPath {
 	return out
 }
 
-// etcSecrets lists the secrets under /etc that exist here.
+// etcSecrets lists what to hide under /etc: the well-known secrets, and
+// every file or directory that others may not read (as root, uid 0 inside
+// maps to root outside, so permissions alone would not hide them: Docker's
+// key.json, WireGuard and NetworkManager keys, keytabs, ...). Computed once.
 func etcSecrets() (files, dirs []string) {
-	for _, f := range []string{"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
-		"/etc/security/opasswd", "/etc/machine-id"} {
-		if fi, err := os.Lstat(f); err == nil && !fi.IsDir() {
-			files = append(files, f)
+	etcOnce.Do(func() { etcFiles, etcDirs = scanEtc("/etc") })
+	return etcFiles, etcDirs
+}
+
+var (
+	etcOnce           sync.Once
+	etcFiles, etcDirs []string
+)
+
+func scanEtc(root string) (files, dirs []string) {
+	known := map[string]bool{"/etc/shadow": true, "/etc/shadow-": true, "/etc/gshadow": true, "/etc/gshadow-": true,
+		"/etc/sudoers": true, "/etc/security/opasswd": true, "/etc/machine-id": true, "/etc/sudoers.d": true, "/etc/ssl/private": true}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root || d.Type()&fs.ModeSymlink != 0 {
+			return nil
 		}
-	}
-	keys, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
-	files = append(files, keys...)
-	for _, d := range []string{"/etc/sudoers.d", "/etc/ssl/private"} {
-		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
-			dirs = append(dirs, d)
+		fi, ierr := d.Info()
+		if ierr != nil {
+			return nil
 		}
-	}
+		secret := known[p] || fi.Mode().Perm()&0o004 == 0 || strings.HasSuffix(p, "_key") && strings.HasPrefix(p, "/etc/ssh/")
+		switch {
+		case secret && d.IsDir():
+			dirs = append(dirs, p)
+			return filepath.SkipDir
+		case secret && fi.Mode().IsRegular():
+			files = append(files, p)
+		}
+		return nil
+	})
 	return files, dirs
 }
 
@@ -202,7 +223,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
 	}
 	args := BwrapArgs(BwrapOptions{
 		Network: b.network, Env: b.env(inv.env, inv.venv), System: b.system, Etc: true,
-		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes,
+		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
 		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
 		Chdir: inv.chdir, InfoFD: 3, BlockFD: 4,
 	})
@@ -263,7 +284,7 @@ func (g *gate) open(int) error {
 		ChildPID int `json:"child-pid"`
 	}
 	if err := json.NewDecoder(g.infoR).Decode(&info); err != nil || info.ChildPID <= 0 {
-		return fmt.Errorf("local: bwrap did not report the sandbox pid: %w", errors.Join(err, sandbox.ErrIsolationUnavailable))
+		return fmt.Errorf("local: bwrap exited before the command started (a mount it could not make, or namespaces it could not create: run the command again and see its stderr, or sage doctor): %w", err)
 	}
 	g.pid.Store(int64(info.ChildPID))
 	if err := g.cg.join(info.ChildPID); err != nil {
@@ -310,7 +331,7 @@ func (s *Sandbox) BwrapCommand(argv ...string) (string, []string) {
 	}
 	args := BwrapArgs(BwrapOptions{
 		Network: b.network, Env: b.env(nil, ""), System: b.system, Etc: true,
-		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, TmpBytes: b.limits.TmpBytes,
+		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
 		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: b.mounts, Chdir: b.virtualWS,
 	})
 	return b.bwrap, append(append(args, "--"), argv...)

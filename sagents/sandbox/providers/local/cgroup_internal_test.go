@@ -44,6 +44,8 @@ func TestCgroupsAreRemovedOnClose(t *testing.T) {
 	}
 	require.NoError(t, c.remove())
 	require.NoError(t, c.remove(), "remove is idempotent")
+	assert.ErrorIs(t, c.join(os.Getpid()), sandbox.ErrClosed, "a command racing with Close is refused")
+	assert.True(t, c.memory(), "and is not started without RLIMIT_AS either")
 	for _, d := range dirs {
 		assert.NoDirExists(t, d)
 	}
@@ -51,11 +53,13 @@ func TestCgroupsAreRemovedOnClose(t *testing.T) {
 
 func TestTrampoline(t *testing.T) {
 	var none *cgroupSet
-	path, argv := none.trampoline("/usr/bin/bwrap", []string{"--a", "b"})
+	path, argv, err := none.trampoline("/usr/bin/bwrap", []string{"--a", "b"})
+	assert.NoError(t, err)
 	assert.Equal(t, "/usr/bin/bwrap", path)
 	assert.Equal(t, []string{"/usr/bin/bwrap", "--a", "b"}, argv)
 	c := &cgroupSet{procs: []string{"/cg/p/cgroup.procs", "/cg/m/cgroup.procs"}}
-	path, argv = c.trampoline("/usr/bin/bwrap", []string{"--a"})
+	path, argv, err = c.trampoline("/usr/bin/bwrap", []string{"--a"})
+	assert.NoError(t, err)
 	assert.Equal(t, "/bin/sh", path)
 	assert.Equal(t, []string{"sh", "-c",
 		`echo $$ > "$1" || { echo "sage: cannot join cgroup $1" >&2; exit 125; }; echo $$ > "$2" || { echo "sage: cannot join cgroup $2" >&2; exit 125; }; shift 2; exec "$@"`,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,12 +26,24 @@ var cgroupRoot = "/sys/fs/cgroup"
 // limits when rlimits cannot (the host's root ignores RLIMIT_NPROC). A nil
 // set means rlimits only.
 type cgroupSet struct {
+	mu        sync.Mutex
 	dirs      []string
 	procs     []string // cgroup.procs files a command joins
 	pids, mem bool
+	removed   bool
 }
 
-func (c *cgroupSet) memory() bool { return c != nil && c.mem }
+// memory reports whether a cgroup bounds memory. It stays true after
+// remove, so a command racing with Close is refused by join rather than
+// started without RLIMIT_AS.
+func (c *cgroupSet) memory() bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mem
+}
 
 // limitCgroups creates the cgroups the limits need, where the cgroup tree
 // is writable. Running as root without a pids cgroup is an error: the
@@ -160,6 +173,11 @@ func (c *cgroupSet) join(pid int) error {
 	if c == nil {
 		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.removed {
+		return fmt.Errorf("local: join cgroup: %w", sandbox.ErrClosed)
+	}
 	for _, procs := range c.procs {
 		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("local: join cgroup: %w", err)
@@ -171,9 +189,17 @@ func (c *cgroupSet) join(pid int) error {
 // trampoline returns the command that joins the cgroups and then execs
 // the program: a one-line /bin/sh script, so every process is born inside
 // them (isolation none, where no gate holds the command).
-func (c *cgroupSet) trampoline(prog string, args []string) (string, []string) {
-	if c == nil || len(c.procs) == 0 {
-		return prog, append([]string{prog}, args...)
+func (c *cgroupSet) trampoline(prog string, args []string) (string, []string, error) {
+	if c == nil {
+		return prog, append([]string{prog}, args...), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.removed {
+		return "", nil, fmt.Errorf("local: %w", sandbox.ErrClosed)
+	}
+	if len(c.procs) == 0 {
+		return prog, append([]string{prog}, args...), nil
 	}
 	var script strings.Builder
 	for i := range c.procs {
@@ -182,7 +208,7 @@ func (c *cgroupSet) trampoline(prog string, args []string) (string, []string) {
 	fmt.Fprintf(&script, "shift %d; exec \"$@\"", len(c.procs))
 	argv := append([]string{"sh", "-c", script.String(), "sage-cgroup"}, c.procs...)
 	argv = append(argv, prog)
-	return "/bin/sh", append(argv, args...)
+	return "/bin/sh", append(argv, args...), nil
 }
 
 // remove kills what is left in the cgroups and removes them.
@@ -190,11 +216,13 @@ func (c *cgroupSet) remove() error {
 	if c == nil {
 		return nil
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var errs []error
 	for _, dir := range c.dirs {
 		errs = append(errs, removeCgroup(dir))
 	}
-	c.dirs, c.procs = nil, nil
+	c.dirs, c.procs, c.removed = nil, nil, true
 	return errors.Join(errs...)
 }
 

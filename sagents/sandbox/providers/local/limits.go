@@ -15,6 +15,8 @@ const (
 	DefaultFileSizeLimitMB = 1024
 	// MaxTmpMB bounds the private /tmp (a tmpfs, so it is memory).
 	MaxTmpMB = 1024
+	// MaxShmMB bounds /dev/shm, as Docker does by default.
+	MaxShmMB = 64
 )
 
 // Limits are the resolved limits of a sandbox; 0 means none.
@@ -24,6 +26,7 @@ type Limits struct {
 	Pids          int
 	FileSizeBytes int64
 	TmpBytes      int64
+	ShmBytes      int64
 }
 
 // ResolveLimits applies the defaults: 0 means the default, -1 no limit.
@@ -47,6 +50,7 @@ func ResolveLimits(c sandbox.LocalConfig) Limits {
 	if l.MemoryBytes > 0 && l.MemoryBytes < l.TmpBytes {
 		l.TmpBytes = l.MemoryBytes
 	}
+	l.ShmBytes = min(l.TmpBytes, MaxShmMB<<20)
 	return l
 }
 

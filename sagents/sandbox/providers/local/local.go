@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +97,9 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*San
 	}
 	ws, err := prepareWorkspace(cfg.Workspace)
 	if err != nil {
+		return nil, err
+	}
+	if cfg.Mounts, err = checkMounts(cfg, ws); err != nil {
 		return nil, err
 	}
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
@@ -205,3 +209,45 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // RuntimeDir is the host directory with the session's venv, code files
 // and background logs.
 func (s *Sandbox) RuntimeDir() string { return s.runtimeDir }
+
+// checkMounts resolves the mounts' host paths once and refuses mounts that
+// would hide the workspace or a system mount, and host paths the sandbox
+// itself could swap for a symlink between commands (inside the workspace
+// or a read-write mount).
+func checkMounts(cfg sandbox.Config, ws string) ([]sandbox.VolumeMount, error) {
+	virtual := cfg.VirtualWorkspace
+	if virtual == "" {
+		virtual = DefaultVirtualWorkspace
+	}
+	out := make([]sandbox.VolumeMount, len(cfg.Mounts))
+	for i, m := range cfg.Mounts {
+		field := fmt.Sprintf("sandbox.mounts[%d]", i)
+		host, err := filepath.EvalSymlinks(m.HostPath)
+		if err != nil {
+			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: err.Error()}
+		}
+		out[i] = sandbox.VolumeMount{HostPath: host, SandboxPath: m.SandboxPath, ReadOnly: m.ReadOnly}
+		if within(m.SandboxPath, virtual) || within("/proc", m.SandboxPath) || within("/dev", m.SandboxPath) ||
+			within("/run/sage", m.SandboxPath) {
+			return nil, &sandbox.ConfigError{Field: field + ".sandbox_path", Value: m.SandboxPath,
+				Reason: "would hide the workspace or a mount the sandbox needs"}
+		}
+		if within(ws, host) {
+			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: "is inside the workspace"}
+		}
+	}
+	for i, m := range out {
+		for j, o := range out {
+			if i != j && !o.ReadOnly && within(o.HostPath, m.HostPath) && m.HostPath != o.HostPath {
+				return nil, &sandbox.ConfigError{Field: fmt.Sprintf("sandbox.mounts[%d].host_path", i), Value: m.HostPath,
+					Reason: "is inside the read-write mount " + o.HostPath}
+			}
+		}
+	}
+	return out, nil
+}
+
+// within reports whether p is dir or below it.
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -61,4 +62,37 @@ func TestMissingBwrapIsAnErrorNotAFallback(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, errors.Is(err, sandbox.ErrIsolationUnavailable), "%v", err)
 	require.Contains(t, err.Error(), "apt-get install bubblewrap")
+}
+
+func TestMountsThatWouldHideOrBeSwappedAreRefused(t *testing.T) {
+	requireBwrap(t)
+	ws, other := t.TempDir(), t.TempDir()
+	inside := ws + "/sub"
+	require.NoError(t, os.MkdirAll(inside, 0o755))
+	cases := map[string][]sandbox.VolumeMount{
+		"ancestor of the workspace": {{HostPath: other, SandboxPath: "/workspace"}},
+		"under /proc":               {{HostPath: other, SandboxPath: "/proc/x"}},
+		"host path in workspace":    {{HostPath: inside, SandboxPath: "/mnt/x"}},
+		"inside a rw mount":         {{HostPath: other, SandboxPath: "/mnt/a"}, {HostPath: mkdir(t, other+"/in"), SandboxPath: "/mnt/b", ReadOnly: true}},
+	}
+	for name, ms := range cases {
+		_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: t.TempDir(), Mounts: ms})
+		var ce *sandbox.ConfigError
+		assert.True(t, errors.As(err, &ce), "%s: %v", name, err)
+	}
+	// A mount below the workspace is fine, and visible.
+	data := mkdir(t, t.TempDir()+"/d")
+	require.NoError(t, os.WriteFile(data+"/f", []byte("nested"), 0o644))
+	s := newLocal(t, func(c *sandbox.Config) {
+		c.Workspace = ws
+		c.Mounts = []sandbox.VolumeMount{{HostPath: data, SandboxPath: "/workspace/data", ReadOnly: true}}
+	})
+	res, err := s.ExecuteCommand(context.Background(), "cat data/f", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "nested", res.Stdout, res.Stderr)
+}
+
+func mkdir(t *testing.T, p string) string {
+	require.NoError(t, os.MkdirAll(p, 0o755))
+	return p
 }

@@ -50,7 +50,10 @@ func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 	}
 	args := append([]string{n.prlimit}, n.limits.prlimitArgs(n.cg.memory())...)
 	args = append(append(args, "--"), inv.argv...)
-	path, argv := n.cg.trampoline(n.prlimit, args[1:])
+	path, argv, err := n.cg.trampoline(n.prlimit, args[1:])
+	if err != nil {
+		return nil, err
+	}
 	return &wrapped{path: path, args: argv, dir: inv.workdir, env: env, done: func() {}}, nil
 }
 

@@ -77,21 +77,42 @@ func (p *pythonEnv) addBinds(s *Sandbox, inv *invocation) {
 	if base == nil {
 		return
 	}
-	addPrefix(inv, base.BasePrefix)
+	addPrefix(inv, base.BasePrefix, base.Executable)
 	inside := s.iso.place(p.venvHost(), VenvPath)
 	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
 	inv.venv = inside
 }
 
 // addPrefix makes an interpreter's install prefix visible when it is not
-// under the system directories that are always there.
-func addPrefix(inv *invocation, prefix string) {
+// under the system directories that are always there. A prefix that is
+// too broad to show (/, a home directory, anything holding SAGE_HOME)
+// is not bound: only exe itself is, when given.
+func addPrefix(inv *invocation, prefix, exe string) {
 	for _, sys := range []string{"/usr/", "/bin/", "/lib/", "/lib64/", "/sbin/"} {
 		if strings.HasPrefix(prefix+"/", sys) {
 			return
 		}
 	}
+	if !safePrefix(prefix) {
+		if exe != "" {
+			inv.binds = append(inv.binds, bind{host: exe, inside: exe, readOnly: true})
+		}
+		return
+	}
 	inv.binds = append(inv.binds, bind{host: prefix, inside: prefix, readOnly: true})
+}
+
+// safePrefix refuses directories that hold more than an interpreter: the
+// root, the user's home, and any ancestor of SAGE_HOME (other sessions'
+// workspaces and proxy sockets live there).
+func safePrefix(prefix string) bool {
+	if prefix == "/" || prefix == "" {
+		return false
+	}
+	if home, err := os.UserHomeDir(); err == nil && within(prefix, home) {
+		return false
+	}
+	return !within(prefix, sandbox.Home())
 }
 
 // hostPython finds python3 on the host PATH and asks it for its real
@@ -145,7 +166,7 @@ func (s *Sandbox) ensureVenv(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	addPrefix(&inv, p.base.BasePrefix)
+	addPrefix(&inv, p.base.BasePrefix, p.base.Executable)
 	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
 	res, err := s.run(ctx, inv, sandbox.ExecOptions{Timeout: VenvTimeout})
 	if err == nil && !res.Success {
@@ -251,7 +272,7 @@ func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts sandb
 		return nil, fmt.Errorf("local: node not found on PATH: %w", sandbox.ErrUnsupported)
 	}
 	return s.runCodeFile(ctx, code, ".js", opts, func(file string, inv *invocation) {
-		addPrefix(inv, filepath.Dir(filepath.Dir(node)))
+		addPrefix(inv, filepath.Dir(filepath.Dir(node)), node)
 		inv.argv = []string{node, file}
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -70,7 +72,8 @@ func New(o Options) *Proxy {
 	p := &Proxy{opts: o, dialer: net.Dialer{Timeout: o.DialTimeout}, conns: map[io.Closer]struct{}{}}
 	p.tr = &http.Transport{Proxy: nil, DialContext: p.dialPinned, DisableKeepAlives: true,
 		ResponseHeaderTimeout: 0, MaxResponseHeaderBytes: 1 << 20}
-	p.http = &http.Server{Handler: http.HandlerFunc(p.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
+	p.http = &http.Server{Handler: http.HandlerFunc(p.serveHTTP), ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute}
 	return p
 }
 
@@ -78,13 +81,20 @@ func New(o Options) *Proxy {
 // listener is skipped.
 func (p *Proxy) Serve(httpLn, socksLn net.Listener) {
 	if httpLn != nil {
+		httpLn = netutil.LimitListener(httpLn, MaxConns)
 		p.wg.Go(func() { p.http.Serve(httpLn) })
 	}
 	if socksLn != nil {
+		socksLn = netutil.LimitListener(socksLn, MaxConns)
 		p.track(socksLn)
 		p.wg.Go(func() { p.serveSOCKS(socksLn) })
 	}
 }
+
+// MaxConns bounds the connections each proxy serves at once, so a sandbox
+// cannot exhaust the host process's file descriptors; further clients
+// wait in the listen queue.
+const MaxConns = 256
 
 // Close stops both proxies and cuts every open tunnel.
 func (p *Proxy) Close() error {

@@ -56,7 +56,12 @@ func ProviderFromConfig(rc sandbox.RemoteConfig, base ProviderOptions) (*Provide
 		o.Backend = b
 	}
 	if o.Store == nil {
-		st, err := NewStateStore(str(pc, KeyStateStore, "file"), str(pc, KeyStateStoreAddr, o.Home))
+		kind := str(pc, KeyStateStore, "file")
+		addrDefault := "" // redis and others: their own default address
+		if kind == "file" {
+			addrDefault = o.Home
+		}
+		st, err := NewStateStore(kind, str(pc, KeyStateStoreAddr, addrDefault))
 		if err != nil {
 			return nil, err
 		}

@@ -145,6 +145,9 @@ func ignoreClosed(err error) error {
 // ReapInterval, until Shutdown.
 func (p *Provider) reap() {
 	defer close(p.reapDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-p.stopReap; cancel() }() // Shutdown interrupts a pass
 	t := time.NewTicker(p.o.ReapInterval)
 	defer t.Stop()
 	for {
@@ -152,7 +155,7 @@ func (p *Provider) reap() {
 		case <-p.stopReap:
 			return
 		case <-t.C:
-			p.reapOnce(context.Background())
+			p.reapOnce(ctx)
 		}
 	}
 }
@@ -192,13 +195,23 @@ func (p *Provider) reapEntry(ctx context.Context, e *entry) error {
 	if !p.forgetIfIdle(e) {
 		return nil
 	}
+	if !p.owns(e) { // another process created it and may be using it
+		p.o.Logger.Info("aio: dropping idle sandbox owned by another process", "thread", tid, "sandbox", e.info.SandboxID, "owner", e.info.Owner)
+		return ignoreClosed(e.h.Close(context.WithoutCancel(ctx)))
+	}
 	p.o.Logger.Info("aio: releasing idle sandbox", "thread", tid, "sandbox", e.info.SandboxID)
 	if tid == "" {
 		return p.releaseEntry(ctx, e)
 	}
-	e.h.Close(ctx)
+	e.h.Close(context.WithoutCancel(ctx))
 	return p.releaseStored(ctx, tid)
 }
+
+// owns reports whether this process owns the sandbox: it created it, or
+// adopted it unclaimed (the owner id is in the saved state; the creator's
+// is also in the container's labels). Use a stable ProviderOptions.Owner
+// to reclaim sandboxes after a crash.
+func (p *Provider) owns(e *entry) bool { return e.info.Owner == "" || e.info.Owner == p.o.Owner }
 
 func (p *Provider) forgetIfIdle(e *entry) bool {
 	p.mu.Lock()
@@ -211,15 +224,23 @@ func (p *Provider) forgetIfIdle(e *entry) bool {
 }
 
 // Shutdown stops the reaper and, with PolicyRelease, releases every
-// sandbox this process created or adopted; with PolicyKeep it only
+// sandbox this process created (sandboxes adopted from another process
+// are only let go: their owner may still use them); with PolicyKeep it only
 // closes their handles and leaves them (and their state) to other
 // processes. It is idempotent; later calls return the first's result.
 // Installing signal handlers that call it is the application's choice.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	p.shutOnce.Do(func() {
+		p.mu.Lock()
 		p.closed.Store(true)
+		p.mu.Unlock()
 		close(p.stopReap)
-		<-p.reapDone
+		select {
+		case <-p.reapDone:
+		case <-ctx.Done():
+			p.shutErr = fmt.Errorf("aio: shutdown: waiting for the reaper: %w", ctx.Err())
+			return
+		}
 		p.shutErr = p.shutdownEntries(ctx)
 	})
 	return p.shutErr
@@ -236,17 +257,41 @@ func (p *Provider) shutdownEntries(ctx context.Context) error {
 	for _, e := range entries {
 		if p.o.ShutdownPolicy == PolicyKeep {
 			p.forget(e)
-			errs = append(errs, ignoreClosed(e.h.Close(ctx)))
+			errs = append(errs, ignoreClosed(e.h.Close(ctx)), p.disown(ctx, e))
 			continue
 		}
 		var err error
-		if e.info.ThreadID == "" {
+		switch {
+		case !p.owns(e): // adopted from another process: leave it to its owner
+			p.forget(e)
+			err = ignoreClosed(e.h.Close(ctx))
+		case e.info.ThreadID == "":
 			p.forget(e)
 			err = p.releaseEntry(ctx, e)
-		} else {
+		default:
 			err = p.ReleaseThread(ctx, e.info.ThreadID)
 		}
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// disown clears this process's claim on a kept sandbox in the state
+// store, so the next process that adopts it owns it (and may release it).
+func (p *Provider) disown(ctx context.Context, e *entry) error {
+	tid := e.info.ThreadID
+	if tid == "" || !p.owns(e) {
+		return nil
+	}
+	unlock, err := p.o.Store.Lock(ctx, tid)
+	if err != nil {
+		return fmt.Errorf("aio: disown %s: %w", tid, err)
+	}
+	defer unlock()
+	st, ok, err := p.o.Store.Load(ctx, tid)
+	if err != nil || !ok || st.SandboxID != e.info.SandboxID || st.Owner != p.o.Owner {
+		return err
+	}
+	st.Owner = ""
+	return p.o.Store.Save(ctx, tid, st)
 }

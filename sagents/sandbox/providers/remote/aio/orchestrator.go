@@ -85,7 +85,10 @@ type ProviderOptions struct {
 	Owner string
 	// Timeout is the default command timeout of the handles.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// LivenessInterval is how often a cache hit asks the backend whether
+	// the sandbox still runs (default DefaultLivenessInterval).
+	LivenessInterval time.Duration
+	Logger           *slog.Logger
 }
 
 // Provider is the orchestrating AIO provider: one sandbox per thread,
@@ -109,10 +112,16 @@ type Provider struct {
 }
 
 type entry struct {
-	info SandboxInfo
-	h    *Handle
-	last atomic.Int64 // unix nanoseconds of the last use
+	info    SandboxInfo
+	h       *Handle
+	last    atomic.Int64 // unix nanoseconds of the last use
+	checked atomic.Int64 // unix nanoseconds of the last liveness check
 }
+
+// DefaultLivenessInterval is how often a cache hit asks the backend
+// whether the sandbox still runs (another process may have released it,
+// or its container may be gone); in between, hits cost no backend call.
+const DefaultLivenessInterval = 10 * time.Second
 
 func (e *entry) touch()                           { e.last.Store(time.Now().UnixNano()) }
 func (e *entry) idle(now time.Time) time.Duration { return now.Sub(time.Unix(0, e.last.Load())) }
@@ -167,6 +176,9 @@ func (o *ProviderOptions) defaults() error {
 	}
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = DefaultReadyTimeout
+	}
+	if o.LivenessInterval <= 0 {
+		o.LivenessInterval = DefaultLivenessInterval
 	}
 	if o.Owner == "" {
 		host, _ := os.Hostname()
@@ -230,7 +242,7 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 	if !sandbox.ValidID(threadID) {
 		return "", fmt.Errorf("aio: acquire: %w", &InvalidThreadError{ThreadID: threadID})
 	}
-	if e := p.cached(threadID); e != nil {
+	if e := p.cached(threadID); e != nil && p.alive(ctx, e) {
 		return e.info.SandboxID, nil
 	}
 	unlock, err := p.lockThread(ctx, threadID)
@@ -238,7 +250,7 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 		return "", fmt.Errorf("aio: acquire %s: %w", threadID, err)
 	}
 	defer unlock()
-	if e := p.cached(threadID); e != nil {
+	if e := p.cached(threadID); e != nil && p.alive(ctx, e) {
 		return e.info.SandboxID, nil
 	}
 	e, err := p.acquireLocked(ctx, threadID)
@@ -272,6 +284,9 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 	if err != nil {
 		return nil, err
 	}
+	if saved && st.SandboxID != "" && st.SandboxID != sid {
+		p.retireLegacy(ctx, threadID, st)
+	}
 	found, ok, err := p.o.Backend.Discover(ctx, sid)
 	if err != nil {
 		return nil, fmt.Errorf("discover %s: %w", sid, err)
@@ -284,7 +299,13 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 		return nil, nil
 	}
 	info := mergeInfo(found, st, saved, threadID)
+	if info.Owner == "" { // unclaimed (its owner shut down with keep): take it
+		info.Owner = p.o.Owner
+	}
 	e, err := p.ready(ctx, info)
+	if err != nil && ctx.Err() != nil {
+		return nil, err // our caller gave up: the sandbox may be fine for others
+	}
 	if err != nil {
 		p.o.Logger.Warn("aio: discovered sandbox is not usable; replacing it", "thread", threadID, "sandbox", sid, "err", err)
 		derr := p.destroy(ctx, info)
@@ -298,8 +319,45 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 		e.h.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	if err := p.cache(e); err != nil {
+		e.h.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	p.o.Logger.Debug("aio: adopted sandbox", "thread", threadID, "sandbox", sid, "url", info.URL)
-	return p.cache(e), nil
+	return e, nil
+}
+
+// retireLegacy destroys the container of a record saved under another
+// sandbox id (the original's 8-hex ids): the thread gets a new sandbox,
+// and the old one must not run on with the thread's mounts.
+func (p *Provider) retireLegacy(ctx context.Context, threadID string, st SandboxInfo) {
+	old, ok, err := p.o.Backend.Discover(ctx, st.SandboxID)
+	if err != nil || !ok {
+		return
+	}
+	p.o.Logger.Info("aio: retiring a sandbox saved under an old id", "thread", threadID, "sandbox", st.SandboxID)
+	if err := p.destroy(ctx, old); err != nil {
+		p.o.Logger.Warn("aio: retire old sandbox", "sandbox", st.SandboxID, "err", err)
+	}
+}
+
+// alive reports whether a cached sandbox still runs, asking the backend
+// at most once per LivenessInterval; a dead one is dropped from the
+// cache. A backend error counts as alive (the next request will tell).
+func (p *Provider) alive(ctx context.Context, e *entry) bool {
+	now := time.Now().UnixNano()
+	last := e.checked.Load()
+	if now-last < int64(p.o.LivenessInterval) || !e.checked.CompareAndSwap(last, now) {
+		return true
+	}
+	ok, err := p.o.Backend.IsAlive(ctx, e.info)
+	if err != nil || ok {
+		return true
+	}
+	p.o.Logger.Info("aio: cached sandbox is gone; acquiring again", "thread", e.info.ThreadID, "sandbox", e.info.SandboxID)
+	p.forget(e)
+	e.h.Close(context.WithoutCancel(ctx))
+	return false
 }
 
 func mergeInfo(found, st SandboxInfo, saved bool, threadID string) SandboxInfo {
@@ -309,9 +367,7 @@ func mergeInfo(found, st SandboxInfo, saved bool, threadID string) SandboxInfo {
 		if info.Token == "" {
 			info.Token = st.Token
 		}
-		if info.Owner == "" {
-			info.Owner = st.Owner
-		}
+		info.Owner = st.Owner // the store is authoritative: a keep shutdown clears it
 		if info.CreatedAt.IsZero() {
 			info.CreatedAt = st.CreatedAt
 		}
@@ -368,8 +424,16 @@ func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, er
 			return nil, errors.Join(err, p.destroy(ctx, info))
 		}
 	}
+	if err := p.cache(e); err != nil { // shut down meanwhile: leave nothing behind
+		e.h.Close(context.WithoutCancel(ctx))
+		rerr := error(nil)
+		if threadID != "" {
+			rerr = p.o.Store.Remove(context.WithoutCancel(ctx), threadID)
+		}
+		return nil, errors.Join(err, p.destroy(ctx, info), rerr)
+	}
 	p.o.Logger.Debug("aio: created sandbox", "thread", threadID, "sandbox", sid, "url", info.URL)
-	return p.cache(e), nil
+	return e, nil
 }
 
 func (p *Provider) request(threadID, sid string, mounts []sandbox.VolumeMount) CreateRequest {
@@ -415,14 +479,20 @@ func (p *Provider) destroy(ctx context.Context, info SandboxInfo) error {
 	return nil
 }
 
-func (p *Provider) cache(e *entry) *entry {
+// cache adds e, unless the provider was shut down (checked under the same
+// lock Shutdown takes, so no entry slips in after Shutdown listed them).
+func (p *Provider) cache(e *entry) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return sandbox.ErrClosed
+	}
+	e.checked.Store(time.Now().UnixNano())
 	if e.info.ThreadID != "" {
 		p.byThread[e.info.ThreadID] = e
 	}
 	p.bySandbox[e.info.SandboxID] = e
-	return e
+	return nil
 }
 
 func (p *Provider) acquireAnonymous(ctx context.Context) (string, error) {

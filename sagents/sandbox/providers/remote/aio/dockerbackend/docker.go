@@ -117,6 +117,9 @@ func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.Sandbo
 			continue // it had exited and was removed: create again
 		}
 		if err != nil {
+			if ctx.Err() != nil { // the daemon may have created it after we gave up
+				err = errors.Join(err, b.remove(ctx, name))
+			}
 			return aio.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", name, err)
 		}
 		return b.start(ctx, resp.ID, req)
