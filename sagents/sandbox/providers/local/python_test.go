@@ -26,6 +26,9 @@ import (
 func requirePython(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("python3 is missing in CI; .ci/setup.d installs it")
+		}
 		t.Skip("python3 not on PATH")
 	}
 }
