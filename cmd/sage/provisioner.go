@@ -22,19 +22,20 @@ func init() {
 }
 
 type provisionerFlags struct {
-	listen, backend, apiKey                     string
-	namespace, serviceType, nodeHost, kubecfg   string
-	image                                       string
-	port, memoryMB                              int
-	cpus                                        float64
-	runAsUser                                   int64
-	allowRoot, dropUnlisted                     bool
-	idleTTL, reapInterval, grace, headerTimeout time.Duration
-	mountPrefixes                               stringList
+	serveFlags
+	backend, apiKey                           string
+	namespace, serviceType, nodeHost, kubecfg string
+	image                                     string
+	port, memoryMB                            int
+	cpus                                      float64
+	runAsUser                                 int64
+	allowRoot, dropUnlisted                   bool
+	idleTTL, reapInterval                     time.Duration
+	mountPrefixes                             stringList
 }
 
 func (f *provisionerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8002", "address to listen on (port 0 picks one; the bound address is printed on stdout)")
+	f.serveFlags.register(fs, "127.0.0.1:8002")
 	fs.StringVar(&f.backend, "backend", "", "where sandboxes run: docker or kubernetes (required)")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv(provisioner.EnvAPIKey), "key clients send in X-API-Key (default $"+provisioner.EnvAPIKey+"); required off loopback")
 	fs.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the sandboxes (default: the provisioner's own in a cluster, else default)")
@@ -51,8 +52,6 @@ func (f *provisionerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.dropUnlisted, "drop-unlisted-mounts", false, "drop (and log) mounts outside --mount-prefix instead of refusing the request")
 	fs.DurationVar(&f.idleTTL, "idle-ttl", 0, "kubernetes: delete sandboxes with no activity through this service for this long (0: never)")
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Minute, "kubernetes: how often the idle reaper scans")
-	fs.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long running requests may finish")
-	fs.DurationVar(&f.headerTimeout, "read-header-timeout", 10*time.Second, "limit for reading request headers")
 }
 
 func runProvisioner(ctx context.Context, env *cliEnv, args []string) int {

@@ -18,20 +18,19 @@ func init() {
 }
 
 type sandboxdFlags struct {
-	listen, workspace, mode, token string
-	maxBody                        int64
-	timeout, grace, headerTimeout  time.Duration
+	serveFlags
+	workspace, mode, token string
+	maxBody                int64
+	timeout                time.Duration
 }
 
 func (f *sandboxdFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (port 0 picks one; the bound address is printed on stdout)")
+	f.serveFlags.register(fs, "127.0.0.1:8080")
 	fs.StringVar(&f.workspace, "workspace", "", "host workspace directory (required)")
 	fs.StringVar(&f.mode, "mode", string(sandbox.Local), "sandbox mode: local or passthrough (passthrough is UNISOLATED)")
 	fs.StringVar(&f.token, "token", os.Getenv("SAGE_SANDBOXD_TOKEN"), "bearer token required from clients (default $SAGE_SANDBOXD_TOKEN); required off loopback")
 	fs.Int64Var(&f.maxBody, "max-body", 32<<20, "request body limit in bytes")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "timeout of commands sent without hard_timeout")
-	fs.DurationVar(&f.grace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long running commands may finish")
-	fs.DurationVar(&f.headerTimeout, "read-header-timeout", 10*time.Second, "limit for reading request headers")
 }
 
 func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
