@@ -209,9 +209,9 @@ var (
 		"context size", "exceed_context_size", "context_window_exceeded",
 	}
 	// Hints for errors without a status: in-band stream errors.
-	rateHints   = []string{"rate limit", "rate_limit", "too many requests"}
-	authHints   = []string{"api key", "api_key", "unauthorized", "unauthenticated", "authentication", "permission denied"}
-	serverHints = []string{"server_error", "server error", "overloaded", "internal error", "unavailable", "timed out", "timeout"}
+	rateHints        = []string{"rate limit", "rate_limit", "too many requests"}
+	authHints        = []string{"api key", "api_key", "unauthorized", "unauthenticated", "authentication", "permission denied"}
+	serverHints      = []string{"server_error", "server error", "overloaded", "internal error", "unavailable", "timed out", "timeout"}
 	imageHints       = []string{"image", "multimodal", "vision"}
 	unsupportedHints = []string{"unsupported parameter", "unsupported_parameter", "not supported",
 		"unrecognized request argument", "extra inputs are not permitted", "unknown parameter",

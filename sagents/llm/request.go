@@ -42,7 +42,7 @@ type call struct {
 	m       *model
 	in      Request
 	plan    plan
-	dropped []string // parameters removed after the server rejected them
+	dropped []string                              // parameters removed after the server rejected them
 	extra   map[string]map[string]json.RawMessage // tool-call fields to send back
 	adapted bool
 	probing bool // probes must send exactly what they ask for

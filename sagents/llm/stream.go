@@ -23,7 +23,7 @@ type Stream struct {
 	queue   []Chunk // decoded, not yet assembled
 	after   error   // an in-band error to report once queue is empty
 	extras  *extraStore
-	pending *Chunk  // the first chunk, read before ChatStream returned
+	pending *Chunk // the first chunk, read before ChatStream returned
 	start   time.Time
 	end     time.Time
 	ttft    time.Duration
