@@ -46,18 +46,19 @@ func fromGoOpenAI(err error) *Error {
 	var api *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
-	case errors.As(err, &api):
-		return fromAPIError(api, err)
 	case errors.As(err, &reqErr):
 		// go-openai found no {"error": {...}} envelope: vLLM's older
 		// top-level error object, {"error": "text"}, {"detail": ...}, or
-		// not JSON at all.
+		// not JSON at all. (It may wrap a half-decoded, empty APIError, so
+		// this case comes first.)
 		e, ok := parseErrorBody(reqErr.Body)
 		if !ok {
 			e = &Error{Message: bodyMessage(reqErr.Body)}
 		}
 		e.StatusCode, e.Err = reqErr.HTTPStatusCode, err
 		return e
+	case errors.As(err, &api):
+		return fromAPIError(api, err)
 	case isNetworkError(err):
 		return &Error{Kind: KindConnection, Err: err}
 	case isDecodeError(err):
