@@ -203,6 +203,7 @@ func (d *ToolCallDelta) UnmarshalJSON(b []byte) error {
 	return eachMember(b, func(key, val []byte) error {
 		switch string(key) {
 		case "index":
+			d.Index = nil
 			if isNull(val) {
 				return nil
 			}
@@ -212,18 +213,23 @@ func (d *ToolCallDelta) UnmarshalJSON(b []byte) error {
 			}
 			d.Index = &n
 		case "id":
+			d.ID = ""
 			return stringValue(val, &d.ID)
 		case "type":
+			d.Type = ""
 			return stringValue(val, &d.Type)
-		case "function":
+		case "function": // a repeated key replaces, as encoding/json does
+			d.Function.Name, d.Function.Arguments = "", ""
 			if isNull(val) {
 				return nil
 			}
 			return eachMember(val, func(k, v []byte) error {
 				switch string(k) {
 				case "name":
+					d.Function.Name = ""
 					return stringValue(v, &d.Function.Name)
 				case "arguments":
+					d.Function.Arguments = ""
 					if len(v) > 0 && (v[0] == '{' || v[0] == '[') {
 						d.Function.Arguments = string(v)
 						return nil
@@ -234,6 +240,7 @@ func (d *ToolCallDelta) UnmarshalJSON(b []byte) error {
 			})
 		default:
 			if isNull(val) {
+				delete(d.Extra, string(key))
 				return nil
 			}
 			if d.Extra == nil {
@@ -305,7 +312,7 @@ func eachMember(b []byte, fn func(key, val []byte) error) error {
 			return err
 		}
 		key := b[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) {
 			k, err := unquote(b[i:end])
 			if err != nil {
 				return err
