@@ -86,11 +86,11 @@ func (w *wireUsage) usage() *Usage {
 // blank line between events) yields one chunk per line. An in-band error is
 // returned with the chunks decoded before it, including the choices and
 // usage of the chunk that carried it (OpenRouter sends both together).
-func decodeEvent(data []byte, errEvent bool) ([]Chunk, error) {
+func (dec *chunkDecoder) decodeEvent(data []byte, errEvent bool) ([]Chunk, error) {
 	if errEvent {
 		return nil, streamEventError(data)
 	}
-	c, err := decodeChunk(data)
+	c, err := dec.decode(data)
 	var malformed *malformedChunk
 	if !errors.As(err, &malformed) || bytes.IndexByte(data, '\n') < 0 {
 		if malformed != nil {
@@ -106,7 +106,7 @@ func decodeEvent(data []byte, errEvent bool) ([]Chunk, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		c, err := decodeChunk(line)
+		c, err := dec.decode(line)
 		if errors.As(err, &malformed) {
 			return nil, malformed.err
 		}
@@ -132,11 +132,26 @@ type malformedChunk struct{ err error }
 
 func (m *malformedChunk) Error() string { return m.err.Error() }
 
-// decodeChunk decodes one chunk. A chunk carrying "error" is returned with
-// that error; a malformed chunk yields a *malformedChunk.
+// chunkDecoder decodes a stream's chunks, reusing its wire scratch.
+type chunkDecoder struct {
+	w wireChunk
+}
+
+// decodeChunk decodes one chunk with a fresh decoder.
 func decodeChunk(data []byte) (Chunk, error) {
-	var w wireChunk
-	if err := json.Unmarshal(data, &w); err != nil {
+	var dec chunkDecoder
+	return dec.decode(data)
+}
+
+// decode decodes one chunk. A chunk carrying "error" is returned with that
+// error; a malformed chunk yields a *malformedChunk. The returned chunk
+// shares nothing with the scratch.
+func (dec *chunkDecoder) decode(data []byte) (Chunk, error) {
+	choices := dec.w.Choices[:cap(dec.w.Choices)]
+	clear(choices) // encoding/json decodes into old elements without zeroing them
+	dec.w = wireChunk{Choices: choices[:0]}
+	w := &dec.w
+	if err := json.Unmarshal(data, w); err != nil {
 		return Chunk{}, &malformedChunk{&Error{Kind: KindServer, Message: fmt.Sprintf("malformed stream chunk %.200q", data), Err: err}}
 	}
 	c := Chunk{ID: w.ID, Model: w.Model}

@@ -23,6 +23,7 @@ type Stream struct {
 	queue   []Chunk // decoded, not yet assembled
 	after   error   // an in-band error to report once queue is empty
 	extras  *extraStore
+	dec     chunkDecoder
 	pending *Chunk // the first chunk, read before ChatStream returned
 	start   time.Time
 	end     time.Time
@@ -137,7 +138,7 @@ func (s *Stream) fetch() (Chunk, error) {
 		if !errEvt && string(data) == "[DONE]" {
 			return Chunk{}, io.EOF
 		}
-		if s.queue, err = decodeEvent(data, errEvt); err != nil {
+		if s.queue, err = s.dec.decodeEvent(data, errEvt); err != nil {
 			if len(s.queue) == 0 {
 				return Chunk{}, err
 			}
