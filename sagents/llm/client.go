@@ -61,6 +61,15 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Embedding.Model != "" {
 		c.embedding = newModel(cfg.Embedding.inherit(cfg.Standard), hc)
 	}
+	if cfg.ProbeCache != nil {
+		opts := cfg.ProbeCache.withDefaults()
+		for _, m := range []*model{c.standard, c.fast} {
+			if r := c.cachedReport(m, opts); r != nil {
+				m.caps.caps = r.Capabilities
+				m.caps.apply(m.cfg.Capabilities)
+			}
+		}
+	}
 	return c, nil
 }
 

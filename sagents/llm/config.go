@@ -63,6 +63,12 @@ type Config struct {
 	Observer *observability.Manager
 	// Limits bounds what one response may hold; zero fields take defaults.
 	Limits ResponseLimits
+	// ProbeCache, when set, makes New start each model (standard, fast)
+	// from the capabilities a cached probe found, if one is fresh under its
+	// TTL (CacheDir, TTL, Now and NoCache/Refresh apply; New still makes no
+	// network call). Capabilities given in the ModelConfig take precedence.
+	// nil leaves the cache to [Client.ProbeModel].
+	ProbeCache *ProbeOptions
 }
 
 // ResponseLimits bounds the memory one response can take, streamed or not,
