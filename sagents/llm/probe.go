@@ -13,8 +13,8 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
