@@ -270,6 +270,22 @@ func TestErrorBodyQuirks(t *testing.T) {
 	}
 }
 
+// Some gateways answer 200 with an error object and no choices; that is the
+// error, not an empty response.
+func TestChatErrorInsideA200Body(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.SetFallback(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Body: fixture(t, "body-error-200.json")} })
+	c, _ := newClient(t, srv)
+	resp, err := c.Chat(ctxT(t), req("x"))
+	assert.Nil(t, resp)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, KindServer, e.Kind)
+	assert.Equal(t, 502, e.StatusCode)
+	assert.Equal(t, "Provider returned error: upstream model is overloaded", e.Message)
+	assert.Len(t, srv.Requests(), 4, "a server error is retried")
+}
+
 // Gemini 3 needs a tool call's extra_content back on the next turn: the
 // client keeps it from the stream and the transport adds it to the
 // assistant message that carries the call.

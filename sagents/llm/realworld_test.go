@@ -147,6 +147,15 @@ func replayStream(t *testing.T, body string, exp rwExpect) {
 		}
 	}
 	checkMeaning(t, resp, exp)
+	if strings.Contains(body, `"extra_content"`) && resp != nil {
+		for _, ch := range resp.Choices {
+			for _, tc := range ch.ToolCalls {
+				if len(tc.Extra["extra_content"]) == 0 {
+					t.Errorf("tool call %s lost its extra_content", tc.ID)
+				}
+			}
+		}
+	}
 }
 
 func checkMeaning(t *testing.T, resp *Response, exp rwExpect) {
