@@ -75,3 +75,16 @@ func TestChatBodyLimit(t *testing.T) {
 func TestDefaultLimits(t *testing.T) {
 	assert.Equal(t, ResponseLimits{Bytes: 16 << 20, Choices: 128, ToolCalls: 1024}, ResponseLimits{}.withDefaults())
 }
+
+func TestStreamEventTooLargeIsNotAConnectionError(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.SetFallback(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Raw: "data: " + strings.Repeat("x", maxEventSize+1) + "\n\n"}
+	})
+	c, _ := newClient(t, srv)
+	_, err := c.ChatStream(ctxT(t), req("x"))
+	require.ErrorIs(t, err, ErrResponseTooLarge)
+	require.ErrorIs(t, err, ErrEventTooLarge)
+	assert.NotErrorIs(t, err, ErrConnection)
+	assert.Len(t, srv.Requests(), 1, "not retried")
+}

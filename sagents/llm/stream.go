@@ -166,6 +166,9 @@ func (s *Stream) endOfBody(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if errors.Is(err, ErrEventTooLarge) { // the server's fault; retrying would not help
+		return &Error{Kind: KindResponseTooLarge, Message: "a stream event above 16 MiB", Err: err}
+	}
 	return &Error{Kind: KindConnection, Message: "stream interrupted: " + err.Error(), Err: err}
 }
 
