@@ -13,48 +13,49 @@ import (
 )
 
 // Chunk is one decoded stream chunk, normalised from whichever dialect the
-// server speaks (see wire.go).
+// server speaks (see wire.go). The JSON tags only shape how a Chunk is
+// marshalled (in OpenAI's names); decoding goes through the wire types.
 type Chunk struct {
-	ID      string
-	Model   string
-	Choices []ChunkChoice
-	Usage   *Usage // set on the usage chunk, often with no choices
+	ID      string        `json:"id"`
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	Usage   *Usage        `json:"usage,omitempty"` // set on the usage chunk, often with no choices
 }
 
 // ChunkChoice is one choice's delta in a chunk.
 type ChunkChoice struct {
-	Index        int
-	Delta        ChunkDelta
-	FinishReason string
+	Index        int        `json:"index"`
+	Delta        ChunkDelta `json:"delta"`
+	FinishReason string     `json:"finish_reason"`
 }
 
 // ChunkDelta is the incremental content of a choice.
 type ChunkDelta struct {
-	Role string
+	Role string `json:"role,omitempty"`
 	// Content is the visible text: "content" as a string, or the text parts
 	// of "content" sent as an array of typed parts (Mistral).
-	Content string
+	Content string `json:"content,omitempty"`
 	// ReasoningContent is the delta's reasoning text whichever field carried
 	// it: "reasoning_content", "reasoning" (a value mirrored in both is
 	// counted once), "reasoning_details" text when neither is set, or
 	// "thinking" content parts.
-	ReasoningContent string
-	Refusal          string
-	ToolCalls        []ToolCallDelta
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	Refusal          string          `json:"refusal,omitempty"`
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ToolCallDelta is a fragment of a tool call. Index may be missing.
 type ToolCallDelta struct {
-	Index    *int
-	ID       string
-	Type     string
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
 	Function struct {
-		Name      string
-		Arguments string
-	}
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 	// Extra holds the fragment's other fields, raw, e.g. Gemini's
 	// extra_content carrying a thought signature.
-	Extra map[string]json.RawMessage
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 type wireUsage struct {

@@ -107,7 +107,9 @@ func fromAPIError(api *openai.APIError, err error) *Error {
 // in-band errors), {"detail": ...} and {"message": [...]}. A numeric code
 // in 400..599 is taken as the status when none is given. It reports false
 // when raw holds no message and no code.
-func parseErrorBody(raw []byte) (*Error, bool) {
+func parseErrorBody(raw []byte) (*Error, bool) { return parseErrorDepth(raw, 0) }
+
+func parseErrorDepth(raw []byte, depth int) (*Error, bool) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var msg string
@@ -120,8 +122,8 @@ func parseErrorBody(raw []byte) (*Error, bool) {
 	if json.Unmarshal(raw, &top) != nil || top == nil {
 		return nil, false
 	}
-	if inner, ok := top["error"]; ok && !isNull(inner) {
-		e, ok := parseErrorBody(inner)
+	if inner, ok := top["error"]; ok && !isNull(inner) && depth < 3 {
+		e, ok := parseErrorDepth(inner, depth+1)
 		if ok {
 			if e.Type == "" {
 				jsonString(top["type"], &e.Type)

@@ -88,3 +88,14 @@ func TestStreamEventTooLargeIsNotAConnectionError(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrConnection)
 	assert.Len(t, srv.Requests(), 1, "not retried")
 }
+
+func TestErrorBodyIsBounded(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply{Status: 400, Body: `{"error":{"message":"` + strings.Repeat("z", 3<<20) + `"}}`})
+	c, _ := newClient(t, srv)
+	_, err := c.Chat(ctxT(t), req("x"))
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, KindBadRequest, e.Kind)
+	assert.Less(t, len(e.Message), 1<<10, "a truncated body is reported by its start")
+	assert.True(t, strings.HasPrefix(e.Message, `{"error":{"message":"zzz`))
+}

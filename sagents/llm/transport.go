@@ -143,6 +143,10 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp, err := t.base.RoundTrip(out)
+	if err == nil && resp.StatusCode >= 300 {
+		// go-openai reads error bodies whole: bound them.
+		resp.Body = limitedBody{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
+	}
 	if err == nil && ex.keepBody > 0 && resp.StatusCode < 300 {
 		if err = ex.keep(resp); err != nil {
 			return nil, err
@@ -150,6 +154,14 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	ex.record(sent, resp)
 	return resp, err
+}
+
+// maxErrorBody bounds what is read of an error response.
+const maxErrorBody = 1 << 20
+
+type limitedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // keep reads resp's body, bounded, and replaces it with the bytes read.
