@@ -19,6 +19,9 @@ import (
 func realworldDir(t *testing.T) string {
 	t.Helper()
 	if d := os.Getenv("SAGE_REALWORLD_LLM"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "expected.json")); err != nil {
+			t.Fatalf("SAGE_REALWORLD_LLM=%s: %v", d, err)
+		}
 		return d
 	}
 	dir, err := os.Getwd()
