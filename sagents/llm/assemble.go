@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -399,7 +400,7 @@ func (cs *choiceState) build() Choice {
 	slices.SortStableFunc(calls, func(a, b *callState) int { return cmp.Compare(a.index, b.index) })
 	for _, c := range calls {
 		tc := finishToolCall(c.index, c.id, c.typ, c.name, c.args.String())
-		tc.Extra = c.extra
+		tc.Extra = maps.Clone(c.extra) // each Response owns its maps
 		ch.ToolCalls = append(ch.ToolCalls, tc)
 		ch.Message.ToolCalls = append(ch.Message.ToolCalls, openai.ToolCall{
 			ID: tc.ID, Type: openai.ToolType(tc.Type),
