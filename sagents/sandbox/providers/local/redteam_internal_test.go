@@ -222,7 +222,10 @@ func TestRedTeamPrivateFiles(t *testing.T) {
 	home := filepath.Join(sandboxtest.TempDir(t), "home")
 	t.Setenv("SAGE_HOME", home)
 	ws := filepath.Join(home, "sessions", "s1", "workspace")
-	s := rtSandbox(t, func(c *sandbox.Config) { c.Workspace = ws; c.RuntimeDir = filepath.Join(home, "sessions", "s1", "runtime") })
+	s := rtSandbox(t, func(c *sandbox.Config) {
+		c.Workspace = ws
+		c.RuntimeDir = filepath.Join(home, "sessions", "s1", "runtime")
+	})
 	res := rtRun(t, s, "umask; echo x > made", sandbox.ExecOptions{})
 	assert.Equal(t, "0077\n", res.Stdout)
 	mode := func(p string) fs.FileMode { fi, err := os.Stat(p); require.NoError(t, err); return fi.Mode().Perm() }
