@@ -50,7 +50,7 @@ func (o *FileOwner) mkdirAll(root *os.Root, dir string, perm fs.FileMode) error 
 				return err
 			}
 		case errors.Is(err, fs.ErrExist):
-			fi, serr := root.Lstat(cur)
+			fi, serr := root.Stat(cur) // a symlink out of the root fails here, as in MkdirAll
 			if serr != nil {
 				return serr
 			}

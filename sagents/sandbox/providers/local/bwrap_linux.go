@@ -472,21 +472,32 @@ func (g *gate) terminate() {
 	}
 }
 
-// BwrapCommand returns the bwrap binary and the argument list this
-// sandbox uses, running argv directly (no limits helper, no cgroup): the
-// baseline the benchmarks compare against. It is empty with isolation
-// none.
-func (s *Sandbox) BwrapCommand(argv ...string) (string, []string) {
+// BwrapCommand returns bwrap running argv with this sandbox's argument
+// list, directly (no gate, no cgroup, no limits, arguments on the command
+// line, the workspace bound by path), as the same uid and with the same
+// seccomp filter: the baseline the benchmarks compare against. It is nil
+// with isolation none. The caller runs it once.
+func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 	b, ok := s.iso.(*bwrapIsolator)
 	if !ok {
-		return "", nil
+		return nil
 	}
-	args := BwrapArgs(BwrapOptions{
+	o := BwrapOptions{
 		Network: b.network, Env: b.env(nil, ""), System: b.system, Etc: true,
 		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
 		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: b.mounts, Chdir: b.virtualWS,
-	})
-	return b.bwrap, append(append(args, "--"), argv...)
+		MapRoot: b.ident != nil,
+	}
+	cmd := exec.Command(b.bwrap)
+	if b.seccomp != nil {
+		if f, err := memfd("sage-seccomp", b.seccomp); err == nil {
+			cmd.ExtraFiles = []*os.File{f}
+			o.SeccompFD = 3
+		}
+	}
+	cmd.Args = append(append(append(cmd.Args, BwrapArgs(o)...), "--"), argv...)
+	cmd.SysProcAttr = sysProcAttr(b.ident.credential())
+	return cmd
 }
 
 // setRlimits sets the sandbox init's rlimits with prlimit(2). When bwrap

@@ -67,6 +67,7 @@ func TestMissingBwrapIsAnErrorNotAFallback(t *testing.T) {
 func TestMountsThatWouldHideOrBeSwappedAreRefused(t *testing.T) {
 	requireBwrap(t)
 	ws, other := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	newLocal(t, func(c *sandbox.Config) { c.Workspace = ws }) // as root, the workspace becomes the session's
 	inside := ws + "/sub"
 	require.NoError(t, os.MkdirAll(inside, 0o755))
 	cases := map[string][]sandbox.VolumeMount{
