@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func sage(t *testing.T, home, stdin string, args ...string) cliRun {
 }
 
 func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "exec", "--", "echo out; echo err >&2; exit 3")
 	assert.Equal(t, 3, r.code)
 	assert.Equal(t, "out\n", r.stdout)
@@ -65,13 +66,13 @@ func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {
 }
 
 func TestExecArgvIsQuoted(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "exec", "--", "printf", "%s|", "a b", "it's", "$HOME")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--", "printf", "%s|", "a b", "it's", "$HOME")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "a b|it's|$HOME|", r.stdout)
 }
 
 func TestExecJSON(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "exec", "--json", "--env", "X=42", "--", "echo $X")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--json", "--env", "X=42", "--", "echo $X")
 	require.Equal(t, 0, r.code, r.stderr)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
@@ -86,7 +87,7 @@ func TestExecJSON(t *testing.T) {
 
 func TestExecTimeoutExits124(t *testing.T) {
 	start := time.Now()
-	r := sage(t, t.TempDir(), "", "exec", "--timeout", "500ms", "--", "echo partial; sleep 30")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--timeout", "500ms", "--", "echo partial; sleep 30")
 	assert.Equal(t, 124, r.code)
 	assert.Equal(t, "partial\n", r.stdout)
 	assert.Less(t, time.Since(start), 10*time.Second)
@@ -98,19 +99,19 @@ func TestExecSandboxErrorExits125(t *testing.T) {
 		{"exec", "--mount", "/nonexistent-dir-xyz:/data", "--", "true"},
 		{"exec", "--session", "../x", "--", "true"},
 	} {
-		r := sage(t, t.TempDir(), "", args...)
+		r := sage(t, sandboxtest.TempDir(t), "", args...)
 		assert.Equal(t, 125, r.code, "%v", args)
 		assert.True(t, strings.HasPrefix(r.stderr, "sage: "), r.stderr)
 		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
 	}
-	r := sage(t, t.TempDir(), "", "exec", "--bogus-flag", "--", "true")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--bogus-flag", "--", "true")
 	assert.Equal(t, 2, r.code)
 }
 
 func TestExecStdinAndMount(t *testing.T) {
-	data := t.TempDir()
+	data := sandboxtest.TempDir(t)
 	require.NoError(t, os.WriteFile(filepath.Join(data, "f.txt"), []byte("from mount"), 0o644))
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "piped\n", "exec", "--", "cat")
 	assert.Equal(t, "piped\n", r.stdout)
 	r = sage(t, home, "", "fs", "read", "--mount", data+":/mnt/data:ro", "/mnt/data/f.txt")
@@ -122,7 +123,7 @@ func TestExecStdinAndMount(t *testing.T) {
 }
 
 func TestFS(t *testing.T) {
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "hello\n", "fs", "write", "notes/a.txt")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = sage(t, home, "more\n", "fs", "write", "--append", "notes/a.txt")
@@ -151,7 +152,7 @@ func TestFS(t *testing.T) {
 }
 
 func TestDoctorJSON(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "doctor", "--json")
+	r := sage(t, sandboxtest.TempDir(t), "", "doctor", "--json")
 	var rep struct {
 		OS     string `json:"os"`
 		OK     bool   `json:"ok"`
@@ -170,10 +171,10 @@ func TestDoctorJSON(t *testing.T) {
 }
 
 func TestVersionAndUsage(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "version")
+	r := sage(t, sandboxtest.TempDir(t), "", "version")
 	assert.Equal(t, 0, r.code)
 	assert.True(t, strings.HasPrefix(r.stdout, "sage "), r.stdout)
-	r = sage(t, t.TempDir(), "", "nope")
+	r = sage(t, sandboxtest.TempDir(t), "", "nope")
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "unknown command")
 }
@@ -187,7 +188,7 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap not installed")
 	}
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "exec", "--mode", "local", "--file-size", "1", "--", "head -c 5000000 /dev/zero > f; stat -c %s f; pwd")
 	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
 	r = sage(t, home, "", "exec", "--mode", "local", "--network", "sometimes", "--", "true")
@@ -204,11 +205,11 @@ func TestPython(t *testing.T) {
 		}
 		t.Skip("python3 not installed")
 	}
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "python", "--mode", "passthrough", "-c", "import sys; print('py', sys.version_info[0]); sys.exit(5)")
 	assert.Equal(t, 5, r.code, r.stderr)
 	assert.Equal(t, "py 3\n", r.stdout)
-	f := filepath.Join(t.TempDir(), "x.py")
+	f := filepath.Join(sandboxtest.TempDir(t), "x.py")
 	require.NoError(t, os.WriteFile(f, []byte("print(40 + 2)\n"), 0o644))
 	r = sage(t, home, "", "python", "--mode", "passthrough", f)
 	assert.Equal(t, "42\n", r.stdout, r.stderr)

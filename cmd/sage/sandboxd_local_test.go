@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,7 +21,7 @@ func TestSandboxdLocalMode(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap not installed")
 	}
-	home, ws := t.TempDir(), t.TempDir()
+	home, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
 	srv := exec.Command(sageBin, "sandboxd", "--listen", "127.0.0.1:0", "--workspace", ws)
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home)
 	out, err := srv.StdoutPipe()

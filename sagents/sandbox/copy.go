@@ -32,12 +32,13 @@ func (h *HostFS) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 		return res, err
 	}
 	defer root.Close()
-	c := copier{ctx: ctx, root: root, src: src, dst: loc.Rel, ignore: opts.Ignore, res: &res}
+	c := copier{ctx: ctx, root: root, owner: h.Owner, src: src, dst: loc.Rel, ignore: opts.Ignore, res: &res}
 	err = filepath.WalkDir(src, c.visit)
 	return res, mapFSError("copy", loc, err)
 }
 
 type copier struct {
+	owner    *FileOwner
 	ctx      context.Context
 	root     *os.Root
 	src, dst string
@@ -69,7 +70,7 @@ func (c *copier) visit(p string, d fs.DirEntry, err error) error {
 	case d.Type()&fs.ModeSymlink != 0:
 		c.res.SkippedSymlinks = append(c.res.SkippedSymlinks, rel)
 	case d.IsDir():
-		if err := c.root.MkdirAll(target, 0o755); err != nil {
+		if err := c.owner.mkdirAll(c.root, target, 0o755); err != nil {
 			return err
 		}
 		c.res.Dirs++
@@ -78,7 +79,7 @@ func (c *copier) visit(p string, d fs.DirEntry, err error) error {
 			return fmt.Errorf("sandbox: copy: cannot replace the root of a mount with a file")
 		}
 		if dir := path.Dir(target); dir != "." {
-			if err := c.root.MkdirAll(dir, 0o755); err != nil {
+			if err := c.owner.mkdirAll(c.root, dir, 0o755); err != nil {
 				return err
 			}
 		}
@@ -117,6 +118,10 @@ func (c *copier) copyFile(src, target string, d fs.DirEntry) (int64, error) {
 	defer in.Close()
 	out, err := c.root.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
+		return 0, err
+	}
+	if err := c.owner.chownFile(out); err != nil {
+		out.Close()
 		return 0, err
 	}
 	n, err := io.Copy(out, in)

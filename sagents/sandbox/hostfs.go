@@ -24,6 +24,8 @@ type HostFS struct {
 	// Check, when set, runs before every operation (providers use it to
 	// return ErrClosed after Close).
 	Check func() error
+	// Owner, when set, owns every file and directory HostFS creates.
+	Owner *FileOwner
 }
 
 // open resolves p and opens the root of its mount.
@@ -115,17 +117,18 @@ func (h *HostFS) WriteFile(ctx context.Context, p string, data []byte, opts Writ
 		perm = 0o644
 	}
 	if dir := path.Dir(loc.Rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := h.Owner.mkdirAll(root, dir, 0o755); err != nil {
 			return mapFSError("write", loc, err)
 		}
 	}
 	if opts.Append {
-		return mapFSError("write", loc, appendFile(root, loc.Rel, data, perm))
+		return mapFSError("write", loc, appendFile(root, loc.Rel, data, perm, h.Owner))
 	}
-	return mapFSError("write", loc, replaceFile(root, loc.Rel, data, perm))
+	return mapFSError("write", loc, replaceFile(root, loc.Rel, data, perm, h.Owner))
 }
 
-func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
+func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode, owner *FileOwner) error {
+	_, statErr := root.Lstat(rel)
 	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, perm)
 	if err != nil {
 		return err
@@ -134,6 +137,12 @@ func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error 
 		f.Close()
 		return &fs.PathError{Op: "append", Path: rel, Err: errNotRegular}
 	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := owner.chownFile(f); err != nil {
+			f.Close()
+			return err
+		}
+	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
@@ -141,7 +150,7 @@ func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error 
 	return f.Close()
 }
 
-func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
+func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode, owner *FileOwner) error {
 	if fi, err := root.Lstat(rel); err == nil {
 		if fi.IsDir() {
 			return &fs.PathError{Op: "write", Path: rel, Err: errors.New("is a directory")}
@@ -155,7 +164,10 @@ func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = owner.chownFile(f)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -235,7 +247,7 @@ func (h *HostFS) EnsureDirectory(ctx context.Context, p string) error {
 		return err
 	}
 	defer root.Close()
-	return mapFSError("mkdir", loc, root.MkdirAll(loc.Rel, 0o755))
+	return mapFSError("mkdir", loc, h.Owner.mkdirAll(root, loc.Rel, 0o755))
 }
 
 // DeleteFile removes a file or a directory tree. The root of a mount

@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strings"
@@ -36,7 +37,7 @@ func modes(t *testing.T) map[string]func(t *testing.T) sandbox.Handle {
 
 func open(t *testing.T, mode sandbox.Type) sandbox.Handle {
 	t.Helper()
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
 	return h

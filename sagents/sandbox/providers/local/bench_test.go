@@ -4,7 +4,6 @@ package local_test
 
 import (
 	"context"
-	"os/exec"
 	"testing"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -15,9 +14,8 @@ import (
 // directly with os/exec, with /bin/true as the command: the baseline.
 func BenchmarkBareBwrapTrue(b *testing.B) {
 	s := newLocal(b, nil)
-	bwrap, args := s.BwrapCommand("/bin/true")
 	for b.Loop() {
-		if err := exec.Command(bwrap, args...).Run(); err != nil {
+		if err := s.BwrapCommand("/bin/true").Run(); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ package local
 
 import (
 	"errors"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func TestRootWithoutCgroupsRefusesAPidsLimit(t *testing.T) {
 		t.Skip("only root is exempt from RLIMIT_NPROC")
 	}
 	saved := cgroupRoot
-	cgroupRoot = t.TempDir() // no hierarchy here
+	cgroupRoot = sandboxtest.TempDir(t) // no hierarchy here
 	defer func() { cgroupRoot = saved }()
 	_, err := limitCgroups("t1", Limits{Pids: 10})
 	require.Error(t, err)

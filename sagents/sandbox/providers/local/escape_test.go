@@ -5,6 +5,7 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"io/fs"
 	"net"
 	"os"
@@ -30,7 +31,7 @@ type escapeWorld struct {
 }
 
 func newEscapeWorld(t *testing.T) escapeWorld {
-	w := escapeWorld{outside: t.TempDir(), other: t.TempDir(), roDir: t.TempDir(), accepted: &atomic.Int32{}}
+	w := escapeWorld{outside: sandboxtest.TempDir(t), other: sandboxtest.TempDir(t), roDir: sandboxtest.TempDir(t), accepted: &atomic.Int32{}}
 	require.NoError(t, os.WriteFile(filepath.Join(w.outside, "secret.txt"), []byte("TOPSECRET"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(w.other, "notes.txt"), []byte("OTHERSESSION"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(w.roDir, "ro.txt"), []byte("original"), 0o644))
@@ -150,10 +151,10 @@ func TestEscapeSuiteControl(t *testing.T) {
 	if os.Getenv("SAGE_TEST_UNPRIVILEGED") == "1" {
 		t.Skip("run once, as the invoking user")
 	}
-	t.Setenv("SAGE_HOME", t.TempDir())
+	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
 	t.Setenv("SAGE_ESCAPE_SECRET", "hunter2")
 	w := newEscapeWorld(t)
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir()})
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	defer h.Close(context.Background())
 	n := 0

@@ -5,6 +5,7 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"net"
 	"os"
 	"strings"
@@ -87,7 +88,7 @@ func TestNetworkOffAndOpen(t *testing.T) {
 
 // A workspace and a mount under /tmp stay visible over the private /tmp.
 func TestWorkspaceUnderTmpStaysVisible(t *testing.T) {
-	data := t.TempDir()
+	data := sandboxtest.TempDir(t)
 	os.Chmod(data, 0o755)
 	require.NoError(t, os.WriteFile(data+"/d.txt", []byte("data"), 0o644))
 	s := newLocal(t, func(c *sandbox.Config) {
