@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
 
 // SandboxPath is PATH inside the sandbox (the venv's bin is put first once
@@ -80,6 +81,9 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
 		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress, ident: s.ident, umask: s.umask}
 	iso.maskFiles, iso.maskDirs = etcSecrets()
+	if iso.seccomp, err = seccomp.Program(seccomp.Options{ExtraDeny: cfg.Local.SeccompDeny}); err != nil {
+		return nil, &sandbox.ConfigError{Field: "sandbox.local.seccomp.deny", Value: strings.Join(cfg.Local.SeccompDeny, ","), Reason: err.Error()}
+	}
 	if iso.network {
 		slog.Warn("local sandbox: network is open", "sandbox", s.id)
 	}
@@ -221,6 +225,7 @@ var (
 	protectFDs      = true // seal inherited descriptors before bwrap starts
 	argsViaFD       = true // bwrap's arguments (the environment) through a memfd
 	bindWorkspaceFD = true // bind the workspace from a descriptor opened without symlinks
+	useSeccomp      = true // load the seccomp filter
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
@@ -277,8 +282,8 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		o.WorkspaceFD = 0
 	}
 	files := append(g.childFiles(), nil, ws)
-	if b.seccomp != nil {
-		sf, err := memfd("sage-seccomp", b.seccomp)
+	if b.seccomp != nil && useSeccomp {
+		sf, err := seccomp.File(b.seccomp)
 		if err != nil {
 			return nil, err
 		}
@@ -490,7 +495,7 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 	}
 	cmd := exec.Command(b.bwrap)
 	if b.seccomp != nil {
-		if f, err := memfd("sage-seccomp", b.seccomp); err == nil {
+		if f, err := seccomp.File(b.seccomp); err == nil {
 			cmd.ExtraFiles = []*os.File{f}
 			o.SeccompFD = 3
 		}

@@ -289,3 +289,36 @@ func TestHostWritesBelongToTheSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(s.ident.uid), fi.Sys().(*syscall.Stat_t).Uid)
 }
+
+// The seccomp filter is on every command: AF_VSOCK (not namespaced: with
+// the network off it still reaches the hypervisor) and keyrings are out of
+// reach; ordinary work is not.
+func TestRedTeamSyscallFilter(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is missing; fix: apt-get install python3")
+	}
+	const probe = `/usr/bin/python3 -c "
+import socket, errno
+try:
+    socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM); print('vsock open')
+except OSError as e:
+    print('vsock', errno.errorcode[e.errno])
+"`
+	s := rtSandbox(t, nil)
+	assert.Equal(t, "vsock EPERM\n", rtRun(t, s, probe, sandbox.ExecOptions{}).Stdout)
+	res := rtRun(t, s, "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET).close(); print(1)' && git --version >/dev/null && echo ok", sandbox.ExecOptions{})
+	assert.Equal(t, "1\nok\n", res.Stdout, res.Stderr)
+	control(t, &useSeccomp, func(t *testing.T) {
+		assert.NotEqual(t, "vsock EPERM\n", rtRun(t, rtSandbox(t, nil), probe, sandbox.ExecOptions{}).Stdout)
+	})
+}
+
+// An unknown system call name in the configuration is a one-line error.
+func TestSeccompConfigUnknownName(t *testing.T) {
+	_, err := NewWithOptions(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t),
+		RuntimeDir: sandboxtest.TempDir(t), Local: sandbox.LocalConfig{SeccompDeny: []string{"no_such_call"}}}, Options{})
+	var ce *sandbox.ConfigError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, "sandbox.local.seccomp.deny", ce.Field)
+	assert.NotContains(t, err.Error(), "\n")
+}
