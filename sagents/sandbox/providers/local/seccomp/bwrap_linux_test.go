@@ -235,7 +235,7 @@ func TestExtraDenyInKernel(t *testing.T) {
 	require.Equal(t, syscall.Errno(0), got["socket(AF_INET)"])
 }
 
-// TestBwrapRejectsNothingElse: bwrap reads the memfd from its start; a
+// TestFileIsFreshEachTime: bwrap reads the memfd from its start; a
 // second File of the same program works as well (one per command).
 func TestFileIsFreshEachTime(t *testing.T) {
 	prog := program(t, Options{})
@@ -275,7 +275,7 @@ assert subprocess.run(["/bin/true"]).returncode == 0
 socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
 with multiprocessing.Pool(2) as p: assert p.map(abs, [-1, -2]) == [1, 2]
 print("python-ok")'`, "python-ok"},
-		{"pip", "/usr/bin/python3", "apt-get install -y python3-pip",
+		{"pip", "/usr/bin/python3", "apt-get install -y python3 python3-pip python3-setuptools",
 			`mkdir -p pkg/sageprobe && echo 'X = 1' > pkg/sageprobe/__init__.py &&
 printf '[project]\nname = "sageprobe"\nversion = "0.1"\n[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n' > pkg/pyproject.toml &&
 /usr/bin/python3 -m pip install -q --no-index --no-build-isolation --disable-pip-version-check --target site ./pkg &&
@@ -304,12 +304,12 @@ go build -o hello . && ./hello`, "go-ok"},
 		t.Run(c.name, func(t *testing.T) {
 			tool := requireTool(t, c.tool, c.fix)
 			if c.name == "pip" {
-				out, err := exec.Command(tool, "-m", "pip", "--version").CombinedOutput()
+				out, err := exec.Command(tool, "-c", "import setuptools, pip").CombinedOutput()
 				if err != nil {
 					if allowSkip() {
-						t.Skipf("pip missing: %s", out)
+						t.Skipf("pip or setuptools missing: %s", out)
 					}
-					t.Fatalf("pip missing (%s): apt-get install -y python3-pip", out)
+					t.Fatalf("pip or setuptools missing (%s): apt-get install -y python3-pip python3-setuptools (or set SAGE_TEST_ALLOW_SKIP=1)", out)
 				}
 			}
 			dir := t.TempDir()
@@ -347,7 +347,7 @@ func TestUnprivileged(t *testing.T) {
 	require.NoError(t, os.Mkdir(home, 0o700))
 	require.NoError(t, os.Chown(home, uid, gid))
 
-	cmd := exec.Command(bin, "-test.run", "^(TestFilterDeniesEachCall|TestTheFilterIsWhatDenies|TestControlWithoutFilter|TestFilterAllowsOrdinaryCalls|TestExtraDenyInKernel|TestFileIsFreshEachTime|TestWorkloadsUnderFilter)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestFilterDeniesEachCall|TestTheFilterIsWhatDenies|TestControlWithoutFilter|TestFilterAllowsOrdinaryCalls|TestExtraDenyInKernel|TestFileIsFreshEachTime|TestWorkloadsUnderFilter)$", "-test.count=1", "-test.v")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
 		"SAGE_TEST_ALLOW_SKIP=" + os.Getenv("SAGE_TEST_ALLOW_SKIP")}
@@ -355,6 +355,10 @@ func TestUnprivileged(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("as %s (uid %d):\n%s", unprivilegedUser, uid, tail(string(out), 4000))
 	require.NoError(t, err, "the seccomp tests failed as an unprivileged user")
+	require.Contains(t, string(out), "--- PASS: TestWorkloadsUnderFilter/go_build")
+	if !allowSkip() {
+		require.NotContains(t, string(out), "--- SKIP", "a test skipped as an unprivileged user")
+	}
 }
 
 func ensureUser(t *testing.T) (int, int) {
@@ -426,5 +430,27 @@ func BenchmarkBwrapTrue(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryRuleHasAProbe keeps the kernel tests complete: each call the
+// filter denies on this architecture has a probe above.
+func TestEveryRuleHasAProbe(t *testing.T) {
+	tgt, ok := targets[runtime.GOARCH]
+	if !ok {
+		t.Skipf("no filter for %s", runtime.GOARCH)
+	}
+	names := append(DefaultDeny(), "socket", "socketpair", "personality", "clone", "clone3")
+	for _, n := range names {
+		if _, exists := tgt.info.SyscallNames[n]; !exists {
+			continue
+		}
+		found := false
+		for _, p := range probesFor(true) {
+			if p.name == n || strings.HasPrefix(p.name, n+"(") {
+				found = true
+			}
+		}
+		require.True(t, found, "no kernel probe for %s: add one to probes", n)
 	}
 }

@@ -30,6 +30,10 @@ type Options struct {
 	// that fail with EPERM, on top of DefaultDeny. A name that exists on
 	// another supported architecture but not on the running one is
 	// skipped there (the call does not exist, so nothing can make it).
+	// Listing socket, socketpair, personality or clone denies it whatever
+	// its arguments; clone3 is always refused (ENOSYS) and listing it
+	// changes nothing. Duplicates are fine. See Validate for the names
+	// that are refused.
 	ExtraDeny []string
 }
 
