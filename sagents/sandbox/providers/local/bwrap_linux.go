@@ -229,7 +229,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (*wrapped, error) {
 	})
 	argv := append(append([]string{b.bwrap}, args...), "--")
 	return &wrapped{path: b.bwrap, args: append(argv, inv.argv...), dir: "/", env: []string{"PATH=" + SandboxPath},
-		extraFiles: g.childFiles(), started: g.open, terminate: g.terminate, done: g.close}, nil
+		extraFiles: g.childFiles(), started: g.open, terminate: g.terminate, done: g.close, report: g.cmd.end}, nil
 }
 
 // gate holds a starting sandbox between bwrap's namespace setup and the
@@ -244,6 +244,7 @@ type gate struct {
 	infoR, infoW   *os.File
 	blockR, blockW *os.File
 	pid            atomic.Int64
+	cmd            *cmdCgroup // the command's CPU budget; nil without a CPU limit
 }
 
 func newGate(cg *cgroupSet, l Limits) (*gate, error) {
@@ -256,6 +257,12 @@ func newGate(cg *cgroupSet, l Limits) (*gate, error) {
 		g.infoR.Close()
 		g.infoW.Close()
 		return nil, fmt.Errorf("local: %w", err)
+	}
+	if g.cmd, err = cg.command(l.CPUTime); err != nil {
+		g.close()
+		g.infoW.Close()
+		g.blockR.Close()
+		return nil, err
 	}
 	return g, nil
 }
@@ -290,6 +297,9 @@ func (g *gate) open(int) error {
 	if err := g.cg.join(info.ChildPID); err != nil {
 		return err
 	}
+	if err := g.cmd.start(info.ChildPID); err != nil {
+		return err
+	}
 	for _, r := range g.limits.rlimits(g.cg.memory() || g.noAS) {
 		lim := unix.Rlimit{Cur: r.soft, Max: r.max}
 		if err := unix.Prlimit(info.ChildPID, r.resource, &lim, nil); err != nil {
@@ -307,6 +317,7 @@ func (g *gate) open(int) error {
 func (g *gate) close() {
 	g.infoR.Close()
 	g.blockW.Close()
+	g.cmd.release()
 }
 
 // terminate sends SIGTERM to the processes inside: they share the process

@@ -27,6 +27,10 @@ type Limits struct {
 	FileSizeBytes int64
 	TmpBytes      int64
 	ShmBytes      int64
+	// memoryAsked: the config set the memory limit itself (> 0), so it
+	// must hold for the whole command or the sandbox is refused; the
+	// default limit falls back to RLIMIT_AS, reported as per process.
+	memoryAsked bool
 }
 
 // ResolveLimits applies the defaults: 0 means the default, -1 no limit.
@@ -46,6 +50,7 @@ func ResolveLimits(c sandbox.LocalConfig) Limits {
 		Pids:          int(pick(c.PidsLimit, DefaultPidsLimit)),
 		FileSizeBytes: pick(c.FileSizeLimitMB, DefaultFileSizeLimitMB) << 20,
 		TmpBytes:      MaxTmpMB << 20,
+		memoryAsked:   c.MemoryLimitMB > 0,
 	}
 	if l.MemoryBytes > 0 && l.MemoryBytes < l.TmpBytes {
 		l.TmpBytes = l.MemoryBytes
