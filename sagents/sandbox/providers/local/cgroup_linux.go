@@ -36,7 +36,19 @@ type cgroupSet struct {
 	// sandbox's own cgroup in v2. Empty when there is no CPU limit.
 	cpuParent string
 	cpuV2     bool
-	commands  int // names the next command cgroup
+	commands  int              // names the next command cgroup
+	failed    map[string]error // why a v1 hierarchy could not be used
+}
+
+// fail notes why the v1 hierarchy ctl could not be used; it returns err.
+func (c *cgroupSet) fail(ctl string, err error) error {
+	if err != nil {
+		if c.failed == nil {
+			c.failed = map[string]error{}
+		}
+		c.failed[ctl] = err
+	}
+	return err
 }
 
 // memory reports whether a cgroup bounds memory. It stays true after
@@ -61,9 +73,13 @@ func limitCgroups(id string, l Limits) (*cgroupSet, error) {
 		return nil, nil
 	}
 	c, cgErr := createCgroups("sage-"+id+"-"+randomSuffix(), l)
-	why := func(what string) string {
-		if cgErr != nil {
-			return what + " (" + cgErr.Error() + ")"
+	why := func(what, ctl string) string { // one line: the error of that hierarchy
+		err := cgErr
+		if e, ok := c.failed[ctl]; ok {
+			err = e
+		}
+		if err != nil {
+			return what + " (" + strings.ReplaceAll(err.Error(), "\n", "; ") + ")"
 		}
 		return what
 	}
@@ -71,13 +87,13 @@ func limitCgroups(id string, l Limits) (*cgroupSet, error) {
 	switch {
 	case l.Pids > 0 && !c.pids && os.Geteuid() == 0:
 		err = fmt.Errorf("%w: the pids limit (%d) cannot be enforced: running as root, where the kernel ignores RLIMIT_NPROC, and %s; fix: run as an unprivileged user, give sage a writable cgroup, or set pids_limit: -1 to run without one",
-			sandbox.ErrIsolationUnavailable, l.Pids, why("no writable cgroup pids controller"))
+			sandbox.ErrIsolationUnavailable, l.Pids, why("no writable cgroup pids controller", "pids"))
 	case l.CPUTime > 0 && c.cpuParent == "":
 		err = fmt.Errorf("%w: the CPU time limit (%s) cannot be enforced for the whole command: %s, and RLIMIT_CPU alone counts each process apart; fix: set cpu_time_limit: 0 (--cpu-time 0) to run without one, or run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)",
-			sandbox.ErrIsolationUnavailable, l.CPUTime, why("no writable cgroup for CPU accounting"))
+			sandbox.ErrIsolationUnavailable, l.CPUTime, why("no writable cgroup for CPU accounting", "cpuacct"))
 	case l.memoryAsked && !c.mem:
 		err = fmt.Errorf("%w: the memory limit (%d MB) cannot be enforced for the whole command: %s, and RLIMIT_AS alone counts each process apart and misses shared memory; fix: set memory_limit_mb: -1 (--memory -1) to run without one, or run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)",
-			sandbox.ErrIsolationUnavailable, l.MemoryBytes>>20, why("no writable cgroup memory controller"))
+			sandbox.ErrIsolationUnavailable, l.MemoryBytes>>20, why("no writable cgroup memory controller", "memory"))
 	}
 	if err != nil {
 		c.remove()
@@ -114,7 +130,7 @@ func createCgroups(name string, l Limits) (*cgroupSet, error) {
 			dir := filepath.Join(cgroupRoot, "cpuacct", p, name)
 			var ok bool
 			if err := c.addDir(dir, nil, &ok); err != nil {
-				errs = append(errs, err)
+				errs = append(errs, c.fail("cpuacct", err))
 			} else {
 				c.cpuParent = dir
 			}
@@ -123,13 +139,13 @@ func createCgroups(name string, l Limits) (*cgroupSet, error) {
 	if l.Pids > 0 {
 		if p, ok := own["pids"]; ok {
 			dir := filepath.Join(cgroupRoot, "pids", p, name)
-			errs = append(errs, c.add(dir, map[string]string{"pids.max": strconv.Itoa(l.Pids)}, &c.pids))
+			errs = append(errs, c.fail("pids", c.add(dir, map[string]string{"pids.max": strconv.Itoa(l.Pids)}, &c.pids)))
 		}
 	}
 	if l.MemoryBytes > 0 {
 		if p, ok := own["memory"]; ok {
 			dir := filepath.Join(cgroupRoot, "memory", p, name)
-			errs = append(errs, c.add(dir, map[string]string{"memory.limit_in_bytes": strconv.FormatInt(l.MemoryBytes, 10)}, &c.mem))
+			errs = append(errs, c.fail("memory", c.add(dir, map[string]string{"memory.limit_in_bytes": strconv.FormatInt(l.MemoryBytes, 10)}, &c.mem)))
 			if c.mem { // no swapping around the limit, where swap is accounted
 				os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(l.MemoryBytes, 10)), 0)
 			}

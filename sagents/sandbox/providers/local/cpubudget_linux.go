@@ -24,7 +24,6 @@ import (
 // n times this.
 const cpuPollInterval = 50 * time.Millisecond
 
-
 // cmdCgroup is the CPU-accounting cgroup of one command (each foreground
 // command and each background task has its own, under the sandbox's),
 // with the watchdog that kills the command once all its processes

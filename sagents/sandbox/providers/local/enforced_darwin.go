@@ -29,4 +29,6 @@ func (l Limits) ulimitEnforced() sandbox.LimitsEnforced {
 
 // ProbeLimits says how the default limits of local mode hold on this
 // machine.
-func ProbeLimits() sandbox.LimitsEnforced { return ResolveLimits(sandbox.LocalConfig{}).ulimitEnforced() }
+func ProbeLimits() sandbox.LimitsEnforced {
+	return ResolveLimits(sandbox.LocalConfig{}).ulimitEnforced()
+}

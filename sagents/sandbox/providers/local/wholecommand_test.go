@@ -30,8 +30,7 @@ import (
 // this user's own cgroup of that hierarchy is writable (delegation).
 func wantCgroup(t *testing.T, ctl string) bool {
 	t.Helper()
-	dir := ownCgroupDir(ctl)
-	writable := dir != "" && unix.Access(dir, unix.W_OK) == nil
+	writable := cgroupWritable(ctl)
 	if os.Geteuid() == 0 && !writable {
 		if os.Getenv("SAGE_TEST_ALLOW_SKIP") == "1" {
 			t.Skipf("root without a writable %s cgroup", ctl)
@@ -39,6 +38,13 @@ func wantCgroup(t *testing.T, ctl string) bool {
 		t.Fatalf("running as root without a writable %s cgroup (set SAGE_TEST_ALLOW_SKIP=1 to skip)", ctl)
 	}
 	return writable
+}
+
+// cgroupWritable says whether this process may make cgroups in the
+// hierarchy of ctl.
+func cgroupWritable(ctl string) bool {
+	dir := ownCgroupDir(ctl)
+	return dir != "" && unix.Access(dir, unix.W_OK) == nil
 }
 
 // ownCgroupDir is this process's cgroup in the v1 hierarchy of ctl, or
@@ -83,13 +89,20 @@ func newLocalErr(t *testing.T, mutate func(*sandbox.Config)) (*local.Sandbox, er
 	return h.(*local.Sandbox), nil
 }
 
-// requireRefused checks the one-line refusal of a limit that cannot hold.
+// requireRefused checks the one-line refusal of a limit that cannot hold,
+// and, as the control, that the fix it names (no such limit) is accepted
+// and reported as no limit.
 func requireRefused(t *testing.T, err error, fix string) {
 	t.Helper()
 	require.Error(t, err, "a limit that cannot hold for the whole command was accepted")
 	assert.True(t, errors.Is(err, sandbox.ErrIsolationUnavailable), "%v", err)
 	assert.Contains(t, err.Error(), fix)
 	assert.NotContains(t, err.Error(), "\n")
+	s, err := newLocalErr(t, func(c *sandbox.Config) { c.Local.CPUTimeLimit, c.Local.MemoryLimitMB = 0, -1 })
+	require.NoError(t, err, "without the limits the sandbox is made")
+	le := s.LimitsEnforced()
+	assert.Equal(t, sandbox.EnforcedNone, le.CPUTime)
+	assert.Equal(t, sandbox.EnforcedNone, le.Memory)
 }
 
 // cpuHog forks 4 processes that each burn 0.6 s of CPU, under the 1 s
