@@ -297,9 +297,14 @@ func (c *cgroupSet) remove() error {
 	return errors.Join(errs...)
 }
 
+// removeCgroup removes a cgroup, killing what is left in it. A command's
+// last process may still be exiting when the command is done (bwrap
+// returns before its sandbox's init is reaped), so it retries, quickly at
+// first, for about a second.
 func removeCgroup(dir string) error {
 	var err error
-	for range 50 {
+	delay := time.Millisecond
+	for range 60 {
 		if err = syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
 		}
@@ -310,7 +315,8 @@ func removeCgroup(dir string) error {
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
 	}
 	return fmt.Errorf("local: remove cgroup %s: %w", dir, err)
 }

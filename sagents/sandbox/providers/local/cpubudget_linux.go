@@ -27,8 +27,8 @@ const cpuPollInterval = 50 * time.Millisecond
 // cmdCgroup is the CPU-accounting cgroup of one command (each foreground
 // command and each background task has its own, under the sandbox's),
 // with the watchdog that kills the command once all its processes
-// together used up the CPU time budget. RLIMIT_CPU stays as a first line:
-// it stops a single busy process without waiting for a poll.
+// together used up the CPU time budget. RLIMIT_CPU stays as a
+// per-process backstop, one second above the budget.
 type cmdCgroup struct {
 	dir    string
 	v2     bool
@@ -159,8 +159,8 @@ func (k *cmdCgroup) end(res *sandbox.CommandResult) {
 	}
 	exceeded := k.fired.Load()
 	if !exceeded && res.ExitCode == sigxcpuExit {
-		// RLIMIT_CPU fired first: it counts whole clock ticks, so runs a
-		// little ahead of the cgroup's exact count.
+		// RLIMIT_CPU (the budget plus a second) fired first: it counts
+		// whole clock ticks, so may run ahead of the cgroup's exact count.
 		used, err := k.used()
 		exceeded = err == nil && used >= k.budget*9/10
 	}

@@ -39,8 +39,10 @@
 // the sandbox's init into, and a watchdog reads its usage every 50 ms and
 // kills every process in it with SIGKILL once the budget is used (no
 // grace period: it would burn more CPU). The result then says
-// CPUTimeExceeded, exit code 152 and signal SIGXCPU, as when RLIMIT_CPU,
-// kept as a first line, stops a single process. The command's cgroup is
+// CPUTimeExceeded, exit code 152 and signal SIGXCPU. RLIMIT_CPU stays
+// as a per-process backstop one second above the budget (it counts whole
+// clock ticks, so would otherwise beat the exact count of the cgroup on a
+// busy host and end the command for less). The command's cgroup is
 // removed when the command ends, however it ends; Close removes the
 // sandbox's.
 //

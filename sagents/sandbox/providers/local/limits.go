@@ -76,12 +76,16 @@ const (
 )
 
 // rlimits lists the limits to set. RLIMIT_AS is set only when memory is
-// not already bounded by a cgroup. The CPU hard limit is one second above
-// the soft one, so SIGXCPU comes first.
+// not already bounded by a cgroup. The CPU time budget of the whole
+// command is the cgroup watchdog's (cpubudget_linux.go); RLIMIT_CPU stays
+// as a per-process backstop one second above it, so the exact count of
+// the cgroup decides (RLIMIT_CPU counts whole clock ticks, and a busy host
+// makes it run ahead). The CPU hard limit is one second above the soft
+// one, so SIGXCPU comes first.
 func (l Limits) rlimits(memoryByCgroup bool) []rlimit {
 	out := []rlimit{{"core", rlimitCore, 0, 0}}
 	if l.CPUTime > 0 {
-		s := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		s := uint64((l.CPUTime+time.Second-1)/time.Second) + 1
 		out = append(out, rlimit{"cpu", rlimitCPU, s, s + 1})
 	}
 	if l.MemoryBytes > 0 && !memoryByCgroup {

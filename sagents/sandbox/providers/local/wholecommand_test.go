@@ -281,9 +281,11 @@ func TestLimitCgroupsAreNotLeft(t *testing.T) {
 }
 
 // memoryAttacks each hold more than 64 MB in all, but no process more
-// than 40 MB of its own address space. Each prints "held" on success.
+// than a 64 MB RLIMIT_AS allows (perl needs twice the string while
+// building it, so 20 MB each: 160 MB in all, which an unprivileged
+// sandbox with --memory 64 used to hold). Each prints "held" on success.
 var memoryAttacks = map[string]string{
-	"8 processes of 40 MB": `perl -e 'for (1..8) { defined(my $p = fork) or die "fork: $!"; if (!$p) { my $x = "a" x (40 << 20); sleep 3; exit 0 } } my $ok = 0; while (wait != -1) { $ok++ if $? == 0 } print $ok == 8 ? "held\n" : "lost $ok\n"'`,
+	"8 processes of 20 MB": `perl -e 'for (1..8) { defined(my $p = fork) or die "fork: $!"; if (!$p) { my $x = "a" x (20 << 20); sleep 3; exit 0 } } my $ok = 0; while (wait != -1) { $ok++ if $? == 0 } print $ok == 8 ? "held\n" : "lost $ok\n"'`,
 	"memfd of 100 MB":      `python3 -c 'import os; fd = os.memfd_create("x"); b = b"a" * (1 << 20); [os.write(fd, b) for _ in range(100)]; print("held" if os.fstat(fd).st_size == 100 << 20 else "short")'`,
 	"tmpfs files of 100 MB": `head -c 52428800 /dev/zero > /dev/shm/f && head -c 52428800 /dev/zero > /tmp/f && ` +
 		`test $(($(stat -c %s /dev/shm/f) + $(stat -c %s /tmp/f))) = 104857600 && echo held`,
@@ -335,4 +337,25 @@ func TestLimitsEnforcedReport(t *testing.T) {
 	})
 	assert.Equal(t, sandbox.LimitsEnforced{CPUTime: sandbox.EnforcedNone, Memory: sandbox.EnforcedNone,
 		Pids: sandbox.EnforcedNone, FileSize: sandbox.EnforcedNone}, none.LimitsEnforced())
+}
+
+// Isolation none joins the command's CPU cgroup through the trampoline.
+func TestLimitCPUTimeWithIsolationNone(t *testing.T) {
+	s, err := newLocalErr(t, func(c *sandbox.Config) {
+		c.Local.CPUTimeLimit = time.Second
+		c.Local.Isolation.Linux = sandbox.IsolationNone
+	})
+	if !wantCgroup(t, "cpuacct") {
+		requireRefused(t, err, "cpu_time_limit: 0")
+		return
+	}
+	require.NoError(t, err)
+	res := run(t, s, cpuHog, sandbox.ExecOptions{Timeout: 2 * time.Minute})
+	assert.NotContains(t, res.Stdout, "survived")
+	assert.True(t, res.CPUTimeExceeded, "%+v", res)
+	assert.Less(t, hogCPU(t, s, ""), 2*time.Second)
+	assertNoCommandCgroups(t, s)
+	res = run(t, s, "echo fine", sandbox.ExecOptions{}) // control
+	assert.Equal(t, "fine\n", res.Stdout, res.Stderr)
+	assert.False(t, res.CPUTimeExceeded)
 }
