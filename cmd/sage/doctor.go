@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/sage-go/sage/internal/doctor"
+	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
@@ -22,6 +25,8 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	r := doctor.Run(ctx, doctor.Env{})
 	r.Checks = append(r.Checks, doctor.Check{Name: "local defaults", Status: doctor.OK, Detail: local.DefaultsSummary()})
+	le := local.ProbeLimits()
+	r.Checks = append(r.Checks, limitsCheck(le))
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -29,7 +34,9 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 		err = enc.Encode(struct {
 			doctor.Report
 			OK bool `json:"ok"`
-		}{r, r.OK()})
+			// LimitsEnforced: how local mode's limits hold for this user.
+			LimitsEnforced sandbox.LimitsEnforced `json:"limits_enforced"`
+		}{r, r.OK(), le})
 	} else {
 		err = r.Print(env.stdout)
 	}
@@ -40,4 +47,26 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// limitsCheck says how local mode's limits hold for the current user: for
+// the default limits and a CPU time budget. Limits that would hold per
+// process only are a warning, with what local mode then refuses.
+func limitsCheck(le sandbox.LimitsEnforced) doctor.Check {
+	c := doctor.Check{Name: "local limits", Status: doctor.OK,
+		Detail: fmt.Sprintf("cpu_time=%s memory=%s pids=%s file_size=%s", le.CPUTime, le.Memory, le.Pids, le.FileSize)}
+	var refused []string
+	if le.CPUTime != sandbox.EnforcedCgroup {
+		refused = append(refused, "--cpu-time N")
+	}
+	if le.Memory != sandbox.EnforcedCgroup {
+		c.Detail += "; the default memory limit holds per process only (RLIMIT_AS, shared memory not counted)"
+		refused = append(refused, "--memory N")
+	}
+	if len(refused) > 0 {
+		c.Status = doctor.Warn
+		c.Detail += fmt.Sprintf("; no writable cgroup, so %s cannot hold for a whole command and are refused", strings.Join(refused, " and "))
+		c.Fix = "run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)"
+	}
+	return c
 }

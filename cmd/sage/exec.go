@@ -56,6 +56,8 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 		if err := enc.Encode(res); err != nil {
 			return fail(env, exitSandboxError, err)
 		}
+	} else if res.CPUTimeExceeded {
+		fmt.Fprintln(env.stderr, "sage: the command used up its CPU time limit (all its processes together) and was killed")
 	}
 	return exitCode(res)
 }

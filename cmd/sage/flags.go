@@ -41,7 +41,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "command timeout (default 30s)")
 	fs.Var(&f.mounts, "mount", "extra mount host:sandbox[:ro] (repeatable)")
 	fs.Var(&f.env, "env", "environment variable K=V for the command (repeatable)")
-	fs.Var(&f.limits.cpuTime, "cpu-time", "local: CPU-time limit in seconds (RLIMIT_CPU; default none)")
+	fs.Var(&f.limits.cpuTime, "cpu-time", "local: CPU-time budget of each command, all its processes together, in seconds (default none)")
 	fs.Var(&f.limits.memory, "memory", "local: memory limit in MB (default 2048, -1 for none)")
 	fs.Var(&f.limits.pids, "pids", "local: process limit (default 512, -1 for none)")
 	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in MB (default 1024, -1 for none)")

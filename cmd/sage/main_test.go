@@ -157,6 +157,8 @@ func TestDoctorJSON(t *testing.T) {
 		OS     string `json:"os"`
 		OK     bool   `json:"ok"`
 		Checks []struct{ Name, Status, Detail, Fix string }
+		// LimitsEnforced: how local mode's limits hold for this user.
+		LimitsEnforced map[string]string `json:"limits_enforced"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 	names := map[string]bool{}
@@ -164,10 +166,13 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits"} {
 		assert.True(t, names[n], n)
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
+	for _, k := range []string{"cpu_time", "memory", "pids", "file_size"} {
+		assert.Contains(t, []string{"cgroup", "userns", "rlimit-per-user", "rlimit-per-process", "none"}, rep.LimitsEnforced[k], k)
+	}
 }
 
 func TestVersionAndUsage(t *testing.T) {
@@ -196,6 +201,36 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 	assert.Contains(t, r.stderr, "sandbox.local.network")
 	r = sage(t, home, "", "exec", "--mode", "local", "--memory", "lots", "--", "true")
 	assert.Equal(t, 2, r.code)
+}
+
+// A command killed for its CPU budget says so, in JSON and in words.
+func TestExecCPUTimeExceeded(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("bwrap not installed")
+	}
+	home := t.TempDir()
+	hog := "for i in 1 2 3; do (while :; do :; done) & done; wait"
+	r := sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--json", "--", hog)
+	if os.Geteuid() != 0 && r.code == 125 { // no writable cgroup for an ordinary user
+		assert.Contains(t, r.stderr, "--cpu-time 0")
+		return
+	}
+	var res struct {
+		ExitCode        int               `json:"exit_code"`
+		CPUTimeExceeded bool              `json:"cpu_time_exceeded"`
+		LimitsEnforced  map[string]string `json:"limits_enforced"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+	assert.True(t, res.CPUTimeExceeded)
+	assert.Equal(t, 152, res.ExitCode)
+	assert.Equal(t, 152, r.code)
+	assert.Equal(t, "cgroup", res.LimitsEnforced["cpu_time"])
+	r = sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--", hog)
+	assert.Equal(t, 152, r.code)
+	assert.Contains(t, r.stderr, "used up its CPU time limit")
+	r = sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--", "echo fine") // control
+	assert.Equal(t, 0, r.code)
+	assert.NotContains(t, r.stderr, "CPU time")
 }
 
 func TestPython(t *testing.T) {

@@ -59,7 +59,7 @@ type Config struct {
 // LocalConfig holds the limits and isolation of local mode. For the
 // integer limits 0 means the provider's default and -1 means no limit.
 type LocalConfig struct {
-	CPUTimeLimit    time.Duration // RLIMIT_CPU, whole seconds; 0: none
+	CPUTimeLimit    time.Duration // budget of each command, all its processes together; 0: none
 	MemoryLimitMB   int
 	PidsLimit       int
 	FileSizeLimitMB int

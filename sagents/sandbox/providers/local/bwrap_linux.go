@@ -305,7 +305,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	}
 	return &wrapped{path: b.bwrap, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
 		extraFiles: files, cred: b.ident.credential(), started: g.open, terminate: g.terminate,
-		done: func() { g.close(); closeFiles(own) }}, nil
+		done: func() { g.close(); closeFiles(own) }, report: g.cmd.end}, nil
 }
 
 func closeFiles(fs []*os.File) {
@@ -404,6 +404,7 @@ type gate struct {
 	infoR, infoW   *os.File
 	blockR, blockW *os.File
 	pid            atomic.Int64
+	cmd            *cmdCgroup // the command's CPU budget; nil without a CPU limit
 }
 
 func newGate(cg *cgroupSet, l Limits) (*gate, error) {
@@ -416,6 +417,12 @@ func newGate(cg *cgroupSet, l Limits) (*gate, error) {
 		g.infoR.Close()
 		g.infoW.Close()
 		return nil, fmt.Errorf("local: %w", err)
+	}
+	if g.cmd, err = cg.command(l.CPUTime); err != nil {
+		g.close()
+		g.infoW.Close()
+		g.blockR.Close()
+		return nil, err
 	}
 	return g, nil
 }
@@ -450,6 +457,9 @@ func (g *gate) open(int) error {
 	if err := g.cg.join(info.ChildPID); err != nil {
 		return err
 	}
+	if err := g.cmd.start(info.ChildPID); err != nil {
+		return err
+	}
 	if err := setRlimits(info.ChildPID, g.ident, g.limits.rlimits(g.cg.memory() || g.noAS)); err != nil {
 		return err
 	}
@@ -464,6 +474,7 @@ func (g *gate) open(int) error {
 func (g *gate) close() {
 	g.infoR.Close()
 	g.blockW.Close()
+	g.cmd.release()
 }
 
 // terminate sends SIGTERM to the processes inside: they share the process

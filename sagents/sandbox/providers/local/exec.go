@@ -32,7 +32,9 @@ func (s *Sandbox) run(ctx context.Context, inv invocation, opts sandbox.ExecOpti
 		return nil, err
 	}
 	defer w.done()
-	return sandbox.RunProcess(ctx, s.spec(opts, w))
+	res, err := sandbox.RunProcess(ctx, s.spec(opts, w))
+	s.finish(res, w)
+	return res, err
 }
 
 // ExecuteCommand runs command with /bin/sh -c inside the sandbox.
@@ -64,10 +66,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 		w.done()
 		return nil, err
 	}
-	go func() {
-		s.Background.Wait(task.ID)
-		w.done()
-	}()
+	s.watchBackground(task.ID, w)
 	return task, nil
 }
 

@@ -38,6 +38,8 @@ type Sandbox struct {
 	egress     *egressProxy // network allowlist only
 	*sandbox.Background
 	py pythonEnv
+	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
+	bgCPU sync.Map
 
 	closeOnce sync.Once
 	closeErr  error
@@ -55,6 +57,8 @@ type isolator interface {
 	place(host, preferred string) string
 	wrap(inv invocation) (*wrapped, error)
 	close() error
+	// limitsEnforced says which limits hold for every command, and how.
+	limitsEnforced() sandbox.LimitsEnforced
 }
 
 // invocation is one command to run inside the sandbox.
@@ -84,6 +88,9 @@ type wrapped struct {
 	terminate  func()
 	started    func(pid int) error // runs once the process started
 	done       func()              // releases per-invocation resources after exit
+	// report, when set, says in the result why the command died (the CPU
+	// budget); it runs before done.
+	report func(*sandbox.CommandResult)
 }
 
 // New creates a local sandbox. It fails, naming the cause and the fix,
