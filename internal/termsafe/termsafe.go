@@ -16,8 +16,7 @@ import (
 // with spaces or shell metacharacters is put in single quotes; control
 // characters, invalid UTF-8 and other non-printable characters are written
 // as $'\NNN' escapes (ESC[2J becomes $'\033' followed by '[2J'). The
-// result is one line
-// that a POSIX shell with $'...' (bash, zsh, ksh) reads back as the name.
+// result is one line that a POSIX shell with $'...' (bash, zsh, ksh) reads back as the name.
 func Name(s string) string {
 	if s == "" {
 		return "''"
