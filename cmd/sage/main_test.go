@@ -131,7 +131,7 @@ func TestFS(t *testing.T) {
 	r = sage(t, home, "", "fs", "read", "notes/a.txt")
 	assert.Equal(t, "hello\nmore\n", r.stdout)
 	r = sage(t, home, "", "fs", "ls", "notes")
-	assert.Contains(t, r.stdout, `"a.txt"`)
+	assert.Contains(t, r.stdout, " a.txt\n", "plain names print unquoted, as ls prints them")
 	r = sage(t, home, "", "fs", "ls", "--json", "notes")
 	var list []sandbox.FileInfo
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))

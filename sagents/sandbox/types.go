@@ -173,7 +173,15 @@ type TreeOptions struct {
 	MaxItems int
 	// Hidden includes names starting with a dot.
 	Hidden bool
+	// MaxEntries bounds the directory entries read for the whole tree
+	// (memory and time); 0 means DefaultMaxEntries. When the walk stops
+	// there, the root's Truncated is set.
+	MaxEntries int
 }
+
+// DefaultMaxEntries is the default bound of FileTree (TreeOptions) and of
+// the CLI's listings.
+const DefaultMaxEntries = 10000
 
 // TreeNode is one node of FileTree's result.
 type TreeNode struct {
@@ -183,8 +191,12 @@ type TreeNode struct {
 	Size     int64       `json:"size,omitempty"`
 	Children []*TreeNode `json:"children,omitempty"`
 	// Omitted counts entries left out by MaxItems, or, when the node is a
-	// directory at MaxDepth, the entries not descended into.
+	// directory at MaxDepth, the entries not descended into. Entries never
+	// read because of MaxEntries are not counted.
 	Omitted int `json:"omitted,omitempty"`
+	// Truncated, on the root, says the walk stopped at
+	// TreeOptions.MaxEntries: directories may hold more than shown.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // CopyOptions tune CopyFromHost.
