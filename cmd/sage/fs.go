@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -12,7 +11,10 @@ import (
 )
 
 func init() {
-	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS})
+	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS},
+		subcommand{"read", "print a file"}, subcommand{"write", "write stdin to a file"},
+		subcommand{"ls", "list a directory"}, subcommand{"tree", "print a directory tree"},
+		subcommand{"rm", "remove a file or directory"})
 }
 
 func runFS(ctx context.Context, env *cliEnv, args []string) int {
@@ -21,8 +23,7 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	op := args[0]
-	fs := flag.NewFlagSet("sage fs "+op, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage fs "+op, "sage fs "+op+" [flags] PATH")
 	var sf sandboxFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (ls, tree)")
@@ -30,13 +31,12 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	depth := fs.Int("depth", 3, "maximum depth (tree)")
 	items := fs.Int("max-items", 100, "maximum entries per directory (tree)")
 	hidden := fs.Bool("hidden", false, "include dot files (tree)")
-	pos, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		return flagExit(err)
+	pos, code, stop := parseFlagsInterspersed(env, fs, args[1:])
+	if stop {
+		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.stderr, "usage: sage fs %s [flags] PATH\n", op)
-		return exitUsage
+		return usageError(env, fs.Name(), "want one PATH, got %d arguments", len(pos))
 	}
 	h, err := openSandbox(ctx, &sf)
 	if err != nil {
