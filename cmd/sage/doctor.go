@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -17,11 +16,13 @@ func init() {
 }
 
 func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage doctor", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage doctor", "sage doctor [--json]")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(env, fs.Name(), "unexpected argument %q", fs.Arg(0))
 	}
 	r := doctor.Run(ctx, doctor.Env{})
 	r.Checks = append(r.Checks, doctor.Check{Name: "local defaults", Status: doctor.OK, Detail: local.DefaultsSummary()})

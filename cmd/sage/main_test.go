@@ -90,22 +90,48 @@ func TestExecTimeoutExits124(t *testing.T) {
 	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--timeout", "500ms", "--", "echo partial; sleep 30")
 	assert.Equal(t, 124, r.code)
 	assert.Equal(t, "partial\n", r.stdout)
+	assert.Regexp(t, `^sage: timed out after 500ms( \(killed by SIG[A-Z]+\))?\n$`, r.stderr)
 	assert.Less(t, time.Since(start), 10*time.Second)
+
+	r = sage(t, sandboxtest.TempDir(t), "", "exec", "--json", "--timeout", "1s", "--", "sleep 10")
+	assert.Equal(t, 124, r.code)
+	assert.Regexp(t, `^sage: timed out after 1s( \(killed by SIG[A-Z]+\))?\n$`, r.stderr)
+	var res sandbox.CommandResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), "stdout is the JSON alone: %q", r.stdout)
+	assert.True(t, res.TimedOut)
 }
 
-func TestExecSandboxErrorExits125(t *testing.T) {
-	for _, args := range [][]string{
-		{"exec", "--mode", "vm", "--", "true"},
-		{"exec", "--mount", "/nonexistent-dir-xyz:/data", "--", "true"},
-		{"exec", "--session", "../x", "--", "true"},
+func TestBadConfigExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "vm"}, `sandbox.mode="vm": unknown mode`},
+		{[]string{"--mount", "/nonexistent-dir-xyz:/data"}, "for --mount: host path: stat /nonexistent-dir-xyz: no such file"},
+		{[]string{"--session", "../x"}, `--session "../x"`},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s is negative"},
+		{[]string{"--mode", "remote"}, "set --remote-provider aio or SAGE_REMOTE_PROVIDER=aio"},
 	} {
-		r := sage(t, sandboxtest.TempDir(t), "", args...)
-		assert.Equal(t, 125, r.code, "%v", args)
-		assert.True(t, strings.HasPrefix(r.stderr, "sage: "), r.stderr)
+		r := sage(t, sandboxtest.TempDir(t), "", append(append([]string{"exec"}, tc.args...), "--", "true")...)
+		assert.Equal(t, 2, r.code, "%v", tc.args)
+		assert.True(t, strings.HasPrefix(r.stderr, "sage"), r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
 		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
 	}
-	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--bogus-flag", "--", "true")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "remote", "--", "true")
+	assert.Equal(t, "sage: remote mode needs a provider: set --remote-provider aio or SAGE_REMOTE_PROVIDER=aio\n", r.stderr)
+	r = sage(t, sandboxtest.TempDir(t), "", "exec", "--bogus-flag", "--", "true")
 	assert.Equal(t, 2, r.code)
+	assert.Equal(t, "sage exec: unknown flag --bogus-flag; see 'sage exec --help'\n", r.stderr)
+}
+
+// TestSandboxErrorExits125: a sandbox that cannot run the command (here a
+// sandbox server nobody serves) keeps 125, with one line.
+func TestSandboxErrorExits125(t *testing.T) {
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "remote", "--remote-provider", "aio", "--remote-url", "http://127.0.0.1:1", "--", "true")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stderr, "sage: "), r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
 }
 
 func TestExecStdinAndMount(t *testing.T) {
@@ -179,9 +205,22 @@ func TestVersionAndUsage(t *testing.T) {
 	r := sage(t, sandboxtest.TempDir(t), "", "version")
 	assert.Equal(t, 0, r.code)
 	assert.True(t, strings.HasPrefix(r.stdout, "sage "), r.stdout)
+	assert.Contains(t, r.stdout, "module:   github.com/sage-go/sage ")
+	v := sage(t, sandboxtest.TempDir(t), "", "--version")
+	assert.Equal(t, 0, v.code)
+	assert.Equal(t, r.stdout, v.stdout)
 	r = sage(t, sandboxtest.TempDir(t), "", "nope")
 	assert.Equal(t, 2, r.code)
-	assert.Contains(t, r.stderr, "unknown command")
+	assert.Equal(t, "sage: unknown command \"nope\"; see 'sage --help'\n", r.stderr)
+	for _, args := range [][]string{{"--help"}, {"fs", "-h"}, {"help", "exec"}} {
+		r = sage(t, sandboxtest.TempDir(t), "", args...)
+		assert.Equal(t, 0, r.code, "%v", args)
+		assert.Empty(t, r.stderr, "%v", args)
+		assert.True(t, strings.HasPrefix(r.stdout, "usage: sage "), "%v: %q", args, r.stdout)
+	}
+	r = sage(t, sandboxtest.TempDir(t), "")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "commands:")
 }
 
 func TestShellJoin(t *testing.T) {
@@ -197,7 +236,7 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 	r := sage(t, home, "", "exec", "--mode", "local", "--file-size", "1", "--", "head -c 5000000 /dev/zero > f; stat -c %s f; pwd")
 	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
 	r = sage(t, home, "", "exec", "--mode", "local", "--network", "sometimes", "--", "true")
-	assert.Equal(t, 125, r.code)
+	assert.Equal(t, 2, r.code, "a bad setting exits like a bad flag")
 	assert.Contains(t, r.stderr, "sandbox.local.network")
 	r = sage(t, home, "", "exec", "--mode", "local", "--memory", "lots", "--", "true")
 	assert.Equal(t, 2, r.code)
@@ -208,7 +247,7 @@ func TestExecCPUTimeExceeded(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap not installed")
 	}
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	hog := "for i in 1 2 3; do (while :; do :; done) & done; wait"
 	r := sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--json", "--", hog)
 	if os.Geteuid() != 0 && r.code == 125 { // no writable cgroup for an ordinary user

@@ -62,6 +62,23 @@ type PythonOptions struct {
 	ExecOptions
 	// Requirements are pip requirement specifiers installed first.
 	Requirements []string
+	// OnSetup, when set, is called as a set-up step that can take seconds
+	// begins (such as "creating the session's Python environment"); the
+	// step is over when the function it returns is called. Providers call
+	// it through Step, and only for steps they really run.
+	OnSetup func(step string) (done func())
+}
+
+// Step reports the start of a set-up step to OnSetup and returns the
+// function that ends it (a no-op without OnSetup).
+func (o PythonOptions) Step(step string) (done func()) {
+	if o.OnSetup == nil {
+		return func() {}
+	}
+	if done = o.OnSetup(step); done == nil {
+		return func() {}
+	}
+	return done
 }
 
 // CommandResult says how a command ended. A timed-out command still

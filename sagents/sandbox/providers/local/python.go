@@ -168,7 +168,7 @@ func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
 // ensureVenv creates the session's venv once, inside the sandbox, under a
 // file lock so that concurrent calls, in this process or others, create
 // it once.
-func (s *Sandbox) ensureVenv(ctx context.Context) error {
+func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) error {
 	p := &s.py
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -188,6 +188,7 @@ func (s *Sandbox) ensureVenv(ctx context.Context) error {
 	if fileExists(filepath.Join(p.venvHost(), "pyvenv.cfg")) {
 		return nil
 	}
+	defer opts.Step("creating the session's Python environment")()
 	os.RemoveAll(p.venvHost()) // a half-made venv from a crash
 	if err := os.MkdirAll(p.venvHost(), 0o755); err != nil {
 		return fmt.Errorf("local: venv: %w", err)
@@ -230,7 +231,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 			return nil, fmt.Errorf("local: requirement %q: want a requirement specifier, not an option", r)
 		}
 	}
-	if err := s.ensureVenv(ctx); err != nil {
+	if err := s.ensureVenv(ctx, opts); err != nil {
 		return nil, err
 	}
 	if len(opts.Requirements) > 0 {
@@ -244,6 +245,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 }
 
 func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+	defer opts.Step("installing the Python requirements")()
 	env := pipEnv(opts.Env)
 	args := []string{"", "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
 		"--timeout", "15", "--retries", "1"}
