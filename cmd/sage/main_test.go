@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -184,9 +185,7 @@ func TestShellJoin(t *testing.T) {
 }
 
 func TestExecLocalLimitsFromFlags(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap not installed")
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	home := t.TempDir()
 	r := sage(t, home, "", "exec", "--mode", "local", "--file-size", "1", "--", "head -c 5000000 /dev/zero > f; stat -c %s f; pwd")
 	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
@@ -198,12 +197,7 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 }
 
 func TestPython(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is missing in CI; .ci/setup.d installs it")
-		}
-		t.Skip("python3 not installed")
-	}
+	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3 python3-venv)")
 	home := t.TempDir()
 	r := sage(t, home, "", "python", "--mode", "passthrough", "-c", "import sys; print('py', sys.version_info[0]); sys.exit(5)")
 	assert.Equal(t, 5, r.code, r.stderr)

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# step: packages for the demo (bubblewrap, python3)
+# The demo runs `sage agent --model scripted` in local mode: bubblewrap is
+# the sandbox and the scripted plan runs `python3 fib.py` inside it.
+set -euo pipefail
+exec bash "$(dirname "$0")/../apt-need.sh" bwrap=bubblewrap python3=python3
