@@ -7,13 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -47,14 +46,8 @@ func TestDomainFlags(t *testing.T) {
 // TestExecNetworkAllowlist runs the built sage binary in local mode: an
 // allowed address answers through the proxy, anything else gets 403.
 func TestExecNetworkAllowlist(t *testing.T) {
-	for _, tool := range []string{"bwrap", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing in CI; .ci/setup.d installs it", tool)
-			}
-			t.Skip(tool + " not installed")
-		}
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	testenv.Command(t, "curl", testenv.SetupFix+" (apt-get install curl)")
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "through the proxy") })}

@@ -5,8 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
-	"os"
 	"os/exec"
 	"runtime/debug"
 	"strings"
@@ -177,9 +177,7 @@ func TestSlowStepNotice(t *testing.T) {
 // second, with the venv in place, says nothing.
 func TestPythonFirstVenvSaysSo(t *testing.T) {
 	for _, tool := range []string{"bwrap", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil && os.Getenv("CI") != "true" {
-			t.Skip(tool + " not installed")
-		}
+		testenv.Command(t, tool, testenv.SetupFix)
 	}
 	const notice = "sage: creating the session's Python environment...\n"
 	home := sandboxtest.TempDir(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -229,9 +230,7 @@ func TestShellJoin(t *testing.T) {
 }
 
 func TestExecLocalLimitsFromFlags(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap not installed")
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "exec", "--mode", "local", "--file-size", "1", "--", "head -c 5000000 /dev/zero > f; stat -c %s f; pwd")
 	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
@@ -244,9 +243,7 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 
 // A command killed for its CPU budget says so, in JSON and in words.
 func TestExecCPUTimeExceeded(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap not installed")
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	home := sandboxtest.TempDir(t)
 	hog := "for i in 1 2 3; do (while :; do :; done) & done; wait"
 	r := sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--json", "--", hog)
@@ -273,12 +270,7 @@ func TestExecCPUTimeExceeded(t *testing.T) {
 }
 
 func TestPython(t *testing.T) {
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is missing in CI; .ci/setup.d installs it")
-		}
-		t.Skip("python3 not installed")
-	}
+	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3 python3-venv)")
 	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "python", "--mode", "passthrough", "-c", "import sys; print('py', sys.version_info[0]); sys.exit(5)")
 	assert.Equal(t, 5, r.code, r.stderr)

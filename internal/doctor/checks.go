@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
 const bwrapFix = "install bubblewrap: apt-get install bubblewrap (Debian/Ubuntu), dnf install bubblewrap (Fedora), apk add bubblewrap (Alpine)"
@@ -156,11 +158,12 @@ func checkSeatbelt(_ context.Context, e Env) Check {
 		c.Status, c.Detail = NA, "macOS only"
 		return c
 	}
+	// Limits on macOS are ulimits; say which one is not what it seems.
 	if _, err := os.Stat("/usr/bin/sandbox-exec"); err != nil {
-		c.Status, c.Detail, c.Fix = Missing, "/usr/bin/sandbox-exec not found", "use a macOS release that ships sandbox-exec"
+		c.Status, c.Detail, c.Fix = Missing, "/usr/bin/sandbox-exec not found; "+local.SeatbeltLimitsNote, "use a macOS release that ships sandbox-exec"
 		return c
 	}
-	c.Status, c.Detail = OK, "/usr/bin/sandbox-exec"
+	c.Status, c.Detail = OK, "/usr/bin/sandbox-exec; "+local.SeatbeltLimitsNote
 	return c
 }
 

@@ -74,7 +74,7 @@ func TestTrampoline(t *testing.T) {
 // the default memory limit falls back to RLIMIT_AS, reported as such.
 func TestNoCgroupRefusesWholeCommandLimits(t *testing.T) {
 	saved := cgroupRoot
-	cgroupRoot = t.TempDir() // no hierarchy here
+	cgroupRoot = sandboxtest.TempDir(t) // no hierarchy here
 	defer func() { cgroupRoot = saved }()
 	_, err := limitCgroups("t3", Limits{CPUTime: time.Second})
 	require.Error(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
@@ -47,10 +48,7 @@ func serveOn(t *testing.T, ip string, h http.HandlerFunc) int {
 
 func requireCurl(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("curl is missing in CI; .ci/setup.d installs it")
-		}
-		t.Skip("curl not installed")
+		testenv.Missing(t, "curl", testenv.SetupFix+" (apt-get install curl)")
 	}
 }
 

@@ -6,26 +6,22 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-// requireBwrap fails in CI and skips elsewhere when bwrap cannot run.
+// requireBwrap fails (or skips with SAGE_TEST_ALLOW_SKIP=1) when bwrap is
+// not installed.
 func requireBwrap(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("bwrap is missing in CI; .ci/setup.d installs it")
-		}
-		t.Skip("bwrap not installed")
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 }
 
 func newLocal(t testing.TB, mutate func(*sandbox.Config)) *local.Sandbox {

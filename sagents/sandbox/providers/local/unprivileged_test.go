@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
 )
 
 // unprivilegedUser is created for the test when missing.
@@ -42,7 +44,7 @@ func TestUnprivileged(t *testing.T) {
 	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*)$", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SAGE_HOME=" + home + "/.sage",
-		"TMPDIR=" + home, "SAGE_TEST_UNPRIVILEGED=1", "CI=" + os.Getenv("CI"), "SAGE_TEST_ALLOW_SKIP=" + os.Getenv("SAGE_TEST_ALLOW_SKIP")}
+		"TMPDIR=" + home, "SAGE_TEST_UNPRIVILEGED=1", testenv.AllowSkipEnv + "=" + os.Getenv(testenv.AllowSkipEnv)}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("as %s (uid %d):\n%s", unprivilegedUser, u.uid, tail(string(out), 4000))
