@@ -7,7 +7,6 @@ import (
 	"errors"
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
-	"os/exec"
 	"runtime/debug"
 	"strings"
 	"sync"
