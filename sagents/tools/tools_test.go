@@ -11,9 +11,9 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/local"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
 )
 
