@@ -67,7 +67,12 @@ func control(t *testing.T, knob *bool, f func(t *testing.T)) {
 func TestRedTeamInheritedDescriptor(t *testing.T) {
 	attack := func(t *testing.T) string {
 		s := rtSandbox(t, nil)
-		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY, 0) // no O_CLOEXEC, as a shell's 8</ leaves it
+		low, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		// Above the descriptors os/exec gives bwrap (3-7), and without
+		// O_CLOEXEC, as a shell's 8</ leaves it.
+		fd, err := unix.FcntlInt(uintptr(low), unix.F_DUPFD, 100)
+		unix.Close(low)
 		require.NoError(t, err)
 		defer unix.Close(fd)
 		res := rtRun(t, s, fmt.Sprintf("test -e /proc/self/fd/%d/etc/hostname && echo LEAK || echo sealed", fd), sandbox.ExecOptions{})
