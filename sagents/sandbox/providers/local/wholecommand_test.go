@@ -18,6 +18,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // Limits that must hold for the whole command, not per process. Each
@@ -79,7 +80,7 @@ func fileExistsT(p string) bool { _, err := os.Stat(p); return err == nil }
 func newLocalErr(t *testing.T, mutate func(*sandbox.Config)) (*local.Sandbox, error) {
 	t.Helper()
 	requireBwrap(t)
-	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: t.TempDir(), RuntimeDir: t.TempDir()}
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
 	mutate(&cfg)
 	h, err := sandbox.New(context.Background(), cfg)
 	if err != nil {
@@ -221,8 +222,8 @@ func assertNoCommandCgroups(t *testing.T, s *local.Sandbox) {
 // by its budget, timed out, cancelled, or failing to start; and the
 // sandbox's cgroups go with Close.
 func TestLimitCgroupsAreNotLeft(t *testing.T) {
-	ws := t.TempDir()
-	mount := t.TempDir()
+	ws := sandboxtest.TempDir(t)
+	mount := sandboxtest.TempDir(t)
 	os.Chmod(mount, 0o755)
 	s, err := newLocalErr(t, func(c *sandbox.Config) {
 		c.Local.CPUTimeLimit = time.Second
