@@ -208,7 +208,7 @@ func TestExecCPUTimeExceeded(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("bwrap not installed")
 	}
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	hog := "for i in 1 2 3; do (while :; do :; done) & done; wait"
 	r := sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--json", "--", hog)
 	if os.Geteuid() != 0 && r.code == 125 { // no writable cgroup for an ordinary user
@@ -220,7 +220,7 @@ func TestExecCPUTimeExceeded(t *testing.T) {
 		CPUTimeExceeded bool              `json:"cpu_time_exceeded"`
 		LimitsEnforced  map[string]string `json:"limits_enforced"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), "stdout %q, stderr %q", r.stdout, r.stderr)
 	assert.True(t, res.CPUTimeExceeded)
 	assert.Equal(t, 152, res.ExitCode)
 	assert.Equal(t, 152, r.code)
