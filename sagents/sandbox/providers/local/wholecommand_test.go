@@ -19,6 +19,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // Limits that must hold for the whole command, not per process. Each
