@@ -218,6 +218,8 @@ func TestListingsAreBounded(t *testing.T) {
 	tree, err := h.FileTree(ctx, ".", sandbox.TreeOptions{})
 	require.NoError(t, err)
 	assert.True(t, tree.Truncated)
+	_, err = h.FileExists(ctx, "d/nope.txt")
+	assert.ErrorContains(t, err, "entry limit", "a cut listing cannot prove absence")
 
 	g := newFixture(t, func(o *aioserver.Options) { o.MaxEntries = 1000 })
 	require.NoError(t, os.Mkdir(filepath.Join(g.ws, "d"), 0o755))
