@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
-# Installs and starts what the tests and the demo need; each step is
-# idempotent and quick when already done. Runs every .ci/setup.d/*.sh in
-# order.
+# .ci/setup.sh [demo|test]: installs and starts what the demo or the tests
+# need. `demo` runs only the .ci/setup.d/*-demo.sh steps (the packages the
+# demo uses); `test` (the default) runs every step in order: those
+# packages, the test packages, redis-server, Jaeger (about 11 minutes the
+# first time) and the sandbox image. Each step is idempotent and quick when
+# already done, and prints one line with its duration (the "# step:" line
+# of its script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for step in .ci/setup.d/*.sh; do
+set_=${1:-test}
+case $set_ in
+demo) glob='*-demo.sh' ;;
+test) glob='*.sh' ;;
+*)
+	echo ".ci/setup.sh: unknown set $set_; use demo or test" >&2
+	exit 2
+	;;
+esac
+prefix=${SAGE_STEP_PREFIX:-setup}
+for step in .ci/setup.d/$glob; do
 	[ -e "$step" ] || continue
-	bash "$step"
+	label=$(sed -n 's/^# step: //p' "$step" | head -n 1)
+	bash scripts/step.sh "$prefix" "${label:-$(basename "$step")}" bash "$step"
 done

@@ -11,15 +11,18 @@ export SAGE_JAEGER_BIN
 .PHONY: jaeger e2e-jaeger
 
 # Build Jaeger unless the cached binary is already there (about 11 minutes
-# the first time on 2 cores, instant afterwards).
+# the first time on 2 cores, instant afterwards), then say how to start it.
 jaeger: $(SAGE_JAEGER_BIN)
+	@echo "jaeger: $(SAGE_JAEGER_BIN) is ready; start it with:"
+	@echo "  $(SAGE_JAEGER_BIN) &    # OTLP on 127.0.0.1:4317, API on http://127.0.0.1:16686"
+	@echo "then: OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317 make demo"
 
 # The version is in the file name, so a present binary is never rebuilt.
 $(SAGE_JAEGER_BIN):
+	@echo "jaeger: building $(JAEGER_VERSION) into $@ (about 11 minutes the first time on 2 cores)"
 	@mkdir -p $(dir $@)
 	cd tools/jaeger && CGO_ENABLED=0 $(GO) build -trimpath -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
 	@mv $@.tmp $@
-	@echo "jaeger: built $@"
 
 # Only the Jaeger end-to-end test.
 e2e-jaeger: jaeger

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-ratio.sh FILE BASELINE CANDIDATE [TARGET]
 # Prints the median ns/op of both benchmarks in FILE (go test -bench output,
-# possibly -count N) and their ratio; notes whether TARGET is met.
+# possibly -count N) and their ratio; notes whether TARGET is met and exits
+# 3 when it is not (1 when a benchmark is missing).
 set -euo pipefail
 file=$1 base=$2 cand=$3 target=${4:-}
 median() {
@@ -15,4 +16,5 @@ awk -v b="$b" -v c="$c" -v bn="$base" -v cn="$cand" -v t="$target" 'BEGIN {
 	printf "%-34s %12.0f ns/op (median)\n%-34s %12.0f ns/op (median)\nratio %s / %s = %.2fx", bn, b, cn, c, cn, bn, r
 	if (t != "") printf "  (target <= %sx: %s)", t, (r <= t ? "met" : "NOT met")
 	printf "\n"
+	exit (t != "" && r > t) ? 3 : 0
 }'

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# step: sandbox image sage-sandbox:dev (about IMAGE_TIME when it changed, else a check)
 # Builds the sandbox image sage-sandbox:dev (FROM scratch: a static sage
 # and busybox) through the Docker API, for the aio provider's Docker
 # tests. `sage image build` skips the build when the image's label holds
@@ -7,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
 if ! docker info >/dev/null 2>&1 && [ ! -S /var/run/docker.sock ]; then
-	echo "setup: no Docker Engine; skipping the sandbox image" >&2
+	echo "no Docker Engine: the sandbox image is not built; the Docker tests fail until it is (or skip with SAGE_TEST_ALLOW_SKIP=1)" >&2
 	exit 0
 fi
 bin="${XDG_CACHE_HOME:-$HOME/.cache}/sage/sage-image-bin"

@@ -3,16 +3,16 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -27,7 +27,7 @@ func TestDomainFlags(t *testing.T) {
 		}
 		return sf.config()
 	}
-	t.Setenv("SAGE_HOME", t.TempDir())
+	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
 	c, err := parse("--allow-domain", "pypi.org", "--allow-domain", "*.pythonhosted.org:443", "--deny-domain", "x.pythonhosted.org")
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.NetworkAllowlist, c.Local.Network, "--allow-domain implies allowlist")
@@ -46,27 +46,21 @@ func TestDomainFlags(t *testing.T) {
 // TestExecNetworkAllowlist runs the built sage binary in local mode: an
 // allowed address answers through the proxy, anything else gets 403.
 func TestExecNetworkAllowlist(t *testing.T) {
-	for _, tool := range []string{"bwrap", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing in CI; .ci/setup.d installs it", tool)
-			}
-			t.Skip(tool + " not installed")
-		}
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	testenv.Command(t, "curl", testenv.SetupFix+" (apt-get install curl)")
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "through the proxy") })}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	target := ln.Addr().String()
-	r := sage(t, t.TempDir(), "", "exec", "--mode", "local", "--network", "allowlist", "--allow-domain", target, "--",
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "local", "--network", "allowlist", "--allow-domain", target, "--",
 		fmt.Sprintf("curl -sS http://%s/ && echo && curl -sS -D - -o /dev/null http://127.0.0.3:%d/", target, ln.Addr().(*net.TCPAddr).Port))
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "through the proxy\n")
 	assert.Contains(t, r.stdout, "X-Sage-Blocked: no allow rule matches 127.0.0.3:")
 
-	r = sage(t, t.TempDir(), "", "exec", "--mode", "local", "--", fmt.Sprintf("curl -sS --max-time 5 http://%s/", target))
+	r = sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "local", "--", fmt.Sprintf("curl -sS --max-time 5 http://%s/", target))
 	assert.NotEqual(t, 0, r.code, "network off by default")
 	assert.NotContains(t, r.stdout, "through the proxy")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -13,7 +12,10 @@ import (
 )
 
 func init() {
-	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS})
+	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS},
+		subcommand{"read", "print a file"}, subcommand{"write", "write stdin to a file"},
+		subcommand{"ls", "list a directory"}, subcommand{"tree", "print a directory tree"},
+		subcommand{"rm", "remove a file or directory"})
 }
 
 func runFS(ctx context.Context, env *cliEnv, args []string) int {
@@ -22,8 +24,7 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	op := args[0]
-	fs := flag.NewFlagSet("sage fs "+op, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage fs "+op, "sage fs "+op+" [flags] PATH")
 	var sf sandboxFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (ls, tree)")
@@ -32,17 +33,15 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	items := fs.Int("max-items", 100, "maximum entries per directory (tree)")
 	hidden := fs.Bool("hidden", false, "include dot files (tree)")
 	maxEntries := fs.Int("max-entries", sandbox.DefaultMaxEntries, "entries read at most (ls, tree); the output says when it stopped there")
-	pos, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		return flagExit(err)
+	pos, code, stop := parseFlagsInterspersed(env, fs, args[1:])
+	if stop {
+		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.stderr, "usage: sage fs %s [flags] PATH\n", op)
-		return exitUsage
+		return usageError(env, fs.Name(), "want one PATH, got %d arguments", len(pos))
 	}
 	if *maxEntries <= 0 {
-		fmt.Fprintf(env.stderr, "sage fs %s: --max-entries %d: want a positive number\n", op, *maxEntries)
-		return exitUsage
+		return usageError(env, fs.Name(), "--max-entries %d: want a positive number", *maxEntries)
 	}
 	h, err := openSandbox(ctx, &sf)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,7 +31,7 @@ func assertNoControl(t *testing.T, out string) {
 // sequences, carriage returns, newlines, bells, invalid UTF-8 and other
 // controls are printed escaped by ls and tree; plain names unchanged.
 func TestFSNamesAreEscaped(t *testing.T) {
-	home, ws := t.TempDir(), t.TempDir()
+	home, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
 	names := []string{"\x1b[2Jclear", "ret\rurn", "new\nline", "bell\x07", "bad\xff", "ctl\x01"}
 	for _, n := range append(names, "plain.txt") {
 		require.NoError(t, os.WriteFile(filepath.Join(ws, n), nil, 0o644))
@@ -76,8 +77,8 @@ func makeEntries(t *testing.T, dir string, n int) {
 // so, and stays small (it took 695 MB before); the control lists a small
 // directory whole.
 func TestFSLsIsBounded(t *testing.T) {
-	home := t.TempDir()
-	ws := t.TempDir()
+	home := sandboxtest.TempDir(t)
+	ws := sandboxtest.TempDir(t)
 	var st syscall.Statfs_t
 	if syscall.Statfs("/dev/shm", &st) == nil && st.Type == 0x01021994 { // tmpfs: entries are cheap to make
 		d, err := os.MkdirTemp("/dev/shm", "sage-cli-test-")
@@ -129,8 +130,8 @@ func TestFSLsIsBounded(t *testing.T) {
 // saved under SAGE_HOME; `sage exec --mode remote` with the same
 // SAGE_HOME finds it, with another home it is refused.
 func TestSandboxdTokenReachesExec(t *testing.T) {
-	home := t.TempDir()
-	srv := exec.Command(sageBin, "sandboxd", "--mode", "passthrough", "--listen", "127.0.0.1:0", "--workspace", t.TempDir())
+	home := sandboxtest.TempDir(t)
+	srv := exec.Command(sageBin, "sandboxd", "--mode", "passthrough", "--listen", "127.0.0.1:0", "--workspace", sandboxtest.TempDir(t))
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_SANDBOXD_TOKEN=")
 	out, err := srv.StdoutPipe()
 	require.NoError(t, err)
@@ -164,7 +165,7 @@ func TestSandboxdTokenReachesExec(t *testing.T) {
 	require.Eventually(t, func() bool { r = remote(home); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,
 		"remote exec with the saved token never worked: %+v\nsandboxd log:\n%s", r, logs.String())
 	assert.Equal(t, "hi\n", r.stdout)
-	r = remote(t.TempDir())
+	r = remote(sandboxtest.TempDir(t))
 	assert.NotEqual(t, 0, r.code, "a client without the token is refused")
 	assert.Contains(t, r.stderr, "401")
 }

@@ -62,12 +62,11 @@ func (f *sandboxdFlags) register(fs *flag.FlagSet) {
 }
 
 func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage sandboxd", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage sandboxd", "sage sandboxd --workspace DIR [flags]")
 	var f sandboxdFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
 	}
 	if err := f.check(); err != nil {
 		fmt.Fprintf(env.stderr, "sage sandboxd: %v\n", err)

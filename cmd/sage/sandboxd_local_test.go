@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,10 +19,8 @@ import (
 // TestSandboxdLocalMode serves a local-mode (bwrap) sandbox with the real
 // binary and runs commands in it through `sage exec --mode remote`.
 func TestSandboxdLocalMode(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap not installed")
-	}
-	home, ws := t.TempDir(), t.TempDir()
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	home, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
 	srv := exec.Command(sageBin, "sandboxd", "--listen", "127.0.0.1:0", "--workspace", ws)
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home)
 	out, err := srv.StdoutPipe()

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
 const bwrapFix = "install bubblewrap: apt-get install bubblewrap (Debian/Ubuntu), dnf install bubblewrap (Fedora), apk add bubblewrap (Alpine)"
@@ -156,11 +158,12 @@ func checkSeatbelt(_ context.Context, e Env) Check {
 		c.Status, c.Detail = NA, "macOS only"
 		return c
 	}
+	// Limits on macOS are ulimits; say which one is not what it seems.
 	if _, err := os.Stat("/usr/bin/sandbox-exec"); err != nil {
-		c.Status, c.Detail, c.Fix = Missing, "/usr/bin/sandbox-exec not found", "use a macOS release that ships sandbox-exec"
+		c.Status, c.Detail, c.Fix = Missing, "/usr/bin/sandbox-exec not found; "+local.SeatbeltLimitsNote, "use a macOS release that ships sandbox-exec"
 		return c
 	}
-	c.Status, c.Detail = OK, "/usr/bin/sandbox-exec"
+	c.Status, c.Detail = OK, "/usr/bin/sandbox-exec; "+local.SeatbeltLimitsNote
 	return c
 }
 
@@ -231,7 +234,7 @@ func checkRedis(ctx context.Context, e Env) Check {
 }
 
 func checkOTLP(ctx context.Context, e Env) Check {
-	c := Check{Name: "otlp endpoint", Fix: "start a collector or Jaeger (make jaeger) and set OTEL_EXPORTER_OTLP_ENDPOINT; without one, traces go to the console handler"}
+	c := Check{Name: "otlp endpoint", Fix: "start a collector, or Jaeger: build it once with `make jaeger` (it prints the binary's path, ~/.cache/sage/jaeger-v1.76.0), run that binary with no flags (OTLP on :4317, query API on :16686), then set OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317; without one, traces go to the console handler"}
 	u, err := url.Parse(e.OTLPEndpoint)
 	host := e.OTLPEndpoint
 	if err == nil && u.Host != "" {

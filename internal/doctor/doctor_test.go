@@ -138,3 +138,11 @@ func TestServicesReachable(t *testing.T) {
 	assert.Equal(t, OK, checkRedis(ctx, e).Status)
 	assert.Equal(t, OK, checkOTLP(ctx, e).Status)
 }
+
+// On macOS the seatbelt check carries the limits caveat: the pids limit
+// (ulimit -u) is not per sandbox there.
+func TestSeatbeltReportsThePidsCaveat(t *testing.T) {
+	c := checkSeatbelt(context.Background(), Env{GOOS: "darwin"}.withDefaults())
+	assert.Contains(t, c.Detail, "pids limit not enforced per sandbox on macOS")
+	assert.True(t, c.Required)
+}

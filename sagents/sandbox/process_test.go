@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
 )
 
 func sh(cmd string) ProcessSpec {
@@ -50,7 +52,7 @@ func TestRunProcessTermIgnoredGetsKilled(t *testing.T) {
 // process group: the call still returns, bounded by drainDeadline.
 func TestRunProcessEscapedGrandchildCannotHang(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/setsid"); err != nil {
-		t.Skip("setsid not installed")
+		testenv.Missing(t, "/usr/bin/setsid", testenv.SetupFix+" (apt-get install util-linux)")
 	}
 	spec := sh("setsid sleep 7.31 & echo ok")
 	start := time.Now()

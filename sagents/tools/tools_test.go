@@ -3,32 +3,27 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/local"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
 )
 
 // modes returns a fresh sandbox per mode: passthrough always, local when
-// bwrap is installed (in CI it must be).
+// bwrap is installed (it must be unless SAGE_TEST_ALLOW_SKIP=1).
 func modes(t *testing.T) map[string]func(t *testing.T) sandbox.Handle {
 	return map[string]func(t *testing.T) sandbox.Handle{
 		"passthrough": func(t *testing.T) sandbox.Handle { return open(t, sandbox.Passthrough) },
 		"local": func(t *testing.T) sandbox.Handle {
-			if _, err := exec.LookPath("bwrap"); err != nil {
-				if os.Getenv("CI") == "true" {
-					t.Fatal("bwrap is missing in CI; .ci/setup.d installs it")
-				}
-				t.Skip("bwrap not installed: local-mode tool tests skipped")
-			}
+			testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 			return open(t, sandbox.Local)
 		},
 	}
@@ -36,7 +31,7 @@ func modes(t *testing.T) map[string]func(t *testing.T) sandbox.Handle {
 
 func open(t *testing.T, mode sandbox.Type) sandbox.Handle {
 	t.Helper()
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
 	return h

@@ -9,8 +9,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,18 +19,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
 func requirePython(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is missing in CI; .ci/setup.d installs it")
-		}
-		t.Skip("python3 not on PATH")
-	}
+	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3 python3-venv)")
 }
 
 func TestExecutePython(t *testing.T) {
@@ -59,7 +55,7 @@ func runtimeDir(t *testing.T, s *local.Sandbox) string {
 func TestExecutePythonConcurrentVenv(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
-	rt, ws := t.TempDir(), t.TempDir()
+	rt, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
 	mk := func() sandbox.Handle {
 		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: rt, SandboxID: "s1"})
 		require.NoError(t, err)
@@ -111,7 +107,7 @@ func buildWheel(t *testing.T, dir string) {
 func TestExecutePythonRequirementsFromLocalWheel(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
-	wheels := t.TempDir()
+	wheels := sandboxtest.TempDir(t)
 	os.Chmod(wheels, 0o755)
 	buildWheel(t, wheels)
 	s := newLocal(t, nil)
@@ -146,11 +142,8 @@ func TestExecutePythonRejectsOptionsAsRequirements(t *testing.T) {
 
 func TestExecuteJavaScript(t *testing.T) {
 	s := newLocal(t, nil)
+	testenv.Command(t, "node", testenv.SetupFix+" (apt-get install nodejs)")
 	res, err := s.ExecuteJavaScript(context.Background(), "console.log(6 * 7); process.exit(2)", sandbox.ExecOptions{})
-	if _, lookErr := exec.LookPath("node"); lookErr != nil {
-		assert.ErrorIs(t, err, sandbox.ErrUnsupported)
-		return
-	}
 	require.NoError(t, err)
 	assert.Equal(t, "42\n", res.Stdout, res.Stderr)
 	assert.Equal(t, 2, res.ExitCode)

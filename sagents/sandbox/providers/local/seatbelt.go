@@ -6,6 +6,19 @@ import (
 	"strings"
 )
 
+// Limits on macOS. Seatbelt confines what a command may touch, not how
+// much it may use; the limits come from the shell's ulimit run before the
+// command (Limits.ulimitScript), so they are per-process rlimits. One of
+// them is weaker than its name: `ulimit -u` sets RLIMIT_NPROC, which macOS
+// checks against every process of the user, not of the sandbox. It caps
+// the user's total (a sandbox may be refused a fork because of unrelated
+// processes, and sandboxes of one user share the budget), so the pids
+// limit is NOT enforced per sandbox on macOS. SeatbeltLimitsNote says so
+// wherever limits are reported.
+
+// SeatbeltLimitsNote is the one-line caveat for reports of macOS limits.
+const SeatbeltLimitsNote = "pids limit not enforced per sandbox on macOS: ulimit -u (RLIMIT_NPROC) counts every process of the user"
+
 // SeatbeltOptions describe a Seatbelt profile.
 type SeatbeltOptions struct {
 	Workspace string   // read-write

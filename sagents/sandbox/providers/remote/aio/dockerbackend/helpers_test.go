@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
@@ -43,14 +44,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// unavailable skips, or fails under CI=true, where Docker and Redis must
-// be there.
+// unavailable fails (or skips with SAGE_TEST_ALLOW_SKIP=1): Docker, Redis
+// and the sandbox image are set up by `make test`.
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf(format+" (CI=true: required)", args...)
-	}
-	t.Skipf(format, args...)
+	testenv.Missing(t, fmt.Sprintf(format, args...), testenv.SetupFix+" (Docker Engine running; the image: make image)")
 }
 
 var (

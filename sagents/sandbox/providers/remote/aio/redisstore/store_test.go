@@ -3,7 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"net"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
 )
@@ -18,10 +18,7 @@ import (
 func open(t *testing.T, o redisstore.Options) *redisstore.Store {
 	c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis on 127.0.0.1:6379 unavailable (CI=true: required): %v", err)
-		}
-		t.Skipf("redis on 127.0.0.1:6379 unavailable: %v", err)
+		testenv.Missing(t, "redis on 127.0.0.1:6379 ("+err.Error()+")", testenv.SetupFix+" (.ci/setup.d/20-redis.sh starts it)")
 	}
 	c.Close()
 	o.Prefix = "sage:test:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
