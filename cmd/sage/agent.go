@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -40,25 +39,20 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func runAgent(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage agent", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage agent", `sage agent [flags] "TASK"`)
 	var af agentFlags
 	af.register(fs)
-	fs.StringVar(&af.model, "model", "", `model name (default $SAGE_MODEL); "scripted" plays a built-in replay, no model needed`)
-	fs.StringVar(&af.baseURL, "base-url", "", "OpenAI-compatible base URL (default $OPENAI_BASE_URL or https://api.openai.com/v1)")
-	fs.StringVar(&af.fastModel, "fast-model", "", "the fast model (default $SAGE_FAST_MODEL; none)")
+	fs.StringVar(&af.model, "model", "", "model `name` (default $SAGE_MODEL); \"scripted\" plays a built-in replay, no model needed")
+	fs.StringVar(&af.baseURL, "base-url", "", "OpenAI-compatible base `URL` (default $OPENAI_BASE_URL or https://api.openai.com/v1)")
+	fs.StringVar(&af.fastModel, "fast-model", "", "the fast model's `name` (default $SAGE_FAST_MODEL; none)")
 	fs.IntVar(&af.maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls")
-	fs.Var(&af.skills, "skills", "a skill folder, or a folder of skill folders (repeatable)")
-	fs.StringVar(&af.policy, "policy", "", "command policy YAML file (default: the built-in rules)")
+	fs.Var(&af.skills, "skills", "a skill `folder`, or a folder of skill folders (repeatable)")
+	fs.StringVar(&af.policy, "policy", "", "command policy YAML `file` (default: the built-in rules)")
 	fs.BoolVar(&af.trace, "trace", true, "print the trace tree to stderr at the end")
 	fs.BoolVar(&af.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: sage agent [flags] \"task\"")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return flagExit(err)
+	pos, code, stop := parseFlagsInterspersed(env, fs, args)
+	if stop {
+		return code
 	}
 	task := strings.Join(pos, " ")
 	if af.model == "" {
@@ -67,12 +61,11 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	if af.model == "scripted" && task == "" {
 		task = defaultTask
 	}
-	if task == "" || af.model == "" {
-		if af.model == "" {
-			fmt.Fprintln(env.stderr, "sage agent: no model: pass --model NAME or set SAGE_MODEL (or --model scripted for the built-in replay)")
-		}
-		fs.Usage()
-		return exitUsage
+	switch {
+	case af.model == "":
+		return usageError(env, fs.Name(), "no model: pass --model NAME or set SAGE_MODEL (or --model scripted for the built-in replay)")
+	case task == "":
+		return usageError(env, fs.Name(), "missing the task")
 	}
 	code, err := af.run(ctx, env, task)
 	if err != nil {

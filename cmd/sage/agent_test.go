@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,9 @@ import (
 )
 
 func TestAgentScripted(t *testing.T) {
-	t.Setenv("SAGE_HOME", t.TempDir())
+	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
-	ws := t.TempDir()
+	ws := sandboxtest.TempDir(t)
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -2,17 +2,27 @@
 // the machine supports.
 //
 //	sage exec [sandbox flags] [--json] -- CMD [ARGS]
+//	sage python [sandbox flags] [--json] (-c CODE | FILE)
 //	sage fs read|write|ls|tree|rm [sandbox flags] PATH
+//	sage agent [flags] "TASK"
 //	sage doctor [--json]
-//	sage version
+//	sage version (or sage --version)
+//
+// `sage help`, `sage --help`, `sage help CMD [SUB]` and `sage CMD [SUB]
+// --help` print help on stdout and exit 0. A bad flag, argument or
+// setting prints one line naming it, with a pointer to the help, and
+// exits 2.
 //
 // Sandbox flags are shared: --mode, --workspace, --session, --timeout,
-// --mount host:path[:ro] (repeatable) and --env K=V (repeatable). They
+// --mount host:path[:ro] (repeatable), --env K=V (repeatable),
+// --remote-provider and --remote-url, and local mode's limits. They
 // override the SAGE_* environment variables. The default workspace is
 // $SAGE_HOME/sessions/<session>/workspace, SAGE_HOME defaulting to ~/.sage.
 //
-// sage exec exits with the command's exit code, 124 when it timed out and
-// 125 when the sandbox could not run it (with a one-line reason on
-// stderr). A single CMD argument is a shell command line; several are an
-// argument vector, quoted for the shell.
+// sage exec and sage python exit with the command's exit code, 124 when
+// it timed out (saying so on stderr) and 125 when the sandbox could not
+// run it (with a one-line reason on stderr). A single CMD argument is a
+// shell command line; several are an argument vector, quoted for the
+// shell. The first sage python of a session creates its venv, which takes
+// seconds; it says so on stderr when it does.
 package main

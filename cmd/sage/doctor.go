@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
+	"fmt"
+	"strings"
 
 	"github.com/sage-go/sage/internal/doctor"
+	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
@@ -14,14 +16,18 @@ func init() {
 }
 
 func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage doctor", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage doctor", "sage doctor [--json]")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(env, fs.Name(), "unexpected argument %q", fs.Arg(0))
 	}
 	r := doctor.Run(ctx, doctor.Env{})
 	r.Checks = append(r.Checks, doctor.Check{Name: "local defaults", Status: doctor.OK, Detail: local.DefaultsSummary()})
+	le := local.ProbeLimits()
+	r.Checks = append(r.Checks, limitsCheck(le))
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -29,7 +35,9 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 		err = enc.Encode(struct {
 			doctor.Report
 			OK bool `json:"ok"`
-		}{r, r.OK()})
+			// LimitsEnforced: how local mode's limits hold for this user.
+			LimitsEnforced sandbox.LimitsEnforced `json:"limits_enforced"`
+		}{r, r.OK(), le})
 	} else {
 		err = r.Print(env.stdout)
 	}
@@ -40,4 +48,26 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// limitsCheck says how local mode's limits hold for the current user: for
+// the default limits and a CPU time budget. Limits that would hold per
+// process only are a warning, with what local mode then refuses.
+func limitsCheck(le sandbox.LimitsEnforced) doctor.Check {
+	c := doctor.Check{Name: "local limits", Status: doctor.OK,
+		Detail: fmt.Sprintf("cpu_time=%s memory=%s pids=%s file_size=%s", le.CPUTime, le.Memory, le.Pids, le.FileSize)}
+	var refused []string
+	if le.CPUTime != sandbox.EnforcedCgroup {
+		refused = append(refused, "--cpu-time N")
+	}
+	if le.Memory != sandbox.EnforcedCgroup {
+		c.Detail += "; the default memory limit holds per process only (RLIMIT_AS, shared memory not counted)"
+		refused = append(refused, "--memory N")
+	}
+	if len(refused) > 0 {
+		c.Status = doctor.Warn
+		c.Detail += fmt.Sprintf("; no writable cgroup, so %s cannot hold for a whole command and are refused", strings.Join(refused, " and "))
+		c.Fix = "run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)"
+	}
+	return c
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"io"
 	"net"
 	"net/http"
@@ -26,7 +27,7 @@ func TestDomainFlags(t *testing.T) {
 		}
 		return sf.config()
 	}
-	t.Setenv("SAGE_HOME", t.TempDir())
+	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
 	c, err := parse("--allow-domain", "pypi.org", "--allow-domain", "*.pythonhosted.org:443", "--deny-domain", "x.pythonhosted.org")
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.NetworkAllowlist, c.Local.Network, "--allow-domain implies allowlist")
@@ -53,13 +54,13 @@ func TestExecNetworkAllowlist(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	target := ln.Addr().String()
-	r := sage(t, t.TempDir(), "", "exec", "--mode", "local", "--network", "allowlist", "--allow-domain", target, "--",
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "local", "--network", "allowlist", "--allow-domain", target, "--",
 		fmt.Sprintf("curl -sS http://%s/ && echo && curl -sS -D - -o /dev/null http://127.0.0.3:%d/", target, ln.Addr().(*net.TCPAddr).Port))
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "through the proxy\n")
 	assert.Contains(t, r.stdout, "X-Sage-Blocked: no allow rule matches 127.0.0.3:")
 
-	r = sage(t, t.TempDir(), "", "exec", "--mode", "local", "--", fmt.Sprintf("curl -sS --max-time 5 http://%s/", target))
+	r = sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "local", "--", fmt.Sprintf("curl -sS --max-time 5 http://%s/", target))
 	assert.NotEqual(t, 0, r.code, "network off by default")
 	assert.NotContains(t, r.stdout, "through the proxy")
 }

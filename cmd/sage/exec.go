@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -17,23 +17,21 @@ func init() {
 }
 
 func runExec(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage exec", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage exec", "sage exec [flags] [--] CMD [ARGS]")
 	var sf sandboxFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON instead of streaming output")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: sage exec [flags] [--] CMD [ARGS]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return exitUsage
+		return usageError(env, "sage exec", "missing the command to run")
 	}
-	h, err := openSandbox(ctx, &sf)
+	cfg, err := sf.config()
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -44,20 +42,39 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 		opts.OnStderr = func(p []byte) { env.stderr.Write(p) }
 	}
 	res, err := h.ExecuteCommand(ctx, shellJoin(fs.Args()), opts)
+	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), *asJSON)
+}
+
+// finish reports a command's result: as JSON on stdout when asJSON, a
+// timeout as one line on stderr, and returns the exit code.
+func finish(env *cliEnv, res *sandbox.CommandResult, err error, timeout time.Duration, asJSON bool) int {
 	if errors.Is(err, context.Canceled) {
 		return exitInterrupted
 	}
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			return fail(env, exitSandboxError, err)
 		}
+	} else if res.CPUTimeExceeded {
+		fmt.Fprintln(env.stderr, "sage: the command used up its CPU time limit (all its processes together) and was killed")
+	}
+	if res.TimedOut {
+		fmt.Fprintf(env.stderr, "sage: %s\n", timeoutText(timeout, res.Signal))
 	}
 	return exitCode(res)
+}
+
+func timeoutText(timeout time.Duration, signal string) string {
+	s := "timed out after " + timeout.String()
+	if signal != "" {
+		s += " (killed by " + signal + ")"
+	}
+	return s
 }
 
 func exitCode(res *sandbox.CommandResult) int {
@@ -70,6 +87,7 @@ func exitCode(res *sandbox.CommandResult) int {
 	return res.ExitCode
 }
 
+// openSandbox opens the sandbox the flags describe.
 func openSandbox(ctx context.Context, sf *sandboxFlags) (sandbox.Handle, error) {
 	cfg, err := sf.config()
 	if err != nil {
@@ -89,11 +107,4 @@ func stdinIfPiped(r io.Reader) io.Reader {
 		return nil
 	}
 	return f
-}
-
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	return exitUsage
 }

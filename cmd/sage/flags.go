@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +22,8 @@ type sandboxFlags struct {
 	mounts    mountList
 	env       envList
 	limits    limitFlags
+	// remote mode: override SAGE_REMOTE_PROVIDER and SAGE_REMOTE_URL
+	remoteProvider, remoteURL string
 }
 
 // limitFlags are local mode's limits; each overrides SAGE_LOCAL_* only
@@ -35,32 +39,51 @@ type limitFlags struct {
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.mode, "mode", "", "sandbox mode: local, passthrough or remote (default $SAGE_SANDBOX_MODE or local)")
-	fs.StringVar(&f.workspace, "workspace", "", "host workspace directory (default $SAGE_HOME/sessions/<session>/workspace)")
-	fs.StringVar(&f.session, "session", "default", "session id: names the sandbox and its default workspace")
-	fs.DurationVar(&f.timeout, "timeout", 0, "command timeout (default 30s)")
-	fs.Var(&f.mounts, "mount", "extra mount host:sandbox[:ro] (repeatable)")
-	fs.Var(&f.env, "env", "environment variable K=V for the command (repeatable)")
-	fs.Var(&f.limits.cpuTime, "cpu-time", "local: CPU-time limit in seconds (RLIMIT_CPU; default none)")
-	fs.Var(&f.limits.memory, "memory", "local: memory limit in MB (default 2048, -1 for none)")
-	fs.Var(&f.limits.pids, "pids", "local: process limit (default 512, -1 for none)")
-	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in MB (default 1024, -1 for none)")
-	fs.StringVar(&f.limits.network, "network", "", "local: network off, allowlist or open (default off; allowlist when --allow-domain is given)")
-	fs.Var(&f.limits.allow, "allow-domain", "local: with network allowlist, let commands reach DOMAIN, *.DOMAIN, an address, each with an optional :PORT or :* (repeatable)")
-	fs.Var(&f.limits.deny, "deny-domain", "local: with network allowlist, refuse DOMAIN even when allowed (repeatable; checked first)")
+	fs.StringVar(&f.mode, "mode", "", "sandbox `mode`: local, passthrough or remote (default $SAGE_SANDBOX_MODE or local)")
+	fs.StringVar(&f.workspace, "workspace", "", "host workspace `directory` (default $SAGE_HOME/sessions/<session>/workspace)")
+	fs.StringVar(&f.session, "session", "default", "session `id`: names the sandbox and its default workspace")
+	fs.DurationVar(&f.timeout, "timeout", 0, "command timeout (default $SAGE_SANDBOX_TIMEOUT or 30s); exit 124 when it expires")
+	fs.Var(&f.mounts, "mount", "extra mount `host:sandbox[:ro]` (repeatable)")
+	fs.Var(&f.env, "env", "environment variable `K=V` for the command (repeatable)")
+	fs.StringVar(&f.remoteProvider, "remote-provider", "", "remote: the sandbox `provider`, aio (default $SAGE_REMOTE_PROVIDER)")
+	fs.StringVar(&f.remoteURL, "remote-url", "", "remote: `URL` of a running sandbox server; without it aio starts one with Docker (default $SAGE_REMOTE_URL)")
+	fs.Var(&f.limits.cpuTime, "cpu-time", "local: CPU-time budget of each command, all its processes together, in `seconds` (default none)")
+	fs.Var(&f.limits.memory, "memory", "local: memory limit in `MB` (default 2048, -1 for none)")
+	fs.Var(&f.limits.pids, "pids", "local: process `limit` (default 512, -1 for none)")
+	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in `MB` (default 1024, -1 for none)")
+	fs.StringVar(&f.limits.network, "network", "", "local: network `mode` off, allowlist or open (default off; allowlist when --allow-domain is given)")
+	fs.Var(&f.limits.allow, "allow-domain", "local: with network allowlist, let commands reach `DOMAIN`, *.DOMAIN, an address, each with an optional :PORT or :* (repeatable)")
+	fs.Var(&f.limits.deny, "deny-domain", "local: with network allowlist, refuse `DOMAIN` even when allowed (repeatable; checked first)")
 }
 
-// config merges the SAGE_* environment with the flags.
+// remoteFix is how to name the provider remote mode needs.
+const remoteFix = "set --remote-provider aio or SAGE_REMOTE_PROVIDER=aio"
+
+// config merges the SAGE_* environment with the flags. Every error is a
+// bad setting (exit 2).
 func (f *sandboxFlags) config() (sandbox.Config, error) {
 	cfg, err := sandbox.ConfigFromEnv()
+	var ce *sandbox.ConfigError
+	if errors.As(err, &ce) && ce.Field == "SAGE_REMOTE_PROVIDER" {
+		return cfg, badSetting("SAGE_SANDBOX_MODE=remote needs a provider: %s", remoteFix)
+	}
 	if err != nil {
 		return cfg, err
 	}
 	if !sandbox.ValidID(f.session) {
-		return cfg, fmt.Errorf("--session %q: want 1-64 characters of A-Z a-z 0-9 _ -", f.session)
+		return cfg, badSetting("--session %q: want 1-64 characters of A-Z a-z 0-9 _ -", f.session)
 	}
 	if f.mode != "" {
 		cfg.Mode = sandbox.Type(f.mode)
+	}
+	if f.remoteProvider != "" {
+		cfg.Remote.Provider = f.remoteProvider
+	}
+	if f.remoteURL != "" {
+		cfg.Remote.ServerURL = f.remoteURL
+	}
+	if cfg.Mode == sandbox.Remote && cfg.Remote.Provider == "" {
+		return cfg, badSetting("remote mode needs a provider: %s", remoteFix)
 	}
 	sessionDir := filepath.Join(sandbox.Home(), "sessions", f.session)
 	cfg.SandboxID = f.session
@@ -72,10 +95,10 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 		cfg.Workspace = filepath.Join(sessionDir, "workspace")
 	}
 	if cfg.Workspace, err = filepath.Abs(cfg.Workspace); err != nil {
-		return cfg, fmt.Errorf("--workspace: %w", err)
+		return cfg, badSetting("--workspace: %w", err)
 	}
 	if f.timeout < 0 {
-		return cfg, fmt.Errorf("--timeout %v is negative", f.timeout)
+		return cfg, badSetting("--timeout %v is negative", f.timeout)
 	}
 	if f.timeout > 0 {
 		cfg.Timeout = f.timeout
@@ -97,6 +120,9 @@ func (m *mountList) Set(s string) error {
 	}
 	if v.HostPath, err = filepath.Abs(v.HostPath); err != nil {
 		return err
+	}
+	if _, err := os.Stat(v.HostPath); err != nil {
+		return fmt.Errorf("host path: %w", err)
 	}
 	*m = append(*m, v)
 	return nil

@@ -3,16 +3,19 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
+	"github.com/sage-go/sage/internal/termsafe"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
 func init() {
-	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS})
+	register(command{"fs", "read, write, list, tree or remove files in the session's sandbox", runFS},
+		subcommand{"read", "print a file"}, subcommand{"write", "write stdin to a file"},
+		subcommand{"ls", "list a directory"}, subcommand{"tree", "print a directory tree"},
+		subcommand{"rm", "remove a file or directory"})
 }
 
 func runFS(ctx context.Context, env *cliEnv, args []string) int {
@@ -21,8 +24,7 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	op := args[0]
-	fs := flag.NewFlagSet("sage fs "+op, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage fs "+op, "sage fs "+op+" [flags] PATH")
 	var sf sandboxFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (ls, tree)")
@@ -30,13 +32,16 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	depth := fs.Int("depth", 3, "maximum depth (tree)")
 	items := fs.Int("max-items", 100, "maximum entries per directory (tree)")
 	hidden := fs.Bool("hidden", false, "include dot files (tree)")
-	pos, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		return flagExit(err)
+	maxEntries := fs.Int("max-entries", sandbox.DefaultMaxEntries, "entries read at most (ls, tree); the output says when it stopped there")
+	pos, code, stop := parseFlagsInterspersed(env, fs, args[1:])
+	if stop {
+		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(env.stderr, "usage: sage fs %s [flags] PATH\n", op)
-		return exitUsage
+		return usageError(env, fs.Name(), "want one PATH, got %d arguments", len(pos))
+	}
+	if *maxEntries <= 0 {
+		return usageError(env, fs.Name(), "--max-entries %d: want a positive number", *maxEntries)
 	}
 	h, err := openSandbox(ctx, &sf)
 	if err != nil {
@@ -57,12 +62,16 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 		}
 	case "ls":
 		var list []sandbox.FileInfo
-		if list, err = h.ListDirectory(ctx, p); err == nil {
+		var truncated bool
+		if list, truncated, err = sandbox.ListDirectoryLimit(ctx, h, p, *maxEntries); err == nil {
 			err = printList(env.stdout, list, *asJSON)
+		}
+		if err == nil && truncated {
+			fmt.Fprintf(env.stderr, "sage fs ls: truncated: listed %d entries (the --max-entries limit); the directory holds more\n", len(list))
 		}
 	case "tree":
 		var tree *sandbox.TreeNode
-		opts := sandbox.TreeOptions{MaxDepth: *depth, MaxItems: *items, Hidden: *hidden}
+		opts := sandbox.TreeOptions{MaxDepth: *depth, MaxItems: *items, Hidden: *hidden, MaxEntries: *maxEntries}
 		if tree, err = h.FileTree(ctx, p, opts); err == nil {
 			err = printTree(env.stdout, tree, *asJSON)
 		}
@@ -73,22 +82,33 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	if err != nil {
-		return fail(env, 1, err)
+		// Errors may quote names made inside the sandbox.
+		return fail(env, 1, escapedError{err})
 	}
 	return 0
 }
 
+// escapedError shows an error with control characters escaped
+// (termsafe.Text).
+type escapedError struct{ err error }
+
+func (e escapedError) Error() string { return termsafe.Text(e.err.Error()) }
+func (e escapedError) Unwrap() error { return e.err }
+
+// printList prints one entry a line; names are quoted as ls quotes them
+// (termsafe.Name), so names made inside the sandbox cannot send escape
+// sequences to the terminal.
 func printList(w io.Writer, list []sandbox.FileInfo, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(list)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, fi := range list {
-		name := fi.Name
+		name := termsafe.Name(fi.Name)
 		if fi.IsDir {
 			name += "/"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%q\n", fi.Mode, fi.Size, fi.ModTime.Format("2006-01-02 15:04"), name)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", termsafe.Text(fi.Mode), fi.Size, fi.ModTime.Format("2006-01-02 15:04"), name)
 	}
 	return tw.Flush()
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"os"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
@@ -11,26 +9,25 @@ import (
 )
 
 func init() {
-	register(command{"image", "build the sandbox container image (image build)", runImage})
+	register(command{"image", "build the sandbox container image (image build)", runImage},
+		subcommand{"build", "build the sage-sandbox image with Docker, no registry needed"})
 }
 
 // runImage implements `sage image build`: the sage-sandbox image, FROM
 // scratch with this (static) sage binary and a static busybox, built
 // through the Docker API with no registry.
 func runImage(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 || args[0] != "build" {
-		fmt.Fprintln(env.stderr, "usage: sage image build [--tag T] [--binary SAGE] [--busybox PATH] [--force]")
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("sage image build", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage image build", "sage image build [--tag T] [--binary SAGE] [--busybox PATH] [--force]")
 	o := dockerbackend.BuildOptions{}
-	fs.StringVar(&o.Tag, "tag", aio.DefaultImage, "image tag")
-	fs.StringVar(&o.SageBinary, "binary", "", "static sage binary to put in the image (default: this executable, which must be built with CGO_ENABLED=0)")
-	fs.StringVar(&o.Busybox, "busybox", "/bin/busybox", "static busybox (Debian: busybox-static)")
+	fs.StringVar(&o.Tag, "tag", aio.DefaultImage, "image `tag`")
+	fs.StringVar(&o.SageBinary, "binary", "", "static sage `binary` to put in the image (default: this executable, which must be built with CGO_ENABLED=0)")
+	fs.StringVar(&o.Busybox, "busybox", "/bin/busybox", "static busybox `path` (Debian: busybox-static)")
 	fs.BoolVar(&o.Force, "force", false, "rebuild even if the image is up to date")
-	if err := fs.Parse(args[1:]); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args[1:]); stop {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(env, fs.Name(), "unexpected argument %q", fs.Arg(0))
 	}
 	if o.SageBinary == "" {
 		self, err := os.Executable()

@@ -2,18 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
+
+	"github.com/sage-go/sage/sagents/sandbox"
 )
 
 // Exit codes shared by the subcommands.
 const (
-	exitUsage        = 2
+	exitUsage        = 2 // a bad flag, argument or setting
 	exitTimedOut     = 124
-	exitSandboxError = 125
+	exitSandboxError = 125 // the sandbox could not run the command
 	exitInterrupted  = 130
 )
 
@@ -23,6 +28,16 @@ type command struct {
 	run     func(ctx context.Context, env *cliEnv, args []string) int
 }
 
+// subcommand is one of the words a command with subcommands takes first.
+type subcommand struct{ name, summary string }
+
+// entry is a registered command. When subs is set, the first argument
+// must name one of them, and run gets the arguments from it on.
+type entry struct {
+	command
+	subs []subcommand
+}
+
 // cliEnv carries the process's streams so tests can run commands in
 // process too.
 type cliEnv struct {
@@ -30,9 +45,17 @@ type cliEnv struct {
 	stdout, stderr io.Writer
 }
 
-var commands []command
+var commands []entry
 
-func register(c command) { commands = append(commands, c) }
+func register(c command, subs ...subcommand) { commands = append(commands, entry{c, subs}) }
+
+func lookup(name string) (entry, bool) {
+	i := slices.IndexFunc(commands, func(e entry) bool { return e.name == name })
+	if i < 0 {
+		return entry{}, false
+	}
+	return commands[i], true
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -42,35 +65,132 @@ func main() {
 }
 
 func run(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(env.stderr)
-		if len(args) == 0 {
-			return exitUsage
-		}
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(env.stdout)
+		return 0
+	case "help":
+		return runHelp(ctx, env, args[1:])
+	case "-version", "--version":
+		return runVersion(ctx, env, nil)
+	}
+	if strings.HasPrefix(args[0], "-") {
+		name, _, _ := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		return usageError(env, "sage", "unknown flag --%s (flags go after the command)", name)
+	}
+	e, ok := lookup(args[0])
+	if !ok {
+		return usageError(env, "sage", "unknown command %q", args[0])
+	}
+	if e.subs != nil {
+		return runSubcommand(ctx, env, e, args[1:])
+	}
+	return e.run(ctx, env, args[1:])
+}
+
+// runHelp implements `sage help [CMD [SUB]]` as `sage CMD [SUB] --help`.
+func runHelp(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 || args[0] == "help" || strings.HasPrefix(args[0], "-") {
+		usage(env.stdout)
 		return 0
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(ctx, env, args[1:])
-		}
+	e, ok := lookup(args[0])
+	if !ok {
+		return usageError(env, "sage help", "unknown command %q", args[0])
 	}
-	fmt.Fprintf(env.stderr, "sage: unknown command %q\n", args[0])
-	usage(env.stderr)
-	return exitUsage
+	if e.subs != nil && len(args) > 1 {
+		return run(ctx, env, []string{e.name, args[1], "--help"})
+	}
+	return run(ctx, env, []string{e.name, "--help"})
+}
+
+func runSubcommand(ctx context.Context, env *cliEnv, e entry, args []string) int {
+	name := "sage " + e.name
+	if len(args) == 0 {
+		return usageError(env, name, "missing subcommand (%s)", subNames(e.subs))
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		subcommandUsage(env.stdout, e)
+		return 0
+	case "help":
+		if len(args) == 1 {
+			subcommandUsage(env.stdout, e)
+			return 0
+		}
+		return runSubcommand(ctx, env, e, []string{args[1], "--help"})
+	}
+	if !slices.ContainsFunc(e.subs, func(s subcommand) bool { return s.name == args[0] }) {
+		return usageError(env, name, "unknown subcommand %q (want %s)", args[0], subNames(e.subs))
+	}
+	return e.run(ctx, env, args)
+}
+
+func subNames(subs []subcommand) string {
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: sage <command> [flags] [args]\n\ncommands:")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
 	}
-	fmt.Fprintln(w, "\nRun 'sage <command> -h' for a command's flags.")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'sage help <command>' or 'sage <command> --help' for a command's flags;")
+	fmt.Fprintln(w, "'sage --version' prints the version.")
 }
 
-// fail prints a one-line error and returns code.
+func subcommandUsage(w io.Writer, e entry) {
+	fmt.Fprintf(w, "usage: sage %s <subcommand> [flags] [args]\n\n%s\n\nsubcommands:\n", e.name, e.summary)
+	width := 0
+	for _, s := range e.subs {
+		width = max(width, len(s.name))
+	}
+	for _, s := range e.subs {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'sage %s <subcommand> --help' for its flags.\n", e.name)
+}
+
+// usageError prints one line naming the bad input, with a pointer to the
+// help of the command line name ("sage exec"), and returns exitUsage.
+func usageError(env *cliEnv, name, format string, a ...any) int {
+	fmt.Fprintf(env.stderr, "%s: %s; see '%s --help'\n", name, oneLine(fmt.Sprintf(format, a...)), name)
+	return exitUsage
+}
+
+// fail prints a one-line error and returns code; a bad setting
+// (*sandbox.ConfigError, *settingError) returns exitUsage whatever code
+// says, so that bad flags and bad configuration share one exit code.
 func fail(env *cliEnv, code int, err error) int {
 	fmt.Fprintf(env.stderr, "sage: %v\n", oneLine(err.Error()))
+	var ce *sandbox.ConfigError
+	var se *settingError
+	if errors.As(err, &ce) || errors.As(err, &se) {
+		return exitUsage
+	}
 	return code
+}
+
+// settingError is a flag value or setting found wrong after parsing.
+type settingError struct{ err error }
+
+func (e *settingError) Error() string { return e.err.Error() }
+func (e *settingError) Unwrap() error { return e.err }
+
+func badSetting(format string, a ...any) error {
+	return &settingError{fmt.Errorf(format, a...)}
 }
 
 func oneLine(s string) string {

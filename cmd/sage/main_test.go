@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,7 +57,7 @@ func sage(t *testing.T, home, stdin string, args ...string) cliRun {
 }
 
 func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "exec", "--", "echo out; echo err >&2; exit 3")
 	assert.Equal(t, 3, r.code)
 	assert.Equal(t, "out\n", r.stdout)
@@ -66,13 +67,13 @@ func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {
 }
 
 func TestExecArgvIsQuoted(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "exec", "--", "printf", "%s|", "a b", "it's", "$HOME")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--", "printf", "%s|", "a b", "it's", "$HOME")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "a b|it's|$HOME|", r.stdout)
 }
 
 func TestExecJSON(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "exec", "--json", "--env", "X=42", "--", "echo $X")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--json", "--env", "X=42", "--", "echo $X")
 	require.Equal(t, 0, r.code, r.stderr)
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
@@ -87,31 +88,57 @@ func TestExecJSON(t *testing.T) {
 
 func TestExecTimeoutExits124(t *testing.T) {
 	start := time.Now()
-	r := sage(t, t.TempDir(), "", "exec", "--timeout", "500ms", "--", "echo partial; sleep 30")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--timeout", "500ms", "--", "echo partial; sleep 30")
 	assert.Equal(t, 124, r.code)
 	assert.Equal(t, "partial\n", r.stdout)
+	assert.Regexp(t, `^sage: timed out after 500ms( \(killed by SIG[A-Z]+\))?\n$`, r.stderr)
 	assert.Less(t, time.Since(start), 10*time.Second)
+
+	r = sage(t, sandboxtest.TempDir(t), "", "exec", "--json", "--timeout", "1s", "--", "sleep 10")
+	assert.Equal(t, 124, r.code)
+	assert.Regexp(t, `^sage: timed out after 1s( \(killed by SIG[A-Z]+\))?\n$`, r.stderr)
+	var res sandbox.CommandResult
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), "stdout is the JSON alone: %q", r.stdout)
+	assert.True(t, res.TimedOut)
 }
 
-func TestExecSandboxErrorExits125(t *testing.T) {
-	for _, args := range [][]string{
-		{"exec", "--mode", "vm", "--", "true"},
-		{"exec", "--mount", "/nonexistent-dir-xyz:/data", "--", "true"},
-		{"exec", "--session", "../x", "--", "true"},
+func TestBadConfigExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "vm"}, `sandbox.mode="vm": unknown mode`},
+		{[]string{"--mount", "/nonexistent-dir-xyz:/data"}, "for --mount: host path: stat /nonexistent-dir-xyz: no such file"},
+		{[]string{"--session", "../x"}, `--session "../x"`},
+		{[]string{"--timeout", "-1s"}, "--timeout -1s is negative"},
+		{[]string{"--mode", "remote"}, "set --remote-provider aio or SAGE_REMOTE_PROVIDER=aio"},
 	} {
-		r := sage(t, t.TempDir(), "", args...)
-		assert.Equal(t, 125, r.code, "%v", args)
-		assert.True(t, strings.HasPrefix(r.stderr, "sage: "), r.stderr)
+		r := sage(t, sandboxtest.TempDir(t), "", append(append([]string{"exec"}, tc.args...), "--", "true")...)
+		assert.Equal(t, 2, r.code, "%v", tc.args)
+		assert.True(t, strings.HasPrefix(r.stderr, "sage"), r.stderr)
+		assert.Contains(t, r.stderr, tc.want)
 		assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
 	}
-	r := sage(t, t.TempDir(), "", "exec", "--bogus-flag", "--", "true")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "remote", "--", "true")
+	assert.Equal(t, "sage: remote mode needs a provider: set --remote-provider aio or SAGE_REMOTE_PROVIDER=aio\n", r.stderr)
+	r = sage(t, sandboxtest.TempDir(t), "", "exec", "--bogus-flag", "--", "true")
 	assert.Equal(t, 2, r.code)
+	assert.Equal(t, "sage exec: unknown flag --bogus-flag; see 'sage exec --help'\n", r.stderr)
+}
+
+// TestSandboxErrorExits125: a sandbox that cannot run the command (here a
+// sandbox server nobody serves) keeps 125, with one line.
+func TestSandboxErrorExits125(t *testing.T) {
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "remote", "--remote-provider", "aio", "--remote-url", "http://127.0.0.1:1", "--", "true")
+	assert.Equal(t, 125, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stderr, "sage: "), r.stderr)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
 }
 
 func TestExecStdinAndMount(t *testing.T) {
-	data := t.TempDir()
+	data := sandboxtest.TempDir(t)
 	require.NoError(t, os.WriteFile(filepath.Join(data, "f.txt"), []byte("from mount"), 0o644))
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "piped\n", "exec", "--", "cat")
 	assert.Equal(t, "piped\n", r.stdout)
 	r = sage(t, home, "", "fs", "read", "--mount", data+":/mnt/data:ro", "/mnt/data/f.txt")
@@ -123,7 +150,7 @@ func TestExecStdinAndMount(t *testing.T) {
 }
 
 func TestFS(t *testing.T) {
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "hello\n", "fs", "write", "notes/a.txt")
 	require.Equal(t, 0, r.code, r.stderr)
 	r = sage(t, home, "more\n", "fs", "write", "--append", "notes/a.txt")
@@ -131,7 +158,7 @@ func TestFS(t *testing.T) {
 	r = sage(t, home, "", "fs", "read", "notes/a.txt")
 	assert.Equal(t, "hello\nmore\n", r.stdout)
 	r = sage(t, home, "", "fs", "ls", "notes")
-	assert.Contains(t, r.stdout, `"a.txt"`)
+	assert.Contains(t, r.stdout, " a.txt\n", "plain names print unquoted, as ls prints them")
 	r = sage(t, home, "", "fs", "ls", "--json", "notes")
 	var list []sandbox.FileInfo
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
@@ -152,11 +179,13 @@ func TestFS(t *testing.T) {
 }
 
 func TestDoctorJSON(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "doctor", "--json")
+	r := sage(t, sandboxtest.TempDir(t), "", "doctor", "--json")
 	var rep struct {
 		OS     string `json:"os"`
 		OK     bool   `json:"ok"`
 		Checks []struct{ Name, Status, Detail, Fix string }
+		// LimitsEnforced: how local mode's limits hold for this user.
+		LimitsEnforced map[string]string `json:"limits_enforced"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 	names := map[string]bool{}
@@ -164,19 +193,35 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits"} {
 		assert.True(t, names[n], n)
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
+	for _, k := range []string{"cpu_time", "memory", "pids", "file_size"} {
+		assert.Contains(t, []string{"cgroup", "userns", "rlimit-per-user", "rlimit-per-process", "none"}, rep.LimitsEnforced[k], k)
+	}
 }
 
 func TestVersionAndUsage(t *testing.T) {
-	r := sage(t, t.TempDir(), "", "version")
+	r := sage(t, sandboxtest.TempDir(t), "", "version")
 	assert.Equal(t, 0, r.code)
 	assert.True(t, strings.HasPrefix(r.stdout, "sage "), r.stdout)
-	r = sage(t, t.TempDir(), "", "nope")
+	assert.Contains(t, r.stdout, "module:   github.com/sage-go/sage ")
+	v := sage(t, sandboxtest.TempDir(t), "", "--version")
+	assert.Equal(t, 0, v.code)
+	assert.Equal(t, r.stdout, v.stdout)
+	r = sage(t, sandboxtest.TempDir(t), "", "nope")
 	assert.Equal(t, 2, r.code)
-	assert.Contains(t, r.stderr, "unknown command")
+	assert.Equal(t, "sage: unknown command \"nope\"; see 'sage --help'\n", r.stderr)
+	for _, args := range [][]string{{"--help"}, {"fs", "-h"}, {"help", "exec"}} {
+		r = sage(t, sandboxtest.TempDir(t), "", args...)
+		assert.Equal(t, 0, r.code, "%v", args)
+		assert.Empty(t, r.stderr, "%v", args)
+		assert.True(t, strings.HasPrefix(r.stdout, "usage: sage "), "%v: %q", args, r.stdout)
+	}
+	r = sage(t, sandboxtest.TempDir(t), "")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "commands:")
 }
 
 func TestShellJoin(t *testing.T) {
@@ -186,23 +231,51 @@ func TestShellJoin(t *testing.T) {
 
 func TestExecLocalLimitsFromFlags(t *testing.T) {
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "exec", "--mode", "local", "--file-size", "1", "--", "head -c 5000000 /dev/zero > f; stat -c %s f; pwd")
 	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
 	r = sage(t, home, "", "exec", "--mode", "local", "--network", "sometimes", "--", "true")
-	assert.Equal(t, 125, r.code)
+	assert.Equal(t, 2, r.code, "a bad setting exits like a bad flag")
 	assert.Contains(t, r.stderr, "sandbox.local.network")
 	r = sage(t, home, "", "exec", "--mode", "local", "--memory", "lots", "--", "true")
 	assert.Equal(t, 2, r.code)
 }
 
+// A command killed for its CPU budget says so, in JSON and in words.
+func TestExecCPUTimeExceeded(t *testing.T) {
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	home := sandboxtest.TempDir(t)
+	hog := "for i in 1 2 3; do (while :; do :; done) & done; wait"
+	r := sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--json", "--", hog)
+	if os.Geteuid() != 0 && r.code == 125 { // no writable cgroup for an ordinary user
+		assert.Contains(t, r.stderr, "--cpu-time 0")
+		return
+	}
+	var res struct {
+		ExitCode        int               `json:"exit_code"`
+		CPUTimeExceeded bool              `json:"cpu_time_exceeded"`
+		LimitsEnforced  map[string]string `json:"limits_enforced"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+	assert.True(t, res.CPUTimeExceeded)
+	assert.Equal(t, 152, res.ExitCode)
+	assert.Equal(t, 152, r.code)
+	assert.Equal(t, "cgroup", res.LimitsEnforced["cpu_time"])
+	r = sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--", hog)
+	assert.Equal(t, 152, r.code)
+	assert.Contains(t, r.stderr, "used up its CPU time limit")
+	r = sage(t, home, "", "exec", "--mode", "local", "--cpu-time", "1", "--", "echo fine") // control
+	assert.Equal(t, 0, r.code)
+	assert.NotContains(t, r.stderr, "CPU time")
+}
+
 func TestPython(t *testing.T) {
 	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3 python3-venv)")
-	home := t.TempDir()
+	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "python", "--mode", "passthrough", "-c", "import sys; print('py', sys.version_info[0]); sys.exit(5)")
 	assert.Equal(t, 5, r.code, r.stderr)
 	assert.Equal(t, "py 3\n", r.stdout)
-	f := filepath.Join(t.TempDir(), "x.py")
+	f := filepath.Join(sandboxtest.TempDir(t), "x.py")
 	require.NoError(t, os.WriteFile(f, []byte("print(40 + 2)\n"), 0o644))
 	r = sage(t, home, "", "python", "--mode", "passthrough", f)
 	assert.Equal(t, "42\n", r.stdout, r.stderr)

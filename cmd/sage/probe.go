@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 
 	"github.com/sage-go/sage/sagents/llm"
@@ -13,14 +12,16 @@ func init() {
 }
 
 func runProbe(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage probe", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage probe", "sage probe [--base-url URL] [--model NAME] [--json] [--refresh]")
 	baseURL := fs.String("base-url", os.Getenv("OPENAI_BASE_URL"), "API base URL (default $OPENAI_BASE_URL)")
 	model := fs.String("model", os.Getenv("SAGE_MODEL"), "model name (default $SAGE_MODEL)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	refresh := fs.Bool("refresh", false, "ignore cached probe results")
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(env, fs.Name(), "unexpected argument %q", fs.Arg(0))
 	}
 	err := llm.RunProbeCommand(ctx, env.stdout, llm.ProbeCommandOptions{
 		BaseURL: *baseURL, Model: *model, APIKey: os.Getenv("OPENAI_API_KEY"), JSON: *asJSON, Refresh: *refresh})

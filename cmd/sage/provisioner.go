@@ -55,16 +55,14 @@ func (f *provisionerFlags) register(fs *flag.FlagSet) {
 }
 
 func runProvisioner(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage provisioner", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage provisioner", "sage provisioner --backend docker|kubernetes [flags]")
 	var f provisionerFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
 	}
 	if err := f.check(); err != nil {
-		fmt.Fprintf(env.stderr, "sage provisioner: %v\n", err)
-		return exitUsage
+		return usageError(env, fs.Name(), "%v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, nil))
 	backend, reaper, err := f.openBackend(logger)

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -15,47 +16,47 @@ func init() {
 	register(command{"python", "run Python code in the session's sandbox (its own venv)", runPython})
 }
 
+// slowStepAfter is how long a set-up step runs before the CLI says what
+// it is doing.
+const slowStepAfter = 300 * time.Millisecond
+
 type reqList []string
 
 func (r *reqList) String() string     { return strings.Join(*r, ",") }
 func (r *reqList) Set(s string) error { *r = append(*r, s); return nil }
 
 func runPython(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage python", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage python", "sage python [flags] -c CODE", "sage python [flags] FILE")
 	var sf sandboxFlags
 	sf.register(fs)
 	var reqs reqList
-	fs.Var(&reqs, "requirements", "a pip requirement to install first (repeatable)")
-	code := fs.String("c", "", "the code to run")
-	fs.Usage = func() {
-		fmt.Fprintln(env.stderr, "usage: sage python [flags] (-c CODE | FILE)")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	fs.Var(&reqs, "requirements", "a pip `requirement` to install first (repeatable)")
+	code := fs.String("c", "", "the `code` to run")
+	asJSON := fs.Bool("json", false, "print the result as JSON instead of streaming output")
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
 	}
 	src, err := pythonSource(*code, fs.Args())
 	if err != nil {
-		fmt.Fprintln(env.stderr, "sage python:", err)
-		fs.Usage()
-		return exitUsage
+		return usageError(env, "sage python", "%v", err)
 	}
-	h, err := openSandbox(ctx, &sf)
+	cfg, err := sf.config()
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
-	opts := sandbox.PythonOptions{Requirements: reqs, ExecOptions: sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin),
-		OnStdout: func(p []byte) { env.stdout.Write(p) }, OnStderr: func(p []byte) { env.stderr.Write(p) }}}
+	opts := sandbox.PythonOptions{Requirements: reqs, OnSetup: slowStepNotice(env.stderr, slowStepAfter),
+		ExecOptions: sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}}
+	if !*asJSON {
+		opts.OnStdout = func(p []byte) { env.stdout.Write(p) }
+		opts.OnStderr = func(p []byte) { env.stderr.Write(p) }
+	}
 	res, err := h.ExecutePython(ctx, src, opts)
-	if errors.Is(err, context.Canceled) {
-		return exitInterrupted
-	}
-	if err != nil {
-		return fail(env, exitSandboxError, err)
-	}
-	return exitCode(res)
+	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), *asJSON)
 }
 
 // pythonSource takes -c CODE or one FILE read on the host.
@@ -68,4 +69,27 @@ func pythonSource(code string, args []string) (string, error) {
 		return string(b), err
 	}
 	return "", fmt.Errorf("give either -c CODE or one FILE")
+}
+
+// slowStepNotice returns a sandbox.PythonOptions.OnSetup that prints
+// "sage: STEP..." on w when a step is still running after the delay,
+// and nothing for a quick one.
+func slowStepNotice(w io.Writer, after time.Duration) func(step string) (done func()) {
+	return func(step string) func() {
+		var mu sync.Mutex
+		over := false
+		t := time.AfterFunc(after, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !over {
+				fmt.Fprintf(w, "sage: %s...\n", step)
+			}
+		})
+		return func() {
+			t.Stop()
+			mu.Lock()
+			over = true // a notice being written is done when this returns
+			mu.Unlock()
+		}
+	}
 }

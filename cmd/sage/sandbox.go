@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"sort"
 	"text/tabwriter"
@@ -18,7 +17,9 @@ import (
 )
 
 func init() {
-	register(command{"sandbox", "list (ls) or release (rm) the aio provider's sandboxes", runSandbox})
+	register(command{"sandbox", "list (ls) or release (rm) the aio provider's sandboxes", runSandbox},
+		subcommand{"ls", "list the sandboxes, running or recorded"},
+		subcommand{"rm", "release sandboxes: stop them and forget them"})
 }
 
 // sandboxRow is one line of `sage sandbox ls`.
@@ -34,17 +35,19 @@ type sandboxRow struct {
 }
 
 func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 || (args[0] != "ls" && args[0] != "rm") {
-		fmt.Fprintln(env.stderr, "usage: sage sandbox ls [--json] | sage sandbox rm THREAD|--all")
-		return exitUsage
-	}
-	fs := flag.NewFlagSet("sage sandbox "+args[0], flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage sandbox "+args[0], map[string]string{
+		"ls": "sage sandbox ls [--json]", "rm": "sage sandbox rm THREAD... | --all"}[args[0]])
 	asJSON := fs.Bool("json", false, "ls: print JSON")
 	all := fs.Bool("all", false, "rm: release every sandbox")
-	rest, err := parseInterspersed(fs, args[1:])
-	if err != nil {
-		return flagExit(err)
+	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
+	if stop {
+		return code
+	}
+	if args[0] == "ls" && len(rest) > 0 {
+		return usageError(env, fs.Name(), "unexpected argument %q", rest[0])
+	}
+	if args[0] == "rm" && *all == (len(rest) > 0) {
+		return usageError(env, fs.Name(), "name the THREADs to release, or --all")
 	}
 	p, err := cliProvider()
 	if err != nil {
@@ -148,10 +151,6 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) i
 }
 
 func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []string, all bool) int {
-	if all == (len(threads) > 0) {
-		fmt.Fprintln(env.stderr, "usage: sage sandbox rm THREAD... | --all")
-		return exitUsage
-	}
 	if all {
 		rows, err := sandboxRows(ctx, p)
 		if err != nil {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
@@ -20,30 +22,68 @@ func init() {
 type sandboxdFlags struct {
 	serveFlags
 	workspace, mode, token string
-	maxBody                int64
+	noToken                bool
+	allowedHosts           hostList
+	allowedOrigins         hostList
+	maxBody, maxRead       int64
+	maxEntries             int
 	timeout                time.Duration
+}
+
+// hostList is a repeatable flag; each value may also be a comma list.
+type hostList []string
+
+func (l *hostList) String() string { return strings.Join(*l, ",") }
+
+func (l *hostList) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
 }
 
 func (f *sandboxdFlags) register(fs *flag.FlagSet) {
 	f.serveFlags.register(fs, "127.0.0.1:8080")
 	fs.StringVar(&f.workspace, "workspace", "", "host workspace directory (required)")
 	fs.StringVar(&f.mode, "mode", string(sandbox.Local), "sandbox mode: local or passthrough (passthrough is UNISOLATED)")
-	fs.StringVar(&f.token, "token", os.Getenv("SAGE_SANDBOXD_TOKEN"), "bearer token required from clients (default $SAGE_SANDBOXD_TOKEN); required off loopback")
+	fs.StringVar(&f.token, "token", os.Getenv("SAGE_SANDBOXD_TOKEN"), "bearer token required from clients (default $SAGE_SANDBOXD_TOKEN, else on loopback a random one saved in $SAGE_HOME/sandboxd/token); required off loopback")
+	fs.BoolVar(&f.noToken, "no-token", false, "on loopback, serve without a token (any local user and process can then run commands)")
+	if v := os.Getenv("SAGE_SANDBOXD_ALLOWED_HOSTS"); v != "" {
+		_ = f.allowedHosts.Set(v)
+	}
+	fs.Var(&f.allowedHosts, "allowed-host", "Host header value to serve besides loopback ones and the listening IP, e.g. sandbox.example (repeatable; default $SAGE_SANDBOXD_ALLOWED_HOSTS)")
+	fs.Var(&f.allowedOrigins, "allowed-origin", "browser Origin to accept besides the server's own, e.g. https://app.example (repeatable)")
 	fs.Int64Var(&f.maxBody, "max-body", 32<<20, "request body limit in bytes")
+	fs.Int64Var(&f.maxRead, "max-read", 16<<20, "largest file POST /v1/file/read returns, in bytes (GET /v1/file/download streams any size)")
+	fs.IntVar(&f.maxEntries, "max-entries", sandbox.DefaultMaxEntries, "entries read by one listing, find or grep; past it the answer says truncated")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "timeout of commands sent without hard_timeout")
 }
 
 func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
-	fs := flag.NewFlagSet("sage sandboxd", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	fs := newFlagSet("sage sandboxd", "sage sandboxd --workspace DIR [flags]")
 	var f sandboxdFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return flagExit(err)
+	if code, stop := parseFlags(env, fs, args); stop {
+		return code
 	}
 	if err := f.check(); err != nil {
 		fmt.Fprintf(env.stderr, "sage sandboxd: %v\n", err)
 		return exitUsage
+	}
+	if f.token == "" && !f.noToken {
+		tok, created, err := aioserver.LoadOrCreateToken(aio.TokenFile())
+		if err != nil {
+			return fail(env, exitSandboxError, err)
+		}
+		f.token = tok
+		verb := "reusing"
+		if created {
+			verb = "saved"
+		}
+		fmt.Fprintf(env.stderr, "sage sandboxd: clients must send \"Authorization: Bearer %s\" (%s in %s, where sage finds it for loopback URLs; --no-token turns this off)\n",
+			tok, verb, aio.TokenFile())
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, nil))
 	h, err := f.openSandbox(ctx, logger)
@@ -52,7 +92,8 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 	srv, err := aioserver.New(aioserver.Options{Handle: h, Token: f.token, MaxBodyBytes: f.maxBody,
-		DefaultTimeout: f.timeout, Version: "sage-sandboxd " + buildVersion(), Logger: logger})
+		DefaultTimeout: f.timeout, Version: "sage-sandboxd " + buildVersion(), Logger: logger,
+		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, MaxReadBytes: f.maxRead, MaxEntries: f.maxEntries})
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -73,8 +114,14 @@ func (f *sandboxdFlags) check() error {
 		return errors.New("--workspace is required")
 	case f.mode != string(sandbox.Local) && f.mode != string(sandbox.Passthrough):
 		return fmt.Errorf("--mode %q: want local or passthrough", f.mode)
+	case f.noToken && f.token != "":
+		return errors.New("--no-token and a token (--token or $SAGE_SANDBOXD_TOKEN) contradict each other: drop one")
+	case f.noToken && !aioserver.LoopbackAddr(f.listen):
+		return fmt.Errorf("--no-token is refused on --listen %s, which is not a loopback address: set --token", f.listen)
 	case f.token == "" && !aioserver.LoopbackAddr(f.listen):
 		return fmt.Errorf("--listen %s is not a loopback address: set --token (an unauthenticated exec API must not be reachable from the network)", f.listen)
+	case f.maxRead <= 0 || f.maxEntries <= 0 || f.maxBody <= 0:
+		return errors.New("--max-read, --max-entries and --max-body must be positive")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // binary and runs commands in it through `sage exec --mode remote`.
 func TestSandboxdLocalMode(t *testing.T) {
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
-	home, ws := t.TempDir(), t.TempDir()
+	home, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
 	srv := exec.Command(sageBin, "sandboxd", "--listen", "127.0.0.1:0", "--workspace", ws)
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home)
 	out, err := srv.StdoutPipe()

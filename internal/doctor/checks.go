@@ -234,7 +234,7 @@ func checkRedis(ctx context.Context, e Env) Check {
 }
 
 func checkOTLP(ctx context.Context, e Env) Check {
-	c := Check{Name: "otlp endpoint", Fix: "start a collector or Jaeger (make jaeger) and set OTEL_EXPORTER_OTLP_ENDPOINT; without one, traces go to the console handler"}
+	c := Check{Name: "otlp endpoint", Fix: "start a collector, or Jaeger: build it once with `make jaeger` (it prints the binary's path, ~/.cache/sage/jaeger-v1.76.0), run that binary with no flags (OTLP on :4317, query API on :16686), then set OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317; without one, traces go to the console handler"}
 	u, err := url.Parse(e.OTLPEndpoint)
 	host := e.OTLPEndpoint
 	if err == nil && u.Host != "" {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"strings"
 	"sync"
 	"testing"
@@ -115,7 +116,7 @@ func setup(t *testing.T, srvURL string) (*agent.Agent, *recorder, sandbox.Handle
 	t.Helper()
 	rec := &recorder{}
 	obs := observability.New(observability.WithHandlers(rec))
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
 	client, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srvURL, Model: "m"}, Observer: obs,

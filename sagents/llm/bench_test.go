@@ -69,3 +69,34 @@ func BenchmarkPerChunk(b *testing.B) {
 	b.ReportMetric(allocs/float64(chunks), "allocs/chunk")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(chunks), "ns/chunk")
 }
+
+// textStream is an SSE body of a reasoning model's answer: reasoning deltas
+// then content deltas, with escapes, plus a usage chunk.
+func textStream(n int) (string, int) {
+	var ev []string
+	ev = append(ev, llmtest.Chunk(0, `{"role":"assistant","content":""}`, ""))
+	for i := range n {
+		ev = append(ev, llmtest.Chunk(0, fmt.Sprintf(`{"reasoning_content":"step %d, so \"x\" "}`, i), ""))
+	}
+	for i := range n {
+		ev = append(ev, llmtest.Chunk(0, fmt.Sprintf(`{"content":"word%d "}`, i), ""))
+	}
+	ev = append(ev, llmtest.Chunk(0, `{}`, "stop"), llmtest.UsageChunk(100, 200, 50, 10))
+	return sseBody(ev...), len(ev)
+}
+
+// BenchmarkTextStreamAssembly measures the same path over text and
+// reasoning deltas, where "content" is decoded on every chunk.
+func BenchmarkTextStreamAssembly(b *testing.B) {
+	body, chunks := textStream(300)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp := assembleBody(b, body)
+		if len(resp.Content()) == 0 {
+			b.Fatal("lost content")
+		}
+	}
+	b.ReportMetric(float64(chunks), "chunks/op")
+}

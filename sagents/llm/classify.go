@@ -1,10 +1,10 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -46,10 +46,19 @@ func fromGoOpenAI(err error) *Error {
 	var api *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
+	case errors.As(err, &reqErr):
+		// go-openai found no {"error": {...}} envelope: vLLM's older
+		// top-level error object, {"error": "text"}, {"detail": ...}, or
+		// not JSON at all. (It may wrap a half-decoded, empty APIError, so
+		// this case comes first.)
+		e, ok := parseErrorBody(reqErr.Body)
+		if !ok {
+			e = &Error{Message: bodyMessage(reqErr.Body)}
+		}
+		e.StatusCode, e.Err = reqErr.HTTPStatusCode, err
+		return e
 	case errors.As(err, &api):
 		return fromAPIError(api, err)
-	case errors.As(err, &reqErr):
-		return &Error{StatusCode: reqErr.HTTPStatusCode, Message: bodyMessage(reqErr.Body), Err: err}
 	case isNetworkError(err):
 		return &Error{Kind: KindConnection, Err: err}
 	case isDecodeError(err):
@@ -82,12 +91,110 @@ func fromAPIError(api *openai.APIError, err error) *Error {
 	case string:
 		e.Code = c
 	case int:
-		e.Code = strconv.Itoa(c)
+		if c != 0 { // go-openai turns "code": null into 0
+			e.Code = strconv.Itoa(c)
+		}
 		if e.StatusCode == 0 && c >= 400 && c < 600 {
 			e.StatusCode = c // in-band stream errors carry the status as code
 		}
 	}
 	return e
+}
+
+// parseErrorBody reads an error object in the shapes servers send:
+// {"error": {...}} (OpenAI; Groq adds "status_code"), {"error": "text"},
+// a top-level {"message", "type", "code"} (vLLM before 2025, llama.cpp's
+// in-band errors), {"detail": ...} and {"message": [...]}. A numeric code
+// in 400..599 is taken as the status when none is given. It reports false
+// when raw holds no message and no code.
+func parseErrorBody(raw []byte) (*Error, bool) { return parseErrorDepth(raw, 0) }
+
+func parseErrorDepth(raw []byte, depth int) (*Error, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var msg string
+		if json.Unmarshal(raw, &msg) != nil || msg == "" {
+			return nil, false
+		}
+		return &Error{Message: msg}, true
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil || top == nil {
+		return nil, false
+	}
+	if inner, ok := top["error"]; ok && !isNull(inner) && depth < 3 {
+		e, ok := parseErrorDepth(inner, depth+1)
+		if ok {
+			if e.Type == "" {
+				jsonString(top["type"], &e.Type)
+			}
+			if e.Code == "" {
+				e.Code = codeString(top["code"])
+			}
+			return e, true
+		}
+	}
+	e := &Error{}
+	if !jsonString(top["message"], &e.Message) {
+		var parts []string
+		if json.Unmarshal(top["message"], &parts) == nil {
+			e.Message = strings.Join(parts, ", ")
+		}
+	}
+	if e.Message == "" {
+		if d := top["detail"]; len(d) > 0 && !jsonString(d, &e.Message) && !isNull(d) {
+			e.Message = bodyMessage(d)
+		}
+	}
+	jsonString(top["type"], &e.Type)
+	jsonString(top["param"], &e.Param)
+	e.Code = codeString(top["code"])
+	for _, k := range []string{"status_code", "status"} {
+		var n int
+		if json.Unmarshal(top[k], &n) == nil && n >= 400 && n < 600 {
+			e.StatusCode = n
+			break
+		}
+	}
+	if n, err := strconv.Atoi(e.Code); err == nil && e.StatusCode == 0 && n >= 400 && n < 600 {
+		e.StatusCode = n
+	}
+	if e.Message == "" && e.Code == "" {
+		return nil, false
+	}
+	e.Message = truncate(e.Message)
+	return e, true
+}
+
+// jsonString decodes raw into dst when it is a JSON string.
+func jsonString(raw json.RawMessage, dst *string) bool {
+	if len(raw) == 0 || raw[0] != '"' {
+		return false
+	}
+	return json.Unmarshal(raw, dst) == nil
+}
+
+// codeString is an error code given as a string or a number; null is "".
+func codeString(raw json.RawMessage) string {
+	var s string
+	if jsonString(raw, &s) {
+		return s
+	}
+	var n json.Number
+	if len(raw) > 0 && json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// maxMessage bounds an error message kept from a server.
+const maxMessage = 4 << 10
+
+func truncate(s string) string {
+	if len(s) > maxMessage {
+		return s[:maxMessage] + "..."
+	}
+	return s
 }
 
 func bodyMessage(body []byte) string {
@@ -102,7 +209,12 @@ var (
 	contextWindowHints = []string{
 		"context_length_exceeded", "maximum context length", "context window", "context length",
 		"prompt is too long", "too many tokens", "exceeds the model's max", "input is too long",
+		"context size", "exceed_context_size", "context_window_exceeded",
 	}
+	// Hints for errors without a status: in-band stream errors.
+	rateHints        = []string{"rate limit", "rate_limit", "too many requests"}
+	authHints        = []string{"api key", "api_key", "unauthorized", "unauthenticated", "authentication", "permission denied"}
+	serverHints      = []string{"server_error", "server error", "overloaded", "internal error", "unavailable", "timed out", "timeout"}
 	imageHints       = []string{"image", "multimodal", "vision"}
 	unsupportedHints = []string{"unsupported parameter", "unsupported_parameter", "not supported",
 		"unrecognized request argument", "extra inputs are not permitted", "unknown parameter",
@@ -131,9 +243,30 @@ func kindOf(e *Error) Kind {
 		return KindConflict
 	case e.StatusCode >= 500 || e.Type == "server_error" || e.Code == "server_error":
 		return KindServer
+	case e.StatusCode == 0:
+		return inBandKind(text)
 	case isBadRequest(e.StatusCode) && containsAny(text, unsupportedHints...):
 		return KindUnsupportedParameter
 	case isBadRequest(e.StatusCode):
+		return KindBadRequest
+	}
+	return KindUnknown
+}
+
+// inBandKind classifies an error that came without an HTTP status, inside a
+// 200 stream, by its words. What it does not recognise stays KindUnknown,
+// which is not retried.
+func inBandKind(text string) Kind {
+	switch {
+	case containsAny(text, rateHints...):
+		return KindRateLimited
+	case containsAny(text, authHints...):
+		return KindAuth
+	case containsAny(text, serverHints...):
+		return KindServer
+	case containsAny(text, unsupportedHints...):
+		return KindUnsupportedParameter
+	case strings.Contains(text, "invalid_request_error"):
 		return KindBadRequest
 	}
 	return KindUnknown
@@ -202,16 +335,23 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// streamEventError converts an in-band {"error": ...} stream event.
+// ErrStreamEvent wraps every in-band stream error: an "event: error", an
+// "error:" field, or a chunk carrying "error".
+var ErrStreamEvent = errors.New("llm: error event in the stream")
+
+// streamEventError converts an in-band stream error: the data of an error
+// event (enveloped in {"error": ...} or not) or a chunk's "error" value. It
+// is classified by its status (Groq's status_code, a numeric code) or its
+// words; an error nothing recognises is KindUnknown and not retried.
 func streamEventError(raw []byte) error {
-	var api openai.APIError
-	if err := api.UnmarshalJSON(raw); err != nil || api.Message == "" && api.Code == nil {
-		api = openai.APIError{Message: bodyMessage(raw)}
+	e, ok := parseErrorBody(raw)
+	if !ok {
+		e = &Error{Message: bodyMessage(raw)}
 	}
-	e := fromAPIError(&api, fmt.Errorf("stream error event: %w", &api))
+	e.Err = ErrStreamEvent
 	e.Kind = kindOf(e)
-	if e.Kind == KindUnknown {
-		e.Kind = KindServer // an error inside a 200 stream is the server's failure
+	if e.Kind == KindUnsupportedParameter && e.Param == "" {
+		e.Param = paramFromMessage(e.Message)
 	}
 	return e
 }

@@ -20,6 +20,8 @@ type Client struct {
 	http              *http.Client
 	retry             RetryPolicy
 	firstChunkTimeout time.Duration
+	limits            ResponseLimits
+	extras            extraStore // tool-call fields to send back, by call id
 	embedBatch        int
 	embedDims         int
 	obs               *observability.Manager
@@ -46,6 +48,7 @@ func New(cfg Config) (*Client, error) {
 		embedBatch:        cfg.EmbeddingBatchSize,
 		embedDims:         cfg.EmbeddingDimensions,
 		obs:               cfg.Observer,
+		limits:            cfg.Limits.withDefaults(),
 	}
 	if c.embedBatch == 0 {
 		c.embedBatch = 64
@@ -57,6 +60,15 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Embedding.Model != "" {
 		c.embedding = newModel(cfg.Embedding.inherit(cfg.Standard), hc)
+	}
+	if cfg.ProbeCache != nil {
+		opts := cfg.ProbeCache.withDefaults()
+		for _, m := range []*model{c.standard, c.fast} {
+			if r := c.cachedReport(m, opts); r != nil {
+				m.caps.caps = r.Capabilities
+				m.caps.apply(m.cfg.Capabilities)
+			}
+		}
 	}
 	return c, nil
 }
@@ -105,7 +117,7 @@ func (c *Client) Chat(ctx context.Context, r Request) (resp *Response, err error
 	m := c.pick(r.ModelType)
 	ctx = c.observeStart(ctx, m, r, false)
 	defer func() { c.observeEnd(ctx, resp, err) }()
-	call, err := newCall(m, r)
+	call, err := c.newCall(m, r)
 	if err != nil {
 		return nil, err
 	}
@@ -121,15 +133,35 @@ func (c *Client) Chat(ctx context.Context, r Request) (resp *Response, err error
 }
 
 func (c *Client) chatOnce(ctx context.Context, call *call) (*Response, error) {
-	ex := &exchange{patch: call.plan.patch}
+	ex := &exchange{patch: call.plan.patch, keepBody: c.limits.Bytes}
 	start := time.Now()
-	out, err := call.m.client().CreateChatCompletion(withExchange(ctx, ex), call.plan.req)
+	// go-openai's decoded response is not used: it has no room for
+	// "reasoning", content parts or tool-call extra fields. The transport
+	// kept the body and it is decoded here.
+	_, err := call.m.client().CreateChatCompletion(withExchange(ctx, ex), call.plan.req)
 	if err != nil {
 		return nil, classify(err, ex)
 	}
-	resp := fromChatResponse(out)
+	resp, err := decodeChatBody(ex.body, c.limits)
+	if err != nil {
+		return nil, err
+	}
 	resp.Latency = time.Since(start)
+	c.extras.remember(resp)
 	return resp, nil
+}
+
+// newCall starts a call with the tool-call fields to send back.
+func (c *Client) newCall(m *model, r Request) (*call, error) {
+	call, err := newCall(m, r)
+	if err != nil {
+		return nil, err
+	}
+	if x := c.extras.forMessages(r.Messages, r.ToolCallExtra); x != nil {
+		call.extra = x
+		call.replan()
+	}
+	return call, nil
 }
 
 func withModel(err error, name string) error {

@@ -61,6 +61,48 @@ type Config struct {
 	// event for every Chat and ChatStream call (probes are not reported).
 	// The events nest under the run carried by the call's context.
 	Observer *observability.Manager
+	// Limits bounds what one response may hold; zero fields take defaults.
+	Limits ResponseLimits
+	// ProbeCache, when set, makes New start each model (standard, fast)
+	// from the capabilities a cached probe found, if one is fresh under its
+	// TTL (CacheDir, TTL, Now and NoCache/Refresh apply; New still makes no
+	// network call). Capabilities given in the ModelConfig take precedence.
+	// nil leaves the cache to [Client.ProbeModel].
+	ProbeCache *ProbeOptions
+}
+
+// ResponseLimits bounds the memory one response can take, streamed or not,
+// so that a broken or hostile server cannot grow it without end. Passing a
+// bound fails the call with an [*Error] of kind KindResponseTooLarge
+// (errors.Is(err, ErrResponseTooLarge)); a stream keeps what it assembled
+// before, in its *PartialStreamError.
+type ResponseLimits struct {
+	// Bytes bounds the text held: content, reasoning, refusals and tool-call
+	// ids, names, arguments and extra fields, over all choices; for Chat, the
+	// response body. Default 16 MiB.
+	Bytes     int
+	Choices   int // default 128
+	ToolCalls int // over all choices; default 1024
+}
+
+// Default response limits.
+const (
+	DefaultMaxResponseBytes = 16 << 20
+	DefaultMaxChoices       = 128
+	DefaultMaxToolCalls     = 1024
+)
+
+func (l ResponseLimits) withDefaults() ResponseLimits {
+	if l.Bytes <= 0 {
+		l.Bytes = DefaultMaxResponseBytes
+	}
+	if l.Choices <= 0 {
+		l.Choices = DefaultMaxChoices
+	}
+	if l.ToolCalls <= 0 {
+		l.ToolCalls = DefaultMaxToolCalls
+	}
+	return l
 }
 
 // RetryPolicy bounds retries. Zero fields take the defaults noted.

@@ -22,8 +22,25 @@
 // sends the request and decodes error responses, but the SSE body is parsed by
 // this package (see [Stream]) so that keep-alive comments, usage chunks with
 // empty choices, in-band {"error": ...} events, "reasoning" deltas and tool-call
-// fragments without indexes are handled.
+// fragments without indexes are handled. Non-streaming bodies are decoded by
+// the same code, so a message means what a streamed delta means.
+//
+// Providers' dialects are normalised (wire.go): "content" as an array of
+// typed parts (Mistral's thinking and text parts); reasoning in
+// "reasoning_content", "reasoning" (a mirrored value counted once) or only in
+// "reasoning_details"; in-band errors as "event: error" with an {"error": ...}
+// envelope (Groq, with its status_code), as llama.cpp's non-standard "error:"
+// field, or on a chunk that also carries choices and usage (OpenRouter, whose
+// usage is kept). An in-band error nothing recognises is KindUnknown and is
+// not retried. Tool calls keep their other fields in [ToolCall].Extra
+// (Gemini's extra_content with its thought signature) and the client sends
+// them back with the call on later turns.
+//
+// What one response may hold is bounded ([ResponseLimits]: text, choices and
+// tool calls; 16 MiB of text by default) and passing a bound is an error
+// matching [ErrResponseTooLarge].
 //
 // [Probe] learns a model's capabilities at start-up and caches them on disk under
-// SAGE_HOME; [RunProbeCommand] is what `sage probe` calls.
+// SAGE_HOME; [Config].ProbeCache makes [New] start from a fresh cached answer;
+// [RunProbeCommand] is what `sage probe` calls.
 package llm

@@ -24,6 +24,7 @@ const (
 	KindContextWindow             // the prompt does not fit the model's context
 	KindUnsupportedParameter      // the server names a parameter it does not accept
 	KindBadRequest                // any other 400/422
+	KindResponseTooLarge          // the response passed a ResponseLimits bound
 )
 
 var kindNames = map[Kind]string{
@@ -31,7 +32,7 @@ var kindNames = map[Kind]string{
 	KindConflict: "conflict", KindRateLimited: "rate limited", KindQuotaExceeded: "quota exceeded",
 	KindServer: "server error", KindAuth: "authentication", KindNotFound: "not found",
 	KindContextWindow: "context window exceeded", KindUnsupportedParameter: "unsupported parameter",
-	KindBadRequest: "bad request",
+	KindBadRequest: "bad request", KindResponseTooLarge: "response too large",
 }
 
 func (k Kind) String() string { return kindNames[k] }
@@ -45,6 +46,8 @@ var (
 	ErrUnsupportedParameter  = errors.New("llm: unsupported parameter")
 	ErrServer                = errors.New("llm: server error")
 	ErrConnection            = errors.New("llm: connection failed")
+	// ErrResponseTooLarge: a response passed the client's [ResponseLimits].
+	ErrResponseTooLarge = errors.New("llm: response too large")
 )
 
 // Error is a classified failure of a model call. The underlying go-openai or
@@ -104,6 +107,8 @@ func (e *Error) Is(target error) bool {
 		return e.Kind == KindServer
 	case ErrConnection:
 		return e.Kind == KindConnection
+	case ErrResponseTooLarge:
+		return e.Kind == KindResponseTooLarge
 	}
 	return false
 }

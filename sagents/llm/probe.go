@@ -10,8 +10,11 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"net"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -58,6 +61,10 @@ type ProbeResult struct {
 	Result    Support `json:"result"`
 	LatencyMS int64   `json:"latency_ms"`
 	Detail    string  `json:"detail,omitempty"`
+	// Failed says why a probe that must succeed (the connection) failed:
+	// "refused", "dns", "timeout", "authentication", "not found", ... Its
+	// Result is then Unknown: a failed connection says nothing about support.
+	Failed string `json:"failed,omitempty"`
 }
 
 // ProbeReport is what probing one model found.
@@ -159,11 +166,31 @@ func (c *Client) probeConnection(ctx context.Context, m *model, timeout time.Dur
 		}}
 		var resp *Response
 		if resp, err = c.probeChat(ctx, m, req); err != nil {
-			return Unsupported, "", err
+			return Unknown, "", err
 		}
 		return Supported, resp.Content(), nil
 	})
+	if err != nil {
+		r.Failed = failureReason(err)
+	}
 	return r, err
+}
+
+// failureReason names why a connection probe failed, in a word or two.
+func failureReason(err error) string {
+	var dns *net.DNSError
+	var e *Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.As(err, &dns):
+		return "dns"
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+		return "timeout"
+	case errors.As(err, &e):
+		return e.Kind.String()
+	}
+	return "error"
 }
 
 // probeChat sends req exactly as asked: no capability stripping, no retries.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"image/png"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,4 +171,82 @@ func TestRedPNG(t *testing.T) {
 	r, g, b, _ := img.At(10, 10).RGBA()
 	assert.Equal(t, []uint32{0xffff, 0, 0}, []uint32{r, g, b})
 	assert.True(t, strings.HasPrefix(RedPNGDataURL(), "data:image/png;base64,"))
+}
+
+func TestNewStartsFromFreshProbeCache(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.SetFallback(capableServer)
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	opts := probeOpts(t)
+	opts.Now = func() time.Time { return now }
+	c, _ := newClient(t, srv)
+	_, err := c.ProbeModel(ctxT(t), opts)
+	require.NoError(t, err)
+	probed := len(srv.Requests())
+
+	fresh, _ := newClient(t, srv, func(cfg *Config) { cfg.ProbeCache = &opts })
+	assert.Equal(t, Capabilities{StructuredOutput: Supported, Multimodal: Supported}, fresh.Capabilities(Standard))
+	assert.Equal(t, probed, len(srv.Requests()), "New makes no network call")
+
+	known, _ := newClient(t, srv, func(cfg *Config) {
+		cfg.ProbeCache = &opts
+		cfg.Standard.Capabilities = Capabilities{Multimodal: Unsupported}
+	})
+	assert.Equal(t, Capabilities{StructuredOutput: Supported, Multimodal: Unsupported}, known.Capabilities(Standard))
+
+	later := opts
+	later.Now = func() time.Time { return now.Add(25 * time.Hour) }
+	stale, _ := newClient(t, srv, func(cfg *Config) { cfg.ProbeCache = &later })
+	assert.Equal(t, Capabilities{}, stale.Capabilities(Standard), "a stale entry is ignored")
+
+	refresh := opts
+	refresh.Refresh = true
+	reprobe, _ := newClient(t, srv, func(cfg *Config) { cfg.ProbeCache = &refresh })
+	assert.Equal(t, Capabilities{}, reprobe.Capabilities(Standard), "Refresh (--reprobe) ignores the cache")
+
+	plain, _ := newClient(t, srv)
+	assert.Equal(t, Capabilities{}, plain.Capabilities(Standard), "without ProbeCache New reads nothing")
+}
+
+func TestProbeCommandConnectionRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var out bytes.Buffer
+	opts := probeOpts(t)
+	err = RunProbeCommand(ctxT(t), &out, ProbeCommandOptions{BaseURL: "http://" + addr + "/v1", Model: "m", Probe: opts})
+	require.ErrorIs(t, err, ErrConnection)
+	assert.Regexp(t, `connection\s+failed \(refused\)`, out.String())
+	assert.NotContains(t, out.String(), "unsupported\t")
+
+	out.Reset()
+	err = RunProbeCommand(ctxT(t), &out, ProbeCommandOptions{BaseURL: "http://" + addr + "/v1", Model: "m", JSON: true, Probe: opts})
+	require.Error(t, err)
+	var rep ProbeReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep))
+	assert.Equal(t, "refused", rep.Probes[0].Failed)
+	assert.Equal(t, Unknown, rep.Probes[0].Result)
+}
+
+func TestProbeCommandNamesMissingFlags(t *testing.T) {
+	var out bytes.Buffer
+	err := RunProbeCommand(ctxT(t), &out, ProbeCommandOptions{BaseURL: "http://x/v1"})
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "--model", ce.Field)
+	err = RunProbeCommand(ctxT(t), &out, ProbeCommandOptions{Model: "m"})
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "--base-url", ce.Field)
+}
+
+func TestProbeConnectionAuthFailureIsNamed(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.SetFallback(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Error(401, "invalid_request_error", "invalid_api_key", "", "Incorrect API key")
+	})
+	c, _ := newClient(t, srv)
+	rep, err := c.ProbeModel(ctxT(t), probeOpts(t))
+	require.ErrorIs(t, err, ErrAuth)
+	assert.Equal(t, "authentication", rep.Probes[0].Failed)
 }

@@ -24,6 +24,12 @@ type ProbeCommandOptions struct {
 // report is printed even when the connection probe fails; the error is
 // returned for the exit status.
 func RunProbeCommand(ctx context.Context, w io.Writer, o ProbeCommandOptions) error {
+	switch {
+	case o.BaseURL == "":
+		return &ConfigError{Field: "--base-url", Reason: "required"}
+	case o.Model == "":
+		return &ConfigError{Field: "--model", Reason: "required"}
+	}
 	c, err := New(Config{
 		Standard:   ModelConfig{BaseURL: o.BaseURL, APIKey: o.APIKey, Model: o.Model},
 		HTTPClient: o.HTTPClient,
@@ -71,7 +77,11 @@ func (r *ProbeReport) WriteTable(w io.Writer) error {
 	seen := map[string]bool{}
 	for _, p := range r.Probes {
 		seen[p.Name] = true
-		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\n", p.Name, p.Result, p.LatencyMS, oneLine(clip(p.Detail)))
+		result := p.Result.String()
+		if p.Failed != "" {
+			result = "failed (" + p.Failed + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\n", p.Name, result, p.LatencyMS, oneLine(clip(p.Detail)))
 	}
 	rest := []struct {
 		name string

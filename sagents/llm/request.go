@@ -26,6 +26,11 @@ type Request struct {
 	// Required lists parameters that must never be removed by the retry
 	// without an unsupported parameter.
 	Required []string
+	// ToolCallExtra gives, by tool-call id, fields to send with assistant
+	// tool calls beyond id, type and function: the ToolCall.Extra of a
+	// response, for a conversation restored from storage. The client itself
+	// remembers those of the calls it returned (the most recent 4096).
+	ToolCallExtra map[string]map[string]json.RawMessage
 }
 
 // reservedBodyKeys may not be overridden through ExtraBody.
@@ -37,7 +42,8 @@ type call struct {
 	m       *model
 	in      Request
 	plan    plan
-	dropped []string // parameters removed after the server rejected them
+	dropped []string                              // parameters removed after the server rejected them
+	extra   map[string]map[string]json.RawMessage // tool-call fields to send back
 	adapted bool
 	probing bool // probes must send exactly what they ask for
 }
@@ -63,6 +69,7 @@ func (c *call) replan() {
 	}
 	c.plan = sanitize(c.in, target{model: c.m.cfg.Model, baseURL: c.m.cfg.BaseURL, caps: caps})
 	c.plan.patch.drop = append(c.plan.patch.drop, c.dropped...)
+	c.plan.patch.toolExtra = c.extra
 }
 
 // adapt handles the one retry without an unsupported parameter. It reports

@@ -1,7 +1,9 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -27,6 +29,10 @@ type ToolCall struct {
 	Arguments    json.RawMessage
 	Raw          string
 	ArgumentsErr *ArgumentsError
+	// Extra holds the call's fields other than id, type and function, raw
+	// as the server sent them (Gemini's extra_content with its thought
+	// signature). The client sends them back with the call on later turns.
+	Extra map[string]json.RawMessage
 }
 
 // Choice is one assembled choice.
@@ -68,32 +74,53 @@ func (r *Response) FinishReasons() []openai.FinishReason {
 	return out
 }
 
-func usageFrom(u openai.Usage) Usage {
-	out := Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Total: u.TotalTokens}
-	if u.PromptTokensDetails != nil {
-		out.Cached = u.PromptTokensDetails.CachedTokens
-	}
-	if u.CompletionTokensDetails != nil {
-		out.Reasoning = u.CompletionTokensDetails.ReasoningTokens
-	}
-	return out
+// wireResponse is a non-streaming chat.completion body.
+type wireResponse struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Index        int       `json:"index"`
+		Message      wireDelta `json:"message"`
+		FinishReason string    `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
 }
 
-func fromChatResponse(in openai.ChatCompletionResponse) *Response {
-	r := &Response{ID: in.ID, Model: in.Model, Usage: usageFrom(in.Usage)}
-	for _, ch := range in.Choices {
-		c := Choice{Index: ch.Index, Message: ch.Message, FinishReason: ch.FinishReason}
-		for i, tc := range ch.Message.ToolCalls {
-			idx := i
-			if tc.Index != nil {
-				idx = *tc.Index
-			}
-			c.ToolCalls = append(c.ToolCalls, finishToolCall(idx, tc.ID, string(tc.Type), tc.Function.Name, tc.Function.Arguments))
-		}
-		r.Choices = append(r.Choices, c)
+// decodeChatBody decodes a chat.completion body with the stream's wire
+// types, so that a message means what a streamed delta means (reasoning in
+// "reasoning", content parts, tool-call extra fields), and assembles it under
+// the client's limits. A 200 body that carries only "error" is that error.
+func decodeChatBody(body []byte, lim ResponseLimits) (*Response, error) {
+	var w wireResponse
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&w); err != nil {
+		return nil, &Error{Kind: KindServer, Message: fmt.Sprintf("malformed response %.200q", body), Err: err}
 	}
-	return r
+	if len(w.Error) > 0 && !isNull(w.Error) && len(w.Choices) == 0 {
+		return nil, streamEventError(w.Error)
+	}
+	c := Chunk{ID: w.ID, Model: w.Model}
+	if w.Usage != nil {
+		c.Usage = w.Usage.usage()
+	}
+	for _, ch := range w.Choices {
+		d := ch.Message.normalise()
+		for i := range d.ToolCalls {
+			if d.ToolCalls[i].Index == nil { // position is the index in a complete message
+				d.ToolCalls[i].Index = ptrTo(i)
+			}
+		}
+		c.Choices = append(c.Choices, ChunkChoice{Index: ch.Index, Delta: d, FinishReason: ch.FinishReason})
+	}
+	asm := assembler{lim: lim}
+	if err := asm.add(&c); err != nil {
+		return nil, err
+	}
+	return asm.response(), nil
 }
+
+func ptrTo[T any](v T) *T { return &v }
 
 // finishToolCall parses a call's arguments once the call is complete.
 func finishToolCall(idx int, id, typ, name, raw string) ToolCall {

@@ -15,7 +15,9 @@ var ErrEventTooLarge = errors.New("llm: stream event too large")
 
 // sseReader parses text/event-stream framing: "data:" lines (joined with
 // "\n" when an event has several), "event:" names, ":" comments and
-// keep-alives, and blank lines that end events. CRLF line endings are
+// keep-alives, and blank lines that end events. A non-standard "error:"
+// field (llama.cpp's server before late 2025) makes its value the data of an
+// error event. CRLF line endings are
 // accepted and a final event without its blank line is still delivered.
 type sseReader struct {
 	r      *bufio.Reader
@@ -72,7 +74,10 @@ func (s *sseReader) field(line []byte, has *bool) error {
 		}
 	}
 	switch {
-	case bytes.Equal(name, fieldData):
+	case bytes.Equal(name, fieldData), bytes.Equal(name, nameError):
+		if bytes.Equal(name, nameError) {
+			s.errEvt = true
+		}
 		if *has {
 			s.data = append(s.data, '\n')
 		}

@@ -21,7 +21,10 @@ type Stream struct {
 	cancel  context.CancelFunc
 	asm     assembler
 	queue   []Chunk // decoded, not yet assembled
-	pending *Chunk  // the first chunk, read before ChatStream returned
+	after   error   // an in-band error to report once queue is empty
+	extras  *extraStore
+	dec     chunkDecoder
+	pending *Chunk // the first chunk, read before ChatStream returned
 	start   time.Time
 	end     time.Time
 	ttft    time.Duration
@@ -58,7 +61,7 @@ func (c *Client) ChatStream(ctx context.Context, r Request) (*Stream, error) {
 }
 
 func (c *Client) chatStream(ctx context.Context, m *model, r Request) (*Stream, error) {
-	call, err := newCall(m, r)
+	call, err := c.newCall(m, r)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +85,8 @@ func (c *Client) streamOnce(ctx context.Context, call *call) (*Stream, error) {
 		t := time.AfterFunc(c.firstChunkTimeout, func() { timedOut.Store(true); cancel() })
 		defer t.Stop()
 	}
-	s := &Stream{cancel: cancel, start: time.Now()}
+	s := &Stream{cancel: cancel, start: time.Now(), extras: &c.extras}
+	s.asm.lim = c.limits
 	_, err := call.m.client().CreateChatCompletionStream(withExchange(actx, ex), call.plan.req)
 	if err == nil {
 		s.body = ex.response().Body
@@ -123,6 +127,10 @@ func (s *Stream) first() error {
 // fetch reads and assembles the next chunk.
 func (s *Stream) fetch() (Chunk, error) {
 	for len(s.queue) == 0 {
+		if err := s.after; err != nil {
+			s.after = nil
+			return Chunk{}, err
+		}
 		data, errEvt, err := s.sse.next()
 		if err != nil {
 			return Chunk{}, s.endOfBody(err)
@@ -130,13 +138,18 @@ func (s *Stream) fetch() (Chunk, error) {
 		if !errEvt && string(data) == "[DONE]" {
 			return Chunk{}, io.EOF
 		}
-		if s.queue, err = decodeEvent(data, errEvt); err != nil {
-			return Chunk{}, err
+		if s.queue, err = s.dec.decodeEvent(data, errEvt); err != nil {
+			if len(s.queue) == 0 {
+				return Chunk{}, err
+			}
+			s.after = err // deliver what came with the error first
 		}
 	}
 	c := s.queue[0]
 	s.queue = s.queue[1:]
-	s.asm.add(&c)
+	if err := s.asm.add(&c); err != nil {
+		return Chunk{}, err
+	}
 	s.read++
 	return c, nil
 }
@@ -152,6 +165,9 @@ func (s *Stream) endOfBody(err error) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	if errors.Is(err, ErrEventTooLarge) { // the server's fault; retrying would not help
+		return &Error{Kind: KindResponseTooLarge, Message: "a stream event above 16 MiB", Err: err}
 	}
 	return &Error{Kind: KindConnection, Message: "stream interrupted: " + err.Error(), Err: err}
 }
@@ -180,7 +196,11 @@ func (s *Stream) finish(err error) {
 	s.end = time.Now()
 	if err == io.EOF {
 		s.err = io.EOF
-		s.report(s.Response(), nil)
+		resp := s.Response()
+		if s.extras != nil {
+			s.extras.remember(resp)
+		}
+		s.report(resp, nil)
 	} else {
 		s.err = &PartialStreamError{Chunks: s.read, Partial: s.Response(), Err: err}
 		s.report(nil, s.err)

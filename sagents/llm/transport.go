@@ -19,10 +19,12 @@ type bodyPatch struct {
 	// fillReasoningContent adds "reasoning_content": "" to assistant messages
 	// that carry tool calls and no reasoning content (DeepSeek thinking mode).
 	fillReasoningContent bool
+	// toolExtra holds fields to add to assistant tool calls, by call id.
+	toolExtra map[string]map[string]json.RawMessage
 }
 
 func (p bodyPatch) empty() bool {
-	return len(p.set) == 0 && len(p.drop) == 0 && !p.fillReasoningContent
+	return len(p.set) == 0 && len(p.drop) == 0 && !p.fillReasoningContent && len(p.toolExtra) == 0
 }
 
 // apply rewrites a JSON object body. Keys come out sorted (encoding/json
@@ -44,6 +46,11 @@ func (p bodyPatch) apply(body []byte) ([]byte, error) {
 	}
 	if p.fillReasoningContent {
 		if err := fillReasoningContent(obj); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.toolExtra) > 0 {
+		if err := addToolCallExtras(obj, p.toolExtra); err != nil {
 			return nil, err
 		}
 	}
@@ -75,6 +82,10 @@ func fillReasoningContent(obj map[string]json.RawMessage) error {
 // back out of it. It travels in the request context.
 type exchange struct {
 	patch bodyPatch
+	// keepBody > 0 makes the transport read a successful response body (at
+	// most keepBody bytes) into body before go-openai decodes it.
+	keepBody int
+	body     []byte
 
 	mu   sync.Mutex
 	resp *http.Response
@@ -132,8 +143,40 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	resp, err := t.base.RoundTrip(out)
+	if err == nil && resp.StatusCode >= 300 {
+		// go-openai reads error bodies whole: bound them.
+		resp.Body = limitedBody{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
+	}
+	if err == nil && ex.keepBody > 0 && resp.StatusCode < 300 {
+		if err = ex.keep(resp); err != nil {
+			return nil, err
+		}
+	}
 	ex.record(sent, resp)
 	return resp, err
+}
+
+// maxErrorBody bounds what is read of an error response.
+const maxErrorBody = 1 << 20
+
+type limitedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// keep reads resp's body, bounded, and replaces it with the bytes read.
+func (ex *exchange) keep(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(ex.keepBody)+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > ex.keepBody {
+		return tooLarge(fmt.Sprintf("a body of more than %d bytes", ex.keepBody))
+	}
+	ex.body = body
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return nil
 }
 
 // rewrite returns a clone of req whose body has the patch applied, and the

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -58,7 +59,7 @@ type Config struct {
 // LocalConfig holds the limits and isolation of local mode. For the
 // integer limits 0 means the provider's default and -1 means no limit.
 type LocalConfig struct {
-	CPUTimeLimit    time.Duration // RLIMIT_CPU, whole seconds; 0: none
+	CPUTimeLimit    time.Duration // budget of each command, all its processes together; 0: none
 	MemoryLimitMB   int
 	PidsLimit       int
 	FileSizeLimitMB int
@@ -68,7 +69,23 @@ type LocalConfig struct {
 	AllowedDomains []string
 	DeniedDomains  []string
 	Isolation      Isolation
+	// UIDRange is where sandboxed processes get their host uid when sage
+	// runs as root ("FIRST:COUNT", or the name of a user whose /etc/subuid
+	// range to use); empty: the /etc/subuid range of user "sage" when it
+	// has one, else DefaultUIDRange. Each workspace gets its own uid.
+	UIDRange string
+	// Umask is the file mode creation mask inside, in octal; empty: 077.
+	Umask string
+	// SeccompDeny lists more system calls the seccomp filter refuses
+	// (names as in syscalls(2)), on top of the built-in list.
+	SeccompDeny []string
 }
+
+// DefaultUIDRange is the host uid range of sandboxed processes when sage
+// runs as root and no other range is configured: 65536 uids from
+// 2000000000, inside the range systemd leaves unused (1879048192 to
+// 2147483647).
+const DefaultUIDRange = "2000000000:65536"
 
 // Isolation picks the isolation technique per operating system.
 type Isolation struct {
@@ -86,10 +103,15 @@ type RemoteConfig struct {
 	ProviderConfig map[string]any `yaml:"provider_config" json:"provider_config,omitempty"`
 }
 
-// Home is $SAGE_HOME, or ~/.sage when unset.
+// Home is $SAGE_HOME; when unset, /var/lib/sage for root (sessions run
+// under their own uids, which must reach their workspaces: /root is
+// closed to them) and ~/.sage for everyone else.
 func Home() string {
 	if h := os.Getenv("SAGE_HOME"); h != "" {
 		return h
+	}
+	if os.Geteuid() == 0 {
+		return RootHome
 	}
 	if h, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(h, ".sage")
@@ -150,7 +172,10 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		Workspace: get("SAGE_SANDBOX_WORKSPACE"),
 		Local: LocalConfig{Network: NetworkMode(get("SAGE_LOCAL_NETWORK")),
 			AllowedDomains: splitList(get("SAGE_LOCAL_ALLOWED_DOMAINS")),
-			DeniedDomains:  splitList(get("SAGE_LOCAL_DENIED_DOMAINS"))},
+			DeniedDomains:  splitList(get("SAGE_LOCAL_DENIED_DOMAINS")),
+			UIDRange:       get("SAGE_LOCAL_UID_RANGE"),
+			Umask:          get("SAGE_LOCAL_UMASK"),
+			SeccompDeny:    splitList(get("SAGE_LOCAL_SECCOMP_DENY"))},
 		Remote: RemoteConfig{
 			Provider:  get("SAGE_REMOTE_PROVIDER"),
 			ServerURL: get("SAGE_REMOTE_URL"),
@@ -232,7 +257,8 @@ var yamlNames = fieldNames{
 	"allowed": "sandbox.local.allowed_domains", "denied": "sandbox.local.denied_domains",
 	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
 	"provider": "sandbox.remote.provider", "url": "sandbox.remote.server_url",
-	"sandbox_id": "sandbox.sandbox_id",
+	"sandbox_id": "sandbox.sandbox_id", "uid_range": "sandbox.local.uid_range", "umask": "sandbox.local.umask",
+	"seccomp_deny": "sandbox.local.seccomp.deny",
 }
 
 var envNames = fieldNames{
@@ -244,7 +270,8 @@ var envNames = fieldNames{
 	"allowed": "SAGE_LOCAL_ALLOWED_DOMAINS", "denied": "SAGE_LOCAL_DENIED_DOMAINS",
 	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
 	"provider": "SAGE_REMOTE_PROVIDER", "url": "SAGE_REMOTE_URL",
-	"sandbox_id": "sandbox.sandbox_id",
+	"sandbox_id": "sandbox.sandbox_id", "uid_range": "SAGE_LOCAL_UID_RANGE", "umask": "SAGE_LOCAL_UMASK",
+	"seccomp_deny": "SAGE_LOCAL_SECCOMP_DENY",
 }
 
 func (c Config) validate(n fieldNames) error {
@@ -297,6 +324,16 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 	for key, v := range map[string]int{"mem": l.MemoryLimitMB, "pids": l.PidsLimit, "fsize": l.FileSizeLimitMB} {
 		if v < -1 {
 			return bad(key, strconv.Itoa(v), "must be -1 (no limit), 0 (default) or positive")
+		}
+	}
+	if l.Umask != "" {
+		if _, err := ParseUmask(l.Umask); err != nil {
+			return bad("umask", l.Umask, err.Error())
+		}
+	}
+	if l.UIDRange != "" {
+		if _, _, err := ParseUIDRange(l.UIDRange); err != nil && !validUserName(l.UIDRange) {
+			return bad("uid_range", l.UIDRange, "want FIRST:COUNT (e.g. "+DefaultUIDRange+") or the name of a user with an /etc/subuid range")
 		}
 	}
 	switch l.Network {
@@ -373,3 +410,40 @@ func validID(s string) bool {
 // ValidID reports whether s is a valid sandbox or thread id:
 // ^[A-Za-z0-9_-]{1,64}$.
 func ValidID(s string) bool { return validID(s) }
+
+// RootHome is the default SAGE_HOME of root.
+const RootHome = "/var/lib/sage"
+
+// ParseUmask parses an octal file mode creation mask ("077", "0022").
+func ParseUmask(s string) (fs.FileMode, error) {
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v > 0o777 || len(s) > 4 {
+		return 0, fmt.Errorf("want an octal mask such as 077 or 022")
+	}
+	return fs.FileMode(v), nil
+}
+
+// ParseUIDRange parses "FIRST:COUNT" (the /etc/subuid layout without the
+// user name). The range must hold at least one uid, stay below 2^31 and
+// leave out uid 0.
+func ParseUIDRange(s string) (first, count uint32, err error) {
+	a, b, ok := strings.Cut(s, ":")
+	f, ferr := strconv.ParseUint(a, 10, 32)
+	c, cerr := strconv.ParseUint(b, 10, 32)
+	if !ok || ferr != nil || cerr != nil || f == 0 || c == 0 || f+c > 1<<31 {
+		return 0, 0, fmt.Errorf("uid range %q: want FIRST:COUNT with FIRST > 0 and FIRST+COUNT <= 2147483648", s)
+	}
+	return uint32(f), uint32(c), nil
+}
+
+func validUserName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

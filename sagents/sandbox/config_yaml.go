@@ -81,6 +81,11 @@ type yamlLocal struct {
 		Linux  string `yaml:"linux"`
 		Darwin string `yaml:"darwin"`
 	} `yaml:"isolation"`
+	UIDRange string `yaml:"uid_range"`
+	Umask    string `yaml:"umask"`
+	Seccomp  struct {
+		Deny []string `yaml:"deny"`
+	} `yaml:"seccomp"`
 }
 
 func (y yamlSandbox) config() Config {
@@ -101,6 +106,9 @@ func (y yamlSandbox) config() Config {
 			AllowedDomains:  y.Local.AllowedDomains,
 			DeniedDomains:   y.Local.DeniedDomains,
 			Isolation:       Isolation{Linux: y.Local.Isolation.Linux, Darwin: y.Local.Isolation.Darwin},
+			UIDRange:        y.Local.UIDRange,
+			Umask:           y.Local.Umask,
+			SeccompDeny:     y.Local.Seccomp.Deny,
 		},
 	}
 	for _, m := range y.Mounts {

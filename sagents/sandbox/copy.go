@@ -32,7 +32,7 @@ func (h *HostFS) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 		return res, err
 	}
 	defer root.Close()
-	c := copier{ctx: ctx, root: root, src: src, dst: loc.Rel, ignore: opts.Ignore, res: &res}
+	c := copier{ctx: ctx, root: root, src: src, dst: loc.Rel, ignore: opts.Ignore, res: &res, owner: h.Owner}
 	err = filepath.WalkDir(src, c.visit)
 	return res, mapFSError("copy", loc, err)
 }
@@ -43,6 +43,7 @@ type copier struct {
 	src, dst string
 	ignore   []string
 	res      *CopyResult
+	owner    *FileOwner
 }
 
 func (c *copier) visit(p string, d fs.DirEntry, err error) error {
@@ -69,7 +70,7 @@ func (c *copier) visit(p string, d fs.DirEntry, err error) error {
 	case d.Type()&fs.ModeSymlink != 0:
 		c.res.SkippedSymlinks = append(c.res.SkippedSymlinks, rel)
 	case d.IsDir():
-		if err := c.root.MkdirAll(target, 0o755); err != nil {
+		if err := mkdirAll(c.root, target, c.owner); err != nil {
 			return err
 		}
 		c.res.Dirs++
@@ -78,7 +79,7 @@ func (c *copier) visit(p string, d fs.DirEntry, err error) error {
 			return fmt.Errorf("sandbox: copy: cannot replace the root of a mount with a file")
 		}
 		if dir := path.Dir(target); dir != "." {
-			if err := c.root.MkdirAll(dir, 0o755); err != nil {
+			if err := mkdirAll(c.root, dir, c.owner); err != nil {
 				return err
 			}
 		}
@@ -117,6 +118,10 @@ func (c *copier) copyFile(src, target string, d fs.DirEntry) (int64, error) {
 	defer in.Close()
 	out, err := c.root.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
+		return 0, err
+	}
+	if err := chown(out, c.owner); err != nil {
+		out.Close()
 		return 0, err
 	}
 	n, err := io.Copy(out, in)

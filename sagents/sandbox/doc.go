@@ -24,6 +24,15 @@
 //   - [RunProcess] runs a command in its own process group, drains stdout and
 //     stderr concurrently, and on timeout or cancellation sends SIGTERM then
 //     SIGKILL to the whole group, returning the partial output with TimedOut.
+//   - [HostFS] (the file methods of the host providers) bounds what it reads:
+//     ReadFile refuses files over MaxReadFileBytes, [HostFS.OpenFile] streams,
+//     [HostFS.ListDirectoryLimit] and FileTree (TreeOptions.MaxEntries) stop
+//     at an entry limit and say so (TreeNode.Truncated). With Owner set,
+//     everything it creates belongs to that uid and gid. [OpenFile] and
+//     [ListDirectoryLimit] reach these through any Handle (wrappers
+//     included), with a fallback for providers without them.
+//   - [TreeNode.String] quotes names as ls does, so names made inside a
+//     sandbox cannot send escape sequences to a terminal.
 //
 // Errors are values. Capabilities a mode lacks return an error that
 // errors.Is(err, ErrUnsupported).

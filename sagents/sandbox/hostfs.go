@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/sage-go/sage/internal/termsafe"
 )
 
 // HostFS implements the file methods of Handle over host directories,
@@ -24,7 +26,15 @@ type HostFS struct {
 	// Check, when set, runs before every operation (providers use it to
 	// return ErrClosed after Close).
 	Check func() error
+	// Owner, when set, owns every file and directory HostFS creates
+	// (WriteFile, its temporary file included, EnsureDirectory, the
+	// parents they create, CopyFromHost), and a file WriteFile or
+	// CopyFromHost replaces. Nil leaves ownership to the process.
+	Owner *FileOwner
 }
+
+// FileOwner is a numeric host uid and gid.
+type FileOwner struct{ UID, GID int }
 
 // open resolves p and opens the root of its mount.
 func (h *HostFS) open(ctx context.Context, op, p string, write bool) (*os.Root, Location, error) {
@@ -76,6 +86,27 @@ func (h *HostFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	return data, mapFSError("read", loc, err)
 }
 
+// OpenFile opens a regular file for streaming reads and returns what
+// fstat says of it; the caller closes the reader. As with ReadFile,
+// anything but a regular file is an error and the open never blocks.
+func (h *HostFS) OpenFile(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
+	root, loc, err := h.open(ctx, "read", p, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	f, err := openRegular(root, loc.Rel, os.O_RDONLY)
+	if err != nil {
+		return nil, nil, mapFSError("read", loc, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, mapFSError("read", loc, err)
+	}
+	return f, fi, nil
+}
+
 var errNotRegular = errors.New("not a regular file")
 
 // openRegular opens without blocking (O_NONBLOCK) and refuses anything but
@@ -115,24 +146,82 @@ func (h *HostFS) WriteFile(ctx context.Context, p string, data []byte, opts Writ
 		perm = 0o644
 	}
 	if dir := path.Dir(loc.Rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirAll(root, dir, h.Owner); err != nil {
 			return mapFSError("write", loc, err)
 		}
 	}
 	if opts.Append {
-		return mapFSError("write", loc, appendFile(root, loc.Rel, data, perm))
+		return mapFSError("write", loc, appendFile(root, loc.Rel, data, perm, h.Owner))
 	}
-	return mapFSError("write", loc, replaceFile(root, loc.Rel, data, perm))
+	return mapFSError("write", loc, replaceFile(root, loc.Rel, data, perm, h.Owner))
 }
 
-func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
-	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NONBLOCK, perm)
+// mkdirAll is root.MkdirAll that gives every directory it creates to
+// owner (when set).
+func mkdirAll(root *os.Root, rel string, owner *FileOwner) error {
+	if owner == nil {
+		return root.MkdirAll(rel, 0o755)
+	}
+	cur := ""
+	for _, part := range strings.Split(path.Clean(rel), "/") {
+		cur = path.Join(cur, part)
+		if cur == "." {
+			continue
+		}
+		err := root.Mkdir(cur, 0o755)
+		switch {
+		case err == nil:
+			// Lchown: the name is not followed if it was swapped for a
+			// symlink in between.
+			if err := root.Lchown(cur, owner.UID, owner.GID); err != nil {
+				return err
+			}
+		case !errors.Is(err, fs.ErrExist):
+			return err
+		}
+	}
+	fi, err := root.Stat(rel)
+	if err == nil && !fi.IsDir() {
+		err = &fs.PathError{Op: "mkdir", Path: rel, Err: syscall.ENOTDIR}
+	}
+	return err
+}
+
+// chown gives f to owner (when set).
+func chown(f *os.File, owner *FileOwner) error {
+	if owner == nil {
+		return nil
+	}
+	return f.Chown(owner.UID, owner.GID)
+}
+
+func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode, owner *FileOwner) error {
+	flag := os.O_WRONLY | os.O_APPEND | syscall.O_NONBLOCK
+	var f *os.File
+	var err error
+	created := false
+	if owner == nil {
+		f, err = root.OpenFile(rel, flag|os.O_CREATE, perm)
+	} else {
+		// Only a file made here is given to owner.
+		if f, err = root.OpenFile(rel, flag|os.O_CREATE|os.O_EXCL, perm); err == nil {
+			created = true
+		} else if errors.Is(err, fs.ErrExist) {
+			f, err = root.OpenFile(rel, flag, perm)
+		}
+	}
 	if err != nil {
 		return err
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
 		return &fs.PathError{Op: "append", Path: rel, Err: errNotRegular}
+	}
+	if created {
+		if err := chown(f, owner); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
@@ -141,7 +230,7 @@ func appendFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error 
 	return f.Close()
 }
 
-func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
+func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode, owner *FileOwner) error {
 	if fi, err := root.Lstat(rel); err == nil {
 		if fi.IsDir() {
 			return &fs.PathError{Op: "write", Path: rel, Err: errors.New("is a directory")}
@@ -155,7 +244,10 @@ func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode) error
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = chown(f, owner)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -209,6 +301,66 @@ func (h *HostFS) ListDirectory(ctx context.Context, p string) ([]FileInfo, error
 	return out, nil
 }
 
+// ListDirectoryLimit lists at most max entries of a directory (max <= 0
+// means DefaultMaxEntries), reading no more than max+1 of them, so that
+// memory and time stay bounded however large the directory: the result
+// is the first entries the directory yields, sorted by name, and
+// truncated says there were more.
+func (h *HostFS) ListDirectoryLimit(ctx context.Context, p string, max int) ([]FileInfo, bool, error) {
+	if max <= 0 {
+		max = DefaultMaxEntries
+	}
+	root, loc, err := h.open(ctx, "list", p, false)
+	if err != nil {
+		return nil, false, err
+	}
+	defer root.Close()
+	entries, truncated, err := readDirLimit(ctx, root, loc.Rel, max)
+	if err != nil {
+		return nil, false, mapFSError("list", loc, err)
+	}
+	out := make([]FileInfo, 0, len(entries))
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed while listing
+		}
+		out = append(out, fileInfo(path.Join(loc.Virtual, e.Name()), fi))
+	}
+	return out, truncated, nil
+}
+
+// readDirLimit reads at most max entries (max >= 0) in batches, sorted by
+// name; truncated says the directory holds more.
+func readDirLimit(ctx context.Context, root *os.Root, rel string, max int) ([]fs.DirEntry, bool, error) {
+	d, err := root.Open(rel)
+	if err != nil {
+		return nil, false, err
+	}
+	defer d.Close()
+	var out []fs.DirEntry
+	truncated := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		batch, err := d.ReadDir(min(256, max+1-len(out)))
+		out = append(out, batch...)
+		if len(out) > max {
+			out, truncated = out[:max], true
+			break
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, truncated, nil
+}
+
 func readDir(root *os.Root, rel string) ([]fs.DirEntry, error) {
 	d, err := root.Open(rel)
 	if err != nil {
@@ -235,7 +387,7 @@ func (h *HostFS) EnsureDirectory(ctx context.Context, p string) error {
 		return err
 	}
 	defer root.Close()
-	return mapFSError("mkdir", loc, root.MkdirAll(loc.Rel, 0o755))
+	return mapFSError("mkdir", loc, mkdirAll(root, loc.Rel, h.Owner))
 }
 
 // DeleteFile removes a file or a directory tree. The root of a mount
@@ -255,13 +407,17 @@ func (h *HostFS) DeleteFile(ctx context.Context, p string) error {
 	return mapFSError("delete", loc, root.RemoveAll(loc.Rel))
 }
 
-// FileTree walks p down to opts.MaxDepth.
+// FileTree walks p down to opts.MaxDepth, reading at most
+// opts.MaxEntries directory entries in all.
 func (h *HostFS) FileTree(ctx context.Context, p string, opts TreeOptions) (*TreeNode, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = 3
 	}
 	if opts.MaxItems <= 0 {
 		opts.MaxItems = 100
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
 	}
 	root, loc, err := h.open(ctx, "tree", p, false)
 	if err != nil {
@@ -274,21 +430,35 @@ func (h *HostFS) FileTree(ctx context.Context, p string, opts TreeOptions) (*Tre
 	}
 	node := &TreeNode{Name: path.Base(loc.Virtual), Path: loc.Virtual, IsDir: fi.IsDir(), Size: fi.Size()}
 	if fi.IsDir() {
-		if err := fillTree(ctx, root, loc.Rel, node, 1, opts); err != nil {
+		w := &treeWalk{ctx: ctx, root: root, opts: opts, budget: opts.MaxEntries}
+		if err := w.fill(loc.Rel, node, 1); err != nil {
 			return nil, mapFSError("tree", loc, err)
 		}
+		node.Truncated = w.truncated
 	}
 	return node, nil
 }
 
-func fillTree(ctx context.Context, root *os.Root, rel string, node *TreeNode, depth int, opts TreeOptions) error {
+// treeWalk is one FileTree walk and its remaining entry budget.
+type treeWalk struct {
+	ctx       context.Context
+	root      *os.Root
+	opts      TreeOptions
+	budget    int
+	truncated bool
+}
+
+func (w *treeWalk) fill(rel string, node *TreeNode, depth int) error {
+	ctx, root, opts := w.ctx, w.root, w.opts
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := readDir(root, rel)
+	entries, more, err := readDirLimit(ctx, root, rel, w.budget)
 	if err != nil {
 		return err
 	}
+	w.budget -= len(entries)
+	w.truncated = w.truncated || more
 	node.Size = 0
 	for _, e := range entries {
 		if !opts.Hidden && strings.HasPrefix(e.Name(), ".") {
@@ -304,7 +474,7 @@ func fillTree(ctx context.Context, root *os.Root, rel string, node *TreeNode, de
 		}
 		node.Children = append(node.Children, child)
 		if e.IsDir() {
-			if err := fillTree(ctx, root, path.Join(rel, e.Name()), child, depth+1, opts); err != nil {
+			if err := w.fill(path.Join(rel, e.Name()), child, depth+1); err != nil {
 				return err
 			}
 		}
@@ -313,14 +483,19 @@ func fillTree(ctx context.Context, root *os.Root, rel string, node *TreeNode, de
 }
 
 // String renders the tree, one entry a line, directories with a slash.
+// Names are quoted as ls quotes them (termsafe.Name): control characters
+// and escape sequences made inside a sandbox never reach a terminal raw.
 func (n *TreeNode) String() string {
 	var b strings.Builder
 	n.render(&b, "")
+	if n.Truncated {
+		b.WriteString("... (truncated: the walk stopped at its entry limit)\n")
+	}
 	return b.String()
 }
 
 func (n *TreeNode) render(b *strings.Builder, indent string) {
-	b.WriteString(indent + n.Name)
+	b.WriteString(indent + termsafe.Name(n.Name))
 	if n.IsDir {
 		b.WriteString("/")
 	}

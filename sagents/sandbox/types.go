@@ -62,6 +62,23 @@ type PythonOptions struct {
 	ExecOptions
 	// Requirements are pip requirement specifiers installed first.
 	Requirements []string
+	// OnSetup, when set, is called as a set-up step that can take seconds
+	// begins (such as "creating the session's Python environment"); the
+	// step is over when the function it returns is called. Providers call
+	// it through Step, and only for steps they really run.
+	OnSetup func(step string) (done func())
+}
+
+// Step reports the start of a set-up step to OnSetup and returns the
+// function that ends it (a no-op without OnSetup).
+func (o PythonOptions) Step(step string) (done func()) {
+	if o.OnSetup == nil {
+		return func() {}
+	}
+	if done = o.OnSetup(step); done == nil {
+		return func() {}
+	}
+	return done
 }
 
 // CommandResult says how a command ended. A timed-out command still
@@ -80,7 +97,46 @@ type CommandResult struct {
 	Truncated          bool  `json:"truncated"`
 	StdoutDroppedBytes int64 `json:"stdout_dropped_bytes"`
 	StderrDroppedBytes int64 `json:"stderr_dropped_bytes"`
+	// CPUTimeExceeded is true when the command was killed because all its
+	// processes together used up the CPU time limit; ExitCode is then
+	// 128+SIGXCPU (152) and Signal "SIGXCPU".
+	CPUTimeExceeded bool `json:"cpu_time_exceeded,omitempty"`
+	// LimitsEnforced says which resource limits held for the command, and
+	// how; nil when the provider does not say.
+	LimitsEnforced *LimitsEnforced `json:"limits_enforced,omitempty"`
 }
+
+// LimitsEnforced reports how each resource limit of a command is
+// enforced. A provider fills in only what holds: a limit it cannot
+// enforce is reported as EnforcedNone, never as more than it is.
+type LimitsEnforced struct {
+	CPUTime  Enforcement `json:"cpu_time"`
+	Memory   Enforcement `json:"memory"`
+	Pids     Enforcement `json:"pids"`
+	FileSize Enforcement `json:"file_size"`
+}
+
+// Enforcement says how a limit holds.
+type Enforcement string
+
+// The ways a limit holds, from the strongest.
+const (
+	// EnforcedCgroup: a cgroup bounds all the command's processes
+	// together, memory including shmem, memfd and tmpfs pages.
+	EnforcedCgroup Enforcement = "cgroup"
+	// EnforcedUserNS: an rlimit the kernel counts per user namespace, so
+	// for the whole sandbox (RLIMIT_NPROC of an unprivileged sandbox).
+	EnforcedUserNS Enforcement = "userns"
+	// EnforcedPerUser: an rlimit counted for all processes of the host
+	// user together (stricter than the command alone).
+	EnforcedPerUser Enforcement = "rlimit-per-user"
+	// EnforcedPerProcess: an rlimit each process gets anew, so a command
+	// with N processes may use N times the limit (and RLIMIT_AS does not
+	// count shared memory files).
+	EnforcedPerProcess Enforcement = "rlimit-per-process"
+	// EnforcedNone: no limit.
+	EnforcedNone Enforcement = "none"
+)
 
 // MarshalJSON adds duration_ms to the snake_case fields.
 func (r CommandResult) MarshalJSON() ([]byte, error) {
@@ -134,7 +190,15 @@ type TreeOptions struct {
 	MaxItems int
 	// Hidden includes names starting with a dot.
 	Hidden bool
+	// MaxEntries bounds the directory entries read for the whole tree
+	// (memory and time); 0 means DefaultMaxEntries. When the walk stops
+	// there, the root's Truncated is set.
+	MaxEntries int
 }
+
+// DefaultMaxEntries is the default bound of FileTree (TreeOptions) and of
+// the CLI's listings.
+const DefaultMaxEntries = 10000
 
 // TreeNode is one node of FileTree's result.
 type TreeNode struct {
@@ -144,8 +208,12 @@ type TreeNode struct {
 	Size     int64       `json:"size,omitempty"`
 	Children []*TreeNode `json:"children,omitempty"`
 	// Omitted counts entries left out by MaxItems, or, when the node is a
-	// directory at MaxDepth, the entries not descended into.
+	// directory at MaxDepth, the entries not descended into. Entries never
+	// read because of MaxEntries are not counted.
 	Omitted int `json:"omitted,omitempty"`
+	// Truncated, on the root, says the walk stopped at
+	// TreeOptions.MaxEntries: directories may hold more than shown.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // CopyOptions tune CopyFromHost.
@@ -185,4 +253,6 @@ type BackgroundState struct {
 	Alive    bool   `json:"alive"`
 	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
+	// CPUTimeExceeded: the task was killed for using up its CPU time.
+	CPUTimeExceeded bool `json:"cpu_time_exceeded,omitempty"`
 }

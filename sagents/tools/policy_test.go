@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,7 +127,7 @@ func TestApproverIsAskedForAsk(t *testing.T) {
 }
 
 func TestSkills(t *testing.T) {
-	dir := t.TempDir()
+	dir := sandboxtest.TempDir(t)
 	write := func(p, s string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644))
@@ -167,7 +168,7 @@ func TestSkills(t *testing.T) {
 		"badyaml":  "---\nname: [\n---\n",
 		"unclosed": "---\nname: x\ndescription: y\n",
 	} {
-		d := filepath.Join(t.TempDir(), name)
+		d := filepath.Join(sandboxtest.TempDir(t), name)
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(d, "SKILL.md"), []byte(body), 0o644))
 		_, err := tools.ParseSkill(d)

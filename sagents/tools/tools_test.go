@@ -13,6 +13,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/local"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
 )
 
@@ -30,7 +31,7 @@ func modes(t *testing.T) map[string]func(t *testing.T) sandbox.Handle {
 
 func open(t *testing.T, mode sandbox.Type) sandbox.Handle {
 	t.Helper()
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
 	return h

@@ -38,7 +38,10 @@ type Reply struct {
 	// Events are SSE events. Each is written as "data: <e>\n\n", except
 	// entries starting with ":" (comments) or "event:" which are written
 	// verbatim followed by "\n\n". [DONE] follows unless NoDone.
-	Events      []string
+	Events []string
+	// Raw, when set, is written verbatim as a text/event-stream body (a
+	// recorded transcript); Events and NoDone are then ignored.
+	Raw         string
 	NoDone      bool
 	HeaderDelay time.Duration // sleep before the headers: a slow first byte
 	EventDelay  time.Duration // sleep before each event
@@ -120,6 +123,12 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
+	}
+	if rep.Raw != "" {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(status(rep))
+		io.WriteString(w, rep.Raw)
+		return
 	}
 	if rep.Events == nil {
 		writeJSON(w, rep)

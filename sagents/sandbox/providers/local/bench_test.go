@@ -4,8 +4,8 @@ package local_test
 
 import (
 	"context"
-	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
@@ -15,9 +15,8 @@ import (
 // directly with os/exec, with /bin/true as the command: the baseline.
 func BenchmarkBareBwrapTrue(b *testing.B) {
 	s := newLocal(b, nil)
-	bwrap, args := s.BwrapCommand("/bin/true")
 	for b.Loop() {
-		if err := exec.Command(bwrap, args...).Run(); err != nil {
+		if err := s.BwrapCommand("/bin/true").Run(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -36,3 +35,17 @@ func BenchmarkLocalExecTrue(b *testing.B) {
 }
 
 var _ = local.DefaultPidsLimit
+
+// BenchmarkLocalExecTrueCPUBudget is BenchmarkLocalExecTrue with a CPU
+// time limit: each command makes, joins and removes its own CPU cgroup
+// and runs a watchdog (root with writable cgroups only).
+func BenchmarkLocalExecTrueCPUBudget(b *testing.B) {
+	s := newLocal(b, func(c *sandbox.Config) { c.Local.CPUTimeLimit = 10 * time.Second })
+	ctx := context.Background()
+	for b.Loop() {
+		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
+		if err != nil || !res.Success {
+			b.Fatal(err, res)
+		}
+	}
+}

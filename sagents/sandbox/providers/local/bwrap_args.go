@@ -33,6 +33,16 @@ type BwrapOptions struct {
 	Chdir     string // working directory inside
 	InfoFD    int    // --info-fd; 0 means none
 	BlockFD   int    // --block-fd; 0 means none
+	// WorkspaceFD, when > 0, binds the workspace from this descriptor
+	// (--bind-fd) instead of by path: sage opened it without following
+	// symlinks, so a workspace swapped for a symlink is never bound.
+	WorkspaceFD int
+	// SeccompFD, when > 0, loads the seccomp filter from it (--seccomp).
+	SeccompFD int
+	// MapRoot shows the sandbox's uid as 0 inside (--uid 0 --gid 0); bwrap
+	// runs as the session's unprivileged host uid, which is what uid 0
+	// inside is on the host.
+	MapRoot bool
 }
 
 // VolumeBind binds a host path at a path inside.
@@ -42,7 +52,8 @@ type VolumeBind struct{ Host, Inside string }
 // itself and without the command). The order is fixed, and later mounts
 // win over earlier ones:
 //
-//  1. namespaces: --unshare-all --unshare-user [--share-net] --disable-userns
+//  1. namespaces: --unshare-all --unshare-user [--share-net] [--uid 0
+//     --gid 0] --disable-userns
 //     (network allowlist adds no flag here: the bridge and the proxy
 //     sockets arrive as read-only mounts in step 10)
 //  2. lifetime: --die-with-parent --new-session [--info-fd N] [--block-fd N]
@@ -53,16 +64,21 @@ type VolumeBind struct{ Host, Inside string }
 //  7. --proc /proc --dev /dev, a size-bounded /dev/shm, then /dev read-only
 //  8. a private /tmp (tmpfs, size-bounded)
 //  9. extra read-only paths (interpreters outside /usr)
-//  10. the workspace read-write, then the mounts, shallowest first
+//  10. the workspace read-write (--bind-fd when opened by sage), then the
+//     mounts, shallowest first
 //     (--ro-bind for read-only ones): after /tmp, so none is hidden
 //  11. --remount-ro / (bwrap's own root tmpfs: nothing is writable but
 //     /tmp, /dev/shm, the workspace and read-write mounts; tmpfs pages are
 //     not counted by RLIMIT_AS, so none may be unbounded)
 //  12. --chdir
+//  13. [--seccomp N]
 func BwrapArgs(o BwrapOptions) []string {
 	a := []string{"--unshare-all", "--unshare-user"}
 	if o.Network {
 		a = append(a, "--share-net")
+	}
+	if o.MapRoot {
+		a = append(a, "--uid", "0", "--gid", "0")
 	}
 	a = append(a, "--disable-userns", "--die-with-parent", "--new-session")
 	if o.InfoFD > 0 {
@@ -104,7 +120,11 @@ func BwrapArgs(o BwrapOptions) []string {
 	for _, p := range o.ReadOnly {
 		a = append(a, "--ro-bind", p, p)
 	}
-	a = append(a, "--bind", o.Workspace.Host, o.Workspace.Inside)
+	if o.WorkspaceFD > 0 {
+		a = append(a, "--bind-fd", strconv.Itoa(o.WorkspaceFD), o.Workspace.Inside)
+	} else {
+		a = append(a, "--bind", o.Workspace.Host, o.Workspace.Inside)
+	}
 	for _, m := range shallowFirst(o.Mounts) {
 		flag := "--bind"
 		if m.ReadOnly {
@@ -112,7 +132,11 @@ func BwrapArgs(o BwrapOptions) []string {
 		}
 		a = append(a, flag, m.HostPath, m.SandboxPath)
 	}
-	return append(a, "--remount-ro", "/", "--chdir", o.Chdir)
+	a = append(a, "--remount-ro", "/", "--chdir", o.Chdir)
+	if o.SeccompFD > 0 {
+		a = append(a, "--seccomp", strconv.Itoa(o.SeccompFD))
+	}
+	return a
 }
 
 // sized is a size-bounded tmpfs (size 0: bwrap's default).

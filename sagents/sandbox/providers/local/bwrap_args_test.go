@@ -48,8 +48,8 @@ func TestBwrapArgsNetwork(t *testing.T) {
 
 func TestPrlimitArgs(t *testing.T) {
 	l := Limits{CPUTime: 1500e6, MemoryBytes: 64 << 20, Pids: 32, FileSizeBytes: 1 << 20}
-	assert.Equal(t, []string{"--core=0:0", "--cpu=2:3", "--as=67108864:67108864", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(false))
-	assert.Equal(t, []string{"--core=0:0", "--cpu=2:3", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(true))
+	assert.Equal(t, []string{"--core=0:0", "--cpu=3:4", "--as=67108864:67108864", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(false))
+	assert.Equal(t, []string{"--core=0:0", "--cpu=3:4", "--fsize=1048576:1048576", "--nproc=32:32"}, l.prlimitArgs(true))
 	assert.Equal(t, []string{"--core=0:0"}, Limits{}.prlimitArgs(false))
 	assert.Equal(t, "ulimit -c 0 && ulimit -t 2 && ulimit -v 65536 && ulimit -f 2048 && ulimit -u 32", l.ulimitScript())
 }

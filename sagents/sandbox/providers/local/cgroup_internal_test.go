@@ -4,9 +4,12 @@ package local
 
 import (
 	"errors"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +22,7 @@ func TestRootWithoutCgroupsRefusesAPidsLimit(t *testing.T) {
 		t.Skip("only root is exempt from RLIMIT_NPROC")
 	}
 	saved := cgroupRoot
-	cgroupRoot = t.TempDir() // no hierarchy here
+	cgroupRoot = sandboxtest.TempDir(t) // no hierarchy here
 	defer func() { cgroupRoot = saved }()
 	_, err := limitCgroups("t1", Limits{Pids: 10})
 	require.Error(t, err)
@@ -64,4 +67,72 @@ func TestTrampoline(t *testing.T) {
 	assert.Equal(t, []string{"sh", "-c",
 		`echo $$ > "$1" || { echo "sage: cannot join cgroup $1" >&2; exit 125; }; echo $$ > "$2" || { echo "sage: cannot join cgroup $2" >&2; exit 125; }; shift 2; exec "$@"`,
 		"sage-cgroup", "/cg/p/cgroup.procs", "/cg/m/cgroup.procs", "/usr/bin/bwrap", "--a"}, argv)
+}
+
+// Where no cgroup can be made, a CPU time limit and an explicit memory
+// limit would hold per process only: they are refused, each with its fix;
+// the default memory limit falls back to RLIMIT_AS, reported as such.
+func TestNoCgroupRefusesWholeCommandLimits(t *testing.T) {
+	saved := cgroupRoot
+	cgroupRoot = sandboxtest.TempDir(t) // no hierarchy here
+	defer func() { cgroupRoot = saved }()
+	_, err := limitCgroups("t3", Limits{CPUTime: time.Second})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, sandbox.ErrIsolationUnavailable)
+	assert.Contains(t, err.Error(), "cpu_time_limit: 0")
+	l := ResolveLimits(sandbox.LocalConfig{MemoryLimitMB: 64, PidsLimit: -1})
+	_, err = limitCgroups("t3", l)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "memory_limit_mb: -1")
+	l = ResolveLimits(sandbox.LocalConfig{PidsLimit: -1})
+	c, err := limitCgroups("t3", l)
+	require.NoError(t, err, "the default memory limit falls back to RLIMIT_AS")
+	assert.Nil(t, c)
+	assert.Equal(t, sandbox.EnforcedPerProcess, l.enforced(c, true).Memory, "and says so")
+	assert.Equal(t, sandbox.EnforcedNone, l.enforced(c, true).CPUTime)
+}
+
+// The CPU budget in cgroup v2 (cpu.stat, cgroup.kill), on the unified
+// hierarchy where this host has one (without controllers: cpu.stat counts
+// usage without them).
+func TestCPUBudgetCgroupV2(t *testing.T) {
+	const unified = "/sys/fs/cgroup/unified"
+	if _, err := os.Stat(unified + "/cgroup.controllers"); err != nil || os.Geteuid() != 0 {
+		t.Skip("no cgroup v2 hierarchy to write to beside v1 here")
+	}
+	if b, _ := os.ReadFile("/proc/self/cgroup"); !strings.Contains(string(b), "\n0::/\n") && !strings.HasPrefix(string(b), "0::/\n") {
+		t.Skip("not in the root of the v2 hierarchy")
+	}
+	saved := cgroupRoot
+	cgroupRoot = unified
+	defer func() { cgroupRoot = saved }()
+	c, err := limitCgroups("t4", Limits{CPUTime: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.NotNil(t, c)
+	require.True(t, c.cpuV2)
+	k, err := c.command(300 * time.Millisecond)
+	require.NoError(t, err)
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	require.NoError(t, busy.Start())
+	require.NoError(t, k.start(busy.Process.Pid))
+	done := make(chan error, 1)
+	go func() { done <- busy.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		busy.Process.Kill()
+		t.Fatal("the busy loop outlived its 300 ms budget")
+	}
+	res := &sandbox.CommandResult{ExitCode: 137}
+	k.end(res)
+	assert.True(t, res.CPUTimeExceeded)
+	assert.Equal(t, 152, res.ExitCode)
+	used, err := k.used()
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, used, 300*time.Millisecond)
+	assert.Less(t, used, 2*time.Second)
+	k.release()
+	assert.NoDirExists(t, k.dir)
+	require.NoError(t, c.remove())
+	assert.NoDirExists(t, c.cpuParent)
 }

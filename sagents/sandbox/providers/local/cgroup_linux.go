@@ -31,6 +31,24 @@ type cgroupSet struct {
 	procs     []string // cgroup.procs files a command joins
 	pids, mem bool
 	removed   bool
+	// cpuParent holds one CPU-accounting cgroup per command (cmdCgroup),
+	// for the CPU time budget: the cpuacct hierarchy's in v1, the
+	// sandbox's own cgroup in v2. Empty when there is no CPU limit.
+	cpuParent string
+	cpuV2     bool
+	commands  int              // names the next command cgroup
+	failed    map[string]error // why a v1 hierarchy could not be used
+}
+
+// fail notes why the v1 hierarchy ctl could not be used; it returns err.
+func (c *cgroupSet) fail(ctl string, err error) error {
+	if err != nil {
+		if c.failed == nil {
+			c.failed = map[string]error{}
+		}
+		c.failed[ctl] = err
+	}
+	return err
 }
 
 // memory reports whether a cgroup bounds memory. It stays true after
@@ -46,23 +64,42 @@ func (c *cgroupSet) memory() bool {
 }
 
 // limitCgroups creates the cgroups the limits need, where the cgroup tree
-// is writable. Running as root without a pids cgroup is an error: the
-// pids limit would not hold.
+// is writable. A limit that would not hold for the whole command is an
+// error: the pids limit as root (the kernel ignores RLIMIT_NPROC for the
+// host's root), a CPU time limit, and a memory limit the config asked for
+// (the default one falls back to RLIMIT_AS, reported as per process).
 func limitCgroups(id string, l Limits) (*cgroupSet, error) {
-	if l.Pids <= 0 && l.MemoryBytes <= 0 {
+	if l.Pids <= 0 && l.MemoryBytes <= 0 && l.CPUTime <= 0 {
 		return nil, nil
 	}
 	c, cgErr := createCgroups("sage-"+id+"-"+randomSuffix(), l)
-	if l.Pids > 0 && !c.pids && os.Geteuid() == 0 {
-		c.remove()
-		reason := "no writable cgroup pids controller"
-		if cgErr != nil {
-			reason += " (" + cgErr.Error() + ")"
+	why := func(what, ctl string) string { // one line: the error of that hierarchy
+		err := cgErr
+		if e, ok := c.failed[ctl]; ok {
+			err = e
 		}
-		return nil, fmt.Errorf("%w: the pids limit (%d) cannot be enforced: running as root, where the kernel ignores RLIMIT_NPROC, and %s; fix: run as an unprivileged user, give sage a writable cgroup, or set pids_limit: -1 to run without one",
-			sandbox.ErrIsolationUnavailable, l.Pids, reason)
+		if err != nil {
+			return what + " (" + strings.ReplaceAll(err.Error(), "\n", "; ") + ")"
+		}
+		return what
 	}
-	if !c.pids && !c.mem {
+	var err error
+	switch {
+	case l.Pids > 0 && !c.pids && os.Geteuid() == 0:
+		err = fmt.Errorf("%w: the pids limit (%d) cannot be enforced: running as root, where the kernel ignores RLIMIT_NPROC, and %s; fix: run as an unprivileged user, give sage a writable cgroup, or set pids_limit: -1 to run without one",
+			sandbox.ErrIsolationUnavailable, l.Pids, why("no writable cgroup pids controller", "pids"))
+	case l.CPUTime > 0 && c.cpuParent == "":
+		err = fmt.Errorf("%w: the CPU time limit (%s) cannot be enforced for the whole command: %s, and RLIMIT_CPU alone counts each process apart; fix: set cpu_time_limit: 0 (--cpu-time 0) to run without one, or run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)",
+			sandbox.ErrIsolationUnavailable, l.CPUTime, why("no writable cgroup for CPU accounting", "cpuacct"))
+	case l.memoryAsked && !c.mem:
+		err = fmt.Errorf("%w: the memory limit (%d MB) cannot be enforced for the whole command: %s, and RLIMIT_AS alone counts each process apart and misses shared memory; fix: set memory_limit_mb: -1 (--memory -1) to run without one, or run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)",
+			sandbox.ErrIsolationUnavailable, l.MemoryBytes>>20, why("no writable cgroup memory controller", "memory"))
+	}
+	if err != nil {
+		c.remove()
+		return nil, err
+	}
+	if !c.pids && !c.mem && c.cpuParent == "" {
 		c.remove()
 		return nil, nil
 	}
@@ -88,16 +125,27 @@ func createCgroups(name string, l Limits) (*cgroupSet, error) {
 		return c, c.createV2(filepath.Join(cgroupRoot, p), name, l)
 	}
 	var errs []error
+	if l.CPUTime > 0 {
+		if p, ok := own["cpuacct"]; ok {
+			dir := filepath.Join(cgroupRoot, "cpuacct", p, name)
+			var ok bool
+			if err := c.addDir(dir, nil, &ok); err != nil {
+				errs = append(errs, c.fail("cpuacct", err))
+			} else {
+				c.cpuParent = dir
+			}
+		}
+	}
 	if l.Pids > 0 {
 		if p, ok := own["pids"]; ok {
 			dir := filepath.Join(cgroupRoot, "pids", p, name)
-			errs = append(errs, c.add(dir, map[string]string{"pids.max": strconv.Itoa(l.Pids)}, &c.pids))
+			errs = append(errs, c.fail("pids", c.add(dir, map[string]string{"pids.max": strconv.Itoa(l.Pids)}, &c.pids)))
 		}
 	}
 	if l.MemoryBytes > 0 {
 		if p, ok := own["memory"]; ok {
 			dir := filepath.Join(cgroupRoot, "memory", p, name)
-			errs = append(errs, c.add(dir, map[string]string{"memory.limit_in_bytes": strconv.FormatInt(l.MemoryBytes, 10)}, &c.mem))
+			errs = append(errs, c.fail("memory", c.add(dir, map[string]string{"memory.limit_in_bytes": strconv.FormatInt(l.MemoryBytes, 10)}, &c.mem)))
 			if c.mem { // no swapping around the limit, where swap is accounted
 				os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(l.MemoryBytes, 10)), 0)
 			}
@@ -124,6 +172,9 @@ func (c *cgroupSet) createV2(parent, name string, l Limits) error {
 		return err
 	}
 	c.pids, c.mem = l.Pids > 0, l.MemoryBytes > 0
+	if l.CPUTime > 0 { // cpu.stat counts usage without the cpu controller
+		c.cpuParent, c.cpuV2 = filepath.Join(parent, name), true
+	}
 	if c.mem {
 		os.WriteFile(filepath.Join(parent, name, "memory.swap.max"), []byte("0"), 0)
 	}
@@ -131,7 +182,18 @@ func (c *cgroupSet) createV2(parent, name string, l Limits) error {
 }
 
 // add creates dir and writes its limit files; on success it sets *ok.
+// Commands join it.
 func (c *cgroupSet) add(dir string, files map[string]string, ok *bool) error {
+	if err := c.addDir(dir, files, ok); err != nil {
+		return err
+	}
+	c.procs = append(c.procs, filepath.Join(dir, "cgroup.procs"))
+	return nil
+}
+
+// addDir is add for a cgroup commands do not join themselves (the parent
+// of the command cgroups).
+func (c *cgroupSet) addDir(dir string, files map[string]string, ok *bool) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("cgroup %s: %w", dir, err)
 	}
@@ -142,7 +204,6 @@ func (c *cgroupSet) add(dir string, files map[string]string, ok *bool) error {
 		}
 	}
 	c.dirs = append(c.dirs, dir)
-	c.procs = append(c.procs, filepath.Join(dir, "cgroup.procs"))
 	*ok = true
 	return nil
 }
@@ -186,10 +247,11 @@ func (c *cgroupSet) join(pid int) error {
 	return nil
 }
 
-// trampoline returns the command that joins the cgroups and then execs
-// the program: a one-line /bin/sh script, so every process is born inside
-// them (isolation none, where no gate holds the command).
-func (c *cgroupSet) trampoline(prog string, args []string) (string, []string, error) {
+// trampoline returns the command that joins the cgroups (and the
+// command's own, extra) and then execs the program: a one-line /bin/sh
+// script, so every process is born inside them (isolation none, where no
+// gate holds the command).
+func (c *cgroupSet) trampoline(prog string, args []string, extra ...string) (string, []string, error) {
 	if c == nil {
 		return prog, append([]string{prog}, args...), nil
 	}
@@ -198,15 +260,16 @@ func (c *cgroupSet) trampoline(prog string, args []string) (string, []string, er
 	if c.removed {
 		return "", nil, fmt.Errorf("local: %w", sandbox.ErrClosed)
 	}
-	if len(c.procs) == 0 {
+	procs := append(append([]string{}, c.procs...), extra...)
+	if len(procs) == 0 {
 		return prog, append([]string{prog}, args...), nil
 	}
 	var script strings.Builder
-	for i := range c.procs {
+	for i := range procs {
 		fmt.Fprintf(&script, `echo $$ > "$%d" || { echo "sage: cannot join cgroup $%d" >&2; exit 125; }; `, i+1, i+1)
 	}
-	fmt.Fprintf(&script, "shift %d; exec \"$@\"", len(c.procs))
-	argv := append([]string{"sh", "-c", script.String(), "sage-cgroup"}, c.procs...)
+	fmt.Fprintf(&script, "shift %d; exec \"$@\"", len(procs))
+	argv := append([]string{"sh", "-c", script.String(), "sage-cgroup"}, procs...)
 	argv = append(argv, prog)
 	return "/bin/sh", append(argv, args...), nil
 }
@@ -220,15 +283,28 @@ func (c *cgroupSet) remove() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for _, dir := range c.dirs {
+		if dir == c.cpuParent { // command cgroups still there (a background task ending)
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if e.IsDir() {
+					errs = append(errs, removeCgroup(filepath.Join(dir, e.Name())))
+				}
+			}
+		}
 		errs = append(errs, removeCgroup(dir))
 	}
 	c.dirs, c.procs, c.removed = nil, nil, true
 	return errors.Join(errs...)
 }
 
+// removeCgroup removes a cgroup, killing what is left in it. A command's
+// last process may still be exiting when the command is done (bwrap
+// returns before its sandbox's init is reaped), so it retries, quickly at
+// first, for about a second.
 func removeCgroup(dir string) error {
 	var err error
-	for range 50 {
+	delay := time.Millisecond
+	for range 60 {
 		if err = syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
 		}
@@ -239,7 +315,8 @@ func removeCgroup(dir string) error {
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(delay)
+		delay = min(2*delay, 20*time.Millisecond)
 	}
 	return fmt.Errorf("local: remove cgroup %s: %w", dir, err)
 }

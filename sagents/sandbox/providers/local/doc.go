@@ -30,6 +30,31 @@
 // /bin/sh trampoline before bwrap starts. If a limit cannot be enforced,
 // New fails and says why: nothing runs with a limit silently missing.
 //
+// Limits hold for the whole command, not per process, where a cgroup
+// allows it. The memory cgroup counts every process of the sandbox,
+// shared memory (memfd, /dev/shm, /tmp) included. The CPU time limit is a
+// budget of each command (a foreground command or a background task):
+// the command gets its own CPU-accounting cgroup (v1 cpuacct, or a child
+// of the sandbox's v2 cgroup read through cpu.stat), which the gate puts
+// the sandbox's init into, and a watchdog reads its usage every 50 ms and
+// kills every process in it with SIGKILL once the budget is used (no
+// grace period: it would burn more CPU). The result then says
+// CPUTimeExceeded, exit code 152 and signal SIGXCPU. RLIMIT_CPU stays
+// as a per-process backstop one second above the budget (it counts whole
+// clock ticks, so would otherwise beat the exact count of the cgroup on a
+// busy host and end the command for less). The command's cgroup is
+// removed when the command ends, however it ends; Close removes the
+// sandbox's.
+//
+// Where no writable cgroup exists (an ordinary user without a delegated
+// cgroup), the default memory limit falls back to RLIMIT_AS, which each
+// process gets anew and which does not count shared memory; a CPU time
+// limit, or a memory limit the config sets itself, is refused at New
+// with the fix (-1, or a writable cgroup). Every CommandResult carries
+// LimitsEnforced, saying for each limit "cgroup", "userns" (RLIMIT_NPROC
+// counted per user namespace), "rlimit-per-user", "rlimit-per-process"
+// or "none"; Sandbox.LimitsEnforced and sage doctor say the same.
+//
 // There is no fallback to running unisolated. If bwrap is missing or
 // cannot create namespaces, New fails with an error that
 // errors.Is(err, sandbox.ErrIsolationUnavailable) and names the cause and

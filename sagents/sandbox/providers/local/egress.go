@@ -53,7 +53,7 @@ func startEgress(cfg sandbox.Config, opts Options, s *Sandbox) (*egressProxy, er
 	if err != nil {
 		return nil, err
 	}
-	e, httpLn, socksLn, err := listenEgress(s.runtimeDir)
+	e, httpLn, socksLn, err := listenEgress(s.runtimeDir, s.ident)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // profile lets commands connect to these two localhost ports and nowhere
 // else. Other local processes can reach the ports too; they get exactly
 // what the allowlist grants, which is less than they have already.
-func listenEgress(string) (*egressProxy, net.Listener, net.Listener, error) {
+func listenEgress(string, *identity) (*egressProxy, net.Listener, net.Listener, error) {
 	h, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("local: egress proxy: %w", err)

@@ -4,6 +4,7 @@ package local
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,9 +23,12 @@ const (
 // listenEgress binds the proxies to Unix sockets in a private directory,
 // which is bound read-only into each sandbox: nothing else on the host
 // network reaches them, and from inside they are the only way out.
-func listenEgress(runtimeDir string) (*egressProxy, net.Listener, net.Listener, error) {
+func listenEgress(runtimeDir string, id *identity) (*egressProxy, net.Listener, net.Listener, error) {
 	exe, err := bridgeExecutable()
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if exe, err = reachableCopy(exe, runtimeDir, id); err != nil {
 		return nil, nil, nil, err
 	}
 	dir, err := socketDir(runtimeDir)
@@ -41,6 +45,16 @@ func listenEgress(runtimeDir string) (*egressProxy, net.Listener, net.Listener, 
 		h.Close()
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
+	}
+	if id != nil { // bwrap and the bridge run as the session's uid
+		for _, p := range []string{dir, filepath.Join(dir, "http.sock"), filepath.Join(dir, "socks.sock")} {
+			if err := os.Lchown(p, id.uid, id.gid); err != nil {
+				h.Close()
+				s.Close()
+				os.RemoveAll(dir)
+				return nil, nil, nil, fmt.Errorf("local: egress proxy sockets: %w", err)
+			}
+		}
 	}
 	e := &egressProxy{dir: dir, exe: exe, httpAddr: "127.0.0.1:" + strconv.Itoa(HTTPProxyPort),
 		socksAddr: "127.0.0.1:" + strconv.Itoa(SOCKSProxyPort)}
@@ -76,4 +90,46 @@ func (e *egressProxy) bridge(inv invocation, asBytes int64) invocation {
 	}
 	inv.argv = append([]string{sandboxBridge}, netbridge.Args(fwd, asBytes, inv.argv)...)
 	return inv
+}
+
+// reachableCopy returns exe when the session's uid can reach it, else a
+// hard link to it (a copy across file systems) in the runtime directory:
+// bwrap resolves bind sources as that uid, and a test binary or a binary
+// under /root is out of its reach.
+func reachableCopy(exe, runtimeDir string, id *identity) (string, error) {
+	if reachable(exe, id, needRead|needExec) == nil {
+		return exe, nil
+	}
+	dst := filepath.Join(runtimeDir, netbridge.Name)
+	os.Remove(dst)
+	if err := os.Link(exe, dst); err != nil {
+		if err := copyExecutable(exe, dst); err != nil {
+			return "", fmt.Errorf("local: network bridge: %w", err)
+		}
+	}
+	if err := reachable(dst, id, needRead|needExec); err != nil {
+		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
+			return "", fmt.Errorf("local: network bridge: %w", err)
+		}
+	}
+	return dst, nil
+}
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	os.Remove(dst)
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	return out.Close()
 }

@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"io"
+	"os"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -18,9 +20,9 @@ func (s *Sandbox) prepare(opts sandbox.ExecOptions, argv ...string) (invocation,
 }
 
 func (s *Sandbox) spec(opts sandbox.ExecOptions, w *wrapped) sandbox.ProcessSpec {
-	return sandbox.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: opts.Stdin,
+	return sandbox.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: pipeOnly(opts.Stdin),
 		Timeout: sandbox.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr,
-		SysProcAttr: sysProcAttr(), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started}
+		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started}
 }
 
 // run wraps inv and runs it in the foreground.
@@ -30,7 +32,9 @@ func (s *Sandbox) run(ctx context.Context, inv invocation, opts sandbox.ExecOpti
 		return nil, err
 	}
 	defer w.done()
-	return sandbox.RunProcess(ctx, s.spec(opts, w))
+	res, err := sandbox.RunProcess(ctx, s.spec(opts, w))
+	s.finish(res, w)
+	return res, err
 }
 
 // ExecuteCommand runs command with /bin/sh -c inside the sandbox.
@@ -57,14 +61,24 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 		return nil, err
 	}
 	task, err := s.Background.Start(ctx, sandbox.Launch{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env,
-		SysProcAttr: sysProcAttr(), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started})
+		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started})
 	if err != nil {
 		w.done()
 		return nil, err
 	}
-	go func() {
-		s.Background.Wait(task.ID)
-		w.done()
-	}()
+	s.watchBackground(task.ID, w)
 	return task, nil
+}
+
+// stdinViaPipe is switched off only by a red-team test's control.
+var stdinViaPipe = true
+
+// pipeOnly hides an *os.File behind a plain reader, so os/exec copies it
+// through a pipe: the command never holds the caller's file itself (stdin
+// redirected from a host file would be writable through /proc/self/fd/0).
+func pipeOnly(r io.Reader) io.Reader {
+	if f, ok := r.(*os.File); ok && stdinViaPipe {
+		return struct{ io.Reader }{f}
+	}
+	return r
 }

@@ -27,6 +27,10 @@ type Limits struct {
 	FileSizeBytes int64
 	TmpBytes      int64
 	ShmBytes      int64
+	// memoryAsked: the config set the memory limit itself (> 0), so it
+	// must hold for the whole command or the sandbox is refused; the
+	// default limit falls back to RLIMIT_AS, reported as per process.
+	memoryAsked bool
 }
 
 // ResolveLimits applies the defaults: 0 means the default, -1 no limit.
@@ -46,6 +50,7 @@ func ResolveLimits(c sandbox.LocalConfig) Limits {
 		Pids:          int(pick(c.PidsLimit, DefaultPidsLimit)),
 		FileSizeBytes: pick(c.FileSizeLimitMB, DefaultFileSizeLimitMB) << 20,
 		TmpBytes:      MaxTmpMB << 20,
+		memoryAsked:   c.MemoryLimitMB > 0,
 	}
 	if l.MemoryBytes > 0 && l.MemoryBytes < l.TmpBytes {
 		l.TmpBytes = l.MemoryBytes
@@ -71,12 +76,16 @@ const (
 )
 
 // rlimits lists the limits to set. RLIMIT_AS is set only when memory is
-// not already bounded by a cgroup. The CPU hard limit is one second above
-// the soft one, so SIGXCPU comes first.
+// not already bounded by a cgroup. The CPU time budget of the whole
+// command is the cgroup watchdog's (cpubudget_linux.go); RLIMIT_CPU stays
+// as a per-process backstop one second above it, so the exact count of
+// the cgroup decides (RLIMIT_CPU counts whole clock ticks, and a busy host
+// makes it run ahead). The CPU hard limit is one second above the soft
+// one, so SIGXCPU comes first.
 func (l Limits) rlimits(memoryByCgroup bool) []rlimit {
 	out := []rlimit{{"core", rlimitCore, 0, 0}}
 	if l.CPUTime > 0 {
-		s := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		s := uint64((l.CPUTime+time.Second-1)/time.Second) + 1
 		out = append(out, rlimit{"cpu", rlimitCPU, s, s + 1})
 	}
 	if l.MemoryBytes > 0 && !memoryByCgroup {

@@ -1,12 +1,17 @@
 package local
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -27,10 +32,14 @@ type Sandbox struct {
 	runtimeDir string
 	ownRuntime bool
 	limits     Limits
+	ident      *identity   // the host uid commands run as; nil: the caller's own
+	umask      fs.FileMode // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
 	*sandbox.Background
 	py pythonEnv
+	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
+	bgCPU sync.Map
 
 	closeOnce sync.Once
 	closeErr  error
@@ -48,6 +57,8 @@ type isolator interface {
 	place(host, preferred string) string
 	wrap(inv invocation) (*wrapped, error)
 	close() error
+	// limitsEnforced says which limits hold for every command, and how.
+	limitsEnforced() sandbox.LimitsEnforced
 }
 
 // invocation is one command to run inside the sandbox.
@@ -73,9 +84,13 @@ type wrapped struct {
 	dir        string
 	env        []string
 	extraFiles []*os.File
+	cred       *syscall.Credential // run as this host uid; nil: as the caller
 	terminate  func()
 	started    func(pid int) error // runs once the process started
 	done       func()              // releases per-invocation resources after exit
+	// report, when set, says in the result why the command died (the CPU
+	// budget); it runs before done.
+	report func(*sandbox.CommandResult)
 }
 
 // New creates a local sandbox. It fails, naming the cause and the fix,
@@ -95,15 +110,29 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*San
 	if cfg.Workspace == "" {
 		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
 	}
-	ws, err := prepareWorkspace(cfg.Workspace)
+	var id *identity
+	asRoot := switchUID && os.Geteuid() == 0 && usesBwrap(cfg)
+	ws, err := prepareWorkspace(cfg.Workspace, asRoot)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Mounts, err = checkMounts(cfg, ws); err != nil {
+	if asRoot {
+		if id, err = sessionIdentity(cfg.Local.UIDRange, ws); err != nil {
+			return nil, err
+		}
+		if err := adoptWorkspace(ws, id); err != nil {
+			return nil, err
+		}
+		if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
+			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
+		}
+	}
+	if cfg.Mounts, err = checkMounts(cfg, ws, id); err != nil {
 		return nil, err
 	}
+	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
-		limits: ResolveLimits(cfg.Local), closed: make(chan struct{})}
+		limits: ResolveLimits(cfg.Local), closed: make(chan struct{}), ident: id, umask: umask}
 	if s.id == "" {
 		s.id = sandbox.NewID("local")
 		s.ownRuntime = cfg.RuntimeDir == ""
@@ -111,7 +140,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*San
 	if s.runtimeDir == "" {
 		s.runtimeDir = filepath.Join(sandbox.Home(), "runtime", s.id)
 	}
-	if err := os.MkdirAll(s.runtimeDir, 0o700); err != nil {
+	if err := makePrivateDir(s.runtimeDir, id); err != nil {
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
 	}
 	if cfg.Local.Network == sandbox.NetworkAllowlist {
@@ -132,16 +161,16 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*San
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	s.HostFS = &sandbox.HostFS{Mapper: mapper, Check: s.checkOpen}
+	s.HostFS = &sandbox.HostFS{Mapper: mapper, Check: s.checkOpen, Owner: id.owner()}
 	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	return s, nil
 }
 
-func prepareWorkspace(p string) (string, error) {
+func prepareWorkspace(p string, asRoot bool) (string, error) {
 	ws, err := filepath.Abs(p)
 	if err == nil {
-		err = os.MkdirAll(ws, 0o755)
+		err = makeDirs(ws, asRoot)
 	}
 	if err == nil {
 		ws, err = filepath.EvalSymlinks(ws)
@@ -214,7 +243,7 @@ func (s *Sandbox) RuntimeDir() string { return s.runtimeDir }
 // would hide the workspace or a system mount, and host paths the sandbox
 // itself could swap for a symlink between commands (inside the workspace
 // or a read-write mount).
-func checkMounts(cfg sandbox.Config, ws string) ([]sandbox.VolumeMount, error) {
+func checkMounts(cfg sandbox.Config, ws string, id *identity) ([]sandbox.VolumeMount, error) {
 	virtual := cfg.VirtualWorkspace
 	if virtual == "" {
 		virtual = DefaultVirtualWorkspace
@@ -235,6 +264,23 @@ func checkMounts(cfg sandbox.Config, ws string) ([]sandbox.VolumeMount, error) {
 		if within(ws, host) {
 			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: "is inside the workspace"}
 		}
+		if !m.ReadOnly && (within(host, ws) || within(host, sandbox.Home())) {
+			// From inside, a command could swap its own workspace (or
+			// another session's) for a symlink to any host directory.
+			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath,
+				Reason: "holds the workspace or SAGE_HOME and is read-write; mount it read-only or mount a directory beside them"}
+		}
+		need := uint32(needRead | needExec)
+		if !m.ReadOnly {
+			need |= needWrite
+		}
+		if fi, err := os.Stat(host); err == nil && !fi.IsDir() {
+			need &^= needExec
+		}
+		if err := reachable(host, id, need); err != nil {
+			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath,
+				Reason: fmt.Sprintf("the sandbox runs as uid %d, which cannot use it: %v; fix: chown/chmod it for that uid, or mount it read-only", id.uid, err)}
+		}
 	}
 	for i, m := range out {
 		for j, o := range out {
@@ -245,6 +291,64 @@ func checkMounts(cfg sandbox.Config, ws string) ([]sandbox.VolumeMount, error) {
 		}
 	}
 	return out, nil
+}
+
+// switchUID is switched off only by a red-team test's control (commands
+// then run as host root, as they did before).
+var switchUID = true
+
+// DefaultUmask is the file mode creation mask inside the sandbox.
+const DefaultUmask = "077"
+
+// usesBwrap reports whether cfg isolates with bubblewrap on this OS.
+func usesBwrap(cfg sandbox.Config) bool {
+	return runtime.GOOS == "linux" && cfg.Local.Isolation.Linux != sandbox.IsolationNone
+}
+
+// makeDirs creates p (0700) and its missing parents: 0700 too, or, as
+// root, 0711 (searchable, not listable) since each session's own uid must
+// pass through them to its workspace. Parents inside SAGE_HOME that a
+// session uid could not pass through are opened for search.
+func makeDirs(p string, asRoot bool) error {
+	parentMode := fs.FileMode(0o700)
+	if asRoot {
+		parentMode = 0o711
+	}
+	if err := os.MkdirAll(filepath.Dir(p), parentMode); err != nil {
+		return err
+	}
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if asRoot {
+		home := filepath.Clean(sandbox.Home())
+		for dir := filepath.Dir(p); within(home, dir); dir = filepath.Dir(dir) {
+			if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o001 == 0 && fi.Sys().(*syscall.Stat_t).Uid == 0 {
+				os.Chmod(dir, fi.Mode().Perm()|0o011)
+			}
+			if dir == home {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// makePrivateDir creates a runtime directory for id (0700, its own).
+func makePrivateDir(p string, id *identity) error {
+	if err := makeDirs(p, id != nil); err != nil {
+		return err
+	}
+	if id == nil {
+		return nil
+	}
+	if err := os.Lchown(p, id.uid, id.gid); err != nil {
+		return err
+	}
+	if err := reachable(p, id, needRead|needWrite|needExec); err != nil {
+		return fmt.Errorf("bwrap runs as the session's uid %d and cannot reach it: %w; fix: put it under a directory others may search", id.uid, err)
+	}
+	return nil
 }
 
 // within reports whether p is dir or below it.

@@ -27,7 +27,7 @@ func requireBwrap(t testing.TB) {
 func newLocal(t testing.TB, mutate func(*sandbox.Config)) *local.Sandbox {
 	t.Helper()
 	requireBwrap(t)
-	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: t.TempDir(), RuntimeDir: t.TempDir()}
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -53,8 +53,8 @@ func TestIsolationNoneIsExplicitAndStillLimited(t *testing.T) {
 }
 
 func TestMissingBwrapIsAnErrorNotAFallback(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
+	t.Setenv("PATH", sandboxtest.TempDir(t))
+	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.Error(t, err)
 	require.True(t, errors.Is(err, sandbox.ErrIsolationUnavailable), "%v", err)
 	require.Contains(t, err.Error(), "apt-get install bubblewrap")
@@ -62,7 +62,8 @@ func TestMissingBwrapIsAnErrorNotAFallback(t *testing.T) {
 
 func TestMountsThatWouldHideOrBeSwappedAreRefused(t *testing.T) {
 	requireBwrap(t)
-	ws, other := t.TempDir(), t.TempDir()
+	ws, other := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	newLocal(t, func(c *sandbox.Config) { c.Workspace = ws }) // as root, the workspace becomes the session's
 	inside := ws + "/sub"
 	require.NoError(t, os.MkdirAll(inside, 0o755))
 	cases := map[string][]sandbox.VolumeMount{
@@ -72,12 +73,12 @@ func TestMountsThatWouldHideOrBeSwappedAreRefused(t *testing.T) {
 		"inside a rw mount":         {{HostPath: other, SandboxPath: "/mnt/a"}, {HostPath: mkdir(t, other+"/in"), SandboxPath: "/mnt/b", ReadOnly: true}},
 	}
 	for name, ms := range cases {
-		_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: t.TempDir(), Mounts: ms})
+		_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: sandboxtest.TempDir(t), Mounts: ms})
 		var ce *sandbox.ConfigError
 		assert.True(t, errors.As(err, &ce), "%s: %v", name, err)
 	}
 	// A mount below the workspace is fine, and visible.
-	data := mkdir(t, t.TempDir()+"/d")
+	data := mkdir(t, sandboxtest.TempDir(t)+"/d")
 	require.NoError(t, os.WriteFile(data+"/f", []byte("nested"), 0o644))
 	s := newLocal(t, func(c *sandbox.Config) {
 		c.Workspace = ws

@@ -50,11 +50,23 @@ func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 	}
 	args := append([]string{n.prlimit}, n.limits.prlimitArgs(n.cg.memory())...)
 	args = append(append(args, "--"), inv.argv...)
-	path, argv, err := n.cg.trampoline(n.prlimit, args[1:])
+	cmd, err := n.cg.command(n.limits.CPUTime)
 	if err != nil {
 		return nil, err
 	}
-	return &wrapped{path: path, args: argv, dir: inv.workdir, env: env, done: func() {}}, nil
+	var own []string
+	if cmd != nil {
+		own = append(own, cmd.procs())
+	}
+	path, argv, err := n.cg.trampoline(n.prlimit, args[1:], own...)
+	if err != nil {
+		cmd.release()
+		return nil, err
+	}
+	// The command joins its CPU cgroup itself (the trampoline); the
+	// watchdog starts with it.
+	return &wrapped{path: path, args: argv, dir: inv.workdir, env: env,
+		started: func(int) error { return cmd.start(0) }, done: cmd.release, report: cmd.end}, nil
 }
 
 func withVenv(env map[string]string, venv string) map[string]string {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +70,7 @@ func (p *pythonEnv) addBinds(s *Sandbox, inv *invocation) {
 	p.mu.Lock()
 	if p.base == nil { // a venv made by an earlier process
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		p.base, _ = hostPython(ctx)
+		p.base, _ = hostPython(ctx, s.ident)
 		cancel()
 	}
 	base := p.base
@@ -117,32 +118,62 @@ func safePrefix(prefix string) bool {
 
 // hostPython finds python3 on the host PATH and asks it for its real
 // executable and prefix (pyenv shims and the like are scripts).
-func hostPython(ctx context.Context) (*interpreter, error) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
+//
+// When bwrap runs as the session's uid (sage is root), the interpreter
+// must be one that uid can reach: python3 on PATH first, then the
+// system's (/usr/bin/python3, /usr/local/bin/python3); a pyenv build under
+// /root is passed over for them.
+func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
+	var cands []string
+	if py, err := exec.LookPath("python3"); err == nil {
+		cands = append(cands, py)
+	}
+	for _, p := range []string{"/usr/bin/python3", "/usr/local/bin/python3"} {
+		if fileExists(p) && !slices.Contains(cands, p) {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 0 {
 		return nil, fmt.Errorf("local: python3 not found on PATH: %w", sandbox.ErrUnsupported)
 	}
-	out, err := exec.CommandContext(ctx, py, "-c",
-		"import json,os,sys; print(json.dumps({'executable': os.path.realpath(sys.executable), 'base_prefix': sys.base_prefix}))").Output()
-	if err != nil {
-		return nil, fmt.Errorf("local: ask %s for its prefix: %w", py, err)
+	var errs []error
+	for _, py := range cands {
+		out, err := exec.CommandContext(ctx, py, "-c",
+			"import json,os,sys; print(json.dumps({'executable': os.path.realpath(sys.executable), 'base_prefix': sys.base_prefix}))").Output()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ask %s for its prefix: %w", py, err))
+			continue
+		}
+		var in interpreter
+		if err := json.Unmarshal(out, &in); err != nil || in.Executable == "" {
+			errs = append(errs, fmt.Errorf("%s answered %q", py, out))
+			continue
+		}
+		if err := reachable(in.Executable, id, needRead|needExec); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", py, err))
+			continue
+		}
+		if err := reachable(in.BasePrefix, id, needRead|needExec); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", py, err))
+			continue
+		}
+		return &in, nil
 	}
-	var in interpreter
-	if err := json.Unmarshal(out, &in); err != nil || in.Executable == "" {
-		return nil, fmt.Errorf("local: %s answered %q", py, out)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-	return &in, nil
+	return nil, fmt.Errorf("local: no usable python3 (fix: apt-get install python3 python3-venv): %w", errors.Join(errs...))
 }
 
 // ensureVenv creates the session's venv once, inside the sandbox, under a
 // file lock so that concurrent calls, in this process or others, create
 // it once.
-func (s *Sandbox) ensureVenv(ctx context.Context) error {
+func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) error {
 	p := &s.py
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.base == nil {
-		base, err := hostPython(ctx)
+		base, err := hostPython(ctx, s.ident)
 		if err != nil {
 			return err
 		}
@@ -157,9 +188,15 @@ func (s *Sandbox) ensureVenv(ctx context.Context) error {
 	if fileExists(filepath.Join(p.venvHost(), "pyvenv.cfg")) {
 		return nil
 	}
+	defer opts.Step("creating the session's Python environment")()
 	os.RemoveAll(p.venvHost()) // a half-made venv from a crash
 	if err := os.MkdirAll(p.venvHost(), 0o755); err != nil {
 		return fmt.Errorf("local: venv: %w", err)
+	}
+	if id := s.ident; id != nil { // made inside, by the session's uid
+		if err := os.Lchown(p.venvHost(), id.uid, id.gid); err != nil {
+			return fmt.Errorf("local: venv: %w", err)
+		}
 	}
 	inside := s.iso.place(p.venvHost(), VenvPath)
 	inv, err := s.prepare(sandbox.ExecOptions{}, p.base.Executable, "-m", "venv", inside)
@@ -194,7 +231,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 			return nil, fmt.Errorf("local: requirement %q: want a requirement specifier, not an option", r)
 		}
 	}
-	if err := s.ensureVenv(ctx); err != nil {
+	if err := s.ensureVenv(ctx, opts); err != nil {
 		return nil, err
 	}
 	if len(opts.Requirements) > 0 {
@@ -208,6 +245,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 }
 
 func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+	defer opts.Step("installing the Python requirements")()
 	env := pipEnv(opts.Env)
 	args := []string{"", "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
 		"--timeout", "15", "--retries", "1"}
@@ -290,7 +328,12 @@ func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts sandbo
 		return nil, fmt.Errorf("local: code file: %w", err)
 	}
 	defer os.Remove(f.Name())
-	_, err = f.WriteString(code)
+	if id := s.ident; id != nil { // read inside by the session's uid
+		err = f.Chown(id.uid, id.gid)
+	}
+	if err == nil {
+		_, err = f.WriteString(code)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -54,7 +55,7 @@ func runtimeDir(t *testing.T, s *local.Sandbox) string {
 func TestExecutePythonConcurrentVenv(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
-	rt, ws := t.TempDir(), t.TempDir()
+	rt, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
 	mk := func() sandbox.Handle {
 		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: rt, SandboxID: "s1"})
 		require.NoError(t, err)
@@ -106,7 +107,7 @@ func buildWheel(t *testing.T, dir string) {
 func TestExecutePythonRequirementsFromLocalWheel(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
-	wheels := t.TempDir()
+	wheels := sandboxtest.TempDir(t)
 	os.Chmod(wheels, 0o755)
 	buildWheel(t, wheels)
 	s := newLocal(t, nil)

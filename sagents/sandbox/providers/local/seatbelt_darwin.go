@@ -15,7 +15,7 @@ import (
 
 const sandboxExec = "/usr/bin/sandbox-exec"
 
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+func sysProcAttr(*syscall.Credential) *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
 // seatbeltIsolator runs commands under sandbox-exec. macOS has no mount
 // namespaces: the workspace and mounts keep their host paths.

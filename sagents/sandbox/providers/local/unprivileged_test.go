@@ -22,8 +22,9 @@ const unprivilegedUser = "sage-test"
 
 // TestUnprivileged re-runs the isolation, limit and egress tests as an ordinary
 // user, which is how most people run sage: there, the pids limit rests on
-// RLIMIT_NPROC in the user namespace and memory on RLIMIT_AS, not on
-// cgroups.
+// RLIMIT_NPROC in the user namespace and the default memory limit on
+// RLIMIT_AS, not on cgroups, and an explicit CPU time or memory limit is
+// refused (the TestLimit* tests check each case).
 func TestUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("already unprivileged: the other tests cover it")
@@ -40,7 +41,7 @@ func TestUnprivileged(t *testing.T) {
 	require.NoError(t, os.Mkdir(home, 0o700))
 	require.NoError(t, os.Chown(home, u.uid, u.gid))
 
-	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*)$", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SAGE_HOME=" + home + "/.sage",
 		"TMPDIR=" + home, "SAGE_TEST_UNPRIVILEGED=1", testenv.AllowSkipEnv + "=" + os.Getenv(testenv.AllowSkipEnv)}

@@ -150,6 +150,11 @@ func TestSandboxdRefusesNetworkBindWithoutToken(t *testing.T) {
 	require.True(t, errors.As(err, &ee), "%v: %s", err, out)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, string(out), "--token")
+	out, err = exec.Command(sage(t), "sandboxd", "--mode", "passthrough", "--workspace", t.TempDir(), "--listen", "0.0.0.0:0", "--no-token").CombinedOutput()
+	require.True(t, errors.As(err, &ee), "%v: %s", err, out)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, string(out), "--no-token is refused")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(string(out)), "\n")+1, "one line: %s", out)
 }
 
 func TestValidatorCatchesMismatches(t *testing.T) {

@@ -39,5 +39,9 @@
 // and keeps in the saved state; sandboxd does not pass that variable on
 // to commands.
 //
+// A `sage sandboxd` on this machine started without --token makes a token
+// and saves it in TokenFile ($SAGE_HOME/sandboxd/token, 0600); Open with
+// no Token and a loopback ServerURL sends that token when the file exists.
+//
 // The server side, `sage sandboxd`, lives in the aioserver sub-package.
 package aio

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,6 +84,7 @@ func moduleRoot() (string, error) {
 // daemon is a running `sage sandboxd --mode passthrough`.
 type daemon struct {
 	url       string
+	token     string
 	workspace string
 	log       string
 	cmd       *exec.Cmd
@@ -90,15 +92,25 @@ type daemon struct {
 	waitErr   error
 }
 
-// startSandboxd starts sandboxd on 127.0.0.1:0, reads the bound address
-// from its first stdout line, and waits until GET /v1/sandbox answers 200.
+// startSandboxd starts sandboxd on 127.0.0.1:0 with a token (as in
+// production; the token file of its private SAGE_HOME is not where the
+// tests look), reads the bound address from its first stdout line, and
+// waits until GET /v1/sandbox answers 200.
 func startSandboxd(t testing.TB, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{workspace: t.TempDir(), done: make(chan struct{})}
+	tok := sandbox.NewID("tok")
+	return startDaemon(t, t.TempDir(), tok, append([]string{"--token", tok}, extra...)...)
+}
+
+// startDaemon starts sandboxd with SAGE_HOME=home; token is what the
+// readiness check sends ("" means the token sandboxd saves in home).
+func startDaemon(t testing.TB, home, token string, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{workspace: t.TempDir(), done: make(chan struct{}), token: token}
 	args := append([]string{"sandboxd", "--mode", "passthrough", "--listen", "127.0.0.1:0",
 		"--workspace", d.workspace, "--shutdown-grace", "5s"}, extra...)
 	d.cmd = exec.Command(sage(t), args...)
-	d.cmd.Env = append(os.Environ(), "SAGE_HOME="+t.TempDir())
+	d.cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_SANDBOXD_TOKEN=")
 	// A file, not a pipe: Wait must not depend on who else holds it.
 	logf, err := os.CreateTemp(t.TempDir(), "sandboxd-*.log")
 	require.NoError(t, err)
@@ -115,7 +127,11 @@ func startSandboxd(t testing.TB, extra ...string) *daemon {
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	require.True(t, ok, "unexpected first line %q", line)
 	d.url = addr
-	waitReady(t, d.url)
+	if d.token == "" && !slices.Contains(extra, "--no-token") {
+		d.token, err = aio.ReadTokenFile(filepath.Join(home, "sandboxd", "token"))
+		require.NoError(t, err)
+	}
+	waitReady(t, d.url, d.token)
 	return d
 }
 
@@ -137,12 +153,17 @@ func (d *daemon) stop(t testing.TB) {
 }
 
 // waitReady polls GET /v1/sandbox with a short backoff.
-func waitReady(t testing.TB, url string) {
+func waitReady(t testing.TB, url, token string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	delay := 5 * time.Millisecond
 	for {
-		resp, err := http.Get(url + "/v1/sandbox")
+		req, err := http.NewRequest(http.MethodGet, url+"/v1/sandbox", nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -160,13 +181,13 @@ func waitReady(t testing.TB, url string) {
 // openRemote returns a validated remote Handle on d through sandbox.New.
 func openRemote(t testing.TB, d *daemon, v *spectest.Validator) sandbox.Handle {
 	t.Helper()
-	cfg := sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: "aio", ServerURL: d.url}}
+	cfg := sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: "aio", ServerURL: d.url, APIKey: d.token}}
 	if v == nil {
 		h, err := sandbox.New(context.Background(), cfg)
 		require.NoError(t, err)
 		return h
 	}
-	h, err := aio.Open(context.Background(), aio.OpenOptions{ServerURL: d.url, Transport: v.Transport(t, aio.NewTransport())})
+	h, err := aio.Open(context.Background(), aio.OpenOptions{ServerURL: d.url, Token: d.token, Transport: v.Transport(t, aio.NewTransport())})
 	require.NoError(t, err)
 	return h
 }

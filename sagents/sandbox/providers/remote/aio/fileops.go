@@ -55,7 +55,7 @@ func (h *Handle) FileExists(ctx context.Context, p string) (bool, error) {
 	if v == h.ws {
 		return true, nil
 	}
-	list, err := h.list(ctx, path.Dir(v))
+	list, _, err := h.list(ctx, path.Dir(v))
 	if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
 		return false, nil
 	}
@@ -77,21 +77,45 @@ func isNotDir(err error) bool {
 }
 
 // ListDirectory lists through POST /v1/file/list, sorted by name.
-// Symlinks cannot be told apart (the API has no such field).
+// Symlinks cannot be told apart (the API has no such field). A server
+// that bounds listings (sage sandboxd) returns at most its entry limit;
+// ListDirectoryLimit says when that happened.
 func (h *Handle) ListDirectory(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
 	v, err := h.resolve("list", p)
 	if err != nil {
 		return nil, err
 	}
-	return h.list(ctx, v)
+	list, _, err := h.list(ctx, v)
+	return list, err
 }
 
-func (h *Handle) list(ctx context.Context, v string) ([]sandbox.FileInfo, error) {
+// ListDirectoryLimit is ListDirectory cut to max entries (max <= 0
+// means sandbox.DefaultMaxEntries); truncated says the directory holds
+// more, by the cut or by the server's own limit.
+func (h *Handle) ListDirectoryLimit(ctx context.Context, p string, max int) ([]sandbox.FileInfo, bool, error) {
+	if max <= 0 {
+		max = sandbox.DefaultMaxEntries
+	}
+	v, err := h.resolve("list", p)
+	if err != nil {
+		return nil, false, err
+	}
+	list, truncated, err := h.list(ctx, v)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(list) > max {
+		list, truncated = list[:max], true
+	}
+	return list, truncated, nil
+}
+
+func (h *Handle) list(ctx context.Context, v string) ([]sandbox.FileInfo, bool, error) {
 	yes := true
 	res, err := h.c.ListFiles(ctx, FileListRequest{Path: v, ShowHidden: &yes, IncludeSize: &yes,
 		IncludePermissions: &yes, SortBy: "name"})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]sandbox.FileInfo, 0, len(res.Files))
 	for _, f := range res.Files {
@@ -106,7 +130,7 @@ func (h *Handle) list(ctx context.Context, v string) ([]sandbox.FileInfo, error)
 		out = append(out, fi)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, res.Truncated, nil
 }
 
 // Exit codes of the file scripts below.
@@ -190,19 +214,24 @@ func (h *Handle) FileTree(ctx context.Context, p string, opts sandbox.TreeOption
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = sandbox.DefaultMaxEntries
+	}
 	node := &sandbox.TreeNode{Name: path.Base(v), Path: v, IsDir: true}
-	if err := h.fillTree(ctx, node, 1, opts); err != nil {
+	w := &remoteTree{h: h, opts: opts, budget: opts.MaxEntries}
+	if err := w.fill(ctx, node, 1); err != nil {
 		if !isNotDir(err) {
 			return nil, err
 		}
 		return h.fileNode(ctx, v)
 	}
+	node.Truncated = w.truncated
 	return node, nil
 }
 
 // fileNode describes a tree root that is not a directory.
 func (h *Handle) fileNode(ctx context.Context, v string) (*sandbox.TreeNode, error) {
-	list, err := h.list(ctx, path.Dir(v))
+	list, _, err := h.list(ctx, path.Dir(v))
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +243,29 @@ func (h *Handle) fileNode(ctx context.Context, v string) (*sandbox.TreeNode, err
 	return nil, &fs.PathError{Op: "tree", Path: v, Err: fs.ErrNotExist}
 }
 
-func (h *Handle) fillTree(ctx context.Context, node *sandbox.TreeNode, depth int, opts sandbox.TreeOptions) error {
-	entries, err := h.list(ctx, node.Path)
+// remoteTree is one FileTree walk and its remaining entry budget.
+type remoteTree struct {
+	h         *Handle
+	opts      sandbox.TreeOptions
+	budget    int
+	truncated bool
+}
+
+func (w *remoteTree) fill(ctx context.Context, node *sandbox.TreeNode, depth int) error {
+	opts := w.opts
+	if w.budget <= 0 {
+		w.truncated = true
+		return nil
+	}
+	entries, more, err := w.h.list(ctx, node.Path)
 	if err != nil {
 		return err
 	}
+	if len(entries) > w.budget {
+		entries, more = entries[:w.budget], true
+	}
+	w.budget -= len(entries)
+	w.truncated = w.truncated || more
 	for _, e := range entries {
 		if !opts.Hidden && strings.HasPrefix(e.Name, ".") {
 			continue
@@ -230,7 +277,7 @@ func (h *Handle) fillTree(ctx context.Context, node *sandbox.TreeNode, depth int
 		child := &sandbox.TreeNode{Name: e.Name, Path: e.Path, IsDir: e.IsDir, Size: e.Size}
 		node.Children = append(node.Children, child)
 		if e.IsDir {
-			if err := h.fillTree(ctx, child, depth+1, opts); err != nil {
+			if err := w.fill(ctx, child, depth+1); err != nil {
 				return err
 			}
 		}

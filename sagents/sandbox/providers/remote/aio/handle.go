@@ -20,7 +20,9 @@ import (
 // OpenOptions configure Open.
 type OpenOptions struct {
 	ServerURL string
-	Token     string
+	// Token is the bearer token. Empty with a loopback ServerURL means
+	// the token `sage sandboxd` saved in TokenFile, if there is one.
+	Token string
 	// SandboxID names the handle; empty means a random id.
 	SandboxID string
 	// Timeout is the default command timeout; 0 means
@@ -61,6 +63,13 @@ var _ sandbox.Handle = (*Handle)(nil)
 // Open asks the server for its workspace (GET /v1/sandbox) and returns a
 // Handle. The server must answer 200, i.e. be ready.
 func Open(ctx context.Context, o OpenOptions) (*Handle, error) {
+	if o.Token == "" {
+		tok, err := localToken(o.ServerURL)
+		if err != nil {
+			return nil, fmt.Errorf("aio: open %s: %w", o.ServerURL, err)
+		}
+		o.Token = tok
+	}
 	c, err := NewClient(o.ServerURL, ClientOptions{Token: o.Token, Transport: o.Transport})
 	if err != nil {
 		return nil, err

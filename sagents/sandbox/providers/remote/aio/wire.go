@@ -252,6 +252,9 @@ type FileListResult struct {
 	TotalCount     int        `json:"total_count"`
 	DirectoryCount int        `json:"directory_count"`
 	FileCount      int        `json:"file_count"`
+	// Truncated (a sage sandboxd extension) says the listing stopped at
+	// the server's entry limit.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // FileInfo is one listed entry.
@@ -282,6 +285,9 @@ type FileFindRequest struct {
 type FileFindResult struct {
 	Path  string   `json:"path"`
 	Files []string `json:"files"`
+	// Truncated (a sage sandboxd extension) says the walk stopped at the
+	// server's entry limit.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // FileGrepRequest is POST /v1/file/grep.

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
@@ -55,6 +57,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return body, nil
 }
 
+func jsonContentType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
 func tooLarge(limit int64) *requestError {
 	return &requestError{status: http.StatusRequestEntityTooLarge,
 		msg: fmt.Sprintf("request body is larger than %d bytes", limit)}
@@ -91,7 +98,15 @@ func DecodeJSON(body []byte, dst any, required ...string) error {
 }
 
 // decode reads and decodes a JSON request; on failure it has answered.
+// Only an application/json body is read: a browser can send text/plain or
+// a form to any site without asking first, never JSON.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any, required ...string) bool {
+	if !jsonContentType(r.Header.Get("Content-Type")) {
+		w.Header().Set("Connection", "close")
+		envelopeError(w, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("Content-Type %q: this endpoint takes application/json", r.Header.Get("Content-Type")), nil, "")
+		return false
+	}
 	body, err := s.readBody(w, r)
 	if err == nil {
 		err = DecodeJSON(body, dst, required...)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -20,18 +21,51 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
 
-// Walk bounds for list (recursive), find and grep.
-const (
-	maxWalkEntries = 20000
-	maxGrepFile    = 1 << 20
-)
+// maxGrepFile bounds the files grep reads.
+const maxGrepFile = 1 << 20
+
+// errTooLarge is a file over the read limit.
+type errTooLarge struct{ limit int64 }
+
+func (e *errTooLarge) Error() string { return fmt.Sprintf("file is larger than %d bytes", e.limit) }
+
+// readCapped reads at most limit bytes of p, streaming when the Handle
+// can (it then reads limit+1 bytes at most); a larger file is
+// *errTooLarge.
+func (s *Server) readCapped(ctx context.Context, p string, limit int64) ([]byte, error) {
+	rc, _, err := sandbox.OpenFile(ctx, s.h, p)
+	var data []byte
+	switch {
+	case errors.Is(err, sandbox.ErrUnsupported):
+		if data, err = s.h.ReadFile(ctx, p); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	default:
+		defer rc.Close()
+		if data, err = io.ReadAll(io.LimitReader(rc, limit+1)); err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(data)) > limit {
+		return nil, &errTooLarge{limit: limit}
+	}
+	return data, nil
+}
 
 func (s *Server) fileRead(w http.ResponseWriter, r *http.Request) {
 	var req aio.FileReadRequest
 	if !s.decode(w, r, &req, "file") {
 		return
 	}
-	data, err := s.h.ReadFile(r.Context(), req.File)
+	data, err := s.readCapped(r.Context(), req.File, s.opts.MaxReadBytes)
+	var tl *errTooLarge
+	if errors.As(err, &tl) {
+		fe := aio.FileOperationError{Path: req.File, Operation: "read", Message: tl.Error() + " (the server's read limit)", ErrorType: aio.ErrTypeInvalid}
+		envelopeError(w, http.StatusBadRequest, fe.Message, fe, "use GET /v1/file/download, which streams files of any size")
+		return
+	}
 	if err != nil {
 		s.failFile(w, "read", req.File, err)
 		return
@@ -97,13 +131,13 @@ func (s *Server) fileList(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req, "path") {
 		return
 	}
-	files, err := s.listTree(r.Context(), req)
+	files, truncated, err := s.listTree(r.Context(), req)
 	if err != nil {
 		s.failFile(w, "list", req.Path, err)
 		return
 	}
 	sortFiles(files, req.SortBy, req.SortDesc)
-	res := aio.FileListResult{Path: req.Path, Files: files, TotalCount: len(files)}
+	res := aio.FileListResult{Path: req.Path, Files: files, TotalCount: len(files), Truncated: truncated}
 	for _, f := range files {
 		if f.IsDirectory {
 			res.DirectoryCount++
@@ -114,7 +148,7 @@ func (s *Server) fileList(w http.ResponseWriter, r *http.Request) {
 	ok(w, res)
 }
 
-func (s *Server) listTree(ctx context.Context, req aio.FileListRequest) ([]aio.FileInfo, error) {
+func (s *Server) listTree(ctx context.Context, req aio.FileListRequest) ([]aio.FileInfo, bool, error) {
 	depth := 1
 	if req.Recursive {
 		depth = 64
@@ -123,7 +157,7 @@ func (s *Server) listTree(ctx context.Context, req aio.FileListRequest) ([]aio.F
 		}
 	}
 	files := []aio.FileInfo{}
-	err := s.walk(ctx, req.Path, depth, func(fi sandbox.FileInfo) error {
+	truncated, err := s.walk(ctx, req.Path, depth, func(fi sandbox.FileInfo) error {
 		if (req.ShowHidden != nil && !*req.ShowHidden) && strings.HasPrefix(fi.Name, ".") {
 			return errSkip
 		}
@@ -133,7 +167,7 @@ func (s *Server) listTree(ctx context.Context, req aio.FileListRequest) ([]aio.F
 		files = append(files, wireInfo(fi, req))
 		return nil
 	})
-	return files, err
+	return files, truncated, err
 }
 
 var (
@@ -142,17 +176,21 @@ var (
 )
 
 // walk lists dir and, down to depth levels, its subdirectories (symlinks
-// are not followed). fn may return errSkip (do not descend) or errStop.
-func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(sandbox.FileInfo) error) error {
+// are not followed), reading at most Options.MaxEntries entries in all;
+// truncated says it stopped there. fn may return errSkip (do not
+// descend) or errStop.
+func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(sandbox.FileInfo) error) (truncated bool, err error) {
 	count := 0
 	var visit func(string, int) error
 	visit = func(d string, level int) error {
-		entries, err := s.h.ListDirectory(ctx, d)
+		entries, more, err := sandbox.ListDirectoryLimit(ctx, s.h, d, max(s.opts.MaxEntries-count, 1))
 		if err != nil {
 			return err
 		}
+		truncated = truncated || more
 		for _, e := range entries {
-			if count++; count > maxWalkEntries {
+			if count++; count > s.opts.MaxEntries {
+				truncated = true
 				return errStop
 			}
 			switch err := fn(e); {
@@ -169,11 +207,11 @@ func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(sandbo
 		}
 		return nil
 	}
-	err := visit(dir, 1)
+	err = visit(dir, 1)
 	if errors.Is(err, errStop) {
-		return nil
+		err = nil
 	}
-	return err
+	return truncated, err
 }
 
 func hasExt(name string, exts []string) bool {
@@ -245,7 +283,18 @@ func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, invalid([]any{"query", "change_policy"}, "enum", "Input should be 'ignore' or 'abort'"))
 		return
 	}
-	data, err := s.h.ReadFile(r.Context(), p)
+	var body io.Reader
+	rc, _, err := sandbox.OpenFile(r.Context(), s.h, p)
+	switch {
+	case errors.Is(err, sandbox.ErrUnsupported):
+		var data []byte
+		if data, err = s.h.ReadFile(r.Context(), p); err == nil {
+			body = bytes.NewReader(data)
+		}
+	case err == nil:
+		defer rc.Close()
+		body = rc
+	}
 	if err != nil {
 		s.failFile(w, "download", p, err)
 		return
@@ -253,7 +302,10 @@ func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	// Streamed: memory stays constant whatever the file's size.
+	if _, err := io.Copy(w, body); err != nil {
+		s.opts.Logger.Warn("sandboxd: download interrupted", "path", p, "err", err)
+	}
 }
 
 func (s *Server) fileUpload(w http.ResponseWriter, r *http.Request) {
@@ -328,7 +380,7 @@ func (s *Server) fileFind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	files := []string{}
-	err := s.walk(r.Context(), req.Path, 64, func(fi sandbox.FileInfo) error {
+	truncated, err := s.walk(r.Context(), req.Path, 64, func(fi sandbox.FileInfo) error {
 		rel := strings.TrimPrefix(strings.TrimPrefix(fi.Path, strings.TrimSuffix(req.Path, "/")), "/")
 		if m, _ := path.Match(req.Glob, fi.Name); m {
 			files = append(files, fi.Path)
@@ -341,7 +393,7 @@ func (s *Server) fileFind(w http.ResponseWriter, r *http.Request) {
 		s.failFile(w, "find", req.Path, err)
 		return
 	}
-	ok(w, aio.FileFindResult{Path: req.Path, Files: files})
+	ok(w, aio.FileFindResult{Path: req.Path, Files: files, Truncated: truncated})
 }
 
 func (s *Server) fileGrep(w http.ResponseWriter, r *http.Request) {
@@ -384,11 +436,11 @@ func grepPattern(req aio.FileGrepRequest) (*regexp.Regexp, error) {
 func (s *Server) grep(ctx context.Context, req aio.FileGrepRequest, re *regexp.Regexp, limit int) (aio.FileGrepResult, error) {
 	res := aio.FileGrepResult{Path: req.Path, Pattern: req.Pattern, Matches: []aio.GrepMatch{}}
 	searched, matched := 0, 0
-	err := s.walk(ctx, req.Path, 64, func(fi sandbox.FileInfo) error {
+	walkCut, err := s.walk(ctx, req.Path, 64, func(fi sandbox.FileInfo) error {
 		if fi.IsDir || fi.Symlink || fi.Size > maxGrepFile || !included(fi.Name, req.Include, req.Exclude) {
 			return nil
 		}
-		data, err := s.h.ReadFile(ctx, fi.Path)
+		data, err := s.readCapped(ctx, fi.Path, maxGrepFile)
 		if err != nil || bytes.IndexByte(data, 0) >= 0 {
 			return nil
 		}
@@ -402,6 +454,7 @@ func (s *Server) grep(ctx context.Context, req aio.FileGrepRequest, re *regexp.R
 		}
 		return nil
 	})
+	res.Truncated = res.Truncated || walkCut
 	res.MatchCount = len(res.Matches)
 	res.FilesSearched, res.FilesMatched = &searched, &matched
 	return res, err

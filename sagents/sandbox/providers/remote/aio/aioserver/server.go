@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/user"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +36,24 @@ type Options struct {
 	// Version is reported by GET /v1/sandbox.
 	Version string
 	Logger  *slog.Logger
+	// AllowedHosts are Host header values served besides loopback ones
+	// (localhost, 127.0.0.1, [::1], any port) and the IP address the
+	// connection arrived on; a name matches with or without a port, "*"
+	// matches any. Other Host values get 421: a browser page that rebinds
+	// its own name to this server cannot read its answers.
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values accepted besides the
+	// server's own origin; a request with any other Origin (a browser
+	// page from elsewhere) gets 403.
+	AllowedOrigins []string
+	// MaxReadBytes bounds the content POST /v1/file/read returns (it
+	// reads at most one byte more); 0 means 16 MiB. GET
+	// /v1/file/download streams without a limit.
+	MaxReadBytes int64
+	// MaxEntries bounds the entries read by /v1/file/list, find and grep;
+	// past it the answer has truncated: true. 0 means
+	// sandbox.DefaultMaxEntries.
+	MaxEntries int
 }
 
 // Server is an http.Handler serving one sandbox.
@@ -62,6 +82,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "sage-sandboxd"
+	}
+	if opts.MaxReadBytes <= 0 {
+		opts.MaxReadBytes = 16 << 20
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = sandbox.DefaultMaxEntries
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -95,14 +121,73 @@ func (s *Server) routes() {
 	})
 }
 
-// ServeHTTP checks the bearer token and dispatches.
+// ServeHTTP checks the Host header, the Origin header and the bearer
+// token, then dispatches.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		w.Header().Set("Connection", "close")
+		envelopeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not served here: use a loopback address or one given with --allowed-host", r.Host), nil, "")
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(r, o) {
+		envelopeError(w, http.StatusForbidden, fmt.Sprintf("cross-origin request refused (Origin %q); allow it with --allowed-origin", o), nil, "")
+		return
+	}
 	if s.opts.Token != "" && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxd"`)
 		envelopeError(w, http.StatusUnauthorized, "missing or wrong bearer token", nil, "")
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed: loopback names and addresses, the address the connection
+// came in on (an IP literal cannot be a rebound name), AllowedHosts.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	host := r.Host
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if name == "" {
+		return false
+	}
+	if strings.EqualFold(name, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		if ip.IsLoopback() {
+			return true
+		}
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && la.IP.Equal(ip) {
+			return true
+		}
+	}
+	for _, a := range s.opts.AllowedHosts {
+		if a == "*" || strings.EqualFold(a, name) || strings.EqualFold(a, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// originAllowed: the server's own origin (its Host, already checked) or
+// one of AllowedOrigins.
+func (s *Server) originAllowed(r *http.Request, origin string) bool {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	if strings.EqualFold(origin, scheme+r.Host) {
+		return true
+	}
+	for _, a := range s.opts.AllowedOrigins {
+		if strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) authorized(r *http.Request) bool {

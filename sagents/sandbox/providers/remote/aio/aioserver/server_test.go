@@ -157,7 +157,7 @@ func TestBadInput(t *testing.T) {
 		c, err := net.Dial("tcp", f.ts.Listener.Addr().String())
 		require.NoError(t, err)
 		defer c.Close()
-		_, err = c.Write([]byte("POST /v1/file/read HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fi"))
+		_, err = c.Write([]byte("POST /v1/file/read HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"fi"))
 		require.NoError(t, err)
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse(bufioReader(c), nil)
@@ -285,11 +285,11 @@ func TestNotReadyIs503(t *testing.T) {
 	srv, err := aioserver.New(aioserver.Options{Handle: h})
 	require.NoError(t, err)
 	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/sandbox", nil))
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/sandbox", nil))
 	assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 	require.NoError(t, srv.Ready(context.Background()))
 	rec = httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/sandbox", nil))
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/sandbox", nil))
 	assert.Equal(t, http.StatusOK, rec.Code)
 }
 

@@ -120,8 +120,9 @@ func checkSpec(t *testing.T, p *corev1.Pod) {
 		r.Requests.Memory().String() != "256Mi" || r.Limits.StorageEphemeral().String() != "1Gi" {
 		t.Errorf("resources %+v", r)
 	}
-	if len(c.Env) != 2 || c.Env[0].Name != "A" || c.Env[1].Name != "B" {
-		t.Errorf("env %+v", c.Env)
+	if len(c.Env) != 3 || c.Env[0].Name != "A" || c.Env[1].Name != "B" || c.Env[2].Name != "SAGE_SANDBOXD_ALLOWED_HOSTS" ||
+		!strings.Contains(c.Env[2].Value, ".svc.cluster.local") {
+		t.Errorf("env %+v (the Service's names are sandboxd's allowed hosts)", c.Env)
 	}
 	if len(s.Volumes) != 2 || s.Volumes[0].HostPath.Path != "/srv/sage/threads/t/user-data" || !c.VolumeMounts[1].ReadOnly || c.VolumeMounts[1].MountPath != "/mnt/skills" {
 		t.Errorf("volumes %+v mounts %+v", s.Volumes, c.VolumeMounts)

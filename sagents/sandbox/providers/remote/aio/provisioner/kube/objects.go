@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +61,7 @@ func (b *Backend) container(req aio.CreateRequest, mounts []corev1.VolumeMount) 
 		Image:           req.Image,
 		ImagePullPolicy: b.o.PullPolicy,
 		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: int32(req.Port), Protocol: corev1.ProtocolTCP}},
-		Env:             envVars(req.Env),
+		Env:             append(envVars(req.Env), b.allowedHostsEnv(req)),
 		ReadinessProbe:  probe(req.Token, 1, 2, 3),
 		LivenessProbe:   probe(req.Token, 10, 10, 3),
 		Resources:       b.resources(req),
@@ -126,6 +127,18 @@ func envVars(env map[string]string) []corev1.EnvVar {
 		out = append(out, corev1.EnvVar{Name: k, Value: env[k]})
 	}
 	return out
+}
+
+// allowedHostsEnv lets sandboxd serve the names clients reach it by (its
+// Service's cluster DNS names, the NodePort host): sandboxd answers only
+// loopback and listed Host values, against DNS rebinding.
+func (b *Backend) allowedHostsEnv(req aio.CreateRequest) corev1.EnvVar {
+	name, ns := objectName(b.o.NamePrefix, req.SandboxID), b.o.Namespace
+	hosts := []string{name, name + "." + ns, name + "." + ns + ".svc", name + "." + ns + ".svc." + b.o.ClusterDomain}
+	if b.o.ServiceType == corev1.ServiceTypeNodePort && b.o.NodeHost != "" {
+		hosts = append(hosts, b.o.NodeHost)
+	}
+	return corev1.EnvVar{Name: "SAGE_SANDBOXD_ALLOWED_HOSTS", Value: strings.Join(hosts, ",")}
 }
 
 // volumes turns the request's mounts (already checked by the server's

@@ -1,0 +1,264 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// makeEntries creates n empty files in dir with mknodat (the cheapest
+// way to make a directory entry).
+func makeEntries(t testing.TB, dir string, n int) {
+	t.Helper()
+	fd, err := syscall.Open(dir, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	buf := make([]byte, 0, 16)
+	for i := range n {
+		buf = strconv.AppendInt(append(buf[:0], 'f'), int64(1000000+i), 10)
+		if err := syscall.Mknodat(fd, string(buf), syscall.S_IFREG|0o644, 0); err != nil {
+			t.Fatalf("mknodat %s/%s: %v", dir, buf, err)
+		}
+	}
+}
+
+// fastTempDir is a temporary directory on tmpfs when /dev/shm is one
+// (creating 300k entries on a busy disk takes a minute), else on disk.
+func fastTempDir(t *testing.T) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if syscall.Statfs("/dev/shm", &st) == nil && st.Type == 0x01021994 { // TMPFS_MAGIC
+		d, err := os.MkdirTemp("/dev/shm", "sage-test-")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	return t.TempDir()
+}
+
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestHostFSListDirectoryLimitIsBounded lists a directory of 300k entries:
+// the bounded listing stops at the cap, says so, and allocates a small
+// fraction of what the full listing (the control) does.
+func TestHostFSListDirectoryLimitIsBounded(t *testing.T) {
+	h, m := hostFS(t)
+	ctx := context.Background()
+	n := 300000
+	if testing.Short() {
+		n = 30000
+	}
+	dir := fastTempDir(t)
+	makeEntries(t, dir, n)
+	mapper, err := NewPathMapper("/workspace", m.ws, []VolumeMount{{HostPath: dir, SandboxPath: "/workspace/big"}})
+	require.NoError(t, err)
+	h.Mapper = mapper
+
+	var list []FileInfo
+	var truncated bool
+	bounded := allocated(func() { list, truncated, err = h.ListDirectoryLimit(ctx, "big", 1000) })
+	require.NoError(t, err)
+	assert.True(t, truncated)
+	assert.Len(t, list, 1000)
+	for i := 1; i < len(list); i++ {
+		require.Less(t, list[i-1].Name, list[i].Name, "sorted by name")
+	}
+	t.Logf("allocated: %d KiB for a 1000-entry cap over %d entries (the whole listing takes ~150 MiB)", bounded>>10, n)
+	assert.Less(t, bounded, uint64(8<<20), "a capped listing must not read the whole directory")
+
+	// Under the cap: everything, not truncated.
+	require.NoError(t, os.Mkdir(filepath.Join(m.ws, "small"), 0o755))
+	makeEntries(t, filepath.Join(m.ws, "small"), 999)
+	list, truncated, err = h.ListDirectoryLimit(ctx, "small", 1000)
+	require.NoError(t, err)
+	assert.False(t, truncated, "control: a directory under the cap is whole")
+	assert.Len(t, list, 999)
+}
+
+func TestHostFSFileTreeMaxEntries(t *testing.T) {
+	h, m := hostFS(t)
+	ctx := context.Background()
+	for _, d := range []string{"t/a", "t/b", "t/c"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(m.ws, d), 0o755))
+		makeEntries(t, filepath.Join(m.ws, d), 50)
+	}
+	tree, err := h.FileTree(ctx, "t", TreeOptions{MaxEntries: 60, MaxItems: 1000})
+	require.NoError(t, err)
+	assert.True(t, tree.Truncated)
+	assert.Contains(t, tree.String(), "truncated")
+	n := 0
+	var count func(*TreeNode)
+	count = func(x *TreeNode) {
+		for _, c := range x.Children {
+			n++
+			count(c)
+		}
+	}
+	count(tree)
+	assert.LessOrEqual(t, n, 60)
+
+	tree, err = h.FileTree(ctx, "t", TreeOptions{MaxItems: 1000}) // default: 10000 entries
+	require.NoError(t, err)
+	assert.False(t, tree.Truncated, "control: a tree under the limit is whole")
+	assert.NotContains(t, tree.String(), "truncated")
+}
+
+// TestTreeStringEscapesNames: names made inside the sandbox with terminal
+// escape sequences are printed escaped; plain names unchanged.
+func TestTreeStringEscapesNames(t *testing.T) {
+	h, m := hostFS(t)
+	evil := []string{"\x1b[2Jcleared", "car\rriage", "new\nline", "bell\x07", "bad\xff\xfe", "ctl\x01x"}
+	require.NoError(t, os.Mkdir(filepath.Join(m.ws, "e"), 0o755))
+	for _, n := range append(evil, "plain.txt") {
+		require.NoError(t, os.WriteFile(filepath.Join(m.ws, "e", n), nil, 0o644))
+	}
+	tree, err := h.FileTree(context.Background(), "e", TreeOptions{})
+	require.NoError(t, err)
+	out := tree.String()
+	assert.Contains(t, out, "\n  plain.txt\n", "plain names print unchanged")
+	assert.Contains(t, out, `$'\033''[2Jcleared'`)
+	for _, r := range out {
+		if r != '\n' && !unicode.IsPrint(r) {
+			t.Fatalf("raw control character %U in %q", r, out)
+		}
+	}
+	assert.NotContains(t, out, "\xff")
+	assert.Equal(t, len(evil)+2, strings.Count(out, "\n"), "one line per entry: %q", out)
+}
+
+func TestHostFSOpenFile(t *testing.T) {
+	h, m := hostFS(t)
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789"), 100000)
+	require.NoError(t, os.WriteFile(filepath.Join(m.ws, "f.bin"), data, 0o644))
+	rc, fi, err := h.OpenFile(ctx, "f.bin")
+	require.NoError(t, err)
+	assert.EqualValues(t, len(data), fi.Size())
+	got, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	require.NoError(t, rc.Close())
+	assert.Equal(t, data, got)
+
+	_, _, err = h.OpenFile(ctx, "../outside/secret")
+	assert.ErrorIs(t, err, os.ErrPermission)
+	_, _, err = h.OpenFile(ctx, "nested")
+	assert.ErrorIs(t, err, syscall.EISDIR)
+	require.NoError(t, syscall.Mkfifo(m.ws+"/trap", 0o644))
+	done := make(chan error, 1)
+	go func() { _, _, err := h.OpenFile(ctx, "trap"); done <- err }()
+	select {
+	case err := <-done:
+		assert.Error(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("OpenFile blocked on a FIFO")
+	}
+}
+
+func TestOpenFileAndListThroughWrappers(t *testing.T) {
+	h, m := hostFS(t)
+	require.NoError(t, os.WriteFile(filepath.Join(m.ws, "x"), []byte("x"), 0o644))
+	wrapped := WithTracing(&fsOnly{fs: h})
+	rc, _, err := OpenFile(context.Background(), wrapped, "x")
+	require.NoError(t, err)
+	rc.Close()
+	list, truncated, err := ListDirectoryLimit(context.Background(), wrapped, ".", 1)
+	require.NoError(t, err)
+	assert.True(t, truncated)
+	assert.Len(t, list, 1)
+}
+
+// fsOnly is a minimal Handle over HostFS for the wrapper test.
+type fsOnly struct {
+	Handle
+	fs *HostFS
+}
+
+func (f *fsOnly) Type() Type { return Passthrough }
+func (f *fsOnly) ID() string { return "fs" }
+func (f *fsOnly) ListDirectory(c context.Context, p string) ([]FileInfo, error) {
+	return f.fs.ListDirectory(c, p)
+}
+func (f *fsOnly) OpenFile(c context.Context, p string) (io.ReadCloser, os.FileInfo, error) {
+	return f.fs.OpenFile(c, p)
+}
+func (f *fsOnly) ListDirectoryLimit(c context.Context, p string, n int) ([]FileInfo, bool, error) {
+	return f.fs.ListDirectoryLimit(c, p, n)
+}
+
+// TestHostFSOwner gives everything HostFS creates to an unused uid; the
+// control (Owner nil) leaves files to root.
+func TestHostFSOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("SAGE_TEST_ALLOW_SKIP") == "1" {
+			t.Skip("needs root (chown)")
+		}
+		t.Fatal("TestHostFSOwner needs root to chown; set SAGE_TEST_ALLOW_SKIP=1 to skip")
+	}
+	const uid, gid = 2000000099, 2000000098
+	h, m := hostFS(t)
+	ctx := context.Background()
+	h.Owner = &FileOwner{UID: uid, GID: gid}
+	require.NoError(t, os.WriteFile(filepath.Join(m.ws, "existing"), []byte("old"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(m.ws, "appended"), []byte("old"), 0o600))
+	src := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "sub", "c.txt"), []byte("c"), 0o644))
+
+	require.NoError(t, h.WriteFile(ctx, "p/q/new.txt", []byte("x"), WriteOptions{}))
+	require.NoError(t, h.WriteFile(ctx, "existing", []byte("new"), WriteOptions{}))
+	require.NoError(t, h.WriteFile(ctx, "r/log", []byte("a"), WriteOptions{Append: true}))
+	require.NoError(t, h.WriteFile(ctx, "appended", []byte("more"), WriteOptions{Append: true}))
+	require.NoError(t, h.EnsureDirectory(ctx, "d1/d2"))
+	_, err := h.CopyFromHost(ctx, src, "copied", CopyOptions{})
+	require.NoError(t, err)
+
+	owned := func(rel string) (int, int) {
+		var st syscall.Stat_t
+		require.NoError(t, syscall.Lstat(filepath.Join(m.ws, rel), &st), rel)
+		return int(st.Uid), int(st.Gid)
+	}
+	for _, rel := range []string{"p", "p/q", "p/q/new.txt", "existing", "r", "r/log", "d1", "d1/d2",
+		"copied", "copied/sub", "copied/sub/c.txt"} {
+		u, g := owned(rel)
+		assert.Equal(t, uid, u, rel)
+		assert.Equal(t, gid, g, rel)
+	}
+	u, _ := owned("appended")
+	assert.Equal(t, 0, u, "appending to an existing file keeps its owner")
+	u, _ = owned(".")
+	assert.Equal(t, 0, u, "existing parents keep their owner")
+	b, err := os.ReadFile(filepath.Join(m.ws, "existing"))
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(b))
+	entries, err := os.ReadDir(m.ws)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), ".sage-tmp-", "temporary file left behind")
+	}
+
+	h.Owner = nil // control
+	require.NoError(t, h.WriteFile(ctx, "s/plain.txt", []byte("x"), WriteOptions{}))
+	u, _ = owned("s/plain.txt")
+	assert.Equal(t, 0, u)
+	u, _ = owned("s")
+	assert.Equal(t, 0, u)
+}

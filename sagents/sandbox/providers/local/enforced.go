@@ -1,0 +1,78 @@
+package local
+
+import (
+	"context"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// sigxcpuExit is the exit code of a command ended by SIGXCPU (128+24),
+// what RLIMIT_CPU gives a single process and what a command killed for
+// its CPU budget reports.
+const sigxcpuExit = 128 + 24
+
+// LimitsEnforced says which limits hold for every command of this
+// sandbox, and how: "cgroup" for all the command's processes together,
+// "userns" for the whole sandbox (RLIMIT_NPROC counted per user
+// namespace), "rlimit-per-process" where each process gets the limit
+// anew, "none" where there is no limit. Every CommandResult carries it.
+func (s *Sandbox) LimitsEnforced() sandbox.LimitsEnforced { return s.iso.limitsEnforced() }
+
+// finish completes a foreground result: why the command died, and which
+// limits held.
+func (s *Sandbox) finish(res *sandbox.CommandResult, w *wrapped) {
+	if res == nil {
+		return
+	}
+	if w.report != nil {
+		w.report(res)
+	}
+	le := s.iso.limitsEnforced()
+	res.LimitsEnforced = &le
+}
+
+// bgLimit is how a background task's CPU budget ended.
+type bgLimit struct {
+	done     chan struct{} // closed once exceeded is set
+	exceeded bool
+}
+
+// watchBackground releases the task's per-command resources when it
+// ends, noting first whether its CPU budget killed it.
+func (s *Sandbox) watchBackground(id string, w *wrapped) {
+	l := &bgLimit{done: make(chan struct{})}
+	s.bgCPU.Store(id, l)
+	go func() {
+		s.Background.Wait(id)
+		if w.report != nil {
+			if st, err := s.Background.BackgroundStatus(context.Background(), id); err == nil {
+				res := &sandbox.CommandResult{ExitCode: st.ExitCode, Signal: st.Signal}
+				w.report(res)
+				l.exceeded = res.CPUTimeExceeded
+			}
+		}
+		close(l.done)
+		w.done()
+	}()
+}
+
+// BackgroundStatus reports whether the task runs, and how it ended,
+// including whether it was killed for using up its CPU time.
+func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.BackgroundState, error) {
+	st, err := s.Background.BackgroundStatus(ctx, taskID)
+	if err != nil || st.Alive {
+		return st, err
+	}
+	if v, ok := s.bgCPU.Load(taskID); ok {
+		l := v.(*bgLimit)
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+		if l.exceeded {
+			st.CPUTimeExceeded, st.ExitCode, st.Signal = true, sigxcpuExit, "SIGXCPU"
+		}
+	}
+	return st, nil
+}

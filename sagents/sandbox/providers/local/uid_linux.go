@@ -1,0 +1,262 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// identity is the host uid and gid a sandbox's processes run as when sage
+// runs as root: never root itself. Each workspace has its own uid, so
+// sessions cannot touch each other's files even through a bug, and what a
+// sandbox leaves behind (a setuid copy of an interpreter, say) belongs to
+// an unprivileged uid.
+type identity struct {
+	uid, gid int
+}
+
+func (id *identity) owner() *sandbox.FileOwner {
+	if id == nil {
+		return nil
+	}
+	return &sandbox.FileOwner{UID: id.uid, GID: id.gid}
+}
+
+// uidRegistry records which workspace holds which uid (one file per uid,
+// holding the workspace's path). It is machine-wide, whatever SAGE_HOME a
+// process uses, so two homes never hand out the same uid.
+var uidRegistry = "/var/lib/sage/uids"
+
+// subuidFile is where named ranges come from.
+var subuidFile = "/etc/subuid"
+
+// uidRange resolves sandbox.local.uid_range: "FIRST:COUNT", a user name
+// whose /etc/subuid range to use, or empty for the range of user "sage"
+// when /etc/subuid has one, else sandbox.DefaultUIDRange.
+func uidRange(spec string) (first, count uint32, err error) {
+	switch {
+	case strings.Contains(spec, ":"):
+		return sandbox.ParseUIDRange(spec)
+	case spec != "":
+		f, c, ok, err := subuidRange(spec)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !ok {
+			return 0, 0, &sandbox.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
+				Reason: fmt.Sprintf("%s has no range for user %q; fix: usermod --add-subuids 2000000000-2000065535 %s, or give FIRST:COUNT", subuidFile, spec, spec)}
+		}
+		return f, c, nil
+	}
+	if f, c, ok, err := subuidRange("sage"); err == nil && ok {
+		return f, c, nil
+	}
+	return sandbox.ParseUIDRange(sandbox.DefaultUIDRange)
+}
+
+// subuidRange reads the first range of name from /etc/subuid.
+func subuidRange(name string) (first, count uint32, ok bool, err error) {
+	f, err := os.Open(subuidFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("local: read %s: %w", subuidFile, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(&boundedReader{r: f, n: 1 << 20})
+	for sc.Scan() {
+		user, rest, found := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !found || user != name {
+			continue
+		}
+		first, count, err := sandbox.ParseUIDRange(rest)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("local: %s: user %s: %w", subuidFile, name, err)
+		}
+		return first, count, true, nil
+	}
+	return 0, 0, false, sc.Err()
+}
+
+type boundedReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, errors.New("too large")
+	}
+	if len(p) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= n
+	return n, err
+}
+
+// sessionIdentity returns the uid the workspace ws runs under: the one
+// that already owns it when that is in the range, else a free one from
+// the registry (a uid whose recorded workspace is gone, or no longer
+// belongs to it, is free again).
+func sessionIdentity(spec, ws string) (*identity, error) {
+	first, count, err := uidRange(spec)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(ws)
+	if err != nil {
+		return nil, fmt.Errorf("local: workspace: %w", err)
+	}
+	owner := fi.Sys().(*syscall.Stat_t).Uid
+	inRange := func(u uint32) bool { return u >= first && u-first < count }
+	if err := os.MkdirAll(uidRegistry, 0o700); err != nil {
+		return nil, fmt.Errorf("local: uid registry: %w", err)
+	}
+	lock := flock.New(filepath.Join(uidRegistry, ".lock"))
+	if err := lock.Lock(); err != nil {
+		return nil, fmt.Errorf("local: uid registry lock: %w", err)
+	}
+	defer lock.Unlock()
+	if inRange(owner) {
+		if err := recordUID(owner, ws); err != nil {
+			return nil, err
+		}
+		return &identity{uid: int(owner), gid: int(owner)}, nil
+	}
+	h := fnv.New32a()
+	h.Write([]byte(ws))
+	start := h.Sum32() % count
+	for i := uint32(0); i < count; i++ {
+		u := first + (start+i)%count
+		data, err := os.ReadFile(filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, fmt.Errorf("local: uid registry: %w", err)
+		case string(data) != ws && !staleUID(string(data), u):
+			continue
+		}
+		if err := recordUID(u, ws); err != nil {
+			return nil, err
+		}
+		return &identity{uid: int(u), gid: int(u)}, nil
+	}
+	return nil, &sandbox.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
+		Reason: fmt.Sprintf("all %d uids from %d are held by live workspaces; fix: give a wider range, or remove old workspaces", count, first)}
+}
+
+// staleUID reports whether the workspace recorded for u no longer holds
+// it.
+func staleUID(ws string, u uint32) bool {
+	fi, err := os.Lstat(ws)
+	if err != nil {
+		return true
+	}
+	return fi.Sys().(*syscall.Stat_t).Uid != u
+}
+
+func recordUID(u uint32, ws string) error {
+	p := filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10))
+	if data, err := os.ReadFile(p); err == nil && string(data) == ws {
+		return nil
+	}
+	tmp := p + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := os.WriteFile(tmp, []byte(ws), 0o600); err != nil {
+		return fmt.Errorf("local: uid registry: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("local: uid registry: %w", err)
+	}
+	return nil
+}
+
+// adoptWorkspace gives ws to id: a new or empty workspace is chowned to
+// it; one that holds files of another owner is refused (its files would
+// be unwritable inside, and chowning someone's tree silently is worse).
+// The workspace is 0700 either way.
+func adoptWorkspace(ws string, id *identity) error {
+	fi, err := os.Lstat(ws)
+	if err != nil {
+		return fmt.Errorf("local: workspace: %w", err)
+	}
+	if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != id.uid {
+		entries, err := os.ReadDir(ws)
+		if err != nil {
+			return fmt.Errorf("local: workspace: %w", err)
+		}
+		if len(entries) > 0 {
+			return fmt.Errorf("local: workspace %s belongs to uid %d and is not empty, but its sandbox runs as uid %d (sage never runs sandboxed commands as host root); fix: chown -R %d:%d %s, or use a new workspace: %w",
+				ws, uid, id.uid, id.uid, id.gid, ws, fs.ErrPermission)
+		}
+		if err := os.Lchown(ws, id.uid, id.gid); err != nil {
+			return fmt.Errorf("local: workspace: %w", err)
+		}
+	}
+	if err := os.Chmod(ws, 0o700); err != nil {
+		return fmt.Errorf("local: workspace: %w", err)
+	}
+	return nil
+}
+
+// access bits for reachable.
+const (
+	needRead  = 4
+	needWrite = 2
+	needExec  = 1
+)
+
+// reachable checks, from the permission bits, that id can reach p (search
+// permission on every directory above it) and has need on p itself. bwrap
+// runs as id, so it resolves every bind source as id.
+func reachable(p string, id *identity, need uint32) error {
+	if id == nil {
+		return nil
+	}
+	p = filepath.Clean(p)
+	check := func(dir string, bits uint32) error {
+		var st syscall.Stat_t
+		if err := syscall.Stat(dir, &st); err != nil {
+			return err
+		}
+		mode := st.Mode & 0o777
+		var have uint32
+		switch {
+		case int(st.Uid) == id.uid:
+			have = mode >> 6
+		case int(st.Gid) == id.gid:
+			have = mode >> 3 & 7
+		default:
+			have = mode & 7
+		}
+		if have&bits != bits {
+			return fmt.Errorf("%s (mode %03o, owner %d) is closed to uid %d: %w", dir, mode, st.Uid, id.uid, fs.ErrPermission)
+		}
+		return nil
+	}
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		if err := check(dir, needExec); err != nil {
+			return err
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	return check(p, need)
+}

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package local
+
+import (
+	"syscall"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// identity is the host uid a sandbox runs as; only Linux switches uids
+// (see uid_linux.go). Elsewhere sandboxed processes run as the caller.
+type identity struct{ uid, gid int }
+
+func (id *identity) owner() *sandbox.FileOwner { return nil }
+
+const (
+	needRead  = 4
+	needWrite = 2
+	needExec  = 1
+)
+
+func sessionIdentity(string, string) (*identity, error) { return nil, nil }
+
+func adoptWorkspace(string, *identity) error { return nil }
+
+func reachable(string, *identity, uint32) error { return nil }
+
+func (id *identity) credential() *syscall.Credential { return nil }
