@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/sage-go/sage/internal/doctor"
@@ -28,6 +29,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 	r.Checks = append(r.Checks, doctor.Check{Name: "local defaults", Status: doctor.OK, Detail: local.DefaultsSummary()})
 	le := local.ProbeLimits()
 	r.Checks = append(r.Checks, limitsCheck(le))
+	r.Checks = append(r.Checks, isolationChecks()...)
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -70,4 +72,36 @@ func limitsCheck(le sandbox.LimitsEnforced) doctor.Check {
 		c.Fix = "run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)"
 	}
 	return c
+}
+
+// isolationChecks report what local mode enforces beyond namespaces: the
+// host uid of sandboxed processes, the seccomp filter, a disk quota.
+func isolationChecks() []doctor.Check {
+	var out []doctor.Check
+	if runtime.GOOS != "linux" {
+		return out
+	}
+	c := doctor.Check{Name: "local uid", Status: doctor.OK, Required: true}
+	if d, err := local.RunAsSummary(); err != nil {
+		c.Status, c.Detail, c.Fix = doctor.Missing, err.Error(), "set SAGE_LOCAL_UID_RANGE=FIRST:COUNT (default "+sandbox.DefaultUIDRange+") or add an /etc/subuid range for user sage"
+	} else {
+		c.Detail = d
+	}
+	out = append(out, c)
+	c = doctor.Check{Name: "seccomp", Status: doctor.OK, Required: true}
+	if d, err := local.SeccompSummary(); err != nil {
+		c.Status, c.Detail, c.Fix = doctor.Missing, err.Error(), "local mode supports amd64 and arm64"
+	} else {
+		c.Detail = d
+	}
+	out = append(out, c)
+	c = doctor.Check{Name: "workspace quota", Status: doctor.Warn}
+	var enforced bool
+	enforced, c.Detail = local.DiskQuotaSummary()
+	if enforced {
+		c.Status = doctor.OK
+	} else {
+		c.Fix = "put SAGE_HOME (or each workspace) on a size-bounded file system (a loop-mounted image or a quota'd volume) if commands must not fill the disk"
+	}
+	return append(out, c)
 }

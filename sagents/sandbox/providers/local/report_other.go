@@ -1,0 +1,20 @@
+//go:build !linux
+
+package local
+
+import "fmt"
+
+// RunAsSummary says which uid local commands run as: the caller's.
+func RunAsSummary() (string, error) {
+	return "commands run as you (Seatbelt does not switch users)", nil
+}
+
+// SeccompSummary: there is no seccomp off Linux.
+func SeccompSummary() (string, error) {
+	return "", fmt.Errorf("seccomp is Linux only")
+}
+
+// DiskQuotaSummary: no workspace quota is enforced.
+func DiskQuotaSummary() (enforced bool, detail string) {
+	return false, "not enforced: only each file's size (ulimit -f) is bounded"
+}
