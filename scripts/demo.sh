@@ -30,3 +30,5 @@ if [ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]; then
 	echo
 	echo "== trace exported to $OTEL_EXPORTER_OTLP_ENDPOINT; open Jaeger (http://127.0.0.1:16686) and search service ${OTEL_SERVICE_NAME:-sage}"
 fi
+echo
+echo "demo: the run took ${SECONDS}s"
