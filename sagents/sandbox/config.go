@@ -373,3 +373,9 @@ func validID(s string) bool {
 // ValidID reports whether s is a valid sandbox or thread id:
 // ^[A-Za-z0-9_-]{1,64}$.
 func ValidID(s string) bool { return validID(s) }
+
+// ConfigFromLookup is ConfigFromEnv reading the variables through lookup,
+// so that a command line can put its flags in front of the environment.
+func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	return configFromLookup(lookup)
+}
