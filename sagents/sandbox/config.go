@@ -143,6 +143,12 @@ func ConfigFromEnv() (Config, error) {
 	return configFromLookup(os.LookupEnv)
 }
 
+// ConfigFromLookup is ConfigFromEnv reading the variables through lookup,
+// so that a command line can put its flags in front of the environment.
+func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	return configFromLookup(lookup)
+}
+
 func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
 	c := Config{
@@ -373,9 +379,3 @@ func validID(s string) bool {
 // ValidID reports whether s is a valid sandbox or thread id:
 // ^[A-Za-z0-9_-]{1,64}$.
 func ValidID(s string) bool { return validID(s) }
-
-// ConfigFromLookup is ConfigFromEnv reading the variables through lookup,
-// so that a command line can put its flags in front of the environment.
-func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
-	return configFromLookup(lookup)
-}
