@@ -107,7 +107,7 @@ func TestBadConfigExits2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--mode", "vm"}, `sandbox.mode="vm": unknown mode`},
+		{[]string{"--mode", "vm"}, `--mode="vm": unknown mode`},
 		{[]string{"--mount", "/nonexistent-dir-xyz:/data"}, "for --mount: host path: stat /nonexistent-dir-xyz: no such file"},
 		{[]string{"--session", "../x"}, `--session "../x"`},
 		{[]string{"--timeout", "-1s"}, "--timeout -1s is negative"},
