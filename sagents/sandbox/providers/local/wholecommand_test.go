@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
