@@ -57,7 +57,7 @@ bench: setup
 # each step prints one line with its duration.
 demo:
 	@SAGE_STEP_PREFIX=demo bash .ci/setup.sh demo
-	@bash scripts/step.sh demo "go build bin/sage (about 1 min the first time)" $(MAKE) -s --no-print-directory build
+	@bash scripts/step.sh demo "go build bin/sage (2-3 min the first time on 2 cores, seconds after)" $(MAKE) -s --no-print-directory build
 	@bash scripts/demo.sh
 
 clean:
