@@ -336,9 +336,22 @@ func markCacheBreakpoints(obj map[string]json.RawMessage, idx []int) error {
 			return err
 		}
 	}
-	raw, err := json.Marshal(msgs)
-	obj["messages"] = raw
-	return err
+	// The array is spliced, not marshalled again: the body is compacted
+	// once more when the object is marshalled.
+	n := 2 + len(msgs)
+	for _, m := range msgs {
+		n += len(m)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m...)
+	}
+	obj["messages"] = append(out, ']')
+	return nil
 }
 
 // contentParts returns content as a list of parts: a non-empty string
