@@ -130,8 +130,12 @@ type cacheRequest struct {
 }
 
 // rulePromptCache adds cache breakpoints or a cache key, by mode and
-// capabilities. It never does both.
+// capabilities. It never does both. A prompt_cache_key the caller put in
+// ExtraBody is kept, unless the model is known to reject it.
 func rulePromptCache(p *plan, t target, r cacheRequest) {
+	if t.caps.PromptCacheKey == Unsupported {
+		delete(p.patch.set, paramPromptCacheKey) // the caller's ExtraBody too, as tools go when unsupported
+	}
 	switch t.cacheMode {
 	case PromptCacheOff, "":
 		return

@@ -403,6 +403,21 @@ func TestPromptCacheRejectedThenRetried(t *testing.T) {
 			assert.NotContains(t, string(srv.Last(t).Body), tc.field, "later calls send it no more")
 		})
 	}
+	t.Run("the caller's own key", func(t *testing.T) {
+		rej := llmtest.Error(400, "invalid_request_error", "", "", "Unrecognized request argument supplied: prompt_cache_key")
+		srv := llmtest.New(t, llmtest.Chat("ok"), rej, llmtest.Chat("ok"))
+		c := providerClient(t, srv, "https://api.openai.com/v1", "gpt-4.1")
+		r := cachedRequest(true)
+		r.ExtraBody = map[string]any{"prompt_cache_key": "mine"}
+		_, err := c.Chat(ctxT(t), r)
+		require.NoError(t, err)
+		assert.Equal(t, "mine", inspectCache(t, srv.Last(t).Body).key, "ExtraBody wins")
+		_, err = c.Chat(ctxT(t), r)
+		require.NoError(t, err)
+		reqs := srv.Requests()
+		require.Len(t, reqs, 3)
+		assert.False(t, inspectCache(t, reqs[2].Body).hasKey, "dropped after the rejection")
+	})
 	t.Run("retried once only", func(t *testing.T) {
 		rej := llmtest.Error(400, "invalid_request_error", "", "", "cache_control: unexpected field")
 		srv := llmtest.New(t, rej, rej)
