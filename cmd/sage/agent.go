@@ -26,6 +26,7 @@ const defaultTask = "Write a Python script that prints the first 15 Fibonacci nu
 type agentFlags struct {
 	sandboxFlags
 	model, baseURL, fastModel string
+	promptCache               string
 	maxSteps                  int
 	skills                    stringList
 	policy                    string
@@ -44,6 +45,7 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	af.register(fs)
 	fs.StringVar(&af.model, "model", "", "model `name` (default $SAGE_MODEL); \"scripted\" plays a built-in replay, no model needed")
 	fs.StringVar(&af.baseURL, "base-url", "", "OpenAI-compatible base `URL` (default $OPENAI_BASE_URL or https://api.openai.com/v1)")
+	fs.StringVar(&af.promptCache, "prompt-cache", "", "prompt caching `mode`: auto, breakpoints, key or off (default $SAGE_PROMPT_CACHE or auto)")
 	fs.StringVar(&af.fastModel, "fast-model", "", "the fast model's `name` (default $SAGE_FAST_MODEL; none)")
 	fs.IntVar(&af.maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls")
 	fs.Var(&af.skills, "skills", "a skill `folder`, or a folder of skill folders (repeatable)")
@@ -139,10 +141,11 @@ func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Clie
 		baseURL, key, model, closeFn = srv.URL, "", replay.Model, func() { srv.Close() }
 	}
 	cfg := llm.Config{
-		Standard: llm.ModelConfig{BaseURL: baseURL, APIKey: key, Model: model},
-		Fast:     llm.ModelConfig{Model: firstNonEmpty(af.fastModel, os.Getenv("SAGE_FAST_MODEL"))},
-		Observer: obs,
-		Retry:    llm.RetryPolicy{MaxAttempts: 3},
+		Standard:    llm.ModelConfig{BaseURL: baseURL, APIKey: key, Model: model},
+		Fast:        llm.ModelConfig{Model: firstNonEmpty(af.fastModel, os.Getenv("SAGE_FAST_MODEL"))},
+		Observer:    obs,
+		Retry:       llm.RetryPolicy{MaxAttempts: 3},
+		PromptCache: llm.PromptCacheMode(af.promptCache),
 	}
 	if af.model == "scripted" {
 		cfg.Fast.Model = ""
