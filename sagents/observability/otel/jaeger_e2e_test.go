@@ -119,6 +119,7 @@ exporters:
 
 type jaeger struct {
 	otlpGRPC string
+	otlpHTTP string // http://127.0.0.1:port
 	query    string // http://127.0.0.1:port
 }
 
@@ -165,7 +166,7 @@ func startJaeger(t *testing.T) *jaeger {
 		}
 	})
 
-	j := &jaeger{otlpGRPC: fmt.Sprintf("127.0.0.1:%d", p[0]), query: fmt.Sprintf("http://127.0.0.1:%d", p[2])}
+	j := &jaeger{otlpGRPC: fmt.Sprintf("127.0.0.1:%d", p[0]), otlpHTTP: fmt.Sprintf("http://127.0.0.1:%d", p[1]), query: fmt.Sprintf("http://127.0.0.1:%d", p[2])}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
@@ -464,16 +465,30 @@ func queryTraces(j *jaeger, service string) ([]jTrace, error) {
 	return body.Data, nil
 }
 
+// TestJaegerEndToEnd exports one user turn to a real Jaeger over OTLP gRPC
+// and over OTLP HTTP/protobuf, and reads it back from the query API.
 func TestJaegerEndToEnd(t *testing.T) {
 	j := startJaeger(t)
+	// Jaeger takes no metrics.
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	for _, tc := range []struct{ protocol, endpoint string }{
+		{sageotel.ProtocolGRPC, j.otlpGRPC},
+		{sageotel.ProtocolHTTP, j.otlpHTTP},
+	} {
+		t.Run(strings.ReplaceAll(tc.protocol, "/", "_"), func(t *testing.T) {
+			jaegerTurn(t, j, tc.protocol, tc.endpoint)
+		})
+	}
+}
 
+func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	model := httptest.NewServer(&fakeModel{})
 	defer model.Close()
 
 	service := fmt.Sprintf("sage-e2e-%d", time.Now().UnixNano())
 	m := observability.New()
 	shutdown, err := sageotel.Setup(context.Background(),
-		sageotel.WithEndpoint(j.otlpGRPC), sageotel.WithServiceName(service),
+		sageotel.WithEndpoint(endpoint), sageotel.WithProtocol(protocol), sageotel.WithServiceName(service),
 		sageotel.WithManager(m), sageotel.WithoutGlobal(), sageotel.WithExportTimeout(10*time.Second))
 	require.NoError(t, err)
 	var sandboxTracer trace.Tracer = noop.NewTracerProvider().Tracer("")
@@ -553,6 +568,14 @@ func TestJaegerEndToEnd(t *testing.T) {
 	assert.Equal(t, chain.SpanID, agent.parent())
 	assert.Equal(t, "researcher", agent.str("gen_ai.agent.name"))
 	assert.Equal(t, "invoke_agent", agent.str("gen_ai.operation.name"))
+	assert.Equal(t, "openai", agent.str("gen_ai.provider.name"))
+	assert.Equal(t, "fake-gpt", agent.str("gen_ai.request.model"))
+	var totIn, totOut float64
+	for _, turn := range fakeTurns {
+		totIn, totOut = totIn+float64(turn.in), totOut+float64(turn.out)
+	}
+	assert.Equal(t, totIn, agent.num("gen_ai.usage.input_tokens"), "the agent's token total")
+	assert.Equal(t, totOut, agent.num("gen_ai.usage.output_tokens"))
 
 	for _, s := range tr.Spans {
 		if strings.HasPrefix(s.OperationName, "sandbox.") {

@@ -320,7 +320,7 @@ func (s *setup) metrics(ctx context.Context) error {
 		err := sdkMP.Shutdown(ctx)
 		if counter != nil {
 			if n := counter.dropped.Load(); n > 0 {
-				c.log.Warn("otel: metric exports were dropped because the collector was unreachable",
+				c.log.Warn("otel: metric exports were dropped because they failed",
 					"endpoint", counter.endpoint, "dropped_exports", n)
 			}
 		}
