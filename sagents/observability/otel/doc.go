@@ -6,6 +6,7 @@
 // [SchemaURL]):
 //
 //	chain  -> "invoke_workflow {name}"  INTERNAL  gen_ai.operation.name=invoke_workflow, gen_ai.workflow.name
+//	                                              (none when the chain only wraps an agent of its name)
 //	agent  -> "invoke_agent {agent}"    INTERNAL  gen_ai.operation.name=invoke_agent, gen_ai.agent.name,
 //	                                              gen_ai.provider.name, gen_ai.request.model,
 //	                                              gen_ai.response.model, gen_ai.usage.* (totals of its calls)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -218,4 +219,43 @@ func TestInstrumentationScope(t *testing.T) {
 	require.NoError(t, f.reader.Collect(context.Background(), &rm))
 	require.NotEmpty(t, rm.ScopeMetrics)
 	assert.Equal(t, sageotel.SchemaURL, rm.ScopeMetrics[0].Scope.SchemaURL)
+}
+
+// TestSingleAgentWorkflowIsNotReported: a chain that only wraps an agent of
+// the same name is not a workflow of its own; a real one is, backdated to
+// its start, and so is an empty one.
+func TestSingleAgentWorkflowIsNotReported(t *testing.T) {
+	f := newFixture(t, nil)
+	cctx := f.m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "s1", Name: "solo"})
+	actx := f.m.AgentStart(cctx, observability.AgentInfo{Name: "solo"})
+	lctx := f.m.LLMStart(actx, observability.LLMRequest{Model: "m"})
+	f.m.LLMEnd(lctx, observability.LLMResponse{})
+	f.m.AgentError(actx, errors.New("boom"))
+	f.m.ChainError(cctx, errors.New("boom"))
+
+	before := time.Now()
+	cctx = f.m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "s2", Name: "research"})
+	time.Sleep(5 * time.Millisecond)
+	actx = f.m.AgentStart(cctx, observability.AgentInfo{Name: "planner"})
+	f.m.AgentEnd(actx, observability.AgentResult{})
+	f.m.ChainEnd(cctx, observability.ChainResult{})
+
+	cctx = f.m.ChainStart(context.Background(), observability.ChainInfo{Name: "empty"})
+	f.m.ChainEnd(cctx, observability.ChainResult{})
+
+	assert.Len(t, f.rec.Ended(), len(f.rec.Started()))
+	n := byName(f.rec.Ended())
+	assert.NotContains(t, n, "invoke_workflow solo")
+	solo := n["invoke_agent solo"][0]
+	assert.False(t, solo.Parent().IsValid(), "the agent is the root")
+	assert.Equal(t, "s1", attrs(solo)["gen_ai.conversation.id"].AsString())
+	assert.Equal(t, solo.SpanContext().SpanID(), n["chat m"][0].Parent().SpanID())
+
+	wf, planner := n["invoke_workflow research"][0], n["invoke_agent planner"][0]
+	assert.Equal(t, wf.SpanContext().SpanID(), planner.Parent().SpanID())
+	assert.False(t, wf.StartTime().Before(before))
+	assert.Less(t, wf.StartTime(), planner.StartTime(), "backdated to the chain's start")
+	assert.Equal(t, "s2", attrs(wf)["gen_ai.conversation.id"].AsString())
+	assert.Equal(t, "research", attrs(wf)["gen_ai.workflow.name"].AsString())
+	assert.Contains(t, n, "invoke_workflow empty")
 }

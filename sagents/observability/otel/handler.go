@@ -254,12 +254,12 @@ func spanName(op, name string) string {
 // spanState is what the end of a span needs, kept in the context its start
 // returns.
 type spanState struct {
-	start   time.Time
-	metric  []attribute.KeyValue // the attributes of its duration
-	errs    *errLog
-	agent   *agentTotals // for invoke_agent spans
-	llm     *llmState    // for chat spans
-	isAgent bool
+	start  time.Time
+	metric []attribute.KeyValue // the attributes of its duration
+	errs   *errLog
+	agent  *agentTotals // for invoke_agent spans
+	llm    *llmState    // for chat spans
+	wf     *workflow    // for invoke_workflow runs
 }
 
 type stateKey struct{}
@@ -332,7 +332,9 @@ func nearestAgent(ctx context.Context) *agentTotals {
 
 type agentKey struct{}
 
-func (h *Handler) begin(ctx context.Context, op, name string, kind trace.SpanKind, st *spanState, attrs ...attribute.KeyValue) context.Context {
+// prepare fills st (shared error log, start, metric attributes) and adds
+// the conversation id to attrs.
+func prepare(ctx context.Context, op string, st *spanState, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if r, ok := observability.RunFromContext(ctx); ok && r.SessionID != "" {
 		attrs = append(attrs, AttrConversationID.String(r.SessionID))
 	}
@@ -343,8 +345,72 @@ func (h *Handler) begin(ctx context.Context, op, name string, kind trace.SpanKin
 	}
 	st.start = time.Now()
 	st.metric = append([]attribute.KeyValue{AttrOperationName.String(op)}, st.metric...)
+	return attrs
+}
+
+func (h *Handler) begin(ctx context.Context, op, name string, kind trace.SpanKind, st *spanState, attrs ...attribute.KeyValue) context.Context {
+	attrs = prepare(ctx, op, st, attrs)
+	if parent := stateOf(ctx); parent != nil && parent.wf != nil {
+		ctx = parent.wf.child(ctx, h.tracer, op, name)
+	}
 	ctx, _ = h.tracer.Start(ctx, spanName(op, name), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, stateKey{}, st)
+}
+
+// workflow is an invoke_workflow run whose span starts with its first
+// child, or never: a workflow whose first child is an agent of the same
+// name (a single agent run wrapped in a chain) cannot be told apart from
+// that agent, and the conventions say not to report it. Its agent span is
+// then the root.
+type workflow struct {
+	mu     sync.Mutex
+	parent context.Context // the context of ChainStart
+	name   string
+	attrs  []attribute.KeyValue
+	start  time.Time
+	span   trace.Span // once started
+	elided bool       // no span: the agent stands for it
+	used   bool       // a child has started
+}
+
+// child returns the context under which a child run of the workflow starts.
+func (w *workflow) child(ctx context.Context, tracer trace.Tracer, op, name string) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	first := !w.used
+	w.used = true
+	if first && op == OpInvokeAgent && name == w.name {
+		w.elided = true
+	}
+	if w.elided {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, w.startLocked(tracer))
+}
+
+func (w *workflow) startLocked(tracer trace.Tracer) trace.Span {
+	if w.span == nil {
+		_, w.span = tracer.Start(w.parent, spanName(OpInvokeWorkflow, w.name), trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithTimestamp(w.start), trace.WithAttributes(w.attrs...))
+	}
+	return w.span
+}
+
+// ending returns the context in which the workflow's span ends, or false
+// when it has none.
+func (h *Handler) ending(ctx context.Context) (context.Context, bool) {
+	st := stateOf(ctx)
+	if st == nil || st.wf == nil {
+		return ctx, true
+	}
+	w := st.wf
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.elided {
+		return ctx, false
+	}
+	w.used = true
+	return trace.ContextWithSpan(ctx, w.startLocked(h.tracer)), true
 }
 
 // end ends the span of ctx with attrs, records its duration, and returns
@@ -465,7 +531,9 @@ func (h *Handler) messagesAttr(key attribute.Key, msgs []observability.Message) 
 
 // ---- chain ----
 
-// ChainStart starts an invoke_workflow span.
+// ChainStart starts an invoke_workflow run. Its span starts with its first
+// child (backdated to now), unless that child is an agent of the same name,
+// which then stands for the workflow (see [workflow]).
 func (h *Handler) ChainStart(ctx context.Context, i observability.ChainInfo) (context.Context, error) {
 	attrs := []attribute.KeyValue{AttrOperationName.String(OpInvokeWorkflow)}
 	st := &spanState{}
@@ -476,11 +544,17 @@ func (h *Handler) ChainStart(ctx context.Context, i observability.ChainInfo) (co
 	if a, ok := h.messagesAttr(AttrInputMessages, i.Inputs); ok {
 		attrs = append(attrs, a)
 	}
-	return h.begin(ctx, OpInvokeWorkflow, i.Name, trace.SpanKindInternal, st, attrs...), nil
+	attrs = prepare(ctx, OpInvokeWorkflow, st, attrs)
+	st.wf = &workflow{parent: ctx, name: i.Name, attrs: attrs, start: st.start}
+	return context.WithValue(ctx, stateKey{}, st), nil
 }
 
 // ChainEnd ends the chain span.
 func (h *Handler) ChainEnd(ctx context.Context, r observability.ChainResult) error {
+	ctx, ok := h.ending(ctx)
+	if !ok {
+		return nil
+	}
 	if a, ok := h.messagesAttr(AttrOutputMessages, r.Outputs); ok {
 		h.end(ctx, a)
 	} else {
@@ -490,7 +564,12 @@ func (h *Handler) ChainEnd(ctx context.Context, r observability.ChainResult) err
 }
 
 // ChainError ends the chain span with an error.
-func (h *Handler) ChainError(ctx context.Context, err error) error { h.fail(ctx, err); return nil }
+func (h *Handler) ChainError(ctx context.Context, err error) error {
+	if ctx, ok := h.ending(ctx); ok {
+		h.fail(ctx, err)
+	}
+	return nil
+}
 
 // ---- agent ----
 
