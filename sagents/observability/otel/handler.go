@@ -297,7 +297,7 @@ func (l *errLog) seen(err error) bool {
 }
 
 // agentTotals gathers, for an invoke_agent span, the model calls made under
-// it: the provider and model, and the token totals.
+// it: the provider and model of the first, and the token totals.
 type agentTotals struct {
 	mu                      sync.Mutex
 	provider, model, answer string
@@ -690,9 +690,11 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 		attrs = append(attrs, a)
 	}
 	ls := &llmState{provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort, agent: nearestAgent(ctx)}
-	if a := ls.agent; a != nil {
+	if a := ls.agent; a != nil { // the agent's model is that of its first call
 		a.mu.Lock()
-		a.provider, a.model = provider, r.Model
+		if a.model == "" {
+			a.provider, a.model = provider, r.Model
+		}
 		a.mu.Unlock()
 	}
 	return h.begin(ctx, OpChat, r.Model, trace.SpanKindClient, &spanState{llm: ls}, attrs...), nil
@@ -758,7 +760,7 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 	ls := st.llm
 	if a := ls.agent; a != nil {
 		a.mu.Lock()
-		if r.Model != "" {
+		if r.Model != "" && a.answer == "" {
 			a.answer = r.Model
 		}
 		if known {
