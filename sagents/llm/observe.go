@@ -72,6 +72,28 @@ func observedParams(r Request) observability.RequestParams {
 	return p
 }
 
+// observeEmbedStart reports the start of one embeddings request.
+func (c *Client) observeEmbedStart(ctx context.Context, m *model) context.Context {
+	if c.obs == nil {
+		return ctx
+	}
+	host, port := serverAddress(m.cfg.BaseURL)
+	return c.obs.LLMStart(ctx, observability.LLMRequest{Operation: observability.OpEmbeddings, Provider: "openai",
+		Model: m.cfg.Model, ServerAddress: host, ServerPort: port, Params: observability.RequestParams{Dimensions: c.embedDims}})
+}
+
+// observeEmbedEnd reports how an embeddings request ended.
+func (c *Client) observeEmbedEnd(ctx context.Context, resp *openai.EmbeddingResponse, err error) {
+	switch {
+	case c.obs == nil:
+	case err != nil:
+		c.obs.LLMError(ctx, err)
+	default:
+		c.obs.LLMEnd(ctx, observability.LLMResponse{Model: string(resp.Model),
+			Usage: observability.Usage{InputTokens: int64(resp.Usage.PromptTokens)}})
+	}
+}
+
 // observeEnd reports how a call ended. It is a no-op without an Observer.
 func (c *Client) observeEnd(ctx context.Context, resp *Response, err error) {
 	report(c.obs, ctx, resp, err)

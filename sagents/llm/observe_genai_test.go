@@ -73,3 +73,35 @@ func TestObserverSeesToolCallsAndParams(t *testing.T) {
 	require.Len(t, rec.errs, 1)
 	require.Equal(t, "rate_limited", observability.ErrorType(rec.errs[0]))
 }
+
+// TestObserverSeesEmbeddings: each embeddings request is an llm run with
+// the embeddings operation, its model, dimensions and input tokens.
+func TestObserverSeesEmbeddings(t *testing.T) {
+	srv := llmtest.New(t)
+	n := 0
+	srv.SetFallback(func(r llmtest.Request) llmtest.Reply {
+		if n++; n == 2 {
+			return llmtest.Error(429, "rate_limit_error", "", "", "slow down")
+		}
+		return llmtest.EchoEmbeddings(r)
+	})
+	rec := &llmRecorder{}
+	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
+		Embedding:          llm.ModelConfig{BaseURL: srv.URL, Model: "embed-model"},
+		EmbeddingBatchSize: 2, EmbeddingDimensions: 2,
+		Observer: observability.New(observability.WithHandlers(rec)), Retry: llm.RetryPolicy{MaxAttempts: 1}})
+	require.NoError(t, err)
+	_, err = c.Embed(context.Background(), []string{"a", "b", "c"})
+	require.Error(t, err)
+
+	require.Len(t, rec.reqs, 2)
+	for _, r := range rec.reqs {
+		require.Equal(t, observability.OpEmbeddings, r.Operation)
+		require.Equal(t, "embed-model", r.Model)
+		require.Equal(t, 2, r.Params.Dimensions)
+	}
+	require.Len(t, rec.ends, 1)
+	require.Equal(t, int64(1), rec.ends[0].Usage.InputTokens)
+	require.Len(t, rec.errs, 1)
+	require.Equal(t, "rate_limited", observability.ErrorType(rec.errs[0]))
+}

@@ -127,8 +127,16 @@ type AgentResult struct {
 	Outputs []Message
 }
 
+// The operations of a model call.
+const (
+	OpChat       = "chat"
+	OpEmbeddings = "embeddings"
+)
+
 // LLMRequest starts one model call.
 type LLMRequest struct {
+	// Operation is OpChat (when empty) or OpEmbeddings.
+	Operation     string
 	SessionID     string    // inherited when empty
 	Provider      string    // gen_ai.provider.name; "openai" when empty
 	Model         string    // the requested model
@@ -154,6 +162,7 @@ type RequestParams struct {
 	PresencePenalty  *float64
 	ChoiceCount      int    // n, reported when not 1
 	OutputType       string // text, json, ...; empty when not set
+	Dimensions       int    // of requested embeddings
 }
 
 // LLMResponse ends one model call.

@@ -17,6 +17,8 @@
 //	                                              gen_ai.response.model, gen_ai.response.finish_reasons,
 //	                                              gen_ai.usage.*, gen_ai.response.time_to_first_chunk,
 //	                                              server.address, server.port
+//	llm (embeddings) -> "embeddings {model}"  CLIENT  gen_ai.operation.name=embeddings,
+//	                                              gen_ai.embeddings.dimension.count, gen_ai.usage.input_tokens
 //	tool   -> "execute_tool {tool}"     INTERNAL  gen_ai.operation.name=execute_tool, gen_ai.tool.name,
 //	                                              gen_ai.tool.description, gen_ai.tool.call.id
 //	message -> nothing (no convention defines a per-message event)

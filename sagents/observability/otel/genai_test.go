@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sage-go/sage/sagents/observability"
 	sageotel "github.com/sage-go/sage/sagents/observability/otel"
@@ -258,4 +259,39 @@ func TestSingleAgentWorkflowIsNotReported(t *testing.T) {
 	assert.Equal(t, "s2", attrs(wf)["gen_ai.conversation.id"].AsString())
 	assert.Equal(t, "research", attrs(wf)["gen_ai.workflow.name"].AsString())
 	assert.Contains(t, n, "invoke_workflow empty")
+}
+
+// TestEmbeddingsSpan: an embeddings call is an "embeddings {model}" CLIENT
+// span with input tokens only, and does not count as the agent's model.
+func TestEmbeddingsSpan(t *testing.T) {
+	f := newFixture(t, nil)
+	actx := f.m.AgentStart(context.Background(), observability.AgentInfo{Name: "a"})
+	ctx := f.m.LLMStart(actx, observability.LLMRequest{Operation: observability.OpEmbeddings, Model: "embed",
+		Params: observability.RequestParams{Dimensions: 256}})
+	f.m.LLMEnd(ctx, observability.LLMResponse{Model: "embed-v3", Usage: observability.Usage{InputTokens: 9}})
+	f.m.AgentEnd(actx, observability.AgentResult{})
+	n := byName(f.rec.Ended())
+	s := n["embeddings embed"][0]
+	a := attrs(s)
+	assert.Equal(t, trace.SpanKindClient, s.SpanKind())
+	assert.Equal(t, "embeddings", a["gen_ai.operation.name"].AsString())
+	assert.EqualValues(t, 256, a["gen_ai.embeddings.dimension.count"].AsInt64())
+	assert.EqualValues(t, 9, a["gen_ai.usage.input_tokens"].AsInt64())
+	_, hasOut := a["gen_ai.usage.output_tokens"]
+	assert.False(t, hasOut)
+	_, agentModel := attrs(n["invoke_agent a"][0])["gen_ai.request.model"]
+	assert.False(t, agentModel)
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, f.reader.Collect(context.Background(), &rm))
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[int64]); ok && m.Name == "gen_ai.client.token.usage" {
+				require.Len(t, h.DataPoints, 1)
+				op, _ := h.DataPoints[0].Attributes.Value("gen_ai.operation.name")
+				typ, _ := h.DataPoints[0].Attributes.Value("gen_ai.token.type")
+				assert.Equal(t, "embeddings/input", op.AsString()+"/"+typ.AsString())
+			}
+		}
+	}
 }

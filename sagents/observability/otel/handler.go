@@ -78,6 +78,7 @@ const (
 	AttrRequestPresPenalty = attribute.Key("gen_ai.request.presence_penalty")
 	AttrRequestChoiceCount = attribute.Key("gen_ai.request.choice.count")
 	AttrOutputType         = attribute.Key("gen_ai.output.type")
+	AttrEmbeddingsDims     = attribute.Key("gen_ai.embeddings.dimension.count")
 	AttrModelType          = attribute.Key("sage.llm.model_type")
 	AttrStepName           = attribute.Key("sage.step.name")
 )
@@ -86,7 +87,8 @@ const (
 const (
 	OpInvokeWorkflow = "invoke_workflow"
 	OpInvokeAgent    = "invoke_agent"
-	OpChat           = "chat"
+	OpChat           = observability.OpChat
+	OpEmbeddings     = observability.OpEmbeddings
 	OpExecuteTool    = "execute_tool"
 )
 
@@ -619,6 +621,7 @@ func (h *Handler) AgentError(ctx context.Context, err error) error {
 
 // llmState is what the end of a model call needs for its metrics.
 type llmState struct {
+	op       string
 	provider string
 	model    string
 	server   string
@@ -655,18 +658,25 @@ func paramAttrs(p observability.RequestParams) []attribute.KeyValue {
 	if p.OutputType != "" {
 		kv = append(kv, AttrOutputType.String(p.OutputType))
 	}
+	if p.Dimensions > 0 {
+		kv = append(kv, AttrEmbeddingsDims.Int(p.Dimensions))
+	}
 	return kv
 }
 
-// LLMStart starts a CLIENT "chat {model}" span.
+// LLMStart starts a CLIENT "chat {model}" (or "embeddings {model}") span.
 func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (context.Context, error) {
 	provider := r.Provider
 	if provider == "" {
 		provider = h.provider
 	}
+	op := r.Operation
+	if op == "" {
+		op = OpChat
+	}
 	attrs := make([]attribute.KeyValue, 0, 16)
 	attrs = append(attrs,
-		AttrOperationName.String(OpChat),
+		AttrOperationName.String(op),
 		AttrProviderName.String(provider),
 		AttrRequestModel.String(r.Model),
 	)
@@ -689,20 +699,20 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 	if a, ok := h.messagesAttr(AttrInputMessages, r.Messages); ok {
 		attrs = append(attrs, a)
 	}
-	ls := &llmState{provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort, agent: nearestAgent(ctx)}
-	if a := ls.agent; a != nil { // the agent's model is that of its first call
+	ls := &llmState{op: op, provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort, agent: nearestAgent(ctx)}
+	if a := ls.agent; a != nil && op == OpChat { // the agent's model is that of its first chat
 		a.mu.Lock()
 		if a.model == "" {
 			a.provider, a.model = provider, r.Model
 		}
 		a.mu.Unlock()
 	}
-	return h.begin(ctx, OpChat, r.Model, trace.SpanKindClient, &spanState{llm: ls}, attrs...), nil
+	return h.begin(ctx, op, r.Model, trace.SpanKindClient, &spanState{llm: ls}, attrs...), nil
 }
 
 func (st *llmState) metricAttrs(responseModel, errType string) attribute.Set {
 	kv := make([]attribute.KeyValue, 0, 7)
-	kv = append(kv, AttrOperationName.String(OpChat), AttrProviderName.String(st.provider),
+	kv = append(kv, AttrOperationName.String(st.op), AttrProviderName.String(st.provider),
 		AttrRequestModel.String(st.model))
 	if responseModel != "" {
 		kv = append(kv, AttrResponseModel.String(responseModel))
@@ -735,7 +745,12 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 	}
 	u := r.Usage
 	known := u.InputTokens != 0 || u.OutputTokens != 0
-	if known {
+	st := stateOf(ctx)
+	embeddings := st != nil && st.llm != nil && st.llm.op == OpEmbeddings
+	switch {
+	case known && embeddings: // embeddings produce no output tokens
+		attrs = append(attrs, AttrUsageInput.Int64(u.InputTokens))
+	case known:
 		attrs = append(attrs, AttrUsageInput.Int64(u.InputTokens), AttrUsageOutput.Int64(u.OutputTokens))
 	}
 	if u.CacheReadInputTokens != 0 {
@@ -753,12 +768,12 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 	if a, ok := h.messagesAttr(AttrOutputMessages, r.Messages); ok {
 		attrs = append(attrs, a)
 	}
-	st := h.end(ctx, attrs...)
+	h.end(ctx, attrs...)
 	if st == nil || st.llm == nil {
 		return nil
 	}
 	ls := st.llm
-	if a := ls.agent; a != nil {
+	if a := ls.agent; a != nil && !embeddings {
 		a.mu.Lock()
 		if r.Model != "" && a.answer == "" {
 			a.answer = r.Model
@@ -778,8 +793,10 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 	if known {
 		h.tokens.Record(ctx, u.InputTokens, metric.WithAttributeSet(set),
 			metric.WithAttributes(AttrTokenType.String("input")))
-		h.tokens.Record(ctx, u.OutputTokens, metric.WithAttributeSet(set),
-			metric.WithAttributes(AttrTokenType.String("output")))
+		if !embeddings {
+			h.tokens.Record(ctx, u.OutputTokens, metric.WithAttributeSet(set),
+				metric.WithAttributes(AttrTokenType.String("output")))
+		}
 	}
 	return nil
 }
