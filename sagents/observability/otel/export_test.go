@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -290,3 +291,28 @@ type commonKV = commonpb.KeyValue
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
 
 func countOf(s, sub string) int { return strings.Count(s, sub) }
+
+// TestSetupExistingProviderMeansNoOTLPMetrics: an application that brings
+// its TracerProvider gets no OTLP metric exporter unless it asks for one.
+func TestSetupExistingProviderMeansNoOTLPMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want bool
+	}{{"", false}, {"otlp", true}} {
+		t.Run("OTEL_METRICS_EXPORTER="+tc.env, func(t *testing.T) {
+			clearOTLPEnv(t)
+			r := startReceiver(t, sageotel.ProtocolGRPC)
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.addr)
+			t.Setenv("OTEL_METRICS_EXPORTER", tc.env)
+			m := observability.New(observability.WithLogger(quiet()))
+			shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
+				sageotel.WithExistingTracerProvider(sdktrace.NewTracerProvider()), sageotel.WithLogger(quiet()))
+			require.NoError(t, err)
+			emit(m)
+			require.NoError(t, shutdown(context.Background()))
+			_, names := r.tokenSums()
+			assert.Equal(t, tc.want, len(names) > 0, "metrics received: %v", names)
+			assert.Empty(t, r.spanNames(), "the brought provider exports nothing here")
+		})
+	}
+}

@@ -149,7 +149,8 @@ func WithProtocol(p string) SetupOption {
 //     [WithExistingTracerProvider] or OTEL_TRACES_EXPORTER=none; sampler and
 //     batch settings come from the environment;
 //   - metrics: a MeterProvider with a periodic OTLP exporter (unless
-//     OTEL_METRICS_EXPORTER leaves out "otlp") and an optional Prometheus
+//     OTEL_METRICS_EXPORTER leaves out "otlp", or, when it is unset, a
+//     TracerProvider or MeterProvider was brought) and an optional Prometheus
 //     endpoint ([WithPrometheus], or "prometheus" in OTEL_METRICS_EXPORTER,
 //     served at OTEL_EXPORTER_PROMETHEUS_HOST:PORT, default localhost:9464);
 //   - the resource (service name, OTEL_RESOURCE_ATTRIBUTES), the global
@@ -280,7 +281,9 @@ func (s *setup) traces(ctx context.Context) error {
 func (s *setup) metrics(ctx context.Context) error {
 	c := s.c
 	set, fromEnv := exportersFromEnv("OTEL_METRICS_EXPORTER")
-	wantOTLP := c.mp == nil && (!fromEnv || set["otlp"])
+	// OTLP metrics by default, unless the application brought its own
+	// providers; OTEL_METRICS_EXPORTER decides when set.
+	wantOTLP := c.mp == nil && ((!fromEnv && c.tp == nil) || set["otlp"])
 	promAddr := c.promAddr
 	if promAddr == "" && c.promLn == nil && set["prometheus"] {
 		promAddr = net.JoinHostPort(firstNonEmpty(os.Getenv("OTEL_EXPORTER_PROMETHEUS_HOST"), "localhost"),
