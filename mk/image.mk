@@ -6,7 +6,7 @@
 IMAGE ?= sage-sandbox:dev
 
 image: build
-	@echo "image: building $(IMAGE) through the Docker API (about IMAGE_TIME; a quick check when nothing changed)"
+	@echo "image: building $(IMAGE) through the Docker API (builds a static sage first: 2-3 minutes on a fresh 2-core machine, seconds afterwards)"
 	$(BIN)/sage image build --tag $(IMAGE) --binary $(BIN)/sage
 
 # The aio provider on Docker, in one run: `docker run -d` + first HTTP 200

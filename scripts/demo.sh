@@ -7,11 +7,16 @@
 # Jaeger (service "sage", or $OTEL_SERVICE_NAME).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export SAGE_HOME=${SAGE_HOME:-$PWD/.cache/demo-home}
+# As root, sage's own default (/var/lib/sage): each session's commands run
+# as the session's uid, which must reach the workspace, and a checkout under
+# /root is closed to it.
+if [ "$(id -u)" != 0 ]; then
+	export SAGE_HOME=${SAGE_HOME:-$PWD/.cache/demo-home}
+fi
 mode=${SAGE_DEMO_MODE:-local}
 session=demo
 sage=bin/sage
-rm -rf "$SAGE_HOME/sessions/$session" # a fresh workspace every run
+rm -rf "${SAGE_HOME:-/var/lib/sage}/sessions/$session" # a fresh workspace every run
 
 echo "== sage agent --model scripted --mode $mode (a labelled replay, not a language model)"
 if ! $sage agent --model scripted --mode "$mode" --session "$session"; then
@@ -30,3 +35,5 @@ if [ -n "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" ]; then
 	echo
 	echo "== trace exported to $OTEL_EXPORTER_OTLP_ENDPOINT; open Jaeger (http://127.0.0.1:16686) and search service ${OTEL_SERVICE_NAME:-sage}"
 fi
+echo
+echo "demo: the run took ${SECONDS}s"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# step: sandbox image sage-sandbox:dev (about IMAGE_TIME when it changed, else a check)
+# step: sandbox image sage-sandbox:dev (the first time about as long as the go build of sage, then seconds)
 # Builds the sandbox image sage-sandbox:dev (FROM scratch: a static sage
 # and busybox) through the Docker API, for the aio provider's Docker
 # tests. `sage image build` skips the build when the image's label holds

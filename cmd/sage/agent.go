@@ -117,8 +117,12 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	if err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(env.stderr, "sage agent: %d steps, %d tool calls, %d input + %d output tokens\n",
-		res.Steps, len(res.ToolCalls), res.Usage.Input, res.Usage.Output)
+	cached := ""
+	if res.Usage.Cached > 0 {
+		cached = fmt.Sprintf(" (%.0f%% of the input read from the provider's prompt cache)", res.Usage.CachedShare()*100)
+	}
+	fmt.Fprintf(env.stderr, "sage agent: %d steps, %d tool calls, %d input + %d output tokens%s\n",
+		res.Steps, len(res.ToolCalls), res.Usage.Input, res.Usage.Output, cached)
 	return 0, nil
 }
 

@@ -62,28 +62,38 @@ const remoteFix = "set --remote-provider aio or SAGE_REMOTE_PROVIDER=aio"
 // config merges the SAGE_* environment with the flags. Every error is a
 // bad setting (exit 2).
 func (f *sandboxFlags) config() (sandbox.Config, error) {
-	cfg, err := sandbox.ConfigFromEnv()
+	// These flags stand in front of their variables, so that a flag can
+	// mend what the environment lacks; errors then name the flag.
+	type override struct{ flag, value string }
+	over := map[string]override{}
+	for env, o := range map[string]override{"SAGE_SANDBOX_MODE": {"--mode", f.mode},
+		"SAGE_REMOTE_PROVIDER": {"--remote-provider", f.remoteProvider}, "SAGE_REMOTE_URL": {"--remote-url", f.remoteURL}} {
+		if o.value != "" {
+			over[env] = o
+		}
+	}
+	cfg, err := sandbox.ConfigFromLookup(func(k string) (string, bool) {
+		if o, ok := over[k]; ok {
+			return o.value, true
+		}
+		return os.LookupEnv(k)
+	})
 	var ce *sandbox.ConfigError
-	if errors.As(err, &ce) && ce.Field == "SAGE_REMOTE_PROVIDER" {
-		return cfg, badSetting("SAGE_SANDBOX_MODE=remote needs a provider: %s", remoteFix)
+	if errors.As(err, &ce) {
+		if ce.Field == "SAGE_REMOTE_PROVIDER" && ce.Value == "" {
+			return cfg, badSetting("remote mode needs a provider: %s", remoteFix)
+		}
+		if o, ok := over[ce.Field]; ok {
+			named := *ce
+			named.Field = o.flag
+			return cfg, &named
+		}
 	}
 	if err != nil {
 		return cfg, err
 	}
 	if !sandbox.ValidID(f.session) {
 		return cfg, badSetting("--session %q: want 1-64 characters of A-Z a-z 0-9 _ -", f.session)
-	}
-	if f.mode != "" {
-		cfg.Mode = sandbox.Type(f.mode)
-	}
-	if f.remoteProvider != "" {
-		cfg.Remote.Provider = f.remoteProvider
-	}
-	if f.remoteURL != "" {
-		cfg.Remote.ServerURL = f.remoteURL
-	}
-	if cfg.Mode == sandbox.Remote && cfg.Remote.Provider == "" {
-		return cfg, badSetting("remote mode needs a provider: %s", remoteFix)
 	}
 	sessionDir := filepath.Join(sandbox.Home(), "sessions", f.session)
 	cfg.SandboxID = f.session

@@ -161,7 +161,7 @@ func TestSlowStepNotice(t *testing.T) {
 	assert.Empty(t, w.String(), "a step over before the delay says nothing")
 
 	done := onSetup("slow step")
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Second)
 	done()
 	assert.Equal(t, "sage: slow step...\n", w.String())
 	done()

@@ -107,7 +107,7 @@ func TestBadConfigExits2(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--mode", "vm"}, `sandbox.mode="vm": unknown mode`},
+		{[]string{"--mode", "vm"}, `--mode="vm": unknown mode`},
 		{[]string{"--mount", "/nonexistent-dir-xyz:/data"}, "for --mount: host path: stat /nonexistent-dir-xyz: no such file"},
 		{[]string{"--session", "../x"}, `--session "../x"`},
 		{[]string{"--timeout", "-1s"}, "--timeout -1s is negative"},
@@ -256,7 +256,7 @@ func TestExecCPUTimeExceeded(t *testing.T) {
 		CPUTimeExceeded bool              `json:"cpu_time_exceeded"`
 		LimitsEnforced  map[string]string `json:"limits_enforced"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), "stdout %q, stderr %q", r.stdout, r.stderr)
 	assert.True(t, res.CPUTimeExceeded)
 	assert.Equal(t, 152, res.ExitCode)
 	assert.Equal(t, 152, r.code)

@@ -9,12 +9,9 @@ import (
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend" // registers backend "docker"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner/kube"
 )
 
 func init() {
@@ -39,7 +36,7 @@ func (f *provisionerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", "", "where sandboxes run: docker or kubernetes (required)")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv(provisioner.EnvAPIKey), "key clients send in X-API-Key (default $"+provisioner.EnvAPIKey+"); required off loopback")
 	fs.StringVar(&f.namespace, "namespace", "", "kubernetes: namespace of the sandboxes (default: the provisioner's own in a cluster, else default)")
-	fs.StringVar(&f.serviceType, "service-type", string(corev1.ServiceTypeClusterIP), "kubernetes: ClusterIP or NodePort")
+	fs.StringVar(&f.serviceType, "service-type", "ClusterIP", "kubernetes: ClusterIP or NodePort")
 	fs.StringVar(&f.nodeHost, "node-host", "", "kubernetes: address clients reach node ports on (required with NodePort)")
 	fs.StringVar(&f.kubecfg, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else in-cluster, else ~/.kube/config)")
 	fs.StringVar(&f.image, "image", "sage-sandbox:dev", "sandbox image")
@@ -113,24 +110,5 @@ func (f *provisionerFlags) openBackend(logger *slog.Logger) (aio.Backend, func(c
 		b, err := aio.NewBackend("docker", map[string]any{})
 		return b, nil, err
 	}
-	cs, err := kube.Connect(f.kubecfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	ns := f.namespace
-	if ns == "" {
-		ns = kube.DefaultNamespace()
-	}
-	b, err := kube.New(kube.Options{Client: cs, Namespace: ns, ServiceType: corev1.ServiceType(f.serviceType),
-		NodeHost: f.nodeHost, Image: f.image, Port: f.port, RunAsUser: f.runAsUser, AllowRoot: f.allowRoot, Logger: logger})
-	if err != nil {
-		return nil, nil, err
-	}
-	logger.Info("provisioner: kubernetes backend", "namespace", ns, "service_type", f.serviceType, "idle_ttl", f.idleTTL)
-	if f.idleTTL == 0 {
-		return b, nil, nil
-	}
-	return b, func(ctx context.Context) {
-		b.RunReaper(ctx, kube.ReapOptions{TTL: f.idleTTL, Interval: f.reapInterval})
-	}, nil
+	return f.openKubernetes(logger)
 }

@@ -171,6 +171,12 @@ func (a *Agent) callModel(ctx context.Context, res *Result) (openai.ChatCompleti
 	req := llm.Request{ModelType: a.cfg.ModelType, Temperature: a.cfg.Temperature}
 	req.Messages = res.Messages
 	req.Tools = a.cfg.Tools.Definitions()
+	// The system prompt (with the skills block) and the tool list are the
+	// same on every call of a session: the cached prefix. They are built
+	// without timestamps or random ids, and tools come sorted by name.
+	req.Stability = stableSystem
+	req.ToolsStability = llm.Stable
+	req.CacheKey = a.cfg.SessionID
 	s, err := a.cfg.Client.ChatStream(ctx, req)
 	if err != nil {
 		return openai.ChatCompletionMessage{}, nil, err
@@ -198,11 +204,7 @@ func (a *Agent) callModel(ctx context.Context, res *Result) (openai.ChatCompleti
 		io.WriteString(a.cfg.Output, "\n")
 	}
 	resp := s.Response()
-	res.Usage.Input += resp.Usage.Input
-	res.Usage.Output += resp.Usage.Output
-	res.Usage.Cached += resp.Usage.Cached
-	res.Usage.Reasoning += resp.Usage.Reasoning
-	res.Usage.Total += resp.Usage.Total
+	res.Usage = res.Usage.Add(resp.Usage)
 	if len(resp.Choices) == 0 {
 		a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
 		return openai.ChatCompletionMessage{}, nil, errors.New("agent: the model returned no choices")
@@ -211,6 +213,10 @@ func (a *Agent) callModel(ctx context.Context, res *Result) (openai.ChatCompleti
 	a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant, Content: ch.Message.Content})
 	return ch.Message, ch.ToolCalls, nil
 }
+
+// stableSystem marks the first message, the system prompt, as Stable; the
+// conversation after it is unmarked. It is never modified.
+var stableSystem = []llm.Stability{llm.Stable}
 
 // runTools runs the calls concurrently and returns them in order.
 func (a *Agent) runTools(ctx context.Context, step int, calls []llm.ToolCall) []ToolCall {

@@ -59,28 +59,64 @@ type ToolCallDelta struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
+// wireUsage is usage in every provider's shape: OpenAI's
+// prompt_tokens_details.cached_tokens, DeepSeek's prompt_cache_hit_tokens,
+// Anthropic-style cache_read_input_tokens and cache_creation_input_tokens
+// (top level, beside input_tokens/output_tokens on Anthropic-shaped
+// gateways), OpenRouter's prompt_tokens_details.cache_write_tokens and
+// DashScope's prompt_tokens_details.cache_creation_input_tokens.
 type wireUsage struct {
 	PromptTokens        int `json:"prompt_tokens"`
 	CompletionTokens    int `json:"completion_tokens"`
 	TotalTokens         int `json:"total_tokens"`
 	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"` // OpenRouter
+		// DashScope's explicit cache reports its writes here.
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	} `json:"prompt_tokens_details"`
 	CompletionTokensDetails *struct {
 		ReasoningTokens int `json:"reasoning_tokens"`
 	} `json:"completion_tokens_details"`
-	PromptCacheHitTokens int `json:"prompt_cache_hit_tokens"` // DeepSeek
+	PromptCacheHitTokens     int `json:"prompt_cache_hit_tokens"` // DeepSeek
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	// Anthropic's own names; its input_tokens excludes cache reads and
+	// writes.
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }
 
 func (w *wireUsage) usage() *Usage {
-	u := &Usage{Input: w.PromptTokens, Output: w.CompletionTokens, Total: w.TotalTokens, Cached: w.PromptCacheHitTokens}
-	if d := w.PromptTokensDetails; d != nil && d.CachedTokens > 0 {
-		u.Cached = d.CachedTokens
+	u := &Usage{Input: w.PromptTokens, Output: w.CompletionTokens, Total: w.TotalTokens}
+	u.Cached = firstPositive(w.PromptCacheHitTokens, w.CacheReadInputTokens)
+	u.CacheCreation = w.CacheCreationInputTokens
+	if d := w.PromptTokensDetails; d != nil {
+		u.Cached = firstPositive(d.CachedTokens, u.Cached)
+		u.CacheCreation = firstPositive(u.CacheCreation, d.CacheWriteTokens, d.CacheCreationInputTokens)
+	}
+	if u.Input == 0 && w.InputTokens > 0 { // Anthropic's shape: input is what was not cached
+		u.Input = w.InputTokens + w.CacheReadInputTokens + w.CacheCreationInputTokens
+	}
+	if u.Output == 0 {
+		u.Output = w.OutputTokens
+	}
+	if u.Total == 0 && u.Input+u.Output > 0 {
+		u.Total = u.Input + u.Output
 	}
 	if d := w.CompletionTokensDetails; d != nil {
 		u.Reasoning = d.ReasoningTokens
 	}
 	return u
+}
+
+func firstPositive(vs ...int) int {
+	for _, v := range vs {
+		if v > 0 {
+			return v
+		}
+	}
+	return 0
 }
 
 // decodeEvent decodes one SSE event's data into chunks. A well-formed event

@@ -51,6 +51,11 @@ type Capabilities struct {
 	StructuredOutput Support `json:"structured_output"`
 	Tools            Support `json:"tools"`
 	ReasoningEffort  Support `json:"reasoning_effort"`
+	// CacheControl: cache_control breakpoints on content parts
+	// (Anthropic-compatible endpoints, DashScope, OpenRouter).
+	CacheControl Support `json:"cache_control"`
+	// PromptCacheKey: OpenAI's prompt_cache_key.
+	PromptCacheKey Support `json:"prompt_cache_key"`
 }
 
 // merge returns c with every Unknown field taken from other.
@@ -66,6 +71,8 @@ func (c Capabilities) merge(other Capabilities) Capabilities {
 		StructuredOutput: pick(c.StructuredOutput, other.StructuredOutput),
 		Tools:            pick(c.Tools, other.Tools),
 		ReasoningEffort:  pick(c.ReasoningEffort, other.ReasoningEffort),
+		CacheControl:     pick(c.CacheControl, other.CacheControl),
+		PromptCacheKey:   pick(c.PromptCacheKey, other.PromptCacheKey),
 	}
 }
 
@@ -82,7 +89,16 @@ var capabilityParams = map[string]func(*Capabilities) *Support{
 	"tool_choice":         func(c *Capabilities) *Support { return &c.Tools },
 	"parallel_tool_calls": func(c *Capabilities) *Support { return &c.Tools },
 	paramImage:            func(c *Capabilities) *Support { return &c.Multimodal },
+	paramCacheControl:     func(c *Capabilities) *Support { return &c.CacheControl },
+	paramPromptCacheKey:   func(c *Capabilities) *Support { return &c.PromptCacheKey },
 }
+
+// The prompt-cache parameters. cache_control is not a top-level field: it
+// sits on content parts, so servers name it inside a path.
+const (
+	paramCacheControl   = "cache_control"
+	paramPromptCacheKey = "prompt_cache_key"
+)
 
 // capStore holds a model's capabilities; errors and probes update it.
 type capStore struct {
@@ -107,6 +123,13 @@ func (s *capStore) learn(param string) bool {
 	*field(&s.caps) = Unsupported
 	s.mu.Unlock()
 	return true
+}
+
+// fill sets every Unknown field from c (a table's defaults).
+func (s *capStore) fill(c Capabilities) {
+	s.mu.Lock()
+	s.caps = s.caps.merge(c)
+	s.mu.Unlock()
 }
 
 // apply overwrites every field that the probe answered (not Unknown).

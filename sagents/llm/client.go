@@ -33,11 +33,17 @@ type model struct {
 	clients []*openai.Client // one per API key
 	next    atomic.Uint64
 	caps    capStore
+	// cacheMode is the resolved prompt-cache mode of the client.
+	cacheMode PromptCacheMode
 }
 
 // New builds a client. It makes no network calls; see [Probe].
 func New(cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	mode, err := promptCacheMode(cfg.PromptCache)
+	if err != nil {
 		return nil, err
 	}
 	hc := wrapHTTPClient(cfg.HTTPClient)
@@ -69,6 +75,10 @@ func New(cfg Config) (*Client, error) {
 				m.caps.apply(m.cfg.Capabilities)
 			}
 		}
+	}
+	for _, m := range []*model{c.standard, c.fast} {
+		m.cacheMode = mode
+		m.caps.fill(cacheDefaults(m.cfg.BaseURL, m.cfg.Model))
 	}
 	return c, nil
 }

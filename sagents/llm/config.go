@@ -69,6 +69,9 @@ type Config struct {
 	// network call). Capabilities given in the ModelConfig take precedence.
 	// nil leaves the cache to [Client.ProbeModel].
 	ProbeCache *ProbeOptions
+	// PromptCache selects prompt caching (see [PromptCacheMode]); empty
+	// takes $SAGE_PROMPT_CACHE, else auto.
+	PromptCache PromptCacheMode
 }
 
 // ResponseLimits bounds the memory one response can take, streamed or not,

@@ -40,6 +40,23 @@
 // tool calls; 16 MiB of text by default) and passing a bound is an error
 // matching [ErrResponseTooLarge].
 //
+// Prompt caching ([PromptCacheMode], Config.PromptCache or SAGE_PROMPT_CACHE:
+// auto, breakpoints, key, off). Where the model's [Capabilities] say it takes
+// cache_control (a table fills them: Claude models anywhere, Qwen on
+// DashScope, anthropic/* and google/gemini* through OpenRouter), the
+// transport puts up to [MaxCacheBreakpoints] {"type":"ephemeral"} markers on
+// the last content part of chosen messages, turning string content into a
+// text part: the end of each run of [Stable] messages, the latest non-tool
+// message, then the end of each [SemiStable] run; without marks, the longest
+// system message, the longest user message and the latest non-tool message.
+// Tool messages, Volatile ones and segments shorter than
+// [MinCachedSystemChars] / [MinCachedUserChars] get none. Where the model
+// takes prompt_cache_key (OpenAI), a hash of Request.CacheKey (a session id)
+// or of the stable prefix is sent instead, and nothing is marked. Unknown
+// servers get neither. A 400 that names either field turns it off for the
+// model and the call is retried once without it. [Usage] carries cached and
+// cache-creation input tokens from every provider's usage shape.
+//
 // [Probe] learns a model's capabilities at start-up and caches them on disk under
 // SAGE_HOME; [Config].ProbeCache makes [New] start from a fresh cached answer;
 // [RunProbeCommand] is what `sage probe` calls.

@@ -112,10 +112,11 @@ func report(obs *observability.Manager, ctx context.Context, resp *Response, err
 		Model:            resp.Model,
 		TimeToFirstChunk: resp.TTFT,
 		Usage: observability.Usage{
-			InputTokens:          int64(resp.Usage.Input),
-			OutputTokens:         int64(resp.Usage.Output),
-			CacheReadInputTokens: int64(resp.Usage.Cached),
-			ReasoningTokens:      int64(resp.Usage.Reasoning),
+			InputTokens:              int64(resp.Usage.Input),
+			OutputTokens:             int64(resp.Usage.Output),
+			CacheReadInputTokens:     int64(resp.Usage.Cached),
+			CacheCreationInputTokens: int64(resp.Usage.CacheCreation),
+			ReasoningTokens:          int64(resp.Usage.Reasoning),
 		},
 	}
 	for _, ch := range resp.Choices {

@@ -154,6 +154,13 @@ func TestRunProbeCommandTableAndJSON(t *testing.T) {
 	for _, s := range []string{"CAPABILITY", "connection", "structured_output", "multimodal", "supported", "tools", "not probed"} {
 		assert.Contains(t, table, s)
 	}
+	assert.Regexp(t, `cache_control +unknown +- +provider table`, table, "a local server: no table entry")
+	out.Reset()
+	o.Model = "claude-sonnet-4-5"
+	require.NoError(t, RunProbeCommand(ctxT(t), &out, o))
+	assert.Regexp(t, `cache_control +supported +- +provider table`, out.String())
+	assert.Regexp(t, `prompt_cache_key +unknown +- +provider table`, out.String())
+	o.Model = "m"
 	out.Reset()
 	o.JSON = true
 	require.NoError(t, RunProbeCommand(ctxT(t), &out, o))

@@ -83,13 +83,16 @@ func (r *ProbeReport) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%dms\t%s\n", p.Name, result, p.LatencyMS, oneLine(clip(p.Detail)))
 	}
+	// The prompt-cache fields are not probed: the provider table answers.
+	table := r.Capabilities.merge(cacheDefaults(r.BaseURL, r.Model))
 	rest := []struct {
-		name string
-		s    Support
-	}{{"tools", r.Capabilities.Tools}, {"reasoning_effort", r.Capabilities.ReasoningEffort}}
+		name, detail string
+		s            Support
+	}{{"tools", "not probed", r.Capabilities.Tools}, {"reasoning_effort", "not probed", r.Capabilities.ReasoningEffort},
+		{paramCacheControl, "provider table", table.CacheControl}, {paramPromptCacheKey, "provider table", table.PromptCacheKey}}
 	for _, x := range rest {
 		if !seen[x.name] {
-			fmt.Fprintf(tw, "%s\t%s\t-\tnot probed\n", x.name, x.s)
+			fmt.Fprintf(tw, "%s\t%s\t-\t%s\n", x.name, x.s, x.detail)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -31,6 +32,18 @@ type Request struct {
 	// response, for a conversation restored from storage. The client itself
 	// remembers those of the calls it returned (the most recent 4096).
 	ToolCallExtra map[string]map[string]json.RawMessage
+
+	// Stability marks Messages by index (missing entries are Unmarked) for
+	// prompt caching: where cache_control breakpoints go on models that
+	// take them. See [PromptCacheMode].
+	Stability []Stability
+	// ToolsStability marks the tool list; a Volatile tool list places no
+	// breakpoint, as tools come first in the cached prefix.
+	ToolsStability Stability
+	// CacheKey, e.g. a session id, is hashed into prompt_cache_key for
+	// models that take one; empty means a hash of the model, the system
+	// messages and the tool names.
+	CacheKey string
 }
 
 // reservedBodyKeys may not be overridden through ExtraBody.
@@ -45,7 +58,9 @@ type call struct {
 	dropped []string                              // parameters removed after the server rejected them
 	extra   map[string]map[string]json.RawMessage // tool-call fields to send back
 	adapted bool
-	probing bool // probes must send exactly what they ask for
+	// cacheAdapted: the one retry without a prompt-cache field was made.
+	cacheAdapted bool
+	probing      bool // probes must send exactly what they ask for
 }
 
 func newCall(m *model, r Request) (*call, error) {
@@ -67,7 +82,11 @@ func (c *call) replan() {
 	if c.probing {
 		caps = Capabilities{}
 	}
-	c.plan = sanitize(c.in, target{model: c.m.cfg.Model, baseURL: c.m.cfg.BaseURL, caps: caps})
+	mode := c.m.cacheMode
+	if c.probing {
+		mode = PromptCacheOff
+	}
+	c.plan = sanitize(c.in, target{model: c.m.cfg.Model, baseURL: c.m.cfg.BaseURL, caps: caps, cacheMode: mode})
 	c.plan.patch.drop = append(c.plan.patch.drop, c.dropped...)
 	c.plan.patch.toolExtra = c.extra
 }
@@ -75,6 +94,9 @@ func (c *call) replan() {
 // adapt handles the one retry without an unsupported parameter. It reports
 // whether the call should be sent again.
 func (c *call) adapt(err error) bool {
+	if c.adaptCache(err) {
+		return true
+	}
 	var e *Error
 	if c.adapted || c.probing || !errors.As(err, &e) || e.Kind != KindUnsupportedParameter || e.Param == "" {
 		return false
@@ -90,6 +112,36 @@ func (c *call) adapt(err error) bool {
 	default:
 		c.dropped = append(c.dropped, e.Param)
 	}
+	c.replan()
+	return true
+}
+
+// adaptCache handles the one retry without a prompt-cache field: a 400 that
+// names cache_control (anywhere in its message or parameter path) or
+// prompt_cache_key, when the request carried it, turns that field off for
+// the model. Servers name cache_control inside a path such as
+// messages.0.content.0.cache_control, and some call the complaint a plain
+// bad request, so this does not wait for KindUnsupportedParameter.
+func (c *call) adaptCache(err error) bool {
+	var e *Error
+	if c.cacheAdapted || c.probing || !errors.As(err, &e) {
+		return false
+	}
+	if e.Kind != KindUnsupportedParameter && e.Kind != KindBadRequest {
+		return false
+	}
+	text := strings.ToLower(e.Param + " " + e.Message)
+	param := ""
+	switch {
+	case len(c.plan.patch.cacheMarks) > 0 && strings.Contains(text, paramCacheControl):
+		param = paramCacheControl
+	case c.plan.patch.set[paramPromptCacheKey] != nil && strings.Contains(text, paramPromptCacheKey):
+		param = paramPromptCacheKey
+	default:
+		return false
+	}
+	c.cacheAdapted = true
+	c.m.caps.learn(param)
 	c.replan()
 	return true
 }

@@ -11,11 +11,29 @@ import (
 
 // Usage is token accounting for one call.
 type Usage struct {
-	Input     int `json:"input"`
-	Output    int `json:"output"`
-	Cached    int `json:"cached"`    // input tokens served from the prompt cache
-	Reasoning int `json:"reasoning"` // output tokens spent reasoning
-	Total     int `json:"total"`
+	Input  int `json:"input"`
+	Output int `json:"output"`
+	Cached int `json:"cached"` // input tokens served from the prompt cache
+	// CacheCreation counts input tokens written to the prompt cache
+	// (providers with explicit breakpoints bill them above plain input).
+	CacheCreation int `json:"cache_creation"`
+	Reasoning     int `json:"reasoning"` // output tokens spent reasoning
+	Total         int `json:"total"`
+}
+
+// CachedShare is the share of input tokens served from the prompt cache, in
+// [0, 1]; 0 without input.
+func (u Usage) CachedShare() float64 {
+	if u.Input <= 0 || u.Cached <= 0 {
+		return 0
+	}
+	return min(1, float64(u.Cached)/float64(u.Input))
+}
+
+// Add returns the sum of u and o, field by field.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Input: u.Input + o.Input, Output: u.Output + o.Output, Cached: u.Cached + o.Cached,
+		CacheCreation: u.CacheCreation + o.CacheCreation, Reasoning: u.Reasoning + o.Reasoning, Total: u.Total + o.Total}
 }
 
 // ToolCall is one assembled tool call. Arguments is valid JSON ("{}" when the

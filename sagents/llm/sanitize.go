@@ -12,6 +12,8 @@ type target struct {
 	model   string
 	baseURL string
 	caps    Capabilities
+	// cacheMode is the resolved prompt-cache mode; "" means off.
+	cacheMode PromptCacheMode
 }
 
 // plan is a sanitised request: the struct go-openai marshals and the patch the
@@ -50,6 +52,8 @@ func sanitize(r Request, t target) plan {
 	for _, apply := range rules {
 		apply(&p, t)
 	}
+	// After the rules: breakpoints are placed on the content sent.
+	rulePromptCache(&p, t, cacheRequest{marks: r.Stability, tools: r.ToolsStability, key: r.CacheKey, extraKeys: r.ExtraBody})
 	if p.temperature != nil {
 		p.patch.set["temperature"] = *p.temperature
 	}

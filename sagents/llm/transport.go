@@ -21,10 +21,14 @@ type bodyPatch struct {
 	fillReasoningContent bool
 	// toolExtra holds fields to add to assistant tool calls, by call id.
 	toolExtra map[string]map[string]json.RawMessage
+	// cacheMarks are the indexes of the messages whose last content part
+	// gets a cache_control breakpoint.
+	cacheMarks []int
 }
 
 func (p bodyPatch) empty() bool {
-	return len(p.set) == 0 && len(p.drop) == 0 && !p.fillReasoningContent && len(p.toolExtra) == 0
+	return len(p.set) == 0 && len(p.drop) == 0 && !p.fillReasoningContent && len(p.toolExtra) == 0 &&
+		len(p.cacheMarks) == 0
 }
 
 // apply rewrites a JSON object body. Keys come out sorted (encoding/json
@@ -51,6 +55,11 @@ func (p bodyPatch) apply(body []byte) ([]byte, error) {
 	}
 	if len(p.toolExtra) > 0 {
 		if err := addToolCallExtras(obj, p.toolExtra); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.cacheMarks) > 0 {
+		if err := markCacheBreakpoints(obj, p.cacheMarks); err != nil {
 			return nil, err
 		}
 	}

@@ -165,6 +165,12 @@ func ConfigFromEnv() (Config, error) {
 	return configFromLookup(os.LookupEnv)
 }
 
+// ConfigFromLookup is ConfigFromEnv reading the variables through lookup,
+// so that a command line can put its flags in front of the environment.
+func ConfigFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	return configFromLookup(lookup)
+}
+
 func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	get := func(k string) string { v, _ := lookup(k); return strings.TrimSpace(v) }
 	c := Config{

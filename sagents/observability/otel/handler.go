@@ -83,6 +83,11 @@ const (
 	AttrStepName           = attribute.Key("sage.step.name")
 )
 
+// MetricPromptCacheHitRatio is sage's histogram of the share of input
+// tokens read from the prompt cache, per model call with input (the GenAI
+// conventions define the cache attributes but no such metric).
+const MetricPromptCacheHitRatio = "sage.llm.prompt_cache.hit_ratio"
+
 // Operation names.
 const (
 	OpInvokeWorkflow = "invoke_workflow"
@@ -103,6 +108,7 @@ type Handler struct {
 	duration metric.Float64Histogram
 	tokens   metric.Int64Histogram
 	ttfc     metric.Float64Histogram
+	cacheHit metric.Float64Histogram // share of input tokens read from the prompt cache
 }
 
 var _ observability.Handler = (*Handler)(nil)
@@ -170,6 +176,7 @@ func parseCapture(v string) bool {
 // Histogram bucket boundaries recommended by the GenAI conventions.
 var (
 	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	ratioBuckets    = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
 	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 )
 
@@ -219,6 +226,12 @@ func NewHandler(opts ...Option) (*Handler, error) {
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	if err != nil {
 		return nil, fmt.Errorf("otel: create time-to-first-chunk histogram: %w", err)
+	}
+	h.cacheHit, err = meter.Float64Histogram(MetricPromptCacheHitRatio,
+		metric.WithDescription("Share of a model call's input tokens served from the provider's prompt cache."),
+		metric.WithUnit("1"), metric.WithExplicitBucketBoundaries(ratioBuckets...))
+	if err != nil {
+		return nil, fmt.Errorf("otel: create prompt cache histogram: %w", err)
 	}
 	return h, nil
 }
@@ -796,6 +809,10 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 		if !embeddings {
 			h.tokens.Record(ctx, u.OutputTokens, metric.WithAttributeSet(set),
 				metric.WithAttributes(AttrTokenType.String("output")))
+		}
+		if u.InputTokens > 0 && !embeddings {
+			ratio := min(1, float64(u.CacheReadInputTokens)/float64(u.InputTokens))
+			h.cacheHit.Record(ctx, ratio, metric.WithAttributeSet(set))
 		}
 	}
 	return nil

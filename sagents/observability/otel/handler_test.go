@@ -219,6 +219,11 @@ func TestSpansFollowGenAIConventions(t *testing.T) {
 		sums[v.AsString()] += dp.Sum
 	}
 	assert.Equal(t, map[string]int64{"input": 100, "output": 20}, sums)
+	hit, ok2 := got[sageotel.MetricPromptCacheHitRatio].(metricdata.Histogram[float64])
+	require.True(t, ok2)
+	require.Len(t, hit.DataPoints, 1)
+	assert.EqualValues(t, 1, hit.DataPoints[0].Count)
+	assert.InDelta(t, 0.64, hit.DataPoints[0].Sum, 1e-9) // 64 of 100 input tokens
 }
 
 func TestContentCapture(t *testing.T) {

@@ -53,6 +53,15 @@ func rtRun(t *testing.T, s *Sandbox, cmd string, opts sandbox.ExecOptions) *sand
 	return res
 }
 
+// waitBackground waits until a background task printed want.
+func waitBackground(s *Sandbox, id, want string, limit time.Duration) {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if out, _ := s.ReadBackgroundOutput(context.Background(), id, 0, 1<<16); strings.Contains(out.Text, want) {
+			return
+		}
+	}
+}
+
 // control runs f with one protection switched off.
 func control(t *testing.T, knob *bool, f func(t *testing.T)) {
 	t.Run("control", func(t *testing.T) {
@@ -67,7 +76,12 @@ func control(t *testing.T, knob *bool, f func(t *testing.T)) {
 func TestRedTeamInheritedDescriptor(t *testing.T) {
 	attack := func(t *testing.T) string {
 		s := rtSandbox(t, nil)
-		fd, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY, 0) // no O_CLOEXEC, as a shell's 8</ leaves it
+		low, err := unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		// Above the descriptors os/exec gives bwrap (3-7), and without
+		// O_CLOEXEC, as a shell's 8</ leaves it.
+		fd, err := unix.FcntlInt(uintptr(low), unix.F_DUPFD, 100)
+		unix.Close(low)
 		require.NoError(t, err)
 		defer unix.Close(fd)
 		res := rtRun(t, s, fmt.Sprintf("test -e /proc/self/fd/%d/etc/hostname && echo LEAK || echo sealed", fd), sandbox.ExecOptions{})
@@ -154,14 +168,7 @@ func TestRedTeamInotifyQuotaIsTheSessions(t *testing.T) {
 			sandbox.ExecOptions{})
 		require.NoError(t, err)
 		defer s.KillBackground(context.Background(), task.ID, true)
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			out, _ := s.ReadBackgroundOutput(context.Background(), task.ID, 0, 1<<16)
-			if strings.Contains(out.Text, "held") {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitBackground(s, task.ID, "held", 20*time.Second)
 		fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 		if err == nil {
 			unix.Close(fd)
@@ -255,14 +262,7 @@ func TestRedTeamEnvNotOnCommandLines(t *testing.T) {
 		task, err := s.StartBackground(context.Background(), "echo started; sleep 20", sandbox.ExecOptions{Env: map[string]string{"SAGE_RT_SECRET": secret}})
 		require.NoError(t, err)
 		defer s.KillBackground(context.Background(), task.ID, true)
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			out, _ := s.ReadBackgroundOutput(context.Background(), task.ID, 0, 1<<16)
-			if strings.Contains(out.Text, "started") {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitBackground(s, task.ID, "started", 10*time.Second)
 		ents, err := os.ReadDir("/proc")
 		require.NoError(t, err)
 		for _, e := range ents {

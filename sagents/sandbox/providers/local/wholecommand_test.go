@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // Limits that must hold for the whole command, not per process. Each

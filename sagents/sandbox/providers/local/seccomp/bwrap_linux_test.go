@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -28,19 +30,12 @@ func TestMain(m *testing.M) {
 }
 
 // allowSkip is true when a missing tool may skip a test instead of
-// failing it.
-func allowSkip() bool { return os.Getenv("SAGE_TEST_ALLOW_SKIP") == "1" }
+// failing it (internal/testenv).
+func allowSkip() bool { return testenv.SkipAllowed() }
 
 func requireTool(t testing.TB, path, fix string) string {
 	t.Helper()
-	p, err := exec.LookPath(path)
-	if err != nil {
-		if allowSkip() {
-			t.Skipf("%s not found (SAGE_TEST_ALLOW_SKIP=1); %s", path, fix)
-		}
-		t.Fatalf("%s not found: %s (or set SAGE_TEST_ALLOW_SKIP=1)", path, fix)
-	}
-	return p
+	return testenv.Command(t, path, fix)
 }
 
 func requireBwrap(t testing.TB) string {
@@ -306,10 +301,7 @@ go build -o hello . && ./hello`, "go-ok"},
 			if c.name == "pip" {
 				out, err := exec.Command(tool, "-c", "import setuptools, pip").CombinedOutput()
 				if err != nil {
-					if allowSkip() {
-						t.Skipf("pip or setuptools missing: %s", out)
-					}
-					t.Fatalf("pip or setuptools missing (%s): apt-get install -y python3-pip python3-setuptools (or set SAGE_TEST_ALLOW_SKIP=1)", out)
+					testenv.Missing(t, "pip or setuptools ("+strings.TrimSpace(string(out))+")", "apt-get install -y python3-pip python3-setuptools")
 				}
 			}
 			dir := t.TempDir()

@@ -166,5 +166,5 @@ func TestValidatorCatchesMismatches(t *testing.T) {
 	assert.Error(t, v.Check(req, []byte(`{"command":"x"}`), 200, hdr, []byte(`{"success":true,"data":{"status":"done"}}`)), "bad response body")
 	assert.Error(t, v.Check(req, []byte(`{"command":"x"}`), 413, http.Header{"Content-Type": {"text/plain"}}, []byte(`too big`)), "undocumented status without the envelope")
 	assert.NoError(t, v.Check(req, []byte(`{"command":"x"}`), 200, hdr,
-		[]byte(`{"success":true,"data":{"session_id":"s","command_id":"c","command":"x","status":"completed","exit_code":0}}`)))
+		[]byte(`{"success":true,"message":"ok","hint":null,"data":{"session_id":"s","command_id":"c","command":"x","status":"completed","stdout":"","stderr":"","exit_code":0,"offset":0,"stderr_offset":0}}`)))
 }

@@ -55,7 +55,7 @@ func (h *Handle) FileExists(ctx context.Context, p string) (bool, error) {
 	if v == h.ws {
 		return true, nil
 	}
-	list, _, err := h.list(ctx, path.Dir(v))
+	list, truncated, err := h.list(ctx, path.Dir(v))
 	if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
 		return false, nil
 	}
@@ -67,6 +67,9 @@ func (h *Handle) FileExists(ctx context.Context, p string) (bool, error) {
 		if f.Name == name {
 			return true, nil
 		}
+	}
+	if truncated {
+		return false, fmt.Errorf("aio: exists %q: the server cut the listing of %s at its entry limit, so absence cannot be told", p, path.Dir(v))
 	}
 	return false, nil
 }

@@ -21,8 +21,9 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
-// raw sends a request without the validating transport, with the given
-// headers ("Host" sets the Host header).
+// raw sends a request with the given headers ("Host" sets the Host
+// header); the answer (not the request) is validated against the
+// project's API document.
 func (f *fixture) raw(method, path, body string, hdr map[string]string) (int, string) {
 	f.t.Helper()
 	req, err := http.NewRequest(method, f.ts.URL+path, strings.NewReader(body))
@@ -38,6 +39,9 @@ func (f *fixture) raw(method, path, body string, hdr map[string]string) (int, st
 	require.NoError(f.t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	if path != "/v1/file/upload" { // checkResponse's stand-in request is JSON
+		f.checkResponse(req, resp, b) // the request is meant to be invalid; the answer must not be
+	}
 	return resp.StatusCode, string(b)
 }
 
@@ -197,7 +201,7 @@ func TestListingsAreBounded(t *testing.T) {
 	for i := range 120 {
 		require.NoError(t, os.WriteFile(filepath.Join(f.ws, "d", fmt.Sprintf("f%03d.txt", i)), nil, 0o644))
 	}
-	c, err := aio.NewClient(f.ts.URL, aio.ClientOptions{})
+	c, err := aio.NewClient(f.ts.URL, aio.ClientOptions{Transport: f.v.Transport(t, http.DefaultTransport)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	res, err := c.ListFiles(ctx, aio.FileListRequest{Path: f.ws + "/d"})
@@ -208,7 +212,7 @@ func TestListingsAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found.Truncated)
 	assert.LessOrEqual(t, len(found.Files), 50)
-	h, err := aio.Open(ctx, aio.OpenOptions{ServerURL: f.ts.URL})
+	h, err := aio.Open(ctx, aio.OpenOptions{ServerURL: f.ts.URL, Transport: f.v.Transport(t, http.DefaultTransport)})
 	require.NoError(t, err)
 	defer h.Close(ctx)
 	list, truncated, err := sandbox.ListDirectoryLimit(ctx, h, "d", 1000)
@@ -218,6 +222,8 @@ func TestListingsAreBounded(t *testing.T) {
 	tree, err := h.FileTree(ctx, ".", sandbox.TreeOptions{})
 	require.NoError(t, err)
 	assert.True(t, tree.Truncated)
+	_, err = h.FileExists(ctx, "d/nope.txt")
+	assert.ErrorContains(t, err, "entry limit", "a cut listing cannot prove absence")
 
 	g := newFixture(t, func(o *aioserver.Options) { o.MaxEntries = 1000 })
 	require.NoError(t, os.Mkdir(filepath.Join(g.ws, "d"), 0o755))

@@ -2,10 +2,16 @@ package aioserver_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
@@ -39,4 +45,49 @@ func FuzzDecodeJSON(f *testing.F) {
 func hasField(body []byte, name string) bool {
 	var m map[string]any
 	return aioDecode(body, &m) == nil && m[name] != nil
+}
+
+// FuzzHostAndOrigin sends arbitrary Host and Origin headers: nothing but
+// a loopback Host is served (421 otherwise), and a foreign Origin is
+// refused (403).
+func FuzzHostAndOrigin(f *testing.F) {
+	for _, s := range [][2]string{{"127.0.0.1:8080", ""}, {"localhost", "http://localhost"}, {"[::1]:1", "null"},
+		{"evil.example:8080", ""}, {"127.0.0.1.evil", ""}, {"[::1", ""}, {"", ""}, {"LOCALHOST:1", "http://LOCALHOST:1"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Setenv("SAGE_HOME", f.TempDir())
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: f.TempDir()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer h.Close(context.Background())
+	srv, err := aioserver.New(aioserver.Options{Handle: h})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := srv.Ready(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, host, origin string) {
+		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/sandbox", nil)
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		name := host
+		if hn, _, err := net.SplitHostPort(host); err == nil {
+			name = hn
+		}
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+		ip := net.ParseIP(name)
+		loopback := strings.EqualFold(name, "localhost") || (ip != nil && ip.IsLoopback())
+		switch {
+		case !loopback && rec.Code != http.StatusMisdirectedRequest:
+			t.Fatalf("Host %q served with %d", host, rec.Code)
+		case loopback && origin != "" && !strings.EqualFold(origin, "http://"+host) && rec.Code != http.StatusForbidden:
+			t.Fatalf("Host %q Origin %q served with %d", host, origin, rec.Code)
+		}
+	})
 }

@@ -301,3 +301,32 @@ func TestLoopbackAddr(t *testing.T) {
 	assert.False(t, aioserver.LoopbackAddr(":8080"))
 	assert.False(t, aioserver.LoopbackAddr("10.0.0.1:80"))
 }
+
+// The document and the server agree on the routes: every operation the
+// subset document lists is served (not the catch-all 404), and a route it
+// does not list is not.
+func TestServesEveryDocumentedRoute(t *testing.T) {
+	f := newFixture(t, nil)
+	doc, err := spectest.LoadSubset()
+	require.NoError(t, err)
+	ops := doc.Operations()
+	require.NotEmpty(t, ops)
+	catchAll := func(method, path string) bool {
+		req, err := http.NewRequest(method, f.ts.URL+path, strings.NewReader(`{}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		msg, _ := m["message"].(string)
+		return resp.StatusCode == http.StatusNotFound && strings.HasPrefix(msg, "no such endpoint")
+	}
+	for _, op := range ops {
+		method, path, _ := strings.Cut(op, " ")
+		path = strings.ReplaceAll(path, "{session_id}", "s1")
+		assert.False(t, catchAll(method, path), "%s is documented but not served", op)
+	}
+	assert.True(t, catchAll(http.MethodGet, "/v1/browser/info"), "an undocumented route is served")
+}

@@ -113,6 +113,18 @@ func Load(t testing.TB) *Validator {
 	return loaded
 }
 
+// Operations lists the document's operations as "METHOD /path", sorted.
+func (d *Document) Operations() []string {
+	var ops []string
+	for path, item := range d.doc.Paths.Map() {
+		for method := range item.Operations() {
+			ops = append(ops, method+" "+path)
+		}
+	}
+	sort.Strings(ops)
+	return ops
+}
+
 // NewValidator validates against every one of docs.
 func NewValidator(docs ...*Document) *Validator {
 	return &Validator{docs: docs, seen: map[string]map[int]int{}}

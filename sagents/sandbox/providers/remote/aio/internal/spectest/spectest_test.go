@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 func subset(t *testing.T) *Document {
@@ -110,20 +108,13 @@ func TestSubsetOfUpstream(t *testing.T) {
 	sub := subset(t)
 	up := upstream(t)
 	if up == nil {
-		return
+		t.Skip("this checkout has no ../shared/spec: the subset-of-upstream check needs the upstream document")
 	}
-	n := 0
-	for path, item := range sub.doc.Paths.Map() {
-		for method := range item.Operations() {
-			n++
-			upItem := up.doc.Paths.Value(path)
-			if upItem == nil || upItem.GetOperation(method) == nil {
-				t.Errorf("%s %s is in the subset but not upstream", method, path)
-			}
+	for _, op := range sub.Operations() {
+		method, path, _ := strings.Cut(op, " ")
+		upItem := up.doc.Paths.Value(path)
+		if upItem == nil || upItem.GetOperation(method) == nil {
+			t.Errorf("%s is in the subset but not upstream", op)
 		}
 	}
-	if n != 16 {
-		t.Errorf("the subset has %d operations, sandboxd serves 16", n)
-	}
-	var _ *openapi3.T = sub.doc
 }
