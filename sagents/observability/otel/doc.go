@@ -44,6 +44,7 @@
 //	                                                     (chat, execute_tool, invoke_agent, invoke_workflow)
 //	gen_ai.client.token.usage                   {token}  chat, by gen_ai.token.type
 //	gen_ai.client.operation.time_to_first_chunk s        streamed chat calls
+//	sage.llm.prompt_cache.hit_ratio             1        chat calls with input: share read from the cache
 //
 // Because a start event puts its span in the returned context, code running
 // under a tool call (sandbox exec, file operations) that starts spans from
