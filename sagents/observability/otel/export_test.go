@@ -37,6 +37,7 @@ type receiver struct {
 	rs    []*tracepb.ResourceSpans
 	rm    []*metricpb.ResourceMetrics
 	paths []string
+	auth  []string // the Authorization header of each HTTP export
 }
 
 func (r *receiver) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
@@ -76,6 +77,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.paths = append(r.paths, req.URL.Path)
+	r.auth = append(r.auth, req.Header.Get("Authorization"))
 	var resp proto.Message
 	switch req.URL.Path {
 	case "/otlp/v1/traces":
@@ -201,7 +203,8 @@ func TestSetupExportsTracesAndMetrics(t *testing.T) {
 		}},
 		{"http-general-endpoint", sageotel.ProtocolHTTP, func(addr string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr + "/otlp"}
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr + "/otlp",
+				"OTEL_EXPORTER_OTLP_HEADERS":  "Authorization=Basic%20cGs6c2s="} // as Langfuse wants it
 		}},
 		{"http-per-signal", sageotel.ProtocolHTTP, func(addr string) map[string]string {
 			return map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
@@ -238,6 +241,11 @@ func TestSetupExportsTracesAndMetrics(t *testing.T) {
 			if tc.protocol == sageotel.ProtocolHTTP {
 				r.mu.Lock()
 				assert.Subset(t, []string{"/otlp/v1/traces", "/otlp/v1/metrics"}, r.paths)
+				if tc.name == "http-general-endpoint" {
+					for _, a := range r.auth {
+						assert.Equal(t, "Basic cGs6c2s=", a, "OTEL_EXPORTER_OTLP_HEADERS reach the collector")
+					}
+				}
 				r.mu.Unlock()
 			}
 		})
