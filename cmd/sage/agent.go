@@ -84,7 +84,10 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	if af.trace {
 		obs.Register(observability.NewConsoleHandler(env.stderr))
 	}
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+	// An OTLP endpoint turns on traces and metrics (OTEL_METRICS_EXPORTER
+	// and OTEL_TRACES_EXPORTER=none turn either off).
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" ||
+		os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
 		shutdown, err := otel.Setup(ctx, otel.WithManager(obs))
 		if err != nil {
 			return exitSandboxError, fmt.Errorf("opentelemetry: %w", err)

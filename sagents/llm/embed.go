@@ -36,11 +36,16 @@ func (c *Client) embedOnce(ctx context.Context, batch []string) ([][]float32, er
 	m := c.embedding
 	ex := &exchange{}
 	req := openai.EmbeddingRequestStrings{Input: batch, Model: openai.EmbeddingModel(m.cfg.Model), Dimensions: c.embedDims}
+	ctx = c.observeEmbedStart(ctx, m)
 	resp, err := m.client().CreateEmbeddings(withExchange(ctx, ex), req)
 	if err != nil {
-		return nil, classify(err, ex)
+		err = classify(err, ex)
+		c.observeEmbedEnd(ctx, nil, err)
+		return nil, err
 	}
-	return orderEmbeddings(resp.Data, len(batch))
+	vecs, err := orderEmbeddings(resp.Data, len(batch))
+	c.observeEmbedEnd(ctx, &resp, err)
+	return vecs, err
 }
 
 // orderEmbeddings places each vector at its "index"; servers may list them in

@@ -90,6 +90,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrorType is the error.type of the failure for tracing: its kind in
+// snake case (rate_limited, context_window_exceeded, authentication, ...).
+func (e *Error) ErrorType() string { return strings.ReplaceAll(e.Kind.String(), " ", "_") }
+
 // Is matches the package sentinels by kind.
 func (e *Error) Is(target error) bool {
 	switch target {

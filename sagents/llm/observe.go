@@ -35,7 +35,63 @@ func (c *Client) observeStart(ctx context.Context, m *model, r Request, stream b
 		ServerPort:    port,
 		Stream:        stream,
 		Messages:      observedMessages(r.Messages),
+		Params:        observedParams(r),
 	})
+}
+
+// observedParams are the request parameters that were set.
+func observedParams(r Request) observability.RequestParams {
+	f64 := func(f *float32) *float64 {
+		if f == nil {
+			return nil
+		}
+		v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(*f), 'g', -1, 32), 64)
+		return &v
+	}
+	nz := func(f float32) *float32 {
+		if f == 0 {
+			return nil
+		}
+		return &f
+	}
+	p := observability.RequestParams{
+		Temperature: f64(r.Temperature), TopP: f64(r.TopP),
+		FrequencyPenalty: f64(nz(r.FrequencyPenalty)), PresencePenalty: f64(nz(r.PresencePenalty)),
+		MaxTokens: max(r.MaxCompletionTokens, r.MaxTokens), Stop: r.Stop, ChoiceCount: r.N,
+	}
+	if r.Seed != nil {
+		s := int64(*r.Seed)
+		p.Seed = &s
+	}
+	if rf := r.ResponseFormat; rf != nil {
+		p.OutputType = "text"
+		if rf.Type != openai.ChatCompletionResponseFormatTypeText {
+			p.OutputType = "json"
+		}
+	}
+	return p
+}
+
+// observeEmbedStart reports the start of one embeddings request.
+func (c *Client) observeEmbedStart(ctx context.Context, m *model) context.Context {
+	if c.obs == nil {
+		return ctx
+	}
+	host, port := serverAddress(m.cfg.BaseURL)
+	return c.obs.LLMStart(ctx, observability.LLMRequest{Operation: observability.OpEmbeddings, Provider: "openai",
+		Model: m.cfg.Model, ServerAddress: host, ServerPort: port, Params: observability.RequestParams{Dimensions: c.embedDims}})
+}
+
+// observeEmbedEnd reports how an embeddings request ended.
+func (c *Client) observeEmbedEnd(ctx context.Context, resp *openai.EmbeddingResponse, err error) {
+	switch {
+	case c.obs == nil:
+	case err != nil:
+		c.obs.LLMError(ctx, err)
+	default:
+		c.obs.LLMEnd(ctx, observability.LLMResponse{Model: string(resp.Model),
+			Usage: observability.Usage{InputTokens: int64(resp.Usage.PromptTokens)}})
+	}
 }
 
 // observeEnd reports how a call ended. It is a no-op without an Observer.
@@ -65,7 +121,9 @@ func report(obs *observability.Manager, ctx context.Context, resp *Response, err
 	}
 	for _, ch := range resp.Choices {
 		out.FinishReasons = append(out.FinishReasons, string(ch.FinishReason))
-		out.Messages = append(out.Messages, observedMessage(ch.Message))
+		m := observedMessage(ch.Message)
+		m.FinishReason = string(ch.FinishReason)
+		out.Messages = append(out.Messages, m)
 	}
 	obs.LLMEnd(ctx, out)
 }
@@ -111,13 +169,9 @@ func observedMessage(m openai.ChatCompletionMessage) observability.Message {
 			content += p.Text
 		}
 	}
-	if content == "" && len(m.ToolCalls) > 0 {
-		for i, tc := range m.ToolCalls {
-			if i > 0 {
-				content += "\n"
-			}
-			content += tc.Function.Name + "(" + tc.Function.Arguments + ")"
-		}
+	out := observability.Message{Role: m.Role, Content: content, Name: m.Name, ToolCallID: m.ToolCallID}
+	for _, tc := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, observability.ToolCallRef{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
-	return observability.Message{Role: m.Role, Content: content, Name: m.Name, ToolCallID: m.ToolCallID}
+	return out
 }

@@ -4,6 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"reflect"
+	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -65,10 +72,24 @@ type Message struct {
 	Role       string // system, user, assistant, tool
 	Content    string
 	Name       string // optional participant or tool name
-	ToolCallID string // for role "tool"
+	ToolCallID string // for role "tool": the call this message answers
+	// ToolCalls are the tool calls of an assistant message, in order.
+	ToolCalls []ToolCallRef
+	// FinishReason is why the model stopped producing this (output)
+	// message: stop, length, tool_calls, content_filter, ...
+	FinishReason string
 }
 
-// Usage is the token usage of one model call. Zero fields are not reported.
+// ToolCallRef is one tool call requested by the model inside a message.
+type ToolCallRef struct {
+	ID        string
+	Name      string
+	Arguments string // JSON text as the model produced it
+}
+
+// Usage is the token usage of one model call. Zero fields are not reported;
+// a Usage whose input and output counts are both zero is unknown (the server
+// sent none) and reported as nothing.
 type Usage struct {
 	InputTokens  int64
 	OutputTokens int64
@@ -106,8 +127,16 @@ type AgentResult struct {
 	Outputs []Message
 }
 
+// The operations of a model call.
+const (
+	OpChat       = "chat"
+	OpEmbeddings = "embeddings"
+)
+
 // LLMRequest starts one model call.
 type LLMRequest struct {
+	// Operation is OpChat (when empty) or OpEmbeddings.
+	Operation     string
 	SessionID     string    // inherited when empty
 	Provider      string    // gen_ai.provider.name; "openai" when empty
 	Model         string    // the requested model
@@ -117,6 +146,23 @@ type LLMRequest struct {
 	ServerPort    int
 	Stream        bool
 	Messages      []Message
+	// Params are the request parameters that were set.
+	Params RequestParams
+}
+
+// RequestParams are the optional parameters of a model call; nil and zero
+// values were not set and are not reported.
+type RequestParams struct {
+	Temperature      *float64
+	TopP             *float64
+	MaxTokens        int
+	Stop             []string
+	Seed             *int64
+	FrequencyPenalty *float64
+	PresencePenalty  *float64
+	ChoiceCount      int    // n, reported when not 1
+	OutputType       string // text, json, ...; empty when not set
+	Dimensions       int    // of requested embeddings
 }
 
 // LLMResponse ends one model call.
@@ -133,10 +179,11 @@ type LLMResponse struct {
 
 // ToolCall starts one tool call.
 type ToolCall struct {
-	SessionID string // inherited when empty
-	Name      string
-	CallID    string
-	Arguments string // JSON text as the model produced it
+	SessionID   string // inherited when empty
+	Name        string
+	Description string // the tool's description, as the model saw it
+	CallID      string
+	Arguments   string // JSON text as the model produced it
 }
 
 // ToolResult ends one tool call.
@@ -155,10 +202,19 @@ type ErrorTyper interface {
 }
 
 // ErrorType returns a low-cardinality name for err, for the error.type
-// attribute: the ErrorType of the first error in the chain implementing
-// [ErrorTyper], "timeout" or "canceled" for context errors, otherwise the Go
-// type of the innermost error that is not a plain errors.New or fmt.Errorf
-// value, or "_OTHER".
+// attribute:
+//
+//   - the ErrorType of the first error in the chain implementing
+//     [ErrorTyper] (the llm and tools packages classify their own errors:
+//     rate_limited, context_window_exceeded, authentication, ...);
+//   - "timeout" and "canceled" for context errors and network timeouts,
+//     "parent_ended" for [ErrParentEnded];
+//   - for an error carrying an HTTP status (an int field HTTPStatusCode or
+//     StatusCode, as SDK errors have): the status class ("rate_limited",
+//     "authentication", "server_error", ...), or the status itself;
+//   - "connection" for other network errors, "not_found" and
+//     "permission_denied" for file-system errors;
+//   - "_OTHER" otherwise (never a Go type name).
 func ErrorType(err error) string {
 	if err == nil {
 		return ""
@@ -169,22 +225,76 @@ func ErrorType(err error) string {
 			return s
 		}
 	}
+	var ne net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, ErrParentEnded):
 		return "parent_ended"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
 	}
-	// The innermost error whose type says something.
-	kind := "_OTHER"
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch t := fmt.Sprintf("%T", e); t {
-		case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
-		default:
-			kind = t
+	if code := httpStatus(err); code != 0 {
+		return statusType(code)
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &op), errors.As(err, &dns), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection"
+	case errors.Is(err, fs.ErrNotExist):
+		return "not_found"
+	case errors.Is(err, fs.ErrPermission):
+		return "permission_denied"
+	}
+	return "_OTHER"
+}
+
+// httpStatus finds an HTTP status in err's chain: an int field named
+// HTTPStatusCode or StatusCode of a struct (or pointer to one) in the 100-599
+// range.
+func httpStatus(err error) int {
+	for depth, e := 0, err; e != nil && depth < 32; depth, e = depth+1, errors.Unwrap(e) {
+		v := reflect.ValueOf(e)
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				continue
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			continue
+		}
+		for _, name := range []string{"HTTPStatusCode", "StatusCode"} {
+			f := v.FieldByName(name)
+			if f.IsValid() && f.CanInt() {
+				if c := f.Int(); c >= 100 && c < 600 {
+					return int(c)
+				}
+			}
 		}
 	}
-	return kind
+	return 0
+}
+
+// statusType names an HTTP error status.
+func statusType(code int) string {
+	switch {
+	case code == 429:
+		return "rate_limited"
+	case code == 401 || code == 403:
+		return "authentication"
+	case code == 404:
+		return "not_found"
+	case code == 408 || code == 504:
+		return "timeout"
+	case code == 413:
+		return "request_too_large"
+	case code >= 500:
+		return "server_error"
+	}
+	return strconv.Itoa(code)
 }

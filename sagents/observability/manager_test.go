@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -327,5 +331,40 @@ func TestErrorType(t *testing.T) {
 	assert.Equal(t, "timeout", observability.ErrorType(fmt.Errorf("x: %w", context.DeadlineExceeded)))
 	assert.Equal(t, "canceled", observability.ErrorType(context.Canceled))
 	assert.Equal(t, "_OTHER", observability.ErrorType(errors.New("plain")))
-	assert.Equal(t, "*fs.PathError", observability.ErrorType(fmt.Errorf("open: %w", &fsPathErr)))
+	assert.Equal(t, "not_found", observability.ErrorType(fmt.Errorf("open: %w", &fsPathErr)))
+}
+
+type statusErr struct{ HTTPStatusCode int }
+
+func (e *statusErr) Error() string { return "status " + strconv.Itoa(e.HTTPStatusCode) }
+
+type netTimeout struct{}
+
+func (netTimeout) Error() string   { return "i/o timeout" }
+func (netTimeout) Timeout() bool   { return true }
+func (netTimeout) Temporary() bool { return true }
+
+// TestErrorTypeIsLowCardinality: error kinds, never Go type names.
+func TestErrorTypeIsLowCardinality(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("call: %w", &statusErr{429}), "rate_limited"},
+		{&statusErr{401}, "authentication"},
+		{&statusErr{403}, "authentication"},
+		{&statusErr{500}, "server_error"},
+		{&statusErr{503}, "server_error"},
+		{&statusErr{504}, "timeout"},
+		{&statusErr{400}, "400"},
+		{&statusErr{0}, "_OTHER"},
+		{fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), "connection"},
+		{syscall.ECONNRESET, "connection"},
+		{&net.DNSError{Err: "no such host", Name: "x"}, "connection"},
+		{fmt.Errorf("read: %w", netTimeout{}), "timeout"},
+		{fmt.Errorf("x: %w", fs.ErrPermission), "permission_denied"},
+		{syscall.EINVAL, "_OTHER"},
+	} {
+		assert.Equal(t, tc.want, observability.ErrorType(tc.err), "%v", tc.err)
+	}
 }

@@ -162,7 +162,15 @@ func (m *Manager) Run(ctx context.Context, name string, args json.RawMessage) (s
 // set even when the call failed: a failure is the JSON of an [*Error], and
 // the error is returned too. The result is bounded to MaxResultTokens.
 func (m *Manager) Do(ctx context.Context, c Call) (string, error) {
-	ctx = m.opts.Observer.ToolStart(ctx, observability.ToolCall{Name: c.Name, CallID: c.ID, Arguments: string(c.Arguments)})
+	var desc string
+	if m.opts.Observer != nil {
+		m.mu.RLock()
+		if e := m.tools[c.Name]; e != nil {
+			desc = e.tool.Description()
+		}
+		m.mu.RUnlock()
+	}
+	ctx = m.opts.Observer.ToolStart(ctx, observability.ToolCall{Name: c.Name, Description: desc, CallID: c.ID, Arguments: string(c.Arguments)})
 	text, err := m.do(ctx, c)
 	if err != nil {
 		te := AsError(err)

@@ -119,6 +119,7 @@ exporters:
 
 type jaeger struct {
 	otlpGRPC string
+	otlpHTTP string // http://127.0.0.1:port
 	query    string // http://127.0.0.1:port
 }
 
@@ -165,7 +166,7 @@ func startJaeger(t *testing.T) *jaeger {
 		}
 	})
 
-	j := &jaeger{otlpGRPC: fmt.Sprintf("127.0.0.1:%d", p[0]), query: fmt.Sprintf("http://127.0.0.1:%d", p[2])}
+	j := &jaeger{otlpGRPC: fmt.Sprintf("127.0.0.1:%d", p[0]), otlpHTTP: fmt.Sprintf("http://127.0.0.1:%d", p[1]), query: fmt.Sprintf("http://127.0.0.1:%d", p[2])}
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
@@ -226,6 +227,17 @@ var fakeTurns = []struct {
 	{"stop", 200, 50, 0, 12, 20 * time.Millisecond, 10 * time.Millisecond},
 }
 
+// limitedModel is the model for which fakeModel answers 429.
+const limitedModel = "fake-limited"
+
+// statusError is a failed call's HTTP status, as SDK errors carry it.
+type statusError struct {
+	StatusCode int
+	Body       string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("status %d: %s", e.StatusCode, e.Body) }
+
 func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/v1/chat/completions" || r.Method != http.MethodPost {
 		http.NotFound(w, r)
@@ -237,6 +249,10 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || !req.Stream {
 		http.Error(w, `{"error":{"message":"stream required"}}`, http.StatusBadRequest)
+		return
+	}
+	if req.Model == limitedModel {
+		http.Error(w, `{"error":{"message":"rate limit reached","type":"rate_limit_error"}}`, http.StatusTooManyRequests)
 		return
 	}
 	n := int(f.calls.Add(1)-1) % len(fakeTurns)
@@ -299,7 +315,7 @@ func doChat(ctx context.Context, base, model string, msgs []observability.Messag
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return out, fmt.Errorf("chat: status %d: %s", resp.StatusCode, b)
+		return out, fmt.Errorf("chat: %w", &statusError{StatusCode: resp.StatusCode, Body: string(b)})
 	}
 	var content strings.Builder
 	sc := bufio.NewScanner(resp.Body)
@@ -464,16 +480,30 @@ func queryTraces(j *jaeger, service string) ([]jTrace, error) {
 	return body.Data, nil
 }
 
+// TestJaegerEndToEnd exports one user turn to a real Jaeger over OTLP gRPC
+// and over OTLP HTTP/protobuf, and reads it back from the query API.
 func TestJaegerEndToEnd(t *testing.T) {
 	j := startJaeger(t)
+	// Jaeger takes no metrics.
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	for _, tc := range []struct{ protocol, endpoint string }{
+		{sageotel.ProtocolGRPC, j.otlpGRPC},
+		{sageotel.ProtocolHTTP, j.otlpHTTP},
+	} {
+		t.Run(strings.ReplaceAll(tc.protocol, "/", "_"), func(t *testing.T) {
+			jaegerTurn(t, j, tc.protocol, tc.endpoint)
+		})
+	}
+}
 
+func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	model := httptest.NewServer(&fakeModel{})
 	defer model.Close()
 
 	service := fmt.Sprintf("sage-e2e-%d", time.Now().UnixNano())
 	m := observability.New()
 	shutdown, err := sageotel.Setup(context.Background(),
-		sageotel.WithEndpoint(j.otlpGRPC), sageotel.WithServiceName(service),
+		sageotel.WithEndpoint(endpoint), sageotel.WithProtocol(protocol), sageotel.WithServiceName(service),
 		sageotel.WithManager(m), sageotel.WithoutGlobal(), sageotel.WithExportTimeout(10*time.Second))
 	require.NoError(t, err)
 	var sandboxTracer trace.Tracer = noop.NewTracerProvider().Tracer("")
@@ -505,6 +535,8 @@ func TestJaegerEndToEnd(t *testing.T) {
 	finish, err = chat(actx, m, model.URL, "fake-gpt", append(msgs, observability.Message{Role: "tool", Content: out, ToolCallID: "call-ok"}))
 	require.NoError(t, err)
 	require.Equal(t, "stop", finish)
+	_, err = chat(actx, m, model.URL, limitedModel, msgs)
+	require.Error(t, err)
 	m.AgentEnd(actx, observability.AgentResult{})
 	m.ChainEnd(cctx, observability.ChainResult{})
 
@@ -513,7 +545,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 	require.NoError(t, shutdown(sctx), "flush to Jaeger")
 
 	// Poll the query API until the whole trace is there.
-	const want = 8 // chain, agent, 2 llm, 2 tool, 2 sandbox.exec
+	const want = 9 // chain, agent, 3 llm (one failing), 2 tool, 2 sandbox.exec
 	var tr jTrace
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -553,6 +585,14 @@ func TestJaegerEndToEnd(t *testing.T) {
 	assert.Equal(t, chain.SpanID, agent.parent())
 	assert.Equal(t, "researcher", agent.str("gen_ai.agent.name"))
 	assert.Equal(t, "invoke_agent", agent.str("gen_ai.operation.name"))
+	assert.Equal(t, "openai", agent.str("gen_ai.provider.name"))
+	assert.Equal(t, "fake-gpt", agent.str("gen_ai.request.model"))
+	var totIn, totOut float64
+	for _, turn := range fakeTurns {
+		totIn, totOut = totIn+float64(turn.in), totOut+float64(turn.out)
+	}
+	assert.Equal(t, totIn, agent.num("gen_ai.usage.input_tokens"), "the agent's token total")
+	assert.Equal(t, totOut, agent.num("gen_ai.usage.output_tokens"))
 
 	for _, s := range tr.Spans {
 		if strings.HasPrefix(s.OperationName, "sandbox.") {
@@ -588,6 +628,14 @@ func TestJaegerEndToEnd(t *testing.T) {
 		assert.False(t, hasInput, "content capture is off by default")
 	}
 
+	limited := one("chat " + limitedModel)
+	assert.Equal(t, agent.SpanID, limited.parent())
+	assert.Equal(t, "ERROR", limited.str("otel.status_code"))
+	assert.Equal(t, "rate_limited", limited.str("error.type"), "the HTTP status, not a Go type name")
+	assert.True(t, hasException(limited), "the failed call records its exception")
+	_, hasUsage := limited.tag("gen_ai.usage.input_tokens")
+	assert.False(t, hasUsage, "no usage is unknown usage, not zero")
+
 	tools := byName["execute_tool shell"]
 	require.Len(t, tools, 2)
 	var okTool, badTool jSpan
@@ -611,15 +659,7 @@ func TestJaegerEndToEnd(t *testing.T) {
 	assert.Equal(t, "ERROR", badTool.str("otel.status_code"))
 	assert.Equal(t, "exit_code", badTool.str("error.type"))
 	assert.Contains(t, badTool.str("otel.status_description"), "exit status 3")
-	var exception bool
-	for _, l := range badTool.Logs {
-		for _, f := range l.Fields {
-			if f.Key == "event" && f.Value == "exception" {
-				exception = true
-			}
-		}
-	}
-	assert.True(t, exception, "the error is recorded as an exception event")
+	assert.True(t, hasException(badTool), "the error is recorded as an exception event")
 
 	sandbox := byName["sandbox.exec"]
 	require.Len(t, sandbox, 2)
@@ -630,6 +670,17 @@ func TestJaegerEndToEnd(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{okTool.SpanID: true, badTool.SpanID: true}, parents,
 		"each sandbox span is a child of its tool span")
+}
+
+func hasException(s jSpan) bool {
+	for _, l := range s.Logs {
+		for _, f := range l.Fields {
+			if f.Key == "event" && f.Value == "exception" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func keys[V any](m map[string]V) []string {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// otlpHTTP is an OTLP/HTTP receiver on 127.0.0.1 that keeps the span and
+// metric names it decodes.
+type otlpHTTP struct {
+	mu      sync.Mutex
+	spans   map[string]int
+	metrics map[string]map[string]bool // metric -> gen_ai.operation.name values
+}
+
+func (o *otlpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch r.URL.Path {
+	case "/v1/traces":
+		var req coltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					o.spans[s.Name]++
+				}
+			}
+		}
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	case "/v1/metrics":
+		var req colmetric.ExportMetricsServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, rm := range req.ResourceMetrics {
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					if o.metrics[m.Name] == nil {
+						o.metrics[m.Name] = map[string]bool{}
+					}
+					for _, dp := range m.GetHistogram().GetDataPoints() {
+						for _, kv := range dp.Attributes {
+							if kv.Key == "gen_ai.operation.name" {
+								o.metrics[m.Name][kv.GetValue().GetStringValue()] = true
+							}
+						}
+					}
+				}
+			}
+		}
+		out, _ := proto.Marshal(&colmetric.ExportMetricsServiceResponse{})
+		_, _ = w.Write(out)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestAgentExportsOTLP: with an OTLP endpoint in the environment, sage agent
+// exports its spans and its metrics, here over HTTP/protobuf.
+func TestAgentExportsOTLP(t *testing.T) {
+	rcv := &otlpHTTP{spans: map[string]int{}, metrics: map[string]map[string]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+		"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := run(ctx, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb},
+		[]string{"agent", "--model", "scripted", "--trace=false", "--mode", "passthrough",
+			"--workspace", sandboxtest.TempDir(t), "--session", "otlp"})
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errb.String())
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.spans["invoke_agent sage"] != 1 || rcv.spans["chat sage-replay"] == 0 || rcv.spans["execute_tool file_write"] == 0 {
+		t.Errorf("spans received: %v", rcv.spans)
+	}
+	if rcv.spans["invoke_workflow sage"] != 0 {
+		t.Errorf("a single agent run is reported as a workflow too: %v", rcv.spans)
+	}
+	ops := rcv.metrics["gen_ai.client.operation.duration"]
+	for _, op := range []string{"chat", "execute_tool", "invoke_agent"} {
+		if !ops[op] {
+			t.Errorf("no gen_ai.client.operation.duration of %s; metrics received: %v", op, rcv.metrics)
+		}
+	}
+}

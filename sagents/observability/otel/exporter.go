@@ -1,0 +1,295 @@
+package otel
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// The OTLP transports, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
+const (
+	ProtocolGRPC = "grpc"
+	ProtocolHTTP = "http/protobuf"
+)
+
+// signal is one OTLP signal: its environment-variable infix and HTTP path.
+type signal struct {
+	env  string // TRACES, METRICS
+	path string // /v1/traces, /v1/metrics
+}
+
+var (
+	signalTraces  = signal{env: "TRACES", path: "/v1/traces"}
+	signalMetrics = signal{env: "METRICS", path: "/v1/metrics"}
+)
+
+// target is where and how one signal is exported.
+type target struct {
+	protocol string // ProtocolGRPC or ProtocolHTTP
+	hostport string
+	path     string // the URL path (HTTP only)
+	insecure bool
+}
+
+// String is the target as a log attribute.
+func (t target) String() string {
+	if t.protocol == ProtocolHTTP {
+		scheme := "https"
+		if t.insecure {
+			scheme = "http"
+		}
+		return scheme + "://" + t.hostport + t.path
+	}
+	return t.hostport
+}
+
+// resolveTarget applies the OTLP exporter settings in the order every OTel
+// SDK applies them: the Setup option, then the per-signal variable
+// (OTEL_EXPORTER_OTLP_TRACES_*), then the general one (OTEL_EXPORTER_OTLP_*),
+// then the default (gRPC on localhost:4317, HTTP on localhost:4318).
+//
+// A per-signal HTTP endpoint is used as is; the general one and the
+// [WithEndpoint] option are base URLs to which the signal's path
+// (/v1/traces, /v1/metrics) is appended. Without a scheme, a loopback host is
+// reached in plain text; http:// and https:// say so explicitly, and the
+// INSECURE variables and [WithInsecure] override both.
+func resolveTarget(sig signal, c *setupConfig, getenv func(string) string) (target, error) {
+	env := func(name string) string {
+		if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + sig.env + "_" + name)); v != "" {
+			return v
+		}
+		return strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + name))
+	}
+	t := target{protocol: c.protocol}
+	if t.protocol == "" {
+		t.protocol = strings.ToLower(env("PROTOCOL"))
+	}
+	switch t.protocol {
+	case "":
+		t.protocol = ProtocolGRPC
+	case ProtocolGRPC, ProtocolHTTP:
+	default:
+		return target{}, fmt.Errorf("otel: OTLP protocol %q for %s is not supported (want %q or %q)",
+			t.protocol, strings.ToLower(sig.env), ProtocolGRPC, ProtocolHTTP)
+	}
+
+	raw, asIs := c.endpoint, false
+	if raw == "" {
+		if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + sig.env + "_ENDPOINT")); v != "" {
+			raw, asIs = v, true
+		} else {
+			raw = strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+		}
+	}
+	if raw == "" {
+		raw = "localhost:4317"
+		if t.protocol == ProtocolHTTP {
+			raw = "localhost:4318"
+		}
+	}
+	var path string
+	t.hostport, path, t.insecure = splitEndpoint(raw)
+	if t.protocol == ProtocolHTTP {
+		switch {
+		case asIs && path != "" && path != "/":
+			t.path = path
+		default:
+			t.path = strings.TrimSuffix(path, "/") + sig.path
+		}
+	}
+	if v := env("INSECURE"); v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			t.insecure = b
+		}
+	}
+	if c.insecure != nil {
+		t.insecure = *c.insecure
+	}
+	return t, nil
+}
+
+// splitEndpoint turns an endpoint setting into host:port, URL path and
+// whether to use plain text.
+func splitEndpoint(raw string) (hostport, path string, insecure bool) {
+	if strings.Contains(raw, "://") {
+		if u, err := url.Parse(raw); err == nil {
+			hostport, path = u.Host, u.Path
+			switch u.Scheme {
+			case "http":
+				return hostport, path, true
+			case "https":
+				return hostport, path, false
+			}
+			return hostport, path, isLoopback(hostport)
+		}
+	}
+	return raw, "", isLoopback(raw)
+}
+
+// resolveEndpoint is splitEndpoint without the path, the gRPC view.
+func resolveEndpoint(raw string) (hostport string, insecure bool) {
+	if raw == "" {
+		return "localhost:4317", true
+	}
+	hostport, _, insecure = splitEndpoint(raw)
+	return hostport, insecure
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// exportersFromEnv reads a comma-separated OTEL_*_EXPORTER list: ok is
+// false when the variable is unset.
+func exportersFromEnv(name string) (set map[string]bool, ok bool) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return nil, false
+	}
+	set = map[string]bool{}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			set[s] = true
+		}
+	}
+	return set, true
+}
+
+func (c *setupConfig) retry() (initial, maxInterval, maxElapsed time.Duration) {
+	return 100 * time.Millisecond, time.Second, c.exportTimeout
+}
+
+// newSpanExporter builds the OTLP span exporter of t.
+func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingExporter, error) {
+	ini, mx, el := c.retry()
+	var (
+		exp sdktrace.SpanExporter
+		err error
+	)
+	switch t.protocol {
+	case ProtocolHTTP:
+		opts := []otlptracehttp.Option{
+			otlptracehttp.WithEndpoint(t.hostport), otlptracehttp.WithURLPath(t.path),
+			otlptracehttp.WithTimeout(c.exportTimeout),
+			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
+		}
+		if t.insecure {
+			opts = append(opts, otlptracehttp.WithInsecure())
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	default:
+		opts := []otlptracegrpc.Option{
+			otlptracegrpc.WithEndpoint(t.hostport), otlptracegrpc.WithTimeout(c.exportTimeout),
+			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
+		}
+		if t.insecure {
+			opts = append(opts, otlptracegrpc.WithInsecure())
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otel: OTLP %s span exporter for %s: %w", t.protocol, t, err)
+	}
+	return &countingExporter{SpanExporter: exp, endpoint: t.String(), log: c.log}, nil
+}
+
+// newMetricExporter builds the OTLP metric exporter of t. Temporality
+// follows OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (read by the
+// exporter).
+func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*countingMetricExporter, error) {
+	ini, mx, el := c.retry()
+	var (
+		exp sdkmetric.Exporter
+		err error
+	)
+	switch t.protocol {
+	case ProtocolHTTP:
+		opts := []otlpmetrichttp.Option{
+			otlpmetrichttp.WithEndpoint(t.hostport), otlpmetrichttp.WithURLPath(t.path),
+			otlpmetrichttp.WithTimeout(c.exportTimeout),
+			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
+		}
+		if t.insecure {
+			opts = append(opts, otlpmetrichttp.WithInsecure())
+		}
+		exp, err = otlpmetrichttp.New(ctx, opts...)
+	default:
+		opts := []otlpmetricgrpc.Option{
+			otlpmetricgrpc.WithEndpoint(t.hostport), otlpmetricgrpc.WithTimeout(c.exportTimeout),
+			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
+		}
+		if t.insecure {
+			opts = append(opts, otlpmetricgrpc.WithInsecure())
+		}
+		exp, err = otlpmetricgrpc.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otel: OTLP %s metric exporter for %s: %w", t.protocol, t, err)
+	}
+	return &countingMetricExporter{Exporter: exp, endpoint: t.String(), log: c.log}, nil
+}
+
+// countingExporter drops the spans of a failed export instead of reporting
+// the error on every batch: it counts them and logs the first failure.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	endpoint string
+	log      *slog.Logger
+	dropped  atomic.Int64
+	once     sync.Once
+}
+
+func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
+		n := e.dropped.Add(int64(len(spans)))
+		e.once.Do(func() {
+			e.log.Warn("otel: cannot export spans, dropping them (logged once; the total is logged at shutdown)",
+				"endpoint", e.endpoint, "dropped_spans", n, "error", err)
+		})
+	}
+	return nil
+}
+
+// countingMetricExporter is countingExporter for metric exports.
+type countingMetricExporter struct {
+	sdkmetric.Exporter
+	endpoint string
+	log      *slog.Logger
+	dropped  atomic.Int64
+	once     sync.Once
+}
+
+func (e *countingMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	if err := e.Exporter.Export(ctx, rm); err != nil {
+		n := e.dropped.Add(1)
+		e.once.Do(func() {
+			e.log.Warn("otel: cannot export metrics, dropping them (logged once; the total is logged at shutdown)",
+				"endpoint", e.endpoint, "dropped_exports", n, "error", err)
+		})
+	}
+	return nil
+}
