@@ -101,7 +101,7 @@ func isolationChecks() []doctor.Check {
 	if enforced {
 		c.Status = doctor.OK
 	} else {
-		c.Fix = "put SAGE_HOME (or each workspace) on a size-bounded file system (a loop-mounted image or a quota'd volume) if commands must not fill the disk"
+		c.Fix = "run sage as root on a host with loop devices and mkfs.ext4 (e2fsprogs) to use sandbox.local.disk_quota_mb, or put SAGE_HOME on a size-bounded file system (a quota'd volume) if commands must not fill the disk"
 	}
 	return append(out, c)
 }

@@ -33,6 +33,7 @@ type limitFlags struct {
 	memory   optInt
 	pids     optInt
 	fileSize optInt
+	disk     optInt
 	network  string
 	allow    domainList
 	deny     domainList
@@ -51,6 +52,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.limits.memory, "memory", "local: memory limit in `MB` (default 2048, -1 for none)")
 	fs.Var(&f.limits.pids, "pids", "local: process `limit` (default 512, -1 for none)")
 	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in `MB` (default 1024, -1 for none)")
+	fs.Var(&f.limits.disk, "disk-quota", "local, as root: the workspace's disk quota in `MB`, its own loop-mounted file system (default $SAGE_LOCAL_DISK_QUOTA_MB or none; refused where it cannot be enforced)")
 	fs.StringVar(&f.limits.network, "network", "", "local: network `mode` off, allowlist or open (default off; allowlist when --allow-domain is given)")
 	fs.Var(&f.limits.allow, "allow-domain", "local: with network allowlist, let commands reach `DOMAIN`, *.DOMAIN, an address, each with an optional :PORT or :* (repeatable)")
 	fs.Var(&f.limits.deny, "deny-domain", "local: with network allowlist, refuse `DOMAIN` even when allowed (repeatable; checked first)")
@@ -203,7 +205,7 @@ func (l limitFlags) apply(c *sandbox.LocalConfig) {
 	for _, it := range []struct {
 		flag optInt
 		dst  *int
-	}{{l.memory, &c.MemoryLimitMB}, {l.pids, &c.PidsLimit}, {l.fileSize, &c.FileSizeLimitMB}} {
+	}{{l.memory, &c.MemoryLimitMB}, {l.pids, &c.PidsLimit}, {l.fileSize, &c.FileSizeLimitMB}, {l.disk, &c.DiskQuotaMB}} {
 		if it.flag.set {
 			*it.dst = it.flag.n
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
 var sageBin string
@@ -193,7 +194,7 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota"} {
 		assert.True(t, names[n], n)
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
@@ -239,6 +240,29 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 	assert.Contains(t, r.stderr, "sandbox.local.network")
 	r = sage(t, home, "", "exec", "--mode", "local", "--memory", "lots", "--", "true")
 	assert.Equal(t, 2, r.code)
+}
+
+// --disk-quota gives the workspace its own file system as root, and is
+// refused (exit 2, naming the setting) where it cannot be enforced.
+func TestExecDiskQuotaFromFlag(t *testing.T) {
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	home := sandboxtest.TempDir(t)
+	r := sage(t, home, "", "exec", "--mode", "local", "--disk-quota", "8", "--", "true")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "disk_quota_mb")
+	enforced, _ := local.DiskQuotaSummary()
+	r = sage(t, home, "", "exec", "--mode", "local", "--disk-quota", "16", "--", "head -c 20000000 /dev/zero > f; echo rc=$?")
+	if !enforced {
+		assert.Equal(t, 2, r.code, r.stdout)
+		assert.Contains(t, r.stderr, "cannot be enforced")
+		assert.Contains(t, r.stderr, "fix:")
+		return
+	}
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "rc=1\n", r.stdout)
+	assert.Contains(t, r.stderr, "No space left on device")
+	r = sage(t, home, "", "exec", "--mode", "local", "--", "head -c 20000000 /dev/zero > g; echo rc=$?")
+	assert.Equal(t, "rc=0\n", r.stdout, "control: without the quota the write fits")
 }
 
 // A command killed for its CPU budget says so, in JSON and in words.

@@ -63,6 +63,11 @@ type LocalConfig struct {
 	MemoryLimitMB   int
 	PidsLimit       int
 	FileSizeLimitMB int
+	// DiskQuotaMB and DiskQuotaInodes bound the workspace's disk use (its
+	// own loop-mounted file system, as root only); 0: no quota. A quota
+	// that this host cannot enforce is refused, never ignored.
+	DiskQuotaMB     int
+	DiskQuotaInodes int
 	Network         NetworkMode // "" means off
 	// AllowedDomains and DeniedDomains are the egress rules of network
 	// allowlist (see EgressRule); deny is checked first.
@@ -86,6 +91,13 @@ type LocalConfig struct {
 // 2000000000, inside the range systemd leaves unused (1879048192 to
 // 2147483647).
 const DefaultUIDRange = "2000000000:65536"
+
+// MinDiskQuotaMB and MinDiskQuotaInodes are the smallest workspace quotas
+// (an ext4 file system needs room for its journal and metadata).
+const (
+	MinDiskQuotaMB     = 16
+	MinDiskQuotaInodes = 64
+)
 
 // Isolation picks the isolation technique per operating system.
 type Isolation struct {
@@ -219,6 +231,8 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		{"SAGE_LOCAL_MEMORY_LIMIT_MB", &c.Local.MemoryLimitMB},
 		{"SAGE_LOCAL_PIDS_LIMIT", &c.Local.PidsLimit},
 		{"SAGE_LOCAL_FILE_SIZE_LIMIT_MB", &c.Local.FileSizeLimitMB},
+		{"SAGE_LOCAL_DISK_QUOTA_MB", &c.Local.DiskQuotaMB},
+		{"SAGE_LOCAL_DISK_QUOTA_INODES", &c.Local.DiskQuotaInodes},
 	}
 	for _, it := range ints {
 		if v := get(it.name); v != "" {
@@ -265,6 +279,7 @@ var yamlNames = fieldNames{
 	"provider": "sandbox.remote.provider", "url": "sandbox.remote.server_url",
 	"sandbox_id": "sandbox.sandbox_id", "uid_range": "sandbox.local.uid_range", "umask": "sandbox.local.umask",
 	"seccomp_deny": "sandbox.local.seccomp.deny",
+	"disk_mb":      "sandbox.local.disk_quota_mb", "disk_inodes": "sandbox.local.disk_quota_inodes",
 }
 
 var envNames = fieldNames{
@@ -278,6 +293,7 @@ var envNames = fieldNames{
 	"provider": "SAGE_REMOTE_PROVIDER", "url": "SAGE_REMOTE_URL",
 	"sandbox_id": "sandbox.sandbox_id", "uid_range": "SAGE_LOCAL_UID_RANGE", "umask": "SAGE_LOCAL_UMASK",
 	"seccomp_deny": "SAGE_LOCAL_SECCOMP_DENY",
+	"disk_mb":      "SAGE_LOCAL_DISK_QUOTA_MB", "disk_inodes": "SAGE_LOCAL_DISK_QUOTA_INODES",
 }
 
 func (c Config) validate(n fieldNames) error {
@@ -331,6 +347,15 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 		if v < -1 {
 			return bad(key, strconv.Itoa(v), "must be -1 (no limit), 0 (default) or positive")
 		}
+	}
+	if l.DiskQuotaMB < 0 || (l.DiskQuotaMB > 0 && l.DiskQuotaMB < MinDiskQuotaMB) {
+		return bad("disk_mb", strconv.Itoa(l.DiskQuotaMB), fmt.Sprintf("must be 0 (no quota) or at least %d", MinDiskQuotaMB))
+	}
+	if l.DiskQuotaInodes < 0 || (l.DiskQuotaInodes > 0 && l.DiskQuotaInodes < MinDiskQuotaInodes) {
+		return bad("disk_inodes", strconv.Itoa(l.DiskQuotaInodes), fmt.Sprintf("must be 0 (the file system's default) or at least %d", MinDiskQuotaInodes))
+	}
+	if l.DiskQuotaInodes > 0 && l.DiskQuotaMB == 0 {
+		return bad("disk_inodes", strconv.Itoa(l.DiskQuotaInodes), "needs a byte quota too; fix: set disk_quota_mb as well")
 	}
 	if l.Umask != "" {
 		if _, err := ParseUmask(l.Umask); err != nil {

@@ -163,3 +163,29 @@ func TestCommandResultJSON(t *testing.T) {
 	require.NoError(t, back.UnmarshalJSON(b))
 	assert.Equal(t, r, back)
 }
+
+func TestDiskQuotaConfig(t *testing.T) {
+	c, err := configFromLookup(lookupFrom(map[string]string{"SAGE_LOCAL_DISK_QUOTA_MB": "64", "SAGE_LOCAL_DISK_QUOTA_INODES": "1000"}))
+	require.NoError(t, err)
+	assert.Equal(t, 64, c.Local.DiskQuotaMB)
+	assert.Equal(t, 1000, c.Local.DiskQuotaInodes)
+
+	y, err := ConfigFromYAML([]byte("sandbox:\n  local: {disk_quota_mb: 32, disk_quota_inodes: 500}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 32, y.Local.DiskQuotaMB)
+	assert.Equal(t, 500, y.Local.DiskQuotaInodes)
+
+	for env, field := range map[string]map[string]string{
+		"SAGE_LOCAL_DISK_QUOTA_MB":     {"SAGE_LOCAL_DISK_QUOTA_MB": "8"},
+		"SAGE_LOCAL_DISK_QUOTA_INODES": {"SAGE_LOCAL_DISK_QUOTA_INODES": "1000"}, // without a byte quota
+	} {
+		_, err := configFromLookup(lookupFrom(field))
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, env)
+		assert.Equal(t, env, ce.Field)
+	}
+	_, err = ConfigFromYAML([]byte("sandbox:\n  local: {disk_quota_mb: -5}\n"))
+	assert.ErrorContains(t, err, "sandbox.local.disk_quota_mb")
+	_, err = configFromLookup(lookupFrom(map[string]string{"SAGE_LOCAL_DISK_QUOTA_MB": "lots"}))
+	assert.ErrorContains(t, err, "SAGE_LOCAL_DISK_QUOTA_MB")
+}

@@ -21,6 +21,7 @@ import (
 //	  mounts: ["/data:/mnt/data:ro", {host_path: /x, sandbox_path: /y}]
 //	  local: {cpu_time_limit: 60, memory_limit_mb: 1024, pids_limit: 256,
 //	          file_size_limit_mb: 512, network: off,   # off, allowlist or open
+//	          disk_quota_mb: 1024, disk_quota_inodes: 100000, # root only; 0: none
 //	          allowed_domains: [pypi.org, "*.pythonhosted.org", "api.example.com:8443"],
 //	          denied_domains: [evil.example.com],
 //	          isolation: {linux: bwrap, darwin: seatbelt}}
@@ -74,6 +75,8 @@ type yamlLocal struct {
 	MemoryLimitMB   int         `yaml:"memory_limit_mb"`
 	PidsLimit       int         `yaml:"pids_limit"`
 	FileSizeLimitMB int         `yaml:"file_size_limit_mb"`
+	DiskQuotaMB     int         `yaml:"disk_quota_mb"`
+	DiskQuotaInodes int         `yaml:"disk_quota_inodes"`
 	Network         yamlNetwork `yaml:"network"`
 	AllowedDomains  []string    `yaml:"allowed_domains"`
 	DeniedDomains   []string    `yaml:"denied_domains"`
@@ -102,6 +105,8 @@ func (y yamlSandbox) config() Config {
 			MemoryLimitMB:   y.Local.MemoryLimitMB,
 			PidsLimit:       y.Local.PidsLimit,
 			FileSizeLimitMB: y.Local.FileSizeLimitMB,
+			DiskQuotaMB:     y.Local.DiskQuotaMB,
+			DiskQuotaInodes: y.Local.DiskQuotaInodes,
 			Network:         NetworkMode(y.Local.Network),
 			AllowedDomains:  y.Local.AllowedDomains,
 			DeniedDomains:   y.Local.DeniedDomains,

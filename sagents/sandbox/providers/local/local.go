@@ -36,6 +36,7 @@ type Sandbox struct {
 	umask      fs.FileMode // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
+	quota      *diskQuota   // the workspace's own file system; nil: none
 	*sandbox.Background
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
@@ -106,7 +107,7 @@ func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
 // NewWithOptions is New with what a config cannot say: the egress
 // observer and resolver of network allowlist. With allowlist it starts
 // the sandbox's filtering proxies; Close stops them.
-func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*Sandbox, error) {
+func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *Sandbox, err error) {
 	if cfg.Workspace == "" {
 		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
 	}
@@ -127,12 +128,21 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (*San
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
 		}
 	}
+	quota, err := setupQuota(cfg, ws, id)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			quota.abandon()
+		}
+	}()
 	if cfg.Mounts, err = checkMounts(cfg, ws, id); err != nil {
 		return nil, err
 	}
 	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
-		limits: ResolveLimits(cfg.Local), closed: make(chan struct{}), ident: id, umask: umask}
+		limits: ResolveLimits(cfg.Local), closed: make(chan struct{}), ident: id, umask: umask, quota: quota}
 	if s.id == "" {
 		s.id = sandbox.NewID("local")
 		s.ownRuntime = cfg.RuntimeDir == ""
@@ -208,9 +218,10 @@ func (s *Sandbox) checkOpen() error {
 	}
 }
 
-// Close kills background tasks, releases the sandbox's cgroups and stops
-// its egress proxies; for an
-// anonymous sandbox it also removes the runtime directory. Idempotent.
+// Close kills background tasks, releases the sandbox's cgroups, stops
+// its egress proxies and unmounts the workspace's quota file system; for
+// an anonymous sandbox it also removes the runtime directory and the
+// quota image. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
@@ -220,6 +231,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 		if eerr := s.egress.close(); err == nil {
 			err = eerr
+		}
+		if qerr := s.quota.release(); err == nil {
+			err = qerr
 		}
 		if s.ownRuntime {
 			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {

@@ -31,10 +31,3 @@ func SeccompSummary() (string, error) {
 	return fmt.Sprintf("on every command: %d system calls fail with EPERM (keyrings, io_uring, bpf, mount and namespace calls, ...), sockets only unix/inet/inet6/netlink, clone without namespace flags; sandbox.local.seccomp.deny adds more",
 		len(seccomp.DefaultDeny())), nil
 }
-
-// DiskQuotaSummary says whether a workspace disk quota is enforced: not
-// yet; only the size of each file (file_size_limit_mb) and of /tmp and
-// /dev/shm are bounded.
-func DiskQuotaSummary() (enforced bool, detail string) {
-	return false, "not enforced: a command may fill the workspace's file system; only each file's size (RLIMIT_FSIZE, file_size_limit_mb) and /tmp and /dev/shm (tmpfs sizes) are bounded"
-}

@@ -41,7 +41,7 @@ func TestUnprivileged(t *testing.T) {
 	require.NoError(t, os.Mkdir(home, 0o700))
 	require.NoError(t, os.Chown(home, u.uid, u.gid))
 
-	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*)$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*|TestDiskQuota.*)$", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SAGE_HOME=" + home + "/.sage",
 		"TMPDIR=" + home, "SAGE_TEST_UNPRIVILEGED=1", testenv.AllowSkipEnv + "=" + os.Getenv(testenv.AllowSkipEnv)}
