@@ -309,7 +309,11 @@ func TestContractThroughProvider(t *testing.T) {
 			require.True(t, ok)
 			return released{noPython{h}, p, sid}
 		},
-		NoTaskPIDs: true,
+		// The containers share this host's kernel and pid namespace
+		// tree: their processes show in /proc here, so the suite proves
+		// that no process of a killed command survives.
+		HostProcesses: true,
+		NoTaskPIDs:    true,
 	})
 }
 
