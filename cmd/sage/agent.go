@@ -27,6 +27,7 @@ type agentFlags struct {
 	sandboxFlags
 	model, baseURL, fastModel string
 	promptCache               string
+	reprobe                   bool
 	maxSteps                  int
 	skills                    stringList
 	policy                    string
@@ -46,6 +47,7 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&af.model, "model", "", "model `name` (default $SAGE_MODEL); \"scripted\" plays a built-in replay, no model needed")
 	fs.StringVar(&af.baseURL, "base-url", "", "OpenAI-compatible base `URL` (default $OPENAI_BASE_URL or https://api.openai.com/v1)")
 	fs.StringVar(&af.promptCache, "prompt-cache", "", "prompt caching `mode`: auto, breakpoints, key or off (default $SAGE_PROMPT_CACHE or auto)")
+	fs.BoolVar(&af.reprobe, "reprobe", false, "probe the model again before the run instead of starting from its cached capabilities (sage probe's cache, kept 24h under $SAGE_HOME)")
 	fs.StringVar(&af.fastModel, "fast-model", "", "the fast model's `name` (default $SAGE_FAST_MODEL; none)")
 	fs.IntVar(&af.maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls")
 	fs.Var(&af.skills, "skills", "a skill `folder`, or a folder of skill folders (repeatable)")
@@ -99,6 +101,15 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 		return exitUsage, err
 	}
 	defer closeModel()
+	if af.reprobe {
+		// Learn the model's capabilities again (and cache them); an
+		// unreachable model ends the run here, with one error.
+		rep, err := client.ProbeModel(ctx, llm.ProbeOptions{Refresh: true})
+		if err != nil {
+			return exitSandboxError, fmt.Errorf("--reprobe: %w", err)
+		}
+		fmt.Fprintf(env.stderr, "sage agent: probed %s at %s (%d probes; cached for 24h)\n", rep.Model, rep.BaseURL, len(rep.Probes))
+	}
 
 	cfg, err := af.config()
 	if err != nil {
@@ -149,6 +160,9 @@ func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Clie
 		Observer:    obs,
 		Retry:       llm.RetryPolicy{MaxAttempts: 3},
 		PromptCache: llm.PromptCacheMode(af.promptCache),
+		// Start from what sage probe (or an earlier run) learned of the
+		// model, when fresh; --reprobe drops it.
+		ProbeCache: &llm.ProbeOptions{Refresh: af.reprobe},
 	}
 	if af.model == "scripted" {
 		cfg.Fast.Model = ""

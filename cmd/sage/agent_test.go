@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 func TestAgentScripted(t *testing.T) {
@@ -45,4 +48,15 @@ func TestAgentNeedsAModel(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errb.String(), "--model scripted") {
 		t.Fatalf("exit %d, stderr %s", code, errb.String())
 	}
+}
+
+// An unreachable model, probed up front with --reprobe, ends the run with
+// one error line, before any sandbox work.
+func TestAgentReprobeUnreachableModel(t *testing.T) {
+	r := sage(t, sandboxtest.TempDir(t), "", "agent", "--mode", "passthrough", "--reprobe",
+		"--base-url", "http://127.0.0.1:1/v1", "--model", "x", "hi")
+	assert.NotEqual(t, 0, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "connection refused"), r.stderr)
+	assert.Contains(t, r.stderr, "sage: --reprobe: ")
+	assert.NotContains(t, r.stderr, "invoke_agent", "no run after the failed probe")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 func assertNoControl(t *testing.T, out string) {

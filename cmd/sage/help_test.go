@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // runInProcess runs the CLI in this process. The context ends soon so a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 var sageBin string

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 func TestProvisionerUsageErrors(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
 )
 

@@ -125,7 +125,13 @@ func (h *ConsoleHandler) render(b *strings.Builder, n *consoleNode, first, rest 
 		b.WriteString(n.detail)
 	}
 	if n.err != nil {
-		fmt.Fprintf(b, "  ERROR[%s]: %v", ErrorType(n.err), n.err)
+		// The message once, on the span where it happened: an ancestor
+		// that failed with the same error says only that it failed.
+		if n.childFailedWith(n.err) {
+			fmt.Fprintf(b, "  ERROR[%s]", ErrorType(n.err))
+		} else {
+			fmt.Fprintf(b, "  ERROR[%s]: %v", ErrorType(n.err), n.err)
+		}
 	}
 	b.WriteByte('\n')
 	kids := n.children
@@ -230,4 +236,15 @@ func join(op, name string) string {
 		return op
 	}
 	return op + " " + name
+}
+
+// childFailedWith reports whether a descendant ended with the same error
+// (an error with the same text).
+func (n *consoleNode) childFailedWith(err error) bool {
+	for _, c := range n.children {
+		if c.err != nil && c.err.Error() == err.Error() || c.childFailedWith(err) {
+			return true
+		}
+	}
+	return false
 }

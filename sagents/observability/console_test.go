@@ -53,3 +53,21 @@ func TestConsoleHandlerPrintsTree(t *testing.T) {
 	m.ChainError(ctx, context.DeadlineExceeded)
 	assert.Regexp(t, `^invoke_workflow second  \S+  ERROR\[timeout\]: context deadline exceeded\n$`, buf.String())
 }
+
+// An error that ends a chat, its agent and the chain is printed once, on
+// the chat: the agent and the chain say only that they failed.
+func TestConsoleHandlerPrintsAnErrorOnce(t *testing.T) {
+	var buf bytes.Buffer
+	m, _ := quietManager(t, observability.NewConsoleHandler(&buf))
+	err := errors.New("connection refused")
+	ctx := m.ChainStart(context.Background(), observability.ChainInfo{Name: "run"})
+	actx := m.AgentStart(ctx, observability.AgentInfo{Name: "sage"})
+	lctx := m.LLMStart(actx, observability.LLMRequest{Model: "m", ModelType: observability.ModelStandard})
+	m.LLMError(lctx, err)
+	m.AgentError(actx, err)
+	m.ChainError(ctx, err)
+	out := buf.String()
+	t.Logf("\n%s", out)
+	assert.Equal(t, 1, strings.Count(out, "connection refused"), out)
+	assert.Equal(t, 3, strings.Count(out, "ERROR["), out)
+}

@@ -2,7 +2,6 @@ package tools_test
 
 import (
 	"context"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
 )
 

@@ -4,7 +4,6 @@ package local
 
 import (
 	"errors"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 func TestRootWithoutCgroupsRefusesAPidsLimit(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,6 +23,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // mapResolver stands in for DNS: test names resolve to 127.0.0.x.

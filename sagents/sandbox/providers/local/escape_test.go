@@ -5,7 +5,6 @@ package local_test
 import (
 	"context"
 	"fmt"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"io/fs"
 	"net"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // escapeWorld is what the attacks aim at, set up on the host.

@@ -5,7 +5,6 @@ package local_test
 import (
 	"context"
 	"fmt"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"net"
 	"os"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 func run(t *testing.T, h sandbox.Handle, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 func requirePython(t *testing.T) {
