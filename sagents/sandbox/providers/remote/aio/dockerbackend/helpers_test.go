@@ -92,7 +92,11 @@ func ensureImage(t testing.TB) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		_, imageErr = dockerbackend.BuildImage(ctx, dockerCli, dockerbackend.BuildOptions{SageBinary: bin})
+		if _, err := os.Stat("/usr/bin/python3"); err != nil {
+			imageErr = fmt.Errorf("the image carries the system python3, which is missing (fix: apt-get install python3): %w", err)
+			return
+		}
+		_, imageErr = dockerbackend.BuildImage(ctx, dockerCli, dockerbackend.BuildOptions{SageBinary: bin, Python: "/usr/bin/python3"})
 	})
 	if imageErr != nil {
 		if strings.Contains(imageErr.Error(), "busybox") {

@@ -33,6 +33,10 @@ type BuildOptions struct {
 	// Busybox is a static busybox (default /bin/busybox, from Debian's
 	// busybox-static).
 	Busybox string
+	// Python is a host python3 copied into the image with its standard
+	// library and shared libraries (Debian's /usr/bin/python3); empty
+	// leaves Python out.
+	Python string
 	// Force rebuilds even if an image with the same context exists.
 	Force bool
 	// Progress receives the build's output (nil: discarded). ProgressFd
@@ -197,6 +201,9 @@ func addRootfs(add func(*tar.Header, []byte) error, o BuildOptions, applets []st
 		if err := add(&tar.Header{Name: "rootfs/bin/" + a, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: "busybox"}, nil); err != nil {
 			return err
 		}
+	}
+	if o.Python != "" {
+		return addPython(add, o.Python)
 	}
 	return nil
 }

@@ -307,7 +307,7 @@ func TestContractThroughProvider(t *testing.T) {
 			require.NoError(t, err)
 			h, ok := p.Get(sid)
 			require.True(t, ok)
-			return released{noPython{h}, p, sid}
+			return released{h, p, sid}
 		},
 		// The containers share this host's kernel and pid namespace
 		// tree: their processes show in /proc here, so the suite proves
@@ -330,14 +330,6 @@ func (r released) Close(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// noPython reports ExecutePython as unsupported: the sage-sandbox image
-// has busybox and no Python.
-type noPython struct{ sandbox.Handle }
-
-func (noPython) ExecutePython(context.Context, string, sandbox.PythonOptions) (*sandbox.CommandResult, error) {
-	return nil, sandbox.ErrUnsupported
 }
 
 // The registry path: sandbox.New with mode remote, provider aio and no
