@@ -148,7 +148,11 @@ func TestSandboxdTokenReachesExec(t *testing.T) {
 	url := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 	tok, err := os.ReadFile(filepath.Join(home, "sandboxd", "token"))
 	require.NoError(t, err)
-	assert.Contains(t, logs.String(), strings.TrimSpace(string(tok)), "the token is printed once on stderr")
+	// stderr is copied by its own goroutine: the line may land after the
+	// "listening" line on stdout.
+	assert.Eventually(t, func() bool { return strings.Contains(logs.String(), strings.TrimSpace(string(tok))) },
+		5*time.Second, 10*time.Millisecond, "the token is printed once on stderr: %q", logs.String())
+	assert.Equal(t, 1, strings.Count(logs.String(), strings.TrimSpace(string(tok))), "printed once")
 
 	remote := func(home string) cliRun {
 		cmd := exec.Command(sageBin, "exec", "--mode", "remote", "--", "echo hi")
