@@ -26,7 +26,13 @@ Keep answers short and say what you did.`
 
 // ErrMaxSteps is returned when the model still calls tools after MaxSteps
 // model calls.
-var ErrMaxSteps = errors.New("agent: step limit reached without a final answer")
+// Its error type, for traces, is "max_steps".
+var ErrMaxSteps error = maxStepsError{}
+
+type maxStepsError struct{}
+
+func (maxStepsError) Error() string     { return "agent: step limit reached without a final answer" }
+func (maxStepsError) ErrorType() string { return "max_steps" }
 
 // Config configures an [Agent].
 type Config struct {

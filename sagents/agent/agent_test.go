@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/agent"
@@ -218,6 +219,7 @@ func TestAgentStopsAtMaxSteps(t *testing.T) {
 	a, rec, _, _ := setup(t, srv.URL)
 	res, err := a.Run(context.Background(), "loop")
 	require.ErrorIs(t, err, agent.ErrMaxSteps)
+	assert.Equal(t, "max_steps", observability.ErrorType(err), "a low-cardinality error.type for traces")
 	require.Equal(t, 5, res.Steps)
 	require.Equal(t, 0, rec.count("chain.end"))
 	require.Equal(t, 0, rec.count("agent.end"))
