@@ -46,8 +46,14 @@ func listenEgress(runtimeDir string, id *identity) (*egressProxy, net.Listener, 
 		os.RemoveAll(dir)
 		return nil, nil, nil, err
 	}
-	if id != nil { // bwrap and the bridge run as the session's uid
-		for _, p := range []string{dir, filepath.Join(dir, "http.sock"), filepath.Join(dir, "socks.sock")} {
+	if id != nil { // bwrap and the bridge run as the session's uid: they search the directory (root's) and connect to the sockets (theirs)
+		if err := os.Chmod(dir, 0o711); err != nil {
+			h.Close()
+			s.Close()
+			os.RemoveAll(dir)
+			return nil, nil, nil, fmt.Errorf("local: egress proxy sockets: %w", err)
+		}
+		for _, p := range []string{filepath.Join(dir, "http.sock"), filepath.Join(dir, "socks.sock")} {
 			if err := os.Lchown(p, id.uid, id.gid); err != nil {
 				h.Close()
 				s.Close()

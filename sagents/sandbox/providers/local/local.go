@@ -121,9 +121,6 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		if id, err = sessionIdentity(cfg.Local.UIDRange, ws); err != nil {
 			return nil, err
 		}
-		if err := adoptWorkspace(ws, id); err != nil {
-			return nil, err
-		}
 		if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
 		}
@@ -348,7 +345,8 @@ func makeDirs(p string, asRoot bool) error {
 	return nil
 }
 
-// makePrivateDir creates a runtime directory for id (0700, its own).
+// makePrivateDir creates a runtime directory: 0700, or, for a session uid,
+// root's and 0711.
 func makePrivateDir(p string, id *identity) error {
 	if err := makeDirs(p, id != nil); err != nil {
 		return err
@@ -356,10 +354,18 @@ func makePrivateDir(p string, id *identity) error {
 	if id == nil {
 		return nil
 	}
-	if err := os.Lchown(p, id.uid, id.gid); err != nil {
+	// Root's, searchable by the session uid (bwrap binds the venv, code
+	// and proxy directories inside it by path) but not writable by it:
+	// root later opens names in it (background logs, the venv lock), which
+	// the session must not be able to swap for symlinks. Only the venv
+	// and the proxy sockets are the session's.
+	if err := os.Lchown(p, 0, 0); err != nil {
 		return err
 	}
-	if err := reachable(p, id, needRead|needWrite|needExec); err != nil {
+	if err := os.Chmod(p, 0o711); err != nil {
+		return err
+	}
+	if err := reachable(p, id, needExec); err != nil {
 		return fmt.Errorf("bwrap runs as the session's uid %d and cannot reach it: %w; fix: put it under a directory others may search", id.uid, err)
 	}
 	return nil

@@ -124,7 +124,7 @@ func TestRedTeamSetuidCopyIsNotRoot(t *testing.T) {
 	requireRoot(t)
 	attack := func(t *testing.T) uint32 {
 		s := rtSandbox(t, nil)
-		res := rtRun(t, s, "cp /bin/sh ./rootsh && chmod 4755 ./rootsh && id -u", sandbox.ExecOptions{})
+		res := rtRun(t, s, "cp /bin/sh ./rootsh; chmod 4755 ./rootsh; id -u", sandbox.ExecOptions{})
 		require.Equal(t, "0\n", res.Stdout, "inside, the sandbox still looks like root: %s", res.Stderr)
 		fi, err := os.Stat(filepath.Join(s.HostWorkspacePath(), "rootsh"))
 		require.NoError(t, err)
@@ -238,11 +238,15 @@ func TestRedTeamPrivateFiles(t *testing.T) {
 	mode := func(p string) fs.FileMode { fi, err := os.Stat(p); require.NoError(t, err); return fi.Mode().Perm() }
 	assert.Equal(t, fs.FileMode(0o600), mode(filepath.Join(ws, "made")))
 	assert.Equal(t, fs.FileMode(0o700), mode(ws))
-	assert.Equal(t, fs.FileMode(0o700), mode(s.RuntimeDir()))
-	parents := fs.FileMode(0o700)
+	parents, runtimeMode := fs.FileMode(0o700), fs.FileMode(0o700)
 	if os.Geteuid() == 0 {
-		parents = 0o711 // searchable, not listable: each session uid passes through
+		parents = 0o711     // searchable, not listable: each session uid passes through
+		runtimeMode = 0o711 // root's: the session must not swap names root opens in it
+		fi, err := os.Stat(s.RuntimeDir())
+		require.NoError(t, err)
+		assert.Equal(t, uint32(0), fi.Sys().(*syscall.Stat_t).Uid, "the runtime directory is root's")
 	}
+	assert.Equal(t, runtimeMode, mode(s.RuntimeDir()))
 	for _, p := range []string{home, filepath.Join(home, "sessions"), filepath.Join(home, "sessions", "s1")} {
 		assert.Equal(t, parents, mode(p), p)
 	}
@@ -321,4 +325,41 @@ func TestSeccompConfigUnknownName(t *testing.T) {
 	require.True(t, errors.As(err, &ce), "%v", err)
 	assert.Equal(t, "sandbox.local.seccomp.deny", ce.Field)
 	assert.NotContains(t, err.Error(), "\n")
+}
+
+// No set-user-ID or set-group-ID file can be made inside (the seccomp
+// filter checks the mode of chmod and friends and of creating opens): one
+// left in the workspace would run as the session's uid for any local user
+// who reaches it.
+func TestRedTeamNoSetIDFiles(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is missing; fix: apt-get install python3")
+	}
+	attack := func(t *testing.T) []string {
+		s := rtSandbox(t, nil)
+		rtRun(t, s, `cp /bin/sh ./a; chmod 4755 ./a; cp /bin/sh ./b; chmod g+s ./b; `+
+			`/usr/bin/python3 -c "import os; os.close(os.open('c', os.O_CREAT|os.O_WRONLY, 0o4755)); os.chmod('c', 0o4755)"; true`, sandbox.ExecOptions{})
+		var setid []string
+		for _, n := range []string{"a", "b", "c"} {
+			if fi, err := os.Stat(filepath.Join(s.HostWorkspacePath(), n)); err == nil && fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+				setid = append(setid, n)
+			}
+		}
+		return setid
+	}
+	assert.Empty(t, attack(t))
+	control(t, &useSeccomp, func(t *testing.T) { assert.NotEmpty(t, attack(t)) })
+}
+
+// Two workspaces never share a uid: a directory already owned by a live
+// session's uid is refused for another workspace.
+func TestRedTeamUIDOfAnotherWorkspaceIsRefused(t *testing.T) {
+	requireRoot(t)
+	a := rtSandbox(t, nil)
+	other := filepath.Join(sandboxtest.TempDir(t), "other")
+	require.NoError(t, os.Mkdir(other, 0o700))
+	require.NoError(t, os.Chown(other, a.ident.uid, a.ident.gid))
+	_, err := NewWithOptions(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: other, RuntimeDir: sandboxtest.TempDir(t)}, Options{})
+	require.ErrorIs(t, err, fs.ErrPermission)
+	assert.Contains(t, err.Error(), a.HostWorkspacePath())
 }

@@ -110,10 +110,11 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sessionIdentity returns the uid the workspace ws runs under: the one
-// that already owns it when that is in the range, else a free one from
-// the registry (a uid whose recorded workspace is gone, or no longer
-// belongs to it, is free again).
+// sessionIdentity returns the uid the workspace ws runs under, and gives
+// the workspace to it (adoptWorkspace), under the registry's lock: the
+// one that already owns it when that is in the range and no other live
+// workspace holds it, else a free one from the registry (a uid whose
+// recorded workspace is gone, or no longer belongs to it, is free again).
 func sessionIdentity(spec, ws string) (*identity, error) {
 	first, count, err := uidRange(spec)
 	if err != nil {
@@ -134,10 +135,19 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 	}
 	defer lock.Unlock()
 	if inRange(owner) {
+		// Owned by a session uid already: that uid, unless the registry
+		// gives it to another live workspace (a directory chowned to it,
+		// or made by that session in a shared mount).
+		if data, err := os.ReadFile(filepath.Join(uidRegistry, strconv.FormatUint(uint64(owner), 10))); err == nil &&
+			string(data) != ws && !staleUID(string(data), owner) {
+			return nil, fmt.Errorf("local: workspace %s belongs to uid %d, which is the session uid of %s; fix: use a new workspace, or chown -R it to another owner: %w",
+				ws, owner, data, fs.ErrPermission)
+		}
 		if err := recordUID(owner, ws); err != nil {
 			return nil, err
 		}
-		return &identity{uid: int(owner), gid: int(owner)}, nil
+		id := &identity{uid: int(owner), gid: int(owner)}
+		return id, adoptWorkspace(ws, id)
 	}
 	h := fnv.New32a()
 	h.Write([]byte(ws))
@@ -152,10 +162,23 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		case string(data) != ws && !staleUID(string(data), u):
 			continue
 		}
+		p := filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10))
+		prev, _ := os.ReadFile(p)
 		if err := recordUID(u, ws); err != nil {
 			return nil, err
 		}
-		return &identity{uid: int(u), gid: int(u)}, nil
+		// Chowned under the lock: until then the entry would look stale
+		// (its workspace not yet the uid's) to another process.
+		id := &identity{uid: int(u), gid: int(u)}
+		if err := adoptWorkspace(ws, id); err != nil {
+			if prev != nil {
+				os.WriteFile(p, prev, 0o600)
+			} else {
+				os.Remove(p)
+			}
+			return nil, err
+		}
+		return id, nil
 	}
 	return nil, &sandbox.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
 		Reason: fmt.Sprintf("all %d uids from %d are held by live workspaces; fix: give a wider range, or remove old workspaces", count, first)}

@@ -19,7 +19,7 @@ func model(goarch string, extra []string, nr, auditArch uint32, args [6]uint64) 
 	if !ok {
 		return retAllow
 	}
-	if name == "clone3" {
+	if name == "clone3" || name == "openat2" && !slices.Contains(extra, name) {
 		return wantNosys
 	}
 	if slices.Contains(DefaultDeny(), name) || slices.Contains(extra, name) {
@@ -36,6 +36,22 @@ func model(goarch string, extra []string, nr, auditArch uint32, args [6]uint64) 
 		}
 	case "clone":
 		if uint32(args[0])&cloneNamespaceFlags != 0 {
+			return wantDeny
+		}
+	case "chmod", "fchmod", "creat", "mknod":
+		if uint32(args[1])&setIDBits != 0 {
+			return wantDeny
+		}
+	case "fchmodat", "fchmodat2", "mknodat":
+		if uint32(args[2])&setIDBits != 0 {
+			return wantDeny
+		}
+	case "open":
+		if uint32(args[1])&createFlags != 0 && uint32(args[2])&setIDBits != 0 {
+			return wantDeny
+		}
+	case "openat":
+		if uint32(args[2])&createFlags != 0 && uint32(args[3])&setIDBits != 0 {
 			return wantDeny
 		}
 	}

@@ -329,6 +329,25 @@ func build(goarch string, extra []string, denyErrno, nosysErrno uint32) ([]bpf.I
 		bpf.RetConstant{Val: deny},
 		bpf.RetConstant{Val: retAllow},
 	})
+	// No set-user-ID or set-group-ID file: one left in the workspace (or a
+	// read-write mount) would run as the sandbox's host uid for any local
+	// user who reaches it. The mode argument of every call that sets a
+	// file's mode, and of open/openat when they create a file.
+	for _, r := range []struct {
+		name string
+		arg  int
+	}{{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}, {"creat", 1}, {"mknod", 1}, {"mknodat", 2}} {
+		block(r.name, denyBits(r.arg, setIDBits, deny))
+	}
+	block("open", denyBitsWhenCreating(1, 2, deny))
+	block("openat", denyBitsWhenCreating(2, 3, deny))
+	// openat2 passes its mode in memory: ENOSYS makes callers fall back to
+	// openat, whose mode is checked above.
+	if nr, ok := t.info.SyscallNames["openat2"]; ok && !unconditional["openat2"] {
+		ins = append(ins,
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
+			bpf.RetConstant{Val: nosys})
+	}
 	// clone3 passes its flags in memory, which a filter cannot read:
 	// ENOSYS makes glibc (2.34+), Go and others fall back to clone, whose
 	// flags are checked above. This is what Docker does.
@@ -360,6 +379,39 @@ func allowOnly(arg int, values []uint32, deny uint32) []bpf.Instruction {
 		out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(n - i)})
 	}
 	return append(out, bpf.RetConstant{Val: deny}, bpf.RetConstant{Val: retAllow})
+}
+
+// setIDBits are S_ISUID and S_ISGID; createFlags are O_CREAT and
+// __O_TMPFILE (the same on amd64 and arm64).
+const (
+	setIDBits   = 0o6000
+	createFlags = 0o100 | 0o20000000
+)
+
+// denyBits is the body of a block that denies the call when the mode in
+// arg has any of bits set.
+func denyBits(arg int, bits, deny uint32) []bpf.Instruction {
+	return []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argLo(arg), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: bits, SkipFalse: 1},
+		bpf.RetConstant{Val: deny},
+		bpf.RetConstant{Val: retAllow},
+	}
+}
+
+// denyBitsWhenCreating is denyBits for open and openat: the mode counts
+// only when the flags create a file (without O_CREAT the mode register
+// may hold anything).
+func denyBitsWhenCreating(flagsArg, modeArg int, deny uint32) []bpf.Instruction {
+	return []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argLo(flagsArg), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: createFlags, SkipTrue: 1},
+		bpf.RetConstant{Val: retAllow},
+		bpf.LoadAbsolute{Off: argLo(modeArg), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: setIDBits, SkipFalse: 1},
+		bpf.RetConstant{Val: deny},
+		bpf.RetConstant{Val: retAllow},
+	}
 }
 
 // argLo and argHi are the offsets of the halves of a 64-bit argument in

@@ -281,3 +281,43 @@ func TestLongestPossibleFilterFits(t *testing.T) {
 		require.Equal(t, uint32(wantDeny), run(t, v, nr(t, goarch, "read"), uint32(targets[goarch].info.ID)))
 	}
 }
+
+// No set-user-ID or set-group-ID file can be made: chmod and friends with
+// those bits, and open/openat creating a file with them, are denied; the
+// same calls without them, and open without O_CREAT whatever its mode
+// register holds, are allowed. openat2 (its mode is in memory) says
+// ENOSYS.
+func TestNoSetIDFiles(t *testing.T) {
+	for _, goarch := range goarches {
+		v := vm(t, goarch, nil)
+		id := uint32(targets[goarch].info.ID)
+		call := func(name string, args ...uint64) (uint32, bool) {
+			n, ok := targets[goarch].info.SyscallNames[name]
+			if !ok {
+				return 0, false
+			}
+			return run(t, v, uint32(n), id, args...), true
+		}
+		for _, c := range []struct {
+			name string
+			args []uint64
+			want uint32
+		}{
+			{"chmod", []uint64{0, 0o4755}, wantDeny}, {"chmod", []uint64{0, 0o2755}, wantDeny}, {"chmod", []uint64{0, 0o755}, retAllow},
+			{"fchmod", []uint64{3, 0o6755}, wantDeny}, {"fchmod", []uint64{3, 0o1777}, retAllow},
+			{"fchmodat", []uint64{3, 0, 0o4700, 0}, wantDeny}, {"fchmodat", []uint64{3, 0, 0o700, 0}, retAllow},
+			{"fchmodat2", []uint64{3, 0, 0o4700, 0}, wantDeny},
+			{"creat", []uint64{0, 0o4755}, wantDeny}, {"creat", []uint64{0, 0o644}, retAllow},
+			{"mknodat", []uint64{3, 0, 0o104755, 0}, wantDeny},
+			{"open", []uint64{0, 0o100, 0o4755}, wantDeny}, {"open", []uint64{0, 0o100, 0o644}, retAllow},
+			{"open", []uint64{0, 0, 0o4755}, retAllow}, // no O_CREAT: the mode register means nothing
+			{"openat", []uint64{3, 0, 0o101, 0o2755}, wantDeny}, {"openat", []uint64{3, 0, 0o20200002, 0o4700}, wantDeny},
+			{"openat", []uint64{3, 0, 0o101, 0o644}, retAllow}, {"openat", []uint64{3, 0, 0, 0o6777}, retAllow},
+			{"openat2", []uint64{3, 0, 0, 24}, wantNosys},
+		} {
+			if got, ok := call(c.name, c.args...); ok {
+				require.Equal(t, c.want, got, "%s %s%o", goarch, c.name, c.args)
+			}
+		}
+	}
+}
