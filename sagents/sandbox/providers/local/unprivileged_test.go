@@ -3,12 +3,9 @@
 package local_test
 
 import (
-	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 
@@ -16,9 +13,6 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 )
-
-// unprivilegedUser is created for the test when missing.
-const unprivilegedUser = "sage-test"
 
 // TestUnprivileged re-runs the isolation, limit and egress tests as an ordinary
 // user, which is how most people run sage: there, the pids limit rests on
@@ -30,52 +24,25 @@ func TestUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged: the other tests cover it")
 	}
 	requireBwrap(t)
-	u := ensureUser(t)
+	uid, gid := testenv.EnsureUser(t)
 	dir, err := os.MkdirTemp("", "sage-unpriv-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o755))
 	bin := filepath.Join(dir, "local.test")
-	copyFile(t, os.Args[0], bin)
+	testenv.CopyExecutable(t, os.Args[0], bin)
 	home := filepath.Join(dir, "home")
 	require.NoError(t, os.Mkdir(home, 0o700))
-	require.NoError(t, os.Chown(home, u.uid, u.gid))
+	require.NoError(t, os.Chown(home, uid, gid))
 
 	cmd := exec.Command(bin, "-test.run", "^(TestContract|TestEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*|TestDiskQuota.*)$", "-test.count=1")
 	cmd.Dir = home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "SAGE_HOME=" + home + "/.sage",
 		"TMPDIR=" + home, "SAGE_TEST_UNPRIVILEGED=1", testenv.AllowSkipEnv + "=" + os.Getenv(testenv.AllowSkipEnv)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid)}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	out, err := cmd.CombinedOutput()
-	t.Logf("as %s (uid %d):\n%s", unprivilegedUser, u.uid, tail(string(out), 4000))
+	t.Logf("as %s (uid %d):\n%s", testenv.UnprivilegedUser, uid, tail(string(out), 4000))
 	require.NoError(t, err, "the isolation tests failed as an unprivileged user")
-}
-
-type uidGid struct{ uid, gid int }
-
-func ensureUser(t *testing.T) uidGid {
-	t.Helper()
-	u, err := user.Lookup(unprivilegedUser)
-	if err != nil {
-		out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", unprivilegedUser).CombinedOutput()
-		require.NoError(t, err, "useradd: %s", out)
-		u, err = user.Lookup(unprivilegedUser)
-		require.NoError(t, err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uidGid{uid, gid}
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	in, err := os.Open(src)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
 }
 
 func tail(s string, n int) string {

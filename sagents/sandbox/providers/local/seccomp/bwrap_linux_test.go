@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -315,10 +314,6 @@ go build -o hello . && ./hello`, "go-ok"},
 	}
 }
 
-// unprivilegedUser is created for the test when missing (the local
-// package's tests use the same one).
-const unprivilegedUser = "sage-test"
-
 // TestUnprivileged re-runs the kernel tests as an ordinary user: bwrap is
 // then unprivileged and the user namespace maps that user.
 func TestUnprivileged(t *testing.T) {
@@ -326,7 +321,7 @@ func TestUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged: the other tests cover it")
 	}
 	requireBwrap(t)
-	uid, gid := ensureUser(t)
+	uid, gid := testenv.EnsureUser(t)
 	dir, err := os.MkdirTemp("", "sage-seccomp-unpriv-")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
@@ -334,7 +329,7 @@ func TestUnprivileged(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	bin := filepath.Join(dir, "seccomp.test")
-	copyFile(t, exe, bin)
+	testenv.CopyExecutable(t, exe, bin)
 	home := filepath.Join(dir, "home")
 	require.NoError(t, os.Mkdir(home, 0o700))
 	require.NoError(t, os.Chown(home, uid, gid))
@@ -345,42 +340,12 @@ func TestUnprivileged(t *testing.T) {
 		"SAGE_TEST_ALLOW_SKIP=" + os.Getenv("SAGE_TEST_ALLOW_SKIP")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	out, err := cmd.CombinedOutput()
-	t.Logf("as %s (uid %d):\n%s", unprivilegedUser, uid, tail(string(out), 4000))
+	t.Logf("as %s (uid %d):\n%s", testenv.UnprivilegedUser, uid, tail(string(out), 4000))
 	require.NoError(t, err, "the seccomp tests failed as an unprivileged user")
 	require.Contains(t, string(out), "--- PASS: TestWorkloadsUnderFilter/go_build")
 	if !allowSkip() {
 		require.NotContains(t, string(out), "--- SKIP", "a test skipped as an unprivileged user")
 	}
-}
-
-func ensureUser(t *testing.T) (int, int) {
-	t.Helper()
-	u, err := user.Lookup(unprivilegedUser)
-	if err != nil {
-		out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", unprivilegedUser).CombinedOutput()
-		if err != nil && !bytes.Contains(out, []byte("already exists")) {
-			t.Fatalf("useradd %s: %v: %s", unprivilegedUser, err, out)
-		}
-		u, err = user.Lookup(unprivilegedUser)
-		require.NoError(t, err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	require.NoError(t, err)
-	gid, err := strconv.Atoi(u.Gid)
-	require.NoError(t, err)
-	return uid, gid
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	require.NoError(t, err)
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	require.NoError(t, err)
-	_, err = io.Copy(out, in)
-	require.NoError(t, err)
-	require.NoError(t, out.Close())
 }
 
 func tail(s string, n int) string {
