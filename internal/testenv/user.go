@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -58,4 +60,48 @@ func CopyExecutable(t testing.TB, src, dst string) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// RunUnprivileged re-runs this test binary as UnprivilegedUser with args
+// (-test.run and the like), from a copy in a directory that user may
+// reach, with a home of its own as working directory, HOME, TMPDIR and
+// SAGE_HOME (its .sage),
+// the allow-skip choice passed through, and env added. It logs the tail
+// of the output and returns it with the run's error.
+func RunUnprivileged(t testing.TB, args []string, env ...string) (string, error) {
+	t.Helper()
+	uid, gid := EnsureUser(t)
+	dir, err := os.MkdirTemp("", "sage-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := filepath.Join(dir, "home")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(exe))
+	CopyExecutable(t, exe, bin)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = home
+	cmd.Env = append([]string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
+		"SAGE_HOME=" + filepath.Join(home, ".sage"), AllowSkipEnv + "=" + os.Getenv(AllowSkipEnv)}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	tail := string(out)
+	if len(tail) > 4000 {
+		tail = "..." + tail[len(tail)-4000:]
+	}
+	t.Logf("as %s (uid %d):\n%s", UnprivilegedUser, uid, tail)
+	return string(out), err
 }

@@ -57,8 +57,8 @@ type bwrapIsolator struct {
 	cg        *cgroupSet
 	egress    *egressProxy // network allowlist: run every command behind the bridge
 	ident     *identity    // the host uid bwrap runs as (sage is root); nil: the caller's own
-	umask     fs.FileMode
-	seccomp   []byte // the filter program, loaded by bwrap --seccomp
+	umaskCmd  string       // "umask 077", set before every command
+	seccomp   []byte       // the filter program, loaded by bwrap --seccomp
 }
 
 func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
@@ -79,7 +79,8 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	}
 	iso := &bwrapIsolator{bwrap: bw, hostWS: s.hostWS, mounts: cfg.Mounts,
 		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
-		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress, ident: s.ident, umask: s.umask}
+		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress, ident: s.ident,
+		umaskCmd: fmt.Sprintf("umask %03o", s.umask)}
 	iso.maskFiles, iso.maskDirs = etcSecrets()
 	if iso.seccomp, err = seccomp.Program(seccomp.Options{ExtraDeny: cfg.Local.SeccompDeny}); err != nil {
 		return nil, &sandbox.ConfigError{Field: "sandbox.local.seccomp.deny", Value: strings.Join(cfg.Local.SeccompDeny, ","), Reason: err.Error()}
@@ -254,7 +255,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 			g.blockR.Close()
 		}
 	}()
-	inv.argv = withUmask(inv.argv, b.umask)
+	inv.argv = withUmask(inv.argv, b.umaskCmd)
 	if b.egress != nil {
 		inv = b.egress.bridge(inv, g.bridgeAS())
 	}
@@ -381,8 +382,7 @@ func openWorkspace(ws string, id *identity) (*os.File, error) {
 // withUmask sets the file mode creation mask of the command: prepended to
 // a shell command on its first line (line numbers stay), else through a
 // shell that sets it and execs the command.
-func withUmask(argv []string, umask fs.FileMode) []string {
-	set := fmt.Sprintf("umask %03o", umask)
+func withUmask(argv []string, set string) []string {
 	if len(argv) >= 3 && argv[0] == shell && argv[1] == "-c" {
 		out := append([]string{}, argv...)
 		out[2] = set + "; " + argv[2]

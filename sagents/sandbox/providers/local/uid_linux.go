@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -78,7 +79,7 @@ func subuidRange(name string) (first, count uint32, ok bool, err error) {
 		return 0, 0, false, fmt.Errorf("local: read %s: %w", subuidFile, err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(&boundedReader{r: f, n: 1 << 20})
+	sc := bufio.NewScanner(io.LimitReader(f, 1<<20)) // bounded: a line past 1 MiB is not read
 	for sc.Scan() {
 		user, rest, found := strings.Cut(strings.TrimSpace(sc.Text()), ":")
 		if !found || user != name {
@@ -91,23 +92,6 @@ func subuidRange(name string) (first, count uint32, ok bool, err error) {
 		return first, count, true, nil
 	}
 	return 0, 0, false, sc.Err()
-}
-
-type boundedReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int
-}
-
-func (b *boundedReader) Read(p []byte) (int, error) {
-	if b.n <= 0 {
-		return 0, errors.New("too large")
-	}
-	if len(p) > b.n {
-		p = p[:b.n]
-	}
-	n, err := b.r.Read(p)
-	b.n -= n
-	return n, err
 }
 
 // sessionIdentity returns the uid the workspace ws runs under, and gives

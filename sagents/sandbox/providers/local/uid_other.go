@@ -22,8 +22,6 @@ const (
 
 func sessionIdentity(string, string) (*identity, error) { return nil, nil }
 
-func adoptWorkspace(string, *identity) error { return nil }
-
 func reachable(string, *identity, uint32) error { return nil }
 
 func (id *identity) credential() *syscall.Credential { return nil }

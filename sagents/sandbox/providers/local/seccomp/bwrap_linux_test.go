@@ -321,38 +321,12 @@ func TestUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged: the other tests cover it")
 	}
 	requireBwrap(t)
-	uid, gid := testenv.EnsureUser(t)
-	dir, err := os.MkdirTemp("", "sage-seccomp-unpriv-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	bin := filepath.Join(dir, "seccomp.test")
-	testenv.CopyExecutable(t, exe, bin)
-	home := filepath.Join(dir, "home")
-	require.NoError(t, os.Mkdir(home, 0o700))
-	require.NoError(t, os.Chown(home, uid, gid))
-
-	cmd := exec.Command(bin, "-test.run", "^(TestFilterDeniesEachCall|TestTheFilterIsWhatDenies|TestControlWithoutFilter|TestFilterAllowsOrdinaryCalls|TestExtraDenyInKernel|TestFileIsFreshEachTime|TestWorkloadsUnderFilter)$", "-test.count=1", "-test.v")
-	cmd.Dir = home
-	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "TMPDIR=" + home,
-		"SAGE_TEST_ALLOW_SKIP=" + os.Getenv("SAGE_TEST_ALLOW_SKIP")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	out, err := cmd.CombinedOutput()
-	t.Logf("as %s (uid %d):\n%s", testenv.UnprivilegedUser, uid, tail(string(out), 4000))
+	out, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestFilterDeniesEachCall|TestTheFilterIsWhatDenies|TestControlWithoutFilter|TestFilterAllowsOrdinaryCalls|TestExtraDenyInKernel|TestFileIsFreshEachTime|TestWorkloadsUnderFilter)$", "-test.count=1", "-test.v"})
 	require.NoError(t, err, "the seccomp tests failed as an unprivileged user")
-	require.Contains(t, string(out), "--- PASS: TestWorkloadsUnderFilter/go_build")
+	require.Contains(t, out, "--- PASS: TestWorkloadsUnderFilter/go_build")
 	if !allowSkip() {
-		require.NotContains(t, string(out), "--- SKIP", "a test skipped as an unprivileged user")
+		require.NotContains(t, out, "--- SKIP", "a test skipped as an unprivileged user")
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "..." + s[len(s)-n:]
-	}
-	return s
 }
 
 // BenchmarkBwrapTrue runs /bin/true in bwrap without and with the filter
