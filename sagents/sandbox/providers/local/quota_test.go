@@ -112,8 +112,34 @@ func loopsOf(t *testing.T, img string) []string {
 func requireNothingLeft(t *testing.T, ws string) {
 	t.Helper()
 	require.False(t, mountedAt(t, ws), "a file system is still mounted on %s", ws)
-	require.Eventually(t, func() bool { return len(loopsOf(t, ws+".img")) == 0 }, 5*time.Second, 20*time.Millisecond,
-		"a loop device still holds %s.img", ws)
+	deadline := time.Now().Add(30 * time.Second) // a loaded machine flushes the file system slowly
+	for len(loopsOf(t, ws+".img")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a loop device still holds %s.img; mount namespaces still holding %s: %s", ws, ws, holders(ws))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// holders names the processes whose mount namespace still has something
+// mounted at or below ws (for the failure message).
+func holders(ws string) string {
+	var out []string
+	pids, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, p := range pids {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), ws) {
+			continue
+		}
+		dir := filepath.Dir(p)
+		comm, _ := os.ReadFile(dir + "/comm")
+		ns, _ := os.Readlink(dir + "/ns/mnt")
+		out = append(out, fmt.Sprintf("%s(%s %s)", filepath.Base(dir), strings.TrimSpace(string(comm)), ns))
+	}
+	if len(out) == 0 {
+		return "none (the loop device is held by an open file, or the kernel is still flushing it)"
+	}
+	return strings.Join(out, ", ")
 }
 
 // TestDiskQuotaEnforced: as root, a workspace with a quota is its own file
