@@ -46,6 +46,15 @@
 //	gen_ai.client.operation.time_to_first_chunk s        streamed chat calls
 //	sage.llm.prompt_cache.hit_ratio             1        chat calls with input: share read from the cache
 //
+// OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental ([SemconvOptInEnv],
+// or [WithLatestExperimental]) switches the token metrics to the latest
+// development conventions instead of the release's: counters
+// gen_ai.client.inference.usage.{input,output,cache_read.input,
+// cache_write.input,reasoning.output}_tokens with gen_ai.token.modality
+// (every finished call, 0 when no usage came) and the per-operation
+// histograms gen_ai.client.inference.operation.{input,output}_tokens
+// (calls with known usage); gen_ai.client.token.usage is then not recorded.
+//
 // Because a start event puts its span in the returned context, code running
 // under a tool call (sandbox exec, file operations) that starts spans from
 // that context with any OTel tracer appears as children of the tool span.

@@ -106,7 +106,7 @@ type Handler struct {
 	provider string
 
 	duration metric.Float64Histogram
-	tokens   metric.Int64Histogram
+	tokens   tokenMetrics
 	ttfc     metric.Float64Histogram
 	cacheHit metric.Float64Histogram // share of input tokens read from the prompt cache
 }
@@ -122,6 +122,7 @@ type handlerConfig struct {
 	capture  *bool
 	maxLen   int
 	provider string
+	latest   *bool
 }
 
 // WithTracerProvider sets the TracerProvider (default: the global one).
@@ -215,11 +216,16 @@ func NewHandler(opts ...Option) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otel: create duration histogram: %w", err)
 	}
-	h.tokens, err = meter.Int64Histogram("gen_ai.client.token.usage",
-		metric.WithDescription("Number of input and output tokens used."), metric.WithUnit("{token}"),
-		metric.WithExplicitBucketBoundaries(tokenBuckets...))
-	if err != nil {
-		return nil, fmt.Errorf("otel: create token histogram: %w", err)
+	latest := LatestExperimentalFromEnv()
+	if c.latest != nil {
+		latest = *c.latest
+	}
+	newTokens := newReleaseTokens
+	if latest {
+		newTokens = newLatestTokens
+	}
+	if h.tokens, err = newTokens(meter); err != nil {
+		return nil, err
 	}
 	h.ttfc, err = meter.Float64Histogram("gen_ai.client.operation.time_to_first_chunk",
 		metric.WithDescription("Time from the request to the first chunk of a streamed response."), metric.WithUnit("s"),
@@ -803,13 +809,8 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 	if r.TimeToFirstChunk > 0 {
 		h.ttfc.Record(ctx, r.TimeToFirstChunk.Seconds(), metric.WithAttributeSet(set))
 	}
+	h.tokens.record(ctx, set, u, known, embeddings)
 	if known {
-		h.tokens.Record(ctx, u.InputTokens, metric.WithAttributeSet(set),
-			metric.WithAttributes(AttrTokenType.String("input")))
-		if !embeddings {
-			h.tokens.Record(ctx, u.OutputTokens, metric.WithAttributeSet(set),
-				metric.WithAttributes(AttrTokenType.String("output")))
-		}
 		if u.InputTokens > 0 && !embeddings {
 			ratio := min(1, float64(u.CacheReadInputTokens)/float64(u.InputTokens))
 			h.cacheHit.Record(ctx, ratio, metric.WithAttributeSet(set))
@@ -822,8 +823,9 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 func (h *Handler) LLMError(ctx context.Context, err error) error {
 	st := h.fail(ctx, err)
 	if st != nil && st.llm != nil {
-		h.duration.Record(ctx, time.Since(st.start).Seconds(),
-			metric.WithAttributeSet(st.llm.metricAttrs("", observability.ErrorType(err))))
+		set := st.llm.metricAttrs("", observability.ErrorType(err))
+		h.duration.Record(ctx, time.Since(st.start).Seconds(), metric.WithAttributeSet(set))
+		h.tokens.record(ctx, set, observability.Usage{}, false, st.llm.op == OpEmbeddings)
 	}
 	return nil
 }
