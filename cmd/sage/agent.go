@@ -115,7 +115,8 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	if err != nil {
 		return exitUsage, err
 	}
-	h, err := sandbox.NewTraced(ctx, cfg)
+	cfg.Observer = obs
+	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return exitSandboxError, err
 	}
@@ -175,7 +176,7 @@ func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Clie
 	return c, closeFn, nil
 }
 
-func (af *agentFlags) agent(ctx context.Context, h sandbox.Handle, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
+func (af *agentFlags) agent(ctx context.Context, h *sandbox.Sandbox, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
 	shell := tools.ShellOptions{}
 	if af.policy != "" {
 		p, err := tools.LoadPolicy(af.policy, h.WorkspacePath())

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sage-go/sage/sagents/observability"
 )
 
 // NetworkMode says what network a sandboxed command gets.
@@ -54,6 +56,10 @@ type Config struct {
 	Timeout time.Duration
 	Local   LocalConfig
 	Remote  RemoteConfig
+	// Observer receives the sandbox's events (exec, file operations,
+	// background tasks, ...) as observability runs, children of the run
+	// each call's context carries; nil sends none.
+	Observer *observability.Manager
 }
 
 // LocalConfig holds the limits and isolation of local mode. For the
