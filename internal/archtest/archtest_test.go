@@ -132,10 +132,10 @@ func heavyDeps(p pkg) []string {
 // link no OpenTelemetry, Docker, Kubernetes or kin-openapi package, and
 // (control) the OTel handler does, so the check sees them.
 func TestCoreLinksLight(t *testing.T) {
-	pkgs := list(t, "./sagents/sandbox", "./sagents/sandbox/providers/local", "./examples/...", "./sagents/observability/otel")
+	pkgs := list(t, "./sagents/sandbox", "./sagents/sandbox/providers/local", "./examples/...", "./sagents/observability/otelsage")
 	require.Greater(t, len(pkgs), 4)
 	for _, p := range pkgs {
-		if p.ImportPath == module+"sagents/observability/otel" {
+		if p.ImportPath == module+"sagents/observability/otelsage" {
 			assert.NotEmpty(t, heavyDeps(p), "control: the OTel handler links OpenTelemetry")
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/observability"
 )
 
@@ -124,18 +125,7 @@ type RemoteConfig struct {
 // Home is $SAGE_HOME; when unset, /var/lib/sage for root (sessions run
 // under their own uids, which must reach their workspaces: /root is
 // closed to them) and ~/.sage for everyone else.
-func Home() string {
-	if h := os.Getenv("SAGE_HOME"); h != "" {
-		return h
-	}
-	if os.Geteuid() == 0 {
-		return RootHome
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".sage")
-	}
-	return filepath.Join(os.TempDir(), "sage")
-}
+func Home() string { return sagehome.Dir() }
 
 // ParseMount parses "host:sandbox[:ro|:rw]".
 func ParseMount(s string) (VolumeMount, error) {
@@ -449,7 +439,7 @@ func validID(s string) bool {
 func ValidID(s string) bool { return validID(s) }
 
 // RootHome is the default SAGE_HOME of root.
-const RootHome = "/var/lib/sage"
+const RootHome = sagehome.Root
 
 // ParseUmask parses an octal file mode creation mask ("077", "0022").
 func ParseUmask(s string) (fs.FileMode, error) {

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"bufio"
@@ -26,7 +26,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 )
