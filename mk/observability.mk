@@ -5,7 +5,7 @@
 JAEGER_VERSION   ?= v1.76.0
 SAGE_CACHE_DIR   ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/sage
 SAGE_JAEGER_BIN  ?= $(SAGE_CACHE_DIR)/jaeger-$(JAEGER_VERSION)
-# The e2e test (sagents/observability/otel) finds Jaeger through this.
+# The e2e test (sagents/observability/otelsage) finds Jaeger through this.
 export SAGE_JAEGER_BIN
 
 .PHONY: jaeger e2e-jaeger
@@ -26,4 +26,4 @@ $(SAGE_JAEGER_BIN):
 
 # Only the Jaeger end-to-end test.
 e2e-jaeger: jaeger
-	$(GO) test -count=1 -run TestJaegerEndToEnd -v ./sagents/observability/otel/
+	$(GO) test -count=1 -run TestJaegerEndToEnd -v ./sagents/observability/otelsage/

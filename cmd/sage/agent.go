@@ -11,7 +11,7 @@ import (
 	"github.com/sage-go/sage/sagents/agent/replay"
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/observability"
-	"github.com/sage-go/sage/sagents/observability/otel"
+	"github.com/sage-go/sage/sagents/observability/otelsage"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/tools"
 )
@@ -90,7 +90,7 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	// and OTEL_TRACES_EXPORTER=none turn either off).
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" ||
 		os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
-		shutdown, err := otel.Setup(ctx, otel.WithManager(obs))
+		shutdown, err := otelsage.Setup(ctx, otelsage.WithManager(obs))
 		if err != nil {
 			return exitSandboxError, fmt.Errorf("opentelemetry: %w", err)
 		}
@@ -115,7 +115,8 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	if err != nil {
 		return exitUsage, err
 	}
-	h, err := sandbox.NewTraced(ctx, cfg)
+	cfg.Observer = obs
+	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return exitSandboxError, err
 	}
@@ -175,7 +176,7 @@ func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Clie
 	return c, closeFn, nil
 }
 
-func (af *agentFlags) agent(ctx context.Context, h sandbox.Handle, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
+func (af *agentFlags) agent(ctx context.Context, h *sandbox.Sandbox, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
 	shell := tools.ShellOptions{}
 	if af.policy != "" {
 		p, err := tools.LoadPolicy(af.policy, h.WorkspacePath())

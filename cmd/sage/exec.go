@@ -88,7 +88,7 @@ func exitCode(res *sandbox.CommandResult) int {
 }
 
 // openSandbox opens the sandbox the flags describe.
-func openSandbox(ctx context.Context, sf *sandboxFlags) (sandbox.Handle, error) {
+func openSandbox(ctx context.Context, sf *sandboxFlags) (*sandbox.Sandbox, error) {
 	cfg, err := sf.config()
 	if err != nil {
 		return nil, err

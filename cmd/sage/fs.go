@@ -63,7 +63,7 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	case "ls":
 		var list []sandbox.FileInfo
 		var truncated bool
-		if list, truncated, err = sandbox.ListDirectoryLimit(ctx, h, p, *maxEntries); err == nil {
+		if list, truncated, err = h.ListDirectoryLimit(ctx, p, *maxEntries); err == nil {
 			err = printList(env.stdout, list, *asJSON)
 		}
 		if err == nil && truncated {

@@ -129,7 +129,7 @@ func (f *sandboxdFlags) check() error {
 // openSandbox creates the served Handle. Outside passthrough mode the
 // process is marked as a server (SAGE_SERVER_PROCESS=1), so nothing in it
 // can fall back to unisolated execution.
-func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (sandbox.Handle, error) {
+func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (*sandbox.Sandbox, error) {
 	if f.mode == string(sandbox.Passthrough) {
 		logger.Warn("sandboxd: --mode passthrough runs every command UNISOLATED on this host, as this user; use it for tests and debugging only")
 	} else if err := os.Setenv("SAGE_SERVER_PROCESS", "1"); err != nil {

@@ -43,7 +43,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	h, err := sandbox.NewTraced(ctx, sandbox.Config{Mode: sandbox.Passthrough, Workspace: dir})
+	h, err := sandbox.New(ctx, sandbox.Config{Mode: sandbox.Passthrough, Workspace: dir, Observer: obs})
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// Options configure Serve.
-type Options struct {
-	Name string // for logs and errors, e.g. "sandboxd"
+// ServeOptions configure a server: the one options type of sandboxd and
+// the provisioner (aioserver.ServeOptions and provisioner.ServeOptions
+// are this type).
+type ServeOptions struct {
 	// Listen is host:port; port 0 picks a free port.
 	Listen string
 	// Announce, when set, receives one line "listening http://<addr>" once
@@ -28,10 +29,17 @@ type Options struct {
 	// context is done; 0 means 30 s. Requests still running then have
 	// their contexts cancelled and the server is closed.
 	ShutdownGrace time.Duration
+	Logger        *slog.Logger
+}
+
+// Options configure Serve: the server's ServeOptions and what its
+// package adds.
+type Options struct {
+	ServeOptions
+	Name string // for logs and errors, e.g. "sandboxd"
 	// OnShutdown runs when the context is done, before the server stops
 	// accepting (a readiness flag goes down here).
 	OnShutdown func()
-	Logger     *slog.Logger
 }
 
 // LoopbackAddr reports whether host:port binds only loopback addresses.

@@ -41,8 +41,8 @@ func TestServeAnnouncesAndShutsDown(t *testing.T) {
 	var downFirst bool
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(ctx, h, Options{Name: "t", Listen: "127.0.0.1:0", Announce: pw,
-			ShutdownGrace: 200 * time.Millisecond, OnShutdown: func() { downFirst = true }})
+		done <- Serve(ctx, h, Options{Name: "t", ServeOptions: ServeOptions{Listen: "127.0.0.1:0", Announce: pw,
+			ShutdownGrace: 200 * time.Millisecond}, OnShutdown: func() { downFirst = true }})
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	require.NoError(t, err)
@@ -70,6 +70,6 @@ func TestServeAnnouncesAndShutsDown(t *testing.T) {
 }
 
 func TestServeListenError(t *testing.T) {
-	err := Serve(context.Background(), http.NotFoundHandler(), Options{Name: "t", Listen: "256.0.0.1:0"})
+	err := Serve(context.Background(), http.NotFoundHandler(), Options{Name: "t", ServeOptions: ServeOptions{Listen: "256.0.0.1:0"}})
 	assert.ErrorContains(t, err, "t: listen")
 }

@@ -108,7 +108,7 @@ type Result struct {
 
 // SystemPrompt returns the system prompt a Run sends.
 func (a *Agent) SystemPrompt() string {
-	h := a.cfg.Tools.Handle()
+	h := a.cfg.Tools.Sandbox()
 	p := a.cfg.SystemPrompt
 	if p == "" {
 		p = fmt.Sprintf(DefaultSystemPrompt, h.WorkspacePath())

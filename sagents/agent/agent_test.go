@@ -113,7 +113,7 @@ func toolReply(calls ...[3]string) llmtest.Reply {
 	return llmtest.Reply{Events: ev}
 }
 
-func setup(t *testing.T, srvURL string) (*agent.Agent, *recorder, sandbox.Handle, *bytes.Buffer) {
+func setup(t *testing.T, srvURL string) (*agent.Agent, *recorder, *sandbox.Sandbox, *bytes.Buffer) {
 	t.Helper()
 	rec := &recorder{}
 	obs := observability.New(observability.WithHandlers(rec))

@@ -8,32 +8,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/sage-go/sage/internal/sagehome"
 )
 
 // errStale marks a cache entry past its TTL or for another model.
 var errStale = errors.New("llm: probe cache entry is stale")
 
-// SageHome is $SAGE_HOME, or ~/.sage when it is unset.
-func SageHome() (string, error) {
-	if h := os.Getenv("SAGE_HOME"); h != "" {
-		return h, nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("llm: locating SAGE_HOME: %w", err)
-	}
-	return filepath.Join(home, ".sage"), nil
-}
-
 func cacheDir(opts ProbeOptions) (string, error) {
 	if opts.CacheDir != "" {
 		return opts.CacheDir, nil
 	}
-	home, err := SageHome()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(home, "cache", "llm-probes"), nil
+	return filepath.Join(sagehome.Dir(), "cache", "llm-probes"), nil
 }
 
 // cacheKey identifies a model on a server.

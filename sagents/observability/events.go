@@ -24,9 +24,10 @@ const (
 	KindLLM
 	KindTool
 	KindMessage
+	KindSandbox
 )
 
-var kindNames = [...]string{"", "chain", "agent", "llm", "tool", "message"}
+var kindNames = [...]string{"", "chain", "agent", "llm", "tool", "message", "sandbox"}
 
 // String returns the lower-case family name ("chain", "agent", ...).
 func (k Kind) String() string {

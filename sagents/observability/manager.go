@@ -309,6 +309,10 @@ func (m *Manager) dispatchError(r *run, err error) {
 		case KindMessage:
 			msg := Message{Role: r.Name}
 			m.safeEnd(h, "MessageEnd", func() error { return h.MessageEnd(ctx, msg) })
+		case KindSandbox:
+			if sh, ok := h.(SandboxHandler); ok {
+				m.safeEnd(h, "SandboxError", func() error { return sh.SandboxError(ctx, err) })
+			}
 		}
 	}
 	r.unlink()

@@ -14,7 +14,7 @@ import (
 )
 
 // Background runs and tracks background tasks for a provider; its methods
-// implement the background part of Handle, so providers embed it. Each task
+// implement the BackgroundRunner capability, so drivers embed it. Each task
 // runs in its own process group with stdout and stderr appended to one
 // log file. When a task's leader exits, the rest of its group is killed.
 type Background struct {

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/observability"
 )
 
 // NetworkMode says what network a sandboxed command gets.
@@ -54,6 +57,10 @@ type Config struct {
 	Timeout time.Duration
 	Local   LocalConfig
 	Remote  RemoteConfig
+	// Observer receives the sandbox's events (exec, file operations,
+	// background tasks, ...) as observability runs, children of the run
+	// each call's context carries; nil sends none.
+	Observer *observability.Manager
 }
 
 // LocalConfig holds the limits and isolation of local mode. For the
@@ -118,18 +125,7 @@ type RemoteConfig struct {
 // Home is $SAGE_HOME; when unset, /var/lib/sage for root (sessions run
 // under their own uids, which must reach their workspaces: /root is
 // closed to them) and ~/.sage for everyone else.
-func Home() string {
-	if h := os.Getenv("SAGE_HOME"); h != "" {
-		return h
-	}
-	if os.Geteuid() == 0 {
-		return RootHome
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".sage")
-	}
-	return filepath.Join(os.TempDir(), "sage")
-}
+func Home() string { return sagehome.Dir() }
 
 // ParseMount parses "host:sandbox[:ro|:rw]".
 func ParseMount(s string) (VolumeMount, error) {
@@ -443,7 +439,7 @@ func validID(s string) bool {
 func ValidID(s string) bool { return validID(s) }
 
 // RootHome is the default SAGE_HOME of root.
-const RootHome = "/var/lib/sage"
+const RootHome = sagehome.Root
 
 // ParseUmask parses an octal file mode creation mask ("077", "0022").
 func ParseUmask(s string) (fs.FileMode, error) {

@@ -9,7 +9,7 @@ import (
 var (
 	// ErrUnsupported is returned for capabilities a mode lacks.
 	ErrUnsupported = errors.New("sandbox: not supported by this mode")
-	// ErrClosed is returned by a Handle after Close.
+	// ErrClosed is returned by a Sandbox after Close.
 	ErrClosed = errors.New("sandbox: handle is closed")
 	// ErrIsolationUnavailable means the requested isolation cannot run on
 	// this machine; the wrapping error names the cause and the fix.
@@ -19,21 +19,25 @@ var (
 	ErrUnknownTask = fmt.Errorf("sandbox: unknown background task: %w", fs.ErrNotExist)
 )
 
-// PathError reports a path that cannot be used: outside every mount, an
-// escape through ".." or a symlink, or a write to a read-only mount.
-// It matches fs.ErrPermission.
-type PathError struct {
-	Op     string // the operation, e.g. "write"
-	Path   string // the path as given
-	Reason string
-}
+// Sentinels of the path errors. File operations return *fs.PathError
+// whose Err wraps one of them, so errors.Is(err, ErrEscape) and
+// errors.Is(err, fs.ErrPermission) both hold for an escape.
+var (
+	// ErrEscape: the path leaves the sandbox (outside every mount, ".."
+	// or a symlink pointing out).
+	ErrEscape = fmt.Errorf("path escapes the sandbox (%w)", fs.ErrPermission)
+	// ErrReadOnly: a write to a read-only mount.
+	ErrReadOnly = fmt.Errorf("read-only mount (%w)", fs.ErrPermission)
+	// ErrBadPath: a path that can never name a file (a NUL byte), or an
+	// operation the path does not allow (deleting the workspace itself).
+	ErrBadPath = fmt.Errorf("path not allowed (%w)", fs.ErrPermission)
+)
 
-func (e *PathError) Error() string {
-	return fmt.Sprintf("sandbox: %s %q: %s", e.Op, e.Path, e.Reason)
+// NewPathError returns the *fs.PathError of op on path failing with
+// sentinel (ErrEscape, ErrReadOnly, ErrBadPath), saying why.
+func NewPathError(op, path string, sentinel error, why string) error {
+	return &fs.PathError{Op: op, Path: path, Err: fmt.Errorf("%s: %w", why, sentinel)}
 }
-
-// Unwrap makes errors.Is(err, fs.ErrPermission) true.
-func (e *PathError) Unwrap() error { return fs.ErrPermission }
 
 // ConfigError names the configuration field or variable that is wrong.
 type ConfigError struct {

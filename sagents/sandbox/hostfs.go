@@ -17,7 +17,7 @@ import (
 	"github.com/sage-go/sage/internal/termsafe"
 )
 
-// HostFS implements the file methods of Handle over host directories,
+// HostFS implements the FS of the host drivers over host directories,
 // through a PathMapper. Every access goes through os.Root, so neither ".."
 // nor a symlink (even one swapped in during the call) can leave a mount.
 // Local and passthrough providers embed it.
@@ -48,11 +48,13 @@ func (h *HostFS) open(ctx context.Context, op, p string, write bool) (*os.Root, 
 	}
 	loc, err := h.Mapper.Resolve(p)
 	if err != nil {
-		err.(*PathError).Op = op
+		if pe, ok := err.(*fs.PathError); ok {
+			pe.Op = op
+		}
 		return nil, loc, err
 	}
 	if write && loc.ReadOnly {
-		return nil, loc, &PathError{Op: op, Path: p, Reason: "read-only mount " + loc.Mount}
+		return nil, loc, NewPathError(op, p, ErrReadOnly, loc.Mount)
 	}
 	root, err := os.OpenRoot(loc.Root)
 	if err != nil {
@@ -86,10 +88,10 @@ func (h *HostFS) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	return data, mapFSError("read", loc, err)
 }
 
-// OpenFile opens a regular file for streaming reads and returns what
+// Open opens a regular file for streaming reads and returns what
 // fstat says of it; the caller closes the reader. As with ReadFile,
 // anything but a regular file is an error and the open never blocks.
-func (h *HostFS) OpenFile(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
+func (h *HostFS) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
 	root, loc, err := h.open(ctx, "read", p, false)
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +141,7 @@ func (h *HostFS) WriteFile(ctx context.Context, p string, data []byte, opts Writ
 	}
 	defer root.Close()
 	if loc.Rel == "." {
-		return &PathError{Op: "write", Path: p, Reason: "is the root of a mount"}
+		return NewPathError("write", p, ErrBadPath, "is the root of a mount")
 	}
 	perm := fs.FileMode(opts.Perm)
 	if perm == 0 {
@@ -263,50 +265,27 @@ func replaceFile(root *os.Root, rel string, data []byte, perm fs.FileMode, owner
 	return err
 }
 
-// FileExists reports whether p exists. A path that escapes is an error,
-// not false.
-func (h *HostFS) FileExists(ctx context.Context, p string) (bool, error) {
+// Stat describes p without following a final symlink. A path that
+// escapes is an error.
+func (h *HostFS) Stat(ctx context.Context, p string) (FileInfo, error) {
 	root, loc, err := h.open(ctx, "stat", p, false)
 	if err != nil {
-		return false, err
+		return FileInfo{}, err
 	}
 	defer root.Close()
-	_, err = root.Lstat(loc.Rel)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+	fi, err := root.Lstat(loc.Rel)
+	if err != nil {
+		return FileInfo{}, mapFSError("stat", loc, err)
 	}
-	return err == nil, mapFSError("stat", loc, err)
+	return fileInfo(loc.Virtual, fi), nil
 }
 
-// ListDirectory lists a directory, sorted by name. Symlinks are reported,
-// not followed.
-func (h *HostFS) ListDirectory(ctx context.Context, p string) ([]FileInfo, error) {
-	root, loc, err := h.open(ctx, "list", p, false)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	entries, err := readDir(root, loc.Rel)
-	if err != nil {
-		return nil, mapFSError("list", loc, err)
-	}
-	out := make([]FileInfo, 0, len(entries))
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil {
-			continue // removed while listing
-		}
-		out = append(out, fileInfo(path.Join(loc.Virtual, e.Name()), fi))
-	}
-	return out, nil
-}
-
-// ListDirectoryLimit lists at most max entries of a directory (max <= 0
+// ReadDir lists at most max entries of a directory (max <= 0
 // means DefaultMaxEntries), reading no more than max+1 of them, so that
 // memory and time stay bounded however large the directory: the result
 // is the first entries the directory yields, sorted by name, and
 // truncated says there were more.
-func (h *HostFS) ListDirectoryLimit(ctx context.Context, p string, max int) ([]FileInfo, bool, error) {
+func (h *HostFS) ReadDir(ctx context.Context, p string, max int) ([]FileInfo, bool, error) {
 	if max <= 0 {
 		max = DefaultMaxEntries
 	}
@@ -361,17 +340,6 @@ func readDirLimit(ctx context.Context, root *os.Root, rel string, max int) ([]fs
 	return out, truncated, nil
 }
 
-func readDir(root *os.Root, rel string) ([]fs.DirEntry, error) {
-	d, err := root.Open(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	entries, err := d.ReadDir(-1)
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	return entries, err
-}
-
 func fileInfo(virtual string, fi fs.FileInfo) FileInfo {
 	return FileInfo{
 		Name: fi.Name(), Path: virtual, IsDir: fi.IsDir(),
@@ -380,8 +348,8 @@ func fileInfo(virtual string, fi fs.FileInfo) FileInfo {
 	}
 }
 
-// EnsureDirectory creates p and its parents.
-func (h *HostFS) EnsureDirectory(ctx context.Context, p string) error {
+// MkdirAll creates p and its parents.
+func (h *HostFS) MkdirAll(ctx context.Context, p string) error {
 	root, loc, err := h.open(ctx, "mkdir", p, true)
 	if err != nil {
 		return err
@@ -390,16 +358,16 @@ func (h *HostFS) EnsureDirectory(ctx context.Context, p string) error {
 	return mapFSError("mkdir", loc, mkdirAll(root, loc.Rel, h.Owner))
 }
 
-// DeleteFile removes a file or a directory tree. The root of a mount
+// Remove removes a file or a directory tree. The root of a mount
 // cannot be deleted; a missing path is fs.ErrNotExist.
-func (h *HostFS) DeleteFile(ctx context.Context, p string) error {
+func (h *HostFS) Remove(ctx context.Context, p string) error {
 	root, loc, err := h.open(ctx, "delete", p, true)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	if loc.Rel == "." {
-		return &PathError{Op: "delete", Path: p, Reason: "is the root of a mount"}
+		return NewPathError("delete", p, ErrBadPath, "is the root of a mount")
 	}
 	if _, err := root.Lstat(loc.Rel); err != nil {
 		return mapFSError("delete", loc, err)

@@ -75,7 +75,7 @@ func TestHostFSListDirectoryLimitIsBounded(t *testing.T) {
 
 	var list []FileInfo
 	var truncated bool
-	bounded := allocated(func() { list, truncated, err = h.ListDirectoryLimit(ctx, "big", 1000) })
+	bounded := allocated(func() { list, truncated, err = h.ReadDir(ctx, "big", 1000) })
 	require.NoError(t, err)
 	assert.True(t, truncated)
 	assert.Len(t, list, 1000)
@@ -88,7 +88,7 @@ func TestHostFSListDirectoryLimitIsBounded(t *testing.T) {
 	// Under the cap: everything, not truncated.
 	require.NoError(t, os.Mkdir(filepath.Join(m.ws, "small"), 0o755))
 	makeEntries(t, filepath.Join(m.ws, "small"), 999)
-	list, truncated, err = h.ListDirectoryLimit(ctx, "small", 1000)
+	list, truncated, err = h.ReadDir(ctx, "small", 1000)
 	require.NoError(t, err)
 	assert.False(t, truncated, "control: a directory under the cap is whole")
 	assert.Len(t, list, 999)
@@ -150,7 +150,7 @@ func TestHostFSOpenFile(t *testing.T) {
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("0123456789"), 100000)
 	require.NoError(t, os.WriteFile(filepath.Join(m.ws, "f.bin"), data, 0o644))
-	rc, fi, err := h.OpenFile(ctx, "f.bin")
+	rc, fi, err := h.Open(ctx, "f.bin")
 	require.NoError(t, err)
 	assert.EqualValues(t, len(data), fi.Size())
 	got, err := io.ReadAll(rc)
@@ -158,50 +158,19 @@ func TestHostFSOpenFile(t *testing.T) {
 	require.NoError(t, rc.Close())
 	assert.Equal(t, data, got)
 
-	_, _, err = h.OpenFile(ctx, "../outside/secret")
+	_, _, err = h.Open(ctx, "../outside/secret")
 	assert.ErrorIs(t, err, os.ErrPermission)
-	_, _, err = h.OpenFile(ctx, "nested")
+	_, _, err = h.Open(ctx, "nested")
 	assert.ErrorIs(t, err, syscall.EISDIR)
 	require.NoError(t, syscall.Mkfifo(m.ws+"/trap", 0o644))
 	done := make(chan error, 1)
-	go func() { _, _, err := h.OpenFile(ctx, "trap"); done <- err }()
+	go func() { _, _, err := h.Open(ctx, "trap"); done <- err }()
 	select {
 	case err := <-done:
 		assert.Error(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("OpenFile blocked on a FIFO")
 	}
-}
-
-func TestOpenFileAndListThroughWrappers(t *testing.T) {
-	h, m := hostFS(t)
-	require.NoError(t, os.WriteFile(filepath.Join(m.ws, "x"), []byte("x"), 0o644))
-	wrapped := WithTracing(&fsOnly{fs: h})
-	rc, _, err := OpenFile(context.Background(), wrapped, "x")
-	require.NoError(t, err)
-	rc.Close()
-	list, truncated, err := ListDirectoryLimit(context.Background(), wrapped, ".", 1)
-	require.NoError(t, err)
-	assert.True(t, truncated)
-	assert.Len(t, list, 1)
-}
-
-// fsOnly is a minimal Handle over HostFS for the wrapper test.
-type fsOnly struct {
-	Handle
-	fs *HostFS
-}
-
-func (f *fsOnly) Type() Type { return Passthrough }
-func (f *fsOnly) ID() string { return "fs" }
-func (f *fsOnly) ListDirectory(c context.Context, p string) ([]FileInfo, error) {
-	return f.fs.ListDirectory(c, p)
-}
-func (f *fsOnly) OpenFile(c context.Context, p string) (io.ReadCloser, os.FileInfo, error) {
-	return f.fs.OpenFile(c, p)
-}
-func (f *fsOnly) ListDirectoryLimit(c context.Context, p string, n int) ([]FileInfo, bool, error) {
-	return f.fs.ListDirectoryLimit(c, p, n)
 }
 
 // TestHostFSOwner gives everything HostFS creates to an unused uid; the
@@ -227,7 +196,7 @@ func TestHostFSOwner(t *testing.T) {
 	require.NoError(t, h.WriteFile(ctx, "existing", []byte("new"), WriteOptions{}))
 	require.NoError(t, h.WriteFile(ctx, "r/log", []byte("a"), WriteOptions{Append: true}))
 	require.NoError(t, h.WriteFile(ctx, "appended", []byte("more"), WriteOptions{Append: true}))
-	require.NoError(t, h.EnsureDirectory(ctx, "d1/d2"))
+	require.NoError(t, h.MkdirAll(ctx, "d1/d2"))
 	_, err := h.CopyFromHost(ctx, src, "copied", CopyOptions{})
 	require.NoError(t, err)
 

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // PathMapper maps sandbox (virtual) paths to host paths and back, by the
@@ -71,7 +73,7 @@ func (pm *PathMapper) Workspace() string { return pm.workspace }
 // is resolved lexically and may not leave the sandbox's mounts.
 func (pm *PathMapper) Resolve(p string) (Location, error) {
 	if strings.IndexByte(p, 0) >= 0 {
-		return Location{}, &PathError{Op: "resolve", Path: p, Reason: "contains a NUL byte"}
+		return Location{}, NewPathError("resolve", p, ErrBadPath, "contains a NUL byte")
 	}
 	v := p
 	if !path.IsAbs(v) {
@@ -91,7 +93,7 @@ func (pm *PathMapper) Resolve(p string) (Location, error) {
 			Root: m.host, Rel: rel, Mount: m.virtual, ReadOnly: m.readOnly,
 		}, nil
 	}
-	return Location{}, &PathError{Op: "resolve", Path: p, Reason: "outside the sandbox's workspace and mounts"}
+	return Location{}, NewPathError("resolve", p, ErrEscape, "outside the sandbox's workspace and mounts")
 }
 
 // ToHost maps a sandbox path to its host path.
@@ -103,7 +105,7 @@ func (pm *PathMapper) ToHost(p string) (string, error) {
 // ToVirtual maps an absolute host path to the sandbox path that shows it.
 func (pm *PathMapper) ToVirtual(hostPath string) (string, error) {
 	if !filepath.IsAbs(hostPath) {
-		return "", &PathError{Op: "to_virtual", Path: hostPath, Reason: "host path must be absolute"}
+		return "", NewPathError("to_virtual", hostPath, ErrBadPath, "host path must be absolute")
 	}
 	clean := filepath.Clean(hostPath)
 	if v, ok := pm.toVirtual(clean); ok {
@@ -115,7 +117,7 @@ func (pm *PathMapper) ToVirtual(hostPath string) (string, error) {
 			return v, nil
 		}
 	}
-	return "", &PathError{Op: "to_virtual", Path: hostPath, Reason: "not inside the workspace or a mount"}
+	return "", NewPathError("to_virtual", hostPath, ErrEscape, "not inside the workspace or a mount")
 }
 
 func (pm *PathMapper) toVirtual(host string) (string, bool) {
@@ -145,21 +147,35 @@ func (pm *PathMapper) Mounts() []VolumeMount {
 	return out
 }
 
-// escapeMessage is what os.Root says when a path leaves the root; the
-// error value itself is not exported by package os.
-const escapeMessage = "path escapes from parent"
+// rootEscape is the error value os.Root returns for a path that leaves
+// the root. Package os does not export it, so it is taken once from
+// os.Root itself (a ".." at the root always escapes), and escapes are
+// then found with errors.Is, never by reading error text.
+var rootEscape = sync.OnceValue(func() error {
+	r, err := os.OpenRoot(os.TempDir())
+	if err != nil {
+		if r, err = os.OpenRoot("/"); err != nil {
+			return nil
+		}
+	}
+	defer r.Close()
+	_, err = r.Lstat("..")
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return nil
+})
 
 // mapFSError turns os.Root errors into the package's contract: escapes
-// become *PathError (fs.ErrPermission) and host paths are replaced by the
-// sandbox path the caller gave.
+// become *fs.PathError wrapping ErrEscape (so fs.ErrPermission) and host
+// paths are replaced by the sandbox path the caller gave.
 func mapFSError(op string, loc Location, err error) error {
 	if err == nil {
 		return nil
 	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if e.Error() == escapeMessage {
-			return &PathError{Op: op, Path: loc.Virtual, Reason: "escapes its mount (through a symlink or ..)"}
-		}
+	if esc := rootEscape(); esc != nil && errors.Is(err, esc) {
+		return NewPathError(op, loc.Virtual, ErrEscape, "escapes its mount (through a symlink or ..)")
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

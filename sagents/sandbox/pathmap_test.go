@@ -72,8 +72,11 @@ func TestResolveEscapes(t *testing.T) {
 	for _, in := range []string{"..", "../x", "a/../../x", "/etc/passwd", "/", "/workspacex", "/mnt", "/mnt/datax/f", "nul\x00byte"} {
 		_, err := m.pm.Resolve(in)
 		assert.ErrorIs(t, err, fs.ErrPermission, "%q", in)
-		var pe *PathError
+		var pe *fs.PathError
 		assert.True(t, errors.As(err, &pe), "%q", in)
+		if in != "nul\x00byte" {
+			assert.ErrorIs(t, err, ErrEscape, "%q", in)
+		}
 	}
 }
 
@@ -125,6 +128,7 @@ func TestHostFSEscapes(t *testing.T) {
 	for _, p := range []string{"abs_link", "rel_link", "dir_link/secret", "../outside/secret", "/etc/hostname"} {
 		_, err := h.ReadFile(ctx, p)
 		assert.ErrorIs(t, err, fs.ErrPermission, "read %q", p)
+		assert.ErrorIs(t, err, ErrEscape, "read %q", p)
 	}
 	for _, p := range []string{"dir_link/x", "dir_link/sub/x", "../outside/x", "/etc/x"} {
 		err := h.WriteFile(ctx, p, []byte("x"), WriteOptions{})
@@ -134,7 +138,7 @@ func TestHostFSEscapes(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrPermission)
 	_, err = os.Stat(m.out + "/new.txt")
 	assert.ErrorIs(t, err, fs.ErrNotExist, "append through a symlink created a file outside")
-	_, err = h.ListDirectory(ctx, "dir_link")
+	_, _, err = h.ReadDir(ctx, "dir_link", 0)
 	assert.ErrorIs(t, err, fs.ErrPermission)
 	tree, err := h.FileTree(ctx, "/workspace", TreeOptions{})
 	require.NoError(t, err)
@@ -161,12 +165,13 @@ func TestHostFSReadOnlyMount(t *testing.T) {
 	for name, err := range map[string]error{
 		"write":  h.WriteFile(ctx, "/mnt/data/f", []byte("x"), WriteOptions{}),
 		"append": h.WriteFile(ctx, "/mnt/data/f", []byte("x"), WriteOptions{Append: true}),
-		"mkdir":  h.EnsureDirectory(ctx, "/mnt/data/d"),
-		"delete": h.DeleteFile(ctx, "/mnt/data/f"),
+		"mkdir":  h.MkdirAll(ctx, "/mnt/data/d"),
+		"delete": h.Remove(ctx, "/mnt/data/f"),
 		"copy":   func() error { _, err := h.CopyFromHost(ctx, m.out, "/mnt/data/c", CopyOptions{}); return err }(),
 	} {
 		assert.ErrorIs(t, err, fs.ErrPermission, name)
 		assert.ErrorContains(t, err, "read-only", name)
+		assert.ErrorIs(t, err, ErrReadOnly, name)
 	}
 }
 

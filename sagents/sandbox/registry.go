@@ -8,8 +8,8 @@ import (
 	"sync"
 )
 
-// Factory creates a Handle for a validated Config.
-type Factory func(ctx context.Context, cfg Config) (Handle, error)
+// Factory opens the Driver of a mode for a validated Config.
+type Factory func(ctx context.Context, cfg Config) (Driver, error)
 
 var (
 	registryMu sync.RWMutex
@@ -43,14 +43,11 @@ func Modes() []Type {
 	return out
 }
 
-// New validates cfg and creates a Handle with the provider registered for
-// cfg.Mode. An unregistered mode is an error listing the known ones.
-func New(ctx context.Context, cfg Config) (Handle, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// factory returns the Factory registered for mode. An unregistered mode is
+// an error listing the known ones.
+func factory(mode Type) (Factory, error) {
 	registryMu.RLock()
-	f, ok := factories[cfg.Mode]
+	f, ok := factories[mode]
 	registryMu.RUnlock()
 	if !ok {
 		known := make([]string, 0)
@@ -58,7 +55,7 @@ func New(ctx context.Context, cfg Config) (Handle, error) {
 			known = append(known, string(m))
 		}
 		return nil, fmt.Errorf("sandbox: mode %q is not registered (known: %s); import its provider package",
-			cfg.Mode, strings.Join(known, ", "))
+			mode, strings.Join(known, ", "))
 	}
-	return f(ctx, cfg)
+	return f, nil
 }

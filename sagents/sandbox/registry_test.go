@@ -20,8 +20,8 @@ func TestRegistry(t *testing.T) {
 	assert.ErrorContains(t, err, `mode "local" is not registered (known: )`)
 
 	called := false
-	Register(mode, func(ctx context.Context, cfg Config) (Handle, error) { called = true; return nil, nil })
-	assert.Panics(t, func() { Register(mode, func(context.Context, Config) (Handle, error) { return nil, nil }) })
+	Register(mode, func(ctx context.Context, cfg Config) (Driver, error) { called = true; return struct{ Driver }{}, nil })
+	assert.Panics(t, func() { Register(mode, func(context.Context, Config) (Driver, error) { return nil, nil }) })
 	assert.Panics(t, func() { Register("other", nil) })
 	assert.Equal(t, []Type{mode}, Modes())
 

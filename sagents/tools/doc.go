@@ -1,5 +1,5 @@
 // Package tools is the layer the model calls: tools that only ever talk to
-// a [sandbox.Handle], so one tool set works in every sandbox mode.
+// a [Sandbox], so one tool set works in every sandbox mode.
 //
 // A [Tool] has a name, a description, a JSON Schema of its arguments and a
 // Run method. [NewFunc] builds one from a typed function whose arguments
@@ -24,7 +24,7 @@
 //     [Approver], or deny).
 //   - file_read, file_write, file_update: text files; binary files and
 //     invalid UTF-8 are reported, not pasted.
-//   - grep, glob, list_dir: implemented in Go over the Handle's file API; no
+//   - grep, glob, list_dir: implemented in Go over the sandbox's file API; no
 //     path is ever pasted into a shell command.
 //   - execute_python.
 //

@@ -45,7 +45,7 @@ func isBinary(b []byte) bool {
 
 // readText reads a text file: a binary file is an error, invalid UTF-8 is
 // replaced with U+FFFD and reported by the second result.
-func readText(ctx context.Context, h sandbox.Handle, p string) (string, bool, error) {
+func readText(ctx context.Context, h Sandbox, p string) (string, bool, error) {
 	b, err := h.ReadFile(ctx, p)
 	if err != nil {
 		return "", false, fileError(ctx, h, p, err)
@@ -61,7 +61,7 @@ func readText(ctx context.Context, h sandbox.Handle, p string) (string, bool, er
 }
 
 // fileError explains a failed read: a directory gets its own code.
-func fileError(ctx context.Context, h sandbox.Handle, p string, err error) error {
+func fileError(ctx context.Context, h Sandbox, p string, err error) error {
 	if isNotExist(err) || isPermission(err) {
 		return err
 	}
@@ -71,7 +71,7 @@ func fileError(ctx context.Context, h sandbox.Handle, p string, err error) error
 	return err
 }
 
-func fileRead(ctx context.Context, h sandbox.Handle, a readArgs) (Result, error) {
+func fileRead(ctx context.Context, h Sandbox, a readArgs) (Result, error) {
 	text, lossy, err := readText(ctx, h, a.Path)
 	if err != nil {
 		return Result{}, err
@@ -117,7 +117,7 @@ func splitLines(s string) []string {
 	return lines
 }
 
-func fileWrite(ctx context.Context, h sandbox.Handle, a writeArgs) (Result, error) {
+func fileWrite(ctx context.Context, h Sandbox, a writeArgs) (Result, error) {
 	opts := sandbox.WriteOptions{Append: a.Mode == "append"}
 	if err := h.WriteFile(ctx, a.Path, []byte(a.Content), opts); err != nil {
 		return Result{}, err

@@ -46,7 +46,7 @@ type Options struct {
 // bounds results and reports every call to the Observer. It is safe for
 // concurrent use.
 type Manager struct {
-	h    sandbox.Handle
+	h    Sandbox
 	opts Options
 
 	mu    sync.RWMutex
@@ -60,15 +60,15 @@ type entry struct {
 }
 
 // NewManager returns a Manager whose tools run against h.
-func NewManager(h sandbox.Handle, opts Options) *Manager {
+func NewManager(h Sandbox, opts Options) *Manager {
 	if opts.MaxResultTokens <= 0 {
 		opts.MaxResultTokens = DefaultMaxResultTokens
 	}
 	return &Manager{h: h, opts: opts, tools: map[string]*entry{}}
 }
 
-// Handle returns the sandbox the tools run against.
-func (m *Manager) Handle() sandbox.Handle { return m.h }
+// Sandbox returns the sandbox the tools run against.
+func (m *Manager) Sandbox() Sandbox { return m.h }
 
 // Register adds tools. A duplicate name or a schema that does not compile
 // is an error, and nothing is registered.

@@ -18,7 +18,7 @@ func PythonTool() Tool {
 	return NewFunc("execute_python", "Run Python 3 code in the sandbox (working directory: the workspace) and return its exit code, stdout and stderr.", executePython)
 }
 
-func executePython(ctx context.Context, h sandbox.Handle, a pythonArgs) (Result, error) {
+func executePython(ctx context.Context, h Sandbox, a pythonArgs) (Result, error) {
 	res, err := h.ExecutePython(ctx, a.Code, sandbox.PythonOptions{Requirements: a.Requirements})
 	if err != nil {
 		return Result{}, err

@@ -42,7 +42,7 @@ type listArgs struct {
 }
 
 // SearchTools returns grep, glob and list_dir. They are implemented in Go
-// over the Handle's file API: no path is ever pasted into a shell command.
+// over the sandbox's file API: no path is ever pasted into a shell command.
 func SearchTools() []Tool {
 	return []Tool{
 		NewFunc("grep", "Search file contents for a regular expression. Returns path:line: text for each match. Skips binary files and .git, node_modules, .sage.", grep),
@@ -53,7 +53,7 @@ func SearchTools() []Tool {
 
 // walk calls f for every file under root (a directory), depth first in
 // name order. f returns false to stop.
-func walk(ctx context.Context, h sandbox.Handle, root string, f func(fi sandbox.FileInfo, rel string) bool) (int, error) {
+func walk(ctx context.Context, h Sandbox, root string, f func(fi sandbox.FileInfo, rel string) bool) (int, error) {
 	seen := 0
 	var rec func(dir, rel string) (bool, error)
 	rec = func(dir, rel string) (bool, error) {
@@ -89,7 +89,7 @@ func walk(ctx context.Context, h sandbox.Handle, root string, f func(fi sandbox.
 	return seen, err
 }
 
-func grep(ctx context.Context, h sandbox.Handle, a grepArgs) (Result, error) {
+func grep(ctx context.Context, h Sandbox, a grepArgs) (Result, error) {
 	re, err := regexp.Compile(a.Pattern)
 	if err != nil {
 		return Result{}, &Error{Code: CodeInvalidPattern, Message: err.Error(), Hint: "use Go RE2 syntax; escape ( [ . * etc. to match them literally", Err: err}
@@ -152,7 +152,7 @@ func grep(ctx context.Context, h sandbox.Handle, a grepArgs) (Result, error) {
 	return Result{Text: head + "\n" + strings.Join(out, "\n")}, nil
 }
 
-func isFile(ctx context.Context, h sandbox.Handle, p string) bool {
+func isFile(ctx context.Context, h Sandbox, p string) bool {
 	_, err := h.ListDirectory(ctx, p)
 	if err == nil {
 		return false
@@ -161,7 +161,7 @@ func isFile(ctx context.Context, h sandbox.Handle, p string) bool {
 	return ok
 }
 
-func glob(ctx context.Context, h sandbox.Handle, a globArgs) (Result, error) {
+func glob(ctx context.Context, h Sandbox, a globArgs) (Result, error) {
 	pat := a.Pattern
 	root := "."
 	if path.IsAbs(pat) {
@@ -198,7 +198,7 @@ func glob(ctx context.Context, h sandbox.Handle, a globArgs) (Result, error) {
 	return Result{Text: head + "\n" + strings.Join(out, "\n")}, nil
 }
 
-func listDir(ctx context.Context, h sandbox.Handle, a listArgs) (Result, error) {
+func listDir(ctx context.Context, h Sandbox, a listArgs) (Result, error) {
 	p := a.Path
 	if p == "" {
 		p = "."

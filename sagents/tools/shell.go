@@ -74,7 +74,7 @@ func blockUntil(ms *int) time.Duration {
 	return min(time.Duration(*ms)*time.Millisecond, MaxBlockUntil)
 }
 
-func (o ShellOptions) execute(ctx context.Context, h sandbox.Handle, a shellArgs) (Result, error) {
+func (o ShellOptions) execute(ctx context.Context, h Sandbox, a shellArgs) (Result, error) {
 	if err := o.check(ctx, h, a.Command, a.Workdir); err != nil {
 		return Result{}, err
 	}
@@ -85,7 +85,7 @@ func (o ShellOptions) execute(ctx context.Context, h sandbox.Handle, a shellArgs
 	return wait(ctx, h, task.ID, blockUntil(a.BlockUntilMS), nil)
 }
 
-func (o ShellOptions) check(ctx context.Context, h sandbox.Handle, command, workdir string) error {
+func (o ShellOptions) check(ctx context.Context, h Sandbox, command, workdir string) error {
 	p := o.Policy
 	if p == nil {
 		p = &Policy{Workspace: h.WorkspacePath()}
@@ -109,7 +109,7 @@ func (o ShellOptions) check(ctx context.Context, h sandbox.Handle, command, work
 	return nil
 }
 
-func awaitShell(ctx context.Context, h sandbox.Handle, a awaitArgs) (Result, error) {
+func awaitShell(ctx context.Context, h Sandbox, a awaitArgs) (Result, error) {
 	var re *regexp.Regexp
 	if a.Pattern != "" {
 		var err error
@@ -120,7 +120,7 @@ func awaitShell(ctx context.Context, h sandbox.Handle, a awaitArgs) (Result, err
 	return wait(ctx, h, a.TaskID, blockUntil(a.BlockUntilMS), re)
 }
 
-func killShell(ctx context.Context, h sandbox.Handle, a killArgs) (Result, error) {
+func killShell(ctx context.Context, h Sandbox, a killArgs) (Result, error) {
 	if _, err := h.BackgroundStatus(ctx, a.TaskID); err != nil {
 		return Result{}, err
 	}
@@ -139,7 +139,7 @@ func killShell(ctx context.Context, h sandbox.Handle, a killArgs) (Result, error
 }
 
 // wait polls the task until it ends, its output matches re, or d passes.
-func wait(ctx context.Context, h sandbox.Handle, id string, d time.Duration, re *regexp.Regexp) (Result, error) {
+func wait(ctx context.Context, h Sandbox, id string, d time.Duration, re *regexp.Regexp) (Result, error) {
 	deadline := time.Now().Add(d)
 	delay := pollEvery
 	var off int64
@@ -187,7 +187,7 @@ func wait(ctx context.Context, h sandbox.Handle, id string, d time.Duration, re 
 	}
 }
 
-func running(ctx context.Context, h sandbox.Handle, id string, waited time.Duration, note string) (Result, error) {
+func running(ctx context.Context, h Sandbox, id string, waited time.Duration, note string) (Result, error) {
 	out, err := collect(ctx, h, id)
 	if err != nil {
 		return Result{}, err
@@ -204,7 +204,7 @@ type logText struct {
 
 // collect reads the task's whole log, keeping at most MaxCollect bytes
 // (head and tail).
-func collect(ctx context.Context, h sandbox.Handle, id string) (logText, error) {
+func collect(ctx context.Context, h Sandbox, id string) (logText, error) {
 	buf := sandbox.NewBoundedBuffer(MaxCollect)
 	var off int64
 	for {

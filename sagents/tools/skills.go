@@ -148,14 +148,14 @@ func splitFrontMatter(b []byte) (front, body []byte, ok bool) {
 func (m *SkillManager) Skills() []Skill { return append([]Skill(nil), m.skills...) }
 
 // SkillPath is where a skill lives in the sandbox.
-func SkillPath(h sandbox.Handle, name string) string {
+func SkillPath(h Sandbox, name string) string {
 	return path.Join(h.WorkspacePath(), SkillsDir, name)
 }
 
 // Install copies each skill into <workspace>/skills/<name>, leaving a skill
 // that is already there untouched (the agent may have changed it). It
 // returns the names it copied.
-func (m *SkillManager) Install(ctx context.Context, h sandbox.Handle) ([]string, error) {
+func (m *SkillManager) Install(ctx context.Context, h Sandbox) ([]string, error) {
 	var copied []string
 	for _, s := range m.skills {
 		dst := SkillPath(h, s.Name)
@@ -176,7 +176,7 @@ func (m *SkillManager) Install(ctx context.Context, h sandbox.Handle) ([]string,
 
 // Prompt renders the block for the system prompt: one line per skill with
 // its description and where its instructions are. It is "" without skills.
-func (m *SkillManager) Prompt(h sandbox.Handle) string {
+func (m *SkillManager) Prompt(h Sandbox) string {
 	if m == nil || len(m.skills) == 0 {
 		return ""
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Tool is one function the model can call. A Tool only ever touches the
-// sandbox through the Handle it is given, so one tool set works in every
+// sandbox through the Sandbox it is given, so one tool set works in every
 // sandbox mode.
 type Tool interface {
 	// Name is the function name the model calls, e.g. "file_read".
@@ -27,7 +27,7 @@ type Tool interface {
 	// Run runs the tool. The Manager has validated args against Schema.
 	// A failure the model should read is an *Error; other errors are
 	// reported to the model as sandbox errors.
-	Run(ctx context.Context, h sandbox.Handle, args json.RawMessage) (Result, error)
+	Run(ctx context.Context, h Sandbox, args json.RawMessage) (Result, error)
 }
 
 // Result is what a tool returns to the model.
@@ -44,12 +44,12 @@ type Result struct {
 type Func[T any] struct {
 	name, desc string
 	schema     json.RawMessage
-	run        func(ctx context.Context, h sandbox.Handle, args T) (Result, error)
+	run        func(ctx context.Context, h Sandbox, args T) (Result, error)
 }
 
 // NewFunc returns a Tool that decodes its arguments into T and calls run.
 // It panics if T is not a struct, as a programming error.
-func NewFunc[T any](name, description string, run func(ctx context.Context, h sandbox.Handle, args T) (Result, error)) *Func[T] {
+func NewFunc[T any](name, description string, run func(ctx context.Context, h Sandbox, args T) (Result, error)) *Func[T] {
 	return &Func[T]{name: name, desc: description, schema: SchemaFor[T](), run: run}
 }
 
@@ -63,7 +63,7 @@ func (f *Func[T]) Description() string { return f.desc }
 func (f *Func[T]) Schema() json.RawMessage { return f.schema }
 
 // Run implements Tool.
-func (f *Func[T]) Run(ctx context.Context, h sandbox.Handle, raw json.RawMessage) (Result, error) {
+func (f *Func[T]) Run(ctx context.Context, h Sandbox, raw json.RawMessage) (Result, error) {
 	var args T
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -19,17 +19,17 @@ import (
 
 // modes returns a fresh sandbox per mode: passthrough always, local when
 // bwrap is installed (it must be unless SAGE_TEST_ALLOW_SKIP=1).
-func modes(t *testing.T) map[string]func(t *testing.T) sandbox.Handle {
-	return map[string]func(t *testing.T) sandbox.Handle{
-		"passthrough": func(t *testing.T) sandbox.Handle { return open(t, sandbox.Passthrough) },
-		"local": func(t *testing.T) sandbox.Handle {
+func modes(t *testing.T) map[string]func(t *testing.T) *sandbox.Sandbox {
+	return map[string]func(t *testing.T) *sandbox.Sandbox{
+		"passthrough": func(t *testing.T) *sandbox.Sandbox { return open(t, sandbox.Passthrough) },
+		"local": func(t *testing.T) *sandbox.Sandbox {
 			testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 			return open(t, sandbox.Local)
 		},
 	}
 }
 
-func open(t *testing.T, mode sandbox.Type) sandbox.Handle {
+func open(t *testing.T, mode sandbox.Type) *sandbox.Sandbox {
 	t.Helper()
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: mode, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
@@ -37,7 +37,7 @@ func open(t *testing.T, mode sandbox.Type) sandbox.Handle {
 	return h
 }
 
-func manager(t *testing.T, h sandbox.Handle, opts tools.Options) *tools.Manager {
+func manager(t *testing.T, h *sandbox.Sandbox, opts tools.Options) *tools.Manager {
 	t.Helper()
 	m := tools.NewManager(h, opts)
 	require.NoError(t, m.Register(tools.Builtins(tools.BuiltinOptions{})...))

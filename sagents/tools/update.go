@@ -27,7 +27,7 @@ type updateOp struct {
 // maxContexts is how many matches an ambiguous search reports.
 const maxContexts = 3
 
-func fileUpdate(ctx context.Context, h sandbox.Handle, a updateArgs) (Result, error) {
+func fileUpdate(ctx context.Context, h Sandbox, a updateArgs) (Result, error) {
 	text, lossy, err := readText(ctx, h, a.Path)
 	if err != nil {
 		return Result{}, err

@@ -92,7 +92,7 @@ func testBackground(t *testing.T, o Options) {
 	})
 }
 
-func waitOutput(t *testing.T, h sandbox.Handle, id, want string) {
+func waitOutput(t *testing.T, h *sandbox.Sandbox, id, want string) {
 	t.Helper()
 	waitFor(t, 20*time.Second, func() bool {
 		out, err := h.ReadBackgroundOutput(context.Background(), id, 0, 0)

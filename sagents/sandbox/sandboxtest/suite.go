@@ -19,7 +19,7 @@ import (
 type Options struct {
 	// New returns a fresh sandbox with an empty workspace. The suite
 	// closes it.
-	New func(t *testing.T) sandbox.Handle
+	New func(t *testing.T) *sandbox.Sandbox
 	// HostProcesses says that processes started in the sandbox are visible
 	// in this host's /proc (true for local and passthrough), so the suite
 	// can prove that no process of a killed command survives.
@@ -48,7 +48,7 @@ func Run(t *testing.T, o Options) {
 	t.Run("Close", func(t *testing.T) { testClose(t, o) })
 }
 
-func open(t *testing.T, o Options) sandbox.Handle {
+func open(t *testing.T, o Options) *sandbox.Sandbox {
 	t.Helper()
 	h := o.New(t)
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
@@ -61,7 +61,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func run(t *testing.T, h sandbox.Handle, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
+func run(t *testing.T, h *sandbox.Sandbox, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
 	t.Helper()
 	res, err := h.ExecuteCommand(ctx(t), cmd, opts)
 	require.NoError(t, err, "command %q", cmd)

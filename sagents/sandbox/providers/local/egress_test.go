@@ -101,8 +101,9 @@ func TestEgressAllowlist(t *testing.T) {
 			DeniedDomains:  []string{"denied.wild.test"}}}
 	res := mapResolver{"allowed.test": "127.0.0.2", "a.wild.test": "127.0.0.2", "denied.wild.test": "127.0.0.2",
 		"ported.test": "127.0.0.2", "rebind.test": "127.0.0.1"}
-	s, err := local.NewWithOptions(context.Background(), cfg, local.Options{EgressObserver: log.observe, Resolver: res})
+	d, err := local.NewWithOptions(context.Background(), cfg, local.Options{EgressObserver: log.observe, Resolver: res})
 	require.NoError(t, err)
+	s := sandbox.NewFromDriver(cfg, d)
 	t.Cleanup(func() { s.Close(context.Background()) })
 
 	sh := func(t *testing.T, cmd string) *sandbox.CommandResult {
@@ -189,8 +190,9 @@ func TestEgressBackgroundTaskAndClose(t *testing.T) {
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t),
 		Local: sandbox.LocalConfig{Network: sandbox.NetworkAllowlist, AllowedDomains: []string{"bg.test:*", "127.0.0.2:*"}}}
 	requireBwrap(t)
-	s, err := local.NewWithOptions(context.Background(), cfg, local.Options{Resolver: mapResolver{"bg.test": "127.0.0.2"}})
+	d, err := local.NewWithOptions(context.Background(), cfg, local.Options{Resolver: mapResolver{"bg.test": "127.0.0.2"}})
 	require.NoError(t, err)
+	s := sandbox.NewFromDriver(cfg, d)
 	task, err := s.StartBackground(context.Background(), fmt.Sprintf("curl -sS http://bg.test:%d/", port), sandbox.ExecOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {

@@ -37,9 +37,10 @@ func (s *Sandbox) run(ctx context.Context, inv invocation, opts sandbox.ExecOpti
 	return res, err
 }
 
-// ExecuteCommand runs command with /bin/sh -c inside the sandbox.
-func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
-	inv, err := s.prepare(opts, shell, "-c", command)
+// Exec runs spec.Command with /bin/sh -c inside the sandbox.
+func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+	opts := spec.ExecOptions
+	inv, err := s.prepare(opts, shell, "-c", spec.Command)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-func run(t *testing.T, h sandbox.Handle, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
+func run(t *testing.T, h *sandbox.Sandbox, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
 	t.Helper()
 	res, err := h.ExecuteCommand(context.Background(), cmd, opts)
 	require.NoError(t, err)

@@ -23,7 +23,7 @@ func init() { sandbox.Register(sandbox.Local, New) }
 // sandbox on Linux.
 const DefaultVirtualWorkspace = "/workspace"
 
-// Sandbox is a local-mode Handle.
+// Sandbox is the local-mode driver.
 type Sandbox struct {
 	*sandbox.HostFS
 	id         string
@@ -44,7 +44,6 @@ type Sandbox struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	closed    chan struct{}
 }
 
 // isolator turns an invocation into the host process that runs it
@@ -96,7 +95,7 @@ type wrapped struct {
 
 // New creates a local sandbox. It fails, naming the cause and the fix,
 // when the isolation or a limit cannot be enforced on this machine.
-func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+func New(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 	s, err := NewWithOptions(ctx, cfg, Options{})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -139,7 +138,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	}
 	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
-		limits: ResolveLimits(cfg.Local), closed: make(chan struct{}), ident: id, umask: umask, quota: quota}
+		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota}
 	if s.id == "" {
 		s.id = sandbox.NewID("local")
 		s.ownRuntime = cfg.RuntimeDir == ""
@@ -168,7 +167,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	s.HostFS = &sandbox.HostFS{Mapper: mapper, Check: s.checkOpen, Owner: id.owner()}
+	s.HostFS = &sandbox.HostFS{Mapper: mapper, Owner: id.owner()}
 	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	return s, nil
@@ -194,9 +193,6 @@ func (s *Sandbox) removeOwnRuntime() {
 	}
 }
 
-// Type is sandbox.Local.
-func (s *Sandbox) Type() sandbox.Type { return sandbox.Local }
-
 // ID is the sandbox id.
 func (s *Sandbox) ID() string { return s.id }
 
@@ -206,22 +202,12 @@ func (s *Sandbox) HostWorkspacePath() string { return s.hostWS }
 // Limits are the limits every command of this sandbox runs under.
 func (s *Sandbox) Limits() Limits { return s.limits }
 
-func (s *Sandbox) checkOpen() error {
-	select {
-	case <-s.closed:
-		return sandbox.ErrClosed
-	default:
-		return nil
-	}
-}
-
 // Close kills background tasks, releases the sandbox's cgroups, stops
 // its egress proxies and unmounts the workspace's quota file system; for
 // an anonymous sandbox it also removes the runtime directory and the
 // quota image. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
-		close(s.closed)
 		err := s.Background.Close(ctx)
 		if cerr := s.iso.close(); err == nil {
 			err = cerr
@@ -242,7 +228,15 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
-var _ sandbox.Handle = (*Sandbox)(nil)
+var (
+	_ sandbox.Driver           = (*Sandbox)(nil)
+	_ sandbox.BackgroundRunner = (*Sandbox)(nil)
+	_ sandbox.HostPather       = (*Sandbox)(nil)
+	_ sandbox.PythonRunner     = (*Sandbox)(nil)
+	_ sandbox.JavaScriptRunner = (*Sandbox)(nil)
+	_ sandbox.TreeWalker       = (*Sandbox)(nil)
+	_ sandbox.HostCopier       = (*Sandbox)(nil)
+)
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -24,7 +24,7 @@ func requireBwrap(t testing.TB) {
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 }
 
-func newLocal(t testing.TB, mutate func(*sandbox.Config)) *local.Sandbox {
+func newLocal(t testing.TB, mutate func(*sandbox.Config)) *sandbox.Sandbox {
 	t.Helper()
 	requireBwrap(t)
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
@@ -34,12 +34,12 @@ func newLocal(t testing.TB, mutate func(*sandbox.Config)) *local.Sandbox {
 	h, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
-	return h.(*local.Sandbox)
+	return h
 }
 
 func TestContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:                func(t *testing.T) sandbox.Handle { return newLocal(t, nil) },
+		New:                func(t *testing.T) *sandbox.Sandbox { return newLocal(t, nil) },
 		HostProcesses:      true,
 		SignalsAsExitCodes: true,
 	})

@@ -45,9 +45,9 @@ func TestExecutePython(t *testing.T) {
 	assert.Equal(t, local.VenvPath+"/bin/python\n2\n", res.Stdout, "the venv is on PATH for commands: %s", res.Stderr)
 }
 
-func runtimeDir(t *testing.T, s *local.Sandbox) string {
+func runtimeDir(t *testing.T, s *sandbox.Sandbox) string {
 	t.Helper()
-	return s.RuntimeDir()
+	return s.Driver().(*local.Sandbox).RuntimeDir()
 }
 
 // Concurrent calls, from two handles on one session as two processes
@@ -56,13 +56,13 @@ func TestExecutePythonConcurrentVenv(t *testing.T) {
 	t.Parallel()
 	requirePython(t)
 	rt, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
-	mk := func() sandbox.Handle {
+	mk := func() *sandbox.Sandbox {
 		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: rt, SandboxID: "s1"})
 		require.NoError(t, err)
 		t.Cleanup(func() { h.Close(context.Background()) })
 		return h
 	}
-	hs := []sandbox.Handle{mk(), mk()}
+	hs := []*sandbox.Sandbox{mk(), mk()}
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	for i := range errs {

@@ -58,7 +58,7 @@ func quotaConfig(ws, id string, mb, inodes int) sandbox.Config {
 		Local: sandbox.LocalConfig{DiskQuotaMB: mb, DiskQuotaInodes: inodes}}
 }
 
-func newQuota(t *testing.T, cfg sandbox.Config) *local.Sandbox {
+func newQuota(t *testing.T, cfg sandbox.Config) *sandbox.Sandbox {
 	t.Helper()
 	if cfg.RuntimeDir == "" {
 		cfg.RuntimeDir = sandboxtest.TempDir(t)
@@ -66,10 +66,10 @@ func newQuota(t *testing.T, cfg sandbox.Config) *local.Sandbox {
 	h, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
-	return h.(*local.Sandbox)
+	return h
 }
 
-func qrun(t *testing.T, s *local.Sandbox, cmd string) *sandbox.CommandResult {
+func qrun(t *testing.T, s *sandbox.Sandbox, cmd string) *sandbox.CommandResult {
 	t.Helper()
 	res, err := s.ExecuteCommand(context.Background(), cmd, sandbox.ExecOptions{Timeout: time.Minute})
 	require.NoError(t, err)

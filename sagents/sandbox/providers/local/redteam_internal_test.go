@@ -48,7 +48,7 @@ func rtRun(t *testing.T, s *Sandbox, cmd string, opts sandbox.ExecOptions) *sand
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.ExecuteCommand(ctx, cmd, opts)
+	res, err := s.Exec(ctx, sandbox.ExecSpec{Command: cmd, ExecOptions: opts})
 	require.NoError(t, err)
 	return res
 }
@@ -207,7 +207,7 @@ func TestRedTeamWorkspaceSwappedForASymlink(t *testing.T) {
 		require.NoError(t, os.Rename(ws, ws+".old"))
 		require.NoError(t, os.Symlink("/etc", ws))
 		t.Cleanup(func() { os.Remove(ws); os.Rename(ws+".old", ws) })
-		res, err := s.ExecuteCommand(context.Background(), "ls /workspace", sandbox.ExecOptions{})
+		res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "ls /workspace"})
 		if err != nil {
 			return "", err
 		}

@@ -77,7 +77,7 @@ func ownCgroupDir(ctl string) string {
 
 func fileExistsT(p string) bool { _, err := os.Stat(p); return err == nil }
 
-func newLocalErr(t *testing.T, mutate func(*sandbox.Config)) (*local.Sandbox, error) {
+func newLocalErr(t *testing.T, mutate func(*sandbox.Config)) (*sandbox.Sandbox, error) {
 	t.Helper()
 	requireBwrap(t)
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
@@ -87,7 +87,7 @@ func newLocalErr(t *testing.T, mutate func(*sandbox.Config)) (*local.Sandbox, er
 		return nil, err
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
-	return h.(*local.Sandbox), nil
+	return h, nil
 }
 
 // requireRefused checks the one-line refusal of a limit that cannot hold,
@@ -101,7 +101,7 @@ func requireRefused(t *testing.T, err error, fix string) {
 	assert.NotContains(t, err.Error(), "\n")
 	s, err := newLocalErr(t, func(c *sandbox.Config) { c.Local.CPUTimeLimit, c.Local.MemoryLimitMB = 0, -1 })
 	require.NoError(t, err, "without the limits the sandbox is made")
-	le := s.LimitsEnforced()
+	le := s.Driver().(*local.Sandbox).LimitsEnforced()
 	assert.Equal(t, sandbox.EnforcedNone, le.CPUTime)
 	assert.Equal(t, sandbox.EnforcedNone, le.Memory)
 }
@@ -115,7 +115,7 @@ const cpuHog = `perl -e 'for (1..4) { defined(my $p = fork) or die "fork: $!"; i
 	`1 while wait != -1; print "survived\n"'`
 
 // hogCPU sums what the cpuHog processes said they used.
-func hogCPU(t *testing.T, s *local.Sandbox, dir string) time.Duration {
+func hogCPU(t *testing.T, s *sandbox.Sandbox, dir string) time.Duration {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(s.HostWorkspacePath(), dir, "cpu.*"))
 	require.NoError(t, err)
@@ -196,7 +196,7 @@ func TestLimitCPUTimeOfBackgroundTasks(t *testing.T) {
 }
 
 // sandboxCgroups lists the cgroups of sandbox s in hierarchy ctl.
-func sandboxCgroups(t *testing.T, s *local.Sandbox, ctl string) []string {
+func sandboxCgroups(t *testing.T, s *sandbox.Sandbox, ctl string) []string {
 	t.Helper()
 	dir := ownCgroupDir(ctl)
 	require.NotEmpty(t, dir)
@@ -205,7 +205,7 @@ func sandboxCgroups(t *testing.T, s *local.Sandbox, ctl string) []string {
 	return got
 }
 
-func assertNoCommandCgroups(t *testing.T, s *local.Sandbox) {
+func assertNoCommandCgroups(t *testing.T, s *sandbox.Sandbox) {
 	t.Helper()
 	assert.Eventually(t, func() bool {
 		for _, d := range sandboxCgroups(t, s, "cpuacct") {
@@ -300,7 +300,7 @@ func TestLimitMemoryCountsEveryProcessAndSharedMemory(t *testing.T) {
 	}
 	requirePython(t)
 	require.NoError(t, err)
-	assert.Equal(t, sandbox.EnforcedCgroup, s.LimitsEnforced().Memory)
+	assert.Equal(t, sandbox.EnforcedCgroup, s.Driver().(*local.Sandbox).LimitsEnforced().Memory)
 	unlimited, err := newLocalErr(t, func(c *sandbox.Config) { c.Local.MemoryLimitMB = -1 })
 	require.NoError(t, err)
 	for name, cmd := range memoryAttacks {
@@ -321,7 +321,7 @@ func TestLimitsEnforcedReport(t *testing.T) {
 	s := newLocal(t, nil)
 	res := run(t, s, "true", sandbox.ExecOptions{})
 	require.NotNil(t, res.LimitsEnforced, "every local result says which limits hold")
-	assert.Equal(t, s.LimitsEnforced(), *res.LimitsEnforced)
+	assert.Equal(t, s.Driver().(*local.Sandbox).LimitsEnforced(), *res.LimitsEnforced)
 	want := sandbox.LimitsEnforced{CPUTime: sandbox.EnforcedNone, Memory: sandbox.EnforcedPerProcess,
 		Pids: sandbox.EnforcedUserNS, FileSize: sandbox.EnforcedPerProcess}
 	if wantCgroup(t, "memory") {
@@ -337,7 +337,7 @@ func TestLimitsEnforcedReport(t *testing.T) {
 		c.Local.MemoryLimitMB, c.Local.PidsLimit, c.Local.FileSizeLimitMB = -1, -1, -1
 	})
 	assert.Equal(t, sandbox.LimitsEnforced{CPUTime: sandbox.EnforcedNone, Memory: sandbox.EnforcedNone,
-		Pids: sandbox.EnforcedNone, FileSize: sandbox.EnforcedNone}, none.LimitsEnforced())
+		Pids: sandbox.EnforcedNone, FileSize: sandbox.EnforcedNone}, none.Driver().(*local.Sandbox).LimitsEnforced())
 }
 
 // Isolation none joins the command's CPU cgroup through the trampoline.

@@ -10,23 +10,11 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// Type is sandbox.Passthrough.
-func (s *Sandbox) Type() sandbox.Type { return sandbox.Passthrough }
-
 // ID is the sandbox id.
 func (s *Sandbox) ID() string { return s.id }
 
 // HostWorkspacePath is the workspace on the host.
 func (s *Sandbox) HostWorkspacePath() string { return s.hostWS }
-
-func (s *Sandbox) checkOpen() error {
-	select {
-	case <-s.closed:
-		return sandbox.ErrClosed
-	default:
-		return nil
-	}
-}
 
 // prepare resolves the working directory and the environment.
 func (s *Sandbox) prepare(opts sandbox.ExecOptions) (dir string, env []string, err error) {
@@ -43,14 +31,14 @@ func (s *Sandbox) spec(opts sandbox.ExecOptions, dir string, env []string, argv 
 		OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 }
 
-// ExecuteCommand runs command with /bin/sh -c in the workspace (or
-// opts.Workdir).
-func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
-	dir, env, err := s.prepare(opts)
+// Exec runs spec.Command with /bin/sh -c in the workspace (or
+// spec.Workdir).
+func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+	dir, env, err := s.prepare(spec.ExecOptions)
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.RunProcess(ctx, s.spec(opts, dir, env, shell, "-c", command))
+	return sandbox.RunProcess(ctx, s.spec(spec.ExecOptions, dir, env, shell, "-c", spec.Command))
 }
 
 // ExecutePython runs code with the python3 found on PATH. The code is
@@ -100,18 +88,22 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 }
 
 // Close kills background tasks; for an anonymous sandbox it also removes
-// the runtime directory. It is idempotent.
+// the runtime directory. *sandbox.Sandbox calls it once.
 func (s *Sandbox) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() {
-		close(s.closed)
-		s.closeErr = s.Background.Close(ctx)
-		if s.ownRuntime {
-			if err := os.RemoveAll(s.runtimeDir); err != nil && s.closeErr == nil {
-				s.closeErr = fmt.Errorf("passthrough: remove runtime dir: %w", err)
-			}
+	err := s.Background.Close(ctx)
+	if s.ownRuntime {
+		if rerr := os.RemoveAll(s.runtimeDir); rerr != nil && err == nil {
+			err = fmt.Errorf("passthrough: remove runtime dir: %w", rerr)
 		}
-	})
-	return s.closeErr
+	}
+	return err
 }
 
-var _ sandbox.Handle = (*Sandbox)(nil)
+var (
+	_ sandbox.Driver           = (*Sandbox)(nil)
+	_ sandbox.BackgroundRunner = (*Sandbox)(nil)
+	_ sandbox.HostPather       = (*Sandbox)(nil)
+	_ sandbox.PythonRunner     = (*Sandbox)(nil)
+	_ sandbox.TreeWalker       = (*Sandbox)(nil)
+	_ sandbox.HostCopier       = (*Sandbox)(nil)
+)

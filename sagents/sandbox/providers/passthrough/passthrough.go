@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -20,7 +19,7 @@ var ErrServerProcess = errors.New("passthrough: refusing to run commands unisola
 
 const shell = "/bin/sh"
 
-// Sandbox is a passthrough Handle.
+// Sandbox is the passthrough driver.
 type Sandbox struct {
 	*sandbox.HostFS
 	id         string
@@ -29,15 +28,11 @@ type Sandbox struct {
 	runtimeDir string
 	ownRuntime bool // created for an anonymous sandbox: removed on Close
 	*sandbox.Background
-
-	closeOnce sync.Once
-	closeErr  error
-	closed    chan struct{}
 }
 
 // New creates a passthrough sandbox for cfg. The workspace is created if
 // missing.
-func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+func New(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 	if os.Getenv("SAGE_SERVER_PROCESS") == "1" {
 		return nil, ErrServerProcess
 	}
@@ -63,12 +58,11 @@ func New(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
 		return nil, fmt.Errorf("passthrough: %w", err)
 	}
 	s := &Sandbox{HostFS: &sandbox.HostFS{Mapper: mapper}, id: cfg.SandboxID, hostWS: ws,
-		timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir, closed: make(chan struct{})}
+		timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir}
 	if s.id == "" {
 		s.id = sandbox.NewID("pt")
 		s.ownRuntime = cfg.RuntimeDir == ""
 	}
-	s.HostFS.Check = s.checkOpen
 	if s.runtimeDir == "" {
 		s.runtimeDir = filepath.Join(sandbox.Home(), "runtime", s.id)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-func newSandbox(t testing.TB) sandbox.Handle {
+func newSandbox(t testing.TB) *sandbox.Sandbox {
 	t.Helper()
 	t.Setenv("SAGE_HOME", t.TempDir())
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir()})
@@ -25,7 +25,7 @@ func newSandbox(t testing.TB) sandbox.Handle {
 
 func TestContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:           func(t *testing.T) sandbox.Handle { return newSandbox(t) },
+		New:           func(t *testing.T) *sandbox.Sandbox { return newSandbox(t) },
 		HostProcesses: true,
 	})
 }

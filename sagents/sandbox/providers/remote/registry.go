@@ -10,16 +10,16 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// Factory creates a Handle for a remote provider from a validated Config
+// Factory opens the driver of a remote provider from a validated Config
 // whose Mode is remote.
-type Factory func(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error)
+type Factory func(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error)
 
 var (
 	mu        sync.RWMutex
 	providers = map[string]Factory{}
 )
 
-func init() { sandbox.Register(sandbox.Remote, newHandle) }
+func init() { sandbox.Register(sandbox.Remote, newDriver) }
 
 // Register makes a remote provider available under name. It panics if f
 // is nil or name is registered twice.
@@ -47,7 +47,7 @@ func Providers() []string {
 	return out
 }
 
-func newHandle(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+func newDriver(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 	mu.RLock()
 	f, ok := providers[cfg.Remote.Provider]
 	mu.RUnlock()

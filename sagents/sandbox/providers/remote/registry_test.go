@@ -10,24 +10,24 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-type fakeHandle struct{ sandbox.Handle }
+type fakeHandle struct{ sandbox.Driver }
 
 func TestRemoteModeDispatchesByProvider(t *testing.T) {
 	var got sandbox.Config
-	Register("fake-for-test", func(_ context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+	Register("fake-for-test", func(_ context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 		got = cfg
 		return fakeHandle{}, nil
 	})
 	assert.Contains(t, Providers(), "fake-for-test")
 	assert.Panics(t, func() {
-		Register("fake-for-test", func(context.Context, sandbox.Config) (sandbox.Handle, error) { return nil, nil })
+		Register("fake-for-test", func(context.Context, sandbox.Config) (sandbox.Driver, error) { return nil, nil })
 	})
 	assert.Panics(t, func() { Register("nil-factory", nil) })
 
 	cfg := sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: "fake-for-test", ServerURL: "http://127.0.0.1:1"}}
 	h, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
-	assert.IsType(t, fakeHandle{}, h)
+	assert.IsType(t, fakeHandle{}, h.Driver())
 	assert.Equal(t, "http://127.0.0.1:1", got.Remote.ServerURL)
 
 	cfg.Remote.Provider = "nope"

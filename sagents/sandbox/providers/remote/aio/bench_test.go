@@ -13,7 +13,7 @@ import (
 
 // inProcess serves a passthrough sandbox with aioserver on a loopback
 // httptest server (the same handler `sage sandboxd` runs).
-func inProcess(b *testing.B) (local sandbox.Handle, url string) {
+func inProcess(b *testing.B) (local *sandbox.Sandbox, url string) {
 	b.Helper()
 	b.Setenv("SAGE_HOME", b.TempDir())
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: b.TempDir()})
@@ -33,7 +33,7 @@ func inProcess(b *testing.B) (local sandbox.Handle, url string) {
 	return h, ts.URL
 }
 
-func benchExec(b *testing.B, h sandbox.Handle) {
+func benchExec(b *testing.B, h *sandbox.Sandbox) {
 	ctx := context.Background()
 	for b.Loop() {
 		res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
@@ -59,7 +59,7 @@ func BenchmarkRemoteExecTrue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer h.Close(context.Background())
-	benchExec(b, h)
+	benchExec(b, sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, h))
 }
 
 // BenchmarkRemoteHTTPOverhead is one no-op round trip (GET /v1/sandbox)

@@ -19,7 +19,7 @@ import (
 func TestContract(t *testing.T) {
 	v := specValidator(t)
 	sandboxtest.Run(t, sandboxtest.Options{
-		New: func(t *testing.T) sandbox.Handle { return openRemote(t, startSandboxd(t), v) },
+		New: func(t *testing.T) *sandbox.Sandbox { return openRemote(t, startSandboxd(t), v) },
 		// sandboxd runs on this host in passthrough mode, so the suite can
 		// check /proc for survivors; the API reports no task PIDs.
 		HostProcesses: true,

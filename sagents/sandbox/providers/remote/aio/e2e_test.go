@@ -179,7 +179,7 @@ func waitReady(t testing.TB, url, token string) {
 }
 
 // openRemote returns a validated remote Handle on d through sandbox.New.
-func openRemote(t testing.TB, d *daemon, v *spectest.Validator) sandbox.Handle {
+func openRemote(t testing.TB, d *daemon, v *spectest.Validator) *sandbox.Sandbox {
 	t.Helper()
 	cfg := sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: "aio", ServerURL: d.url, APIKey: d.token}}
 	if v == nil {
@@ -189,5 +189,5 @@ func openRemote(t testing.TB, d *daemon, v *spectest.Validator) sandbox.Handle {
 	}
 	h, err := aio.Open(context.Background(), aio.OpenOptions{ServerURL: d.url, Token: d.token, Transport: v.Transport(t, aio.NewTransport())})
 	require.NoError(t, err)
-	return h
+	return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, h)
 }

@@ -1,10 +1,12 @@
 package aio
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -34,7 +36,7 @@ func (h *Handle) WriteFile(ctx context.Context, p string, data []byte, opts sand
 		return err
 	}
 	if v == h.ws {
-		return &sandbox.PathError{Op: "write", Path: p, Reason: "is the workspace"}
+		return sandbox.NewPathError("write", p, sandbox.ErrBadPath, "is the workspace")
 	}
 	return h.writeBytes(ctx, v, data, opts.Append)
 }
@@ -45,33 +47,42 @@ func (h *Handle) writeBytes(ctx context.Context, v string, data []byte, appendTo
 	return err
 }
 
-// FileExists looks the name up in its parent's listing (POST
-// /v1/file/list); a missing parent means false.
-func (h *Handle) FileExists(ctx context.Context, p string) (bool, error) {
+// Open downloads the file whole (the API does not stream) and reads it
+// from memory.
+func (h *Handle) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
+	b, err := h.ReadFile(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil, nil
+}
+
+// Stat looks the name up in its parent's listing (POST /v1/file/list).
+func (h *Handle) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
 	v, err := h.resolve("stat", p)
 	if err != nil {
-		return false, err
+		return sandbox.FileInfo{}, err
 	}
 	if v == h.ws {
-		return true, nil
+		return sandbox.FileInfo{Name: path.Base(v), Path: v, IsDir: true}, nil
 	}
 	list, truncated, err := h.list(ctx, path.Dir(v))
-	if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
-		return false, nil
+	if isNotDir(err) {
+		err = &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 	}
 	if err != nil {
-		return false, err
+		return sandbox.FileInfo{}, err
 	}
 	name := path.Base(v)
 	for _, f := range list {
 		if f.Name == name {
-			return true, nil
+			return f, nil
 		}
 	}
 	if truncated {
-		return false, fmt.Errorf("aio: exists %q: the server cut the listing of %s at its entry limit, so absence cannot be told", p, path.Dir(v))
+		return sandbox.FileInfo{}, fmt.Errorf("aio: stat %q: the server cut the listing of %s at its entry limit, so absence cannot be told", p, path.Dir(v))
 	}
-	return false, nil
+	return sandbox.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 }
 
 func isNotDir(err error) bool {
@@ -79,23 +90,12 @@ func isNotDir(err error) bool {
 	return errors.As(err, &ae) && ae.File != nil && ae.File.ErrorType == ErrTypeNotDirectory
 }
 
-// ListDirectory lists through POST /v1/file/list, sorted by name.
-// Symlinks cannot be told apart (the API has no such field). A server
-// that bounds listings (sage sandboxd) returns at most its entry limit;
-// ListDirectoryLimit says when that happened.
-func (h *Handle) ListDirectory(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
-	v, err := h.resolve("list", p)
-	if err != nil {
-		return nil, err
-	}
-	list, _, err := h.list(ctx, v)
-	return list, err
-}
-
-// ListDirectoryLimit is ListDirectory cut to max entries (max <= 0
-// means sandbox.DefaultMaxEntries); truncated says the directory holds
-// more, by the cut or by the server's own limit.
-func (h *Handle) ListDirectoryLimit(ctx context.Context, p string, max int) ([]sandbox.FileInfo, bool, error) {
+// ReadDir lists through POST /v1/file/list, sorted by name, cut to max
+// entries (max <= 0 means sandbox.DefaultMaxEntries); truncated says the
+// directory holds more, by the cut or by the server's own limit (sage
+// sandboxd bounds listings). Symlinks cannot be told apart (the API has
+// no such field).
+func (h *Handle) ReadDir(ctx context.Context, p string, max int) ([]sandbox.FileInfo, bool, error) {
 	if max <= 0 {
 		max = sandbox.DefaultMaxEntries
 	}
@@ -159,9 +159,9 @@ case "$(pwd -P)/" in "$w"/*) ;; *) echo "escapes the workspace" >&2; exit 3;; es
 [ -e "./$3" ] || [ -L "./$3" ] || exit 4
 exec rm -rf -- "./$3"`
 
-// EnsureDirectory runs mkdir -p through the shell API (the file API has
+// MkdirAll runs mkdir -p through the shell API (the file API has
 // no mkdir), with every path passed as a quoted argument.
-func (h *Handle) EnsureDirectory(ctx context.Context, p string) error {
+func (h *Handle) MkdirAll(ctx context.Context, p string) error {
 	v, err := h.resolve("mkdir", p)
 	if err != nil {
 		return err
@@ -169,16 +169,16 @@ func (h *Handle) EnsureDirectory(ctx context.Context, p string) error {
 	return h.script(ctx, "mkdir", p, mkdirScript, h.ws, v)
 }
 
-// DeleteFile runs rm -rf through the shell API (the file API has no
+// Remove runs rm -rf through the shell API (the file API has no
 // delete), refusing the workspace itself and anything whose parent
 // resolves outside it.
-func (h *Handle) DeleteFile(ctx context.Context, p string) error {
+func (h *Handle) Remove(ctx context.Context, p string) error {
 	v, err := h.resolve("delete", p)
 	if err != nil {
 		return err
 	}
 	if v == h.ws {
-		return &sandbox.PathError{Op: "delete", Path: p, Reason: "is the workspace"}
+		return sandbox.NewPathError("delete", p, sandbox.ErrBadPath, "is the workspace")
 	}
 	return h.script(ctx, "delete", p, rmScript, h.ws, path.Dir(v), path.Base(v))
 }
@@ -197,7 +197,7 @@ func (h *Handle) script(ctx context.Context, op, p, body string, args ...string)
 	case res.Success:
 		return nil
 	case res.ExitCode == scriptEscapes:
-		return &sandbox.PathError{Op: op, Path: p, Reason: "escapes the workspace (through a symlink)"}
+		return sandbox.NewPathError(op, p, sandbox.ErrEscape, "escapes the workspace (through a symlink)")
 	case res.ExitCode == scriptNotExist:
 		return &fs.PathError{Op: op, Path: p, Err: fs.ErrNotExist}
 	}
@@ -338,7 +338,7 @@ func (h *Handle) copyEntry(ctx context.Context, src, dst, p string, d fs.DirEntr
 		return nil
 	case d.IsDir():
 		res.Dirs++
-		return h.EnsureDirectory(ctx, target)
+		return h.MkdirAll(ctx, target)
 	case !d.Type().IsRegular():
 		return nil
 	}

@@ -40,7 +40,8 @@ type OpenOptions struct {
 	Env map[string]string
 }
 
-// Handle is a sandbox.Handle over the AIO API.
+// Handle is the sandbox.Driver of a remote sandbox over the AIO API (it
+// has no host paths: *sandbox.Sandbox answers ErrUnsupported for them).
 type Handle struct {
 	c        *Client
 	id       string
@@ -58,7 +59,13 @@ type Handle struct {
 	closed    chan struct{}
 }
 
-var _ sandbox.Handle = (*Handle)(nil)
+var (
+	_ sandbox.Driver           = (*Handle)(nil)
+	_ sandbox.BackgroundRunner = (*Handle)(nil)
+	_ sandbox.PythonRunner     = (*Handle)(nil)
+	_ sandbox.TreeWalker       = (*Handle)(nil)
+	_ sandbox.HostCopier       = (*Handle)(nil)
+)
 
 // Open asks the server for its workspace (GET /v1/sandbox) and returns a
 // Handle. The server must answer 200, i.e. be ready.
@@ -103,31 +110,11 @@ func Open(ctx context.Context, o OpenOptions) (*Handle, error) {
 // Client is the underlying API client.
 func (h *Handle) Client() *Client { return h.c }
 
-// Type is sandbox.Remote.
-func (h *Handle) Type() sandbox.Type { return sandbox.Remote }
-
 // ID is the handle's id.
 func (h *Handle) ID() string { return h.id }
 
 // WorkspacePath is the sandbox's workspace.
 func (h *Handle) WorkspacePath() string { return h.ws }
-
-// HostWorkspacePath is "": a remote sandbox has no host directory.
-func (h *Handle) HostWorkspacePath() string { return "" }
-
-// VolumeMounts is empty: the remote sandbox owns its mounts.
-func (h *Handle) VolumeMounts() []sandbox.VolumeMount { return nil }
-
-// ToHostPath is unsupported: there is no host path behind a remote
-// sandbox.
-func (h *Handle) ToHostPath(p string) (string, error) {
-	return "", fmt.Errorf("aio: host path of %q: %w", p, sandbox.ErrUnsupported)
-}
-
-// ToVirtualPath is unsupported (see ToHostPath).
-func (h *Handle) ToVirtualPath(p string) (string, error) {
-	return "", fmt.Errorf("aio: virtual path of %q: %w", p, sandbox.ErrUnsupported)
-}
 
 func (h *Handle) checkOpen() error {
 	select {
@@ -146,7 +133,7 @@ func (h *Handle) resolve(op, p string) (string, error) {
 		return "", err
 	}
 	if strings.IndexByte(p, 0) >= 0 {
-		return "", &sandbox.PathError{Op: op, Path: p, Reason: "contains a NUL byte"}
+		return "", sandbox.NewPathError(op, p, sandbox.ErrBadPath, "contains a NUL byte")
 	}
 	v := p
 	if !path.IsAbs(v) {
@@ -154,7 +141,7 @@ func (h *Handle) resolve(op, p string) (string, error) {
 	}
 	v = path.Clean(v)
 	if v != h.ws && !strings.HasPrefix(v, h.ws+"/") {
-		return "", &sandbox.PathError{Op: op, Path: p, Reason: "outside the sandbox's workspace"}
+		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "outside the sandbox's workspace")
 	}
 	return v, nil
 }
@@ -219,15 +206,16 @@ func (h *Handle) stageStdin(ctx context.Context, p *execPlan, r io.Reader) error
 	return nil
 }
 
-// ExecuteCommand runs command through POST /v1/bash/exec in a session no
+// Exec runs spec.Command through POST /v1/bash/exec in a session no
 // other call uses meanwhile. The output limit is split between stdout and
 // stderr (max_output_length each); OnStdout and OnStderr receive the
 // output once the command ended (the API does not stream).
-func (h *Handle) ExecuteCommand(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
-	p, err := h.plan(ctx, command, opts)
+	opts := spec.ExecOptions
+	p, err := h.plan(ctx, spec.Command, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +379,7 @@ func (h *Handle) ExecutePython(ctx context.Context, code string, opts sandbox.Py
 	}
 	q := shellQuote(f)
 	cmd := "exec 3<" + q + " && rm -f -- " + q + " && exec python3 /dev/fd/3"
-	return h.ExecuteCommand(ctx, cmd, opts.ExecOptions)
+	return h.Exec(ctx, sandbox.ExecSpec{Command: cmd, ExecOptions: opts.ExecOptions})
 }
 
 // shellQuote quotes s for POSIX sh.

@@ -504,10 +504,10 @@ func (p *Provider) acquireAnonymous(ctx context.Context) (string, error) {
 	return e.info.SandboxID, nil
 }
 
-// Get returns the Handle of a sandbox this process holds and touches its
-// last activity. The provider owns the Handle: its Close does nothing;
-// Release the sandbox instead.
-func (p *Provider) Get(sandboxID string) (sandbox.Handle, bool) {
+// Get returns a sandbox this process holds and touches its last activity.
+// The provider owns it: its Close does nothing; Release the sandbox
+// instead.
+func (p *Provider) Get(sandboxID string) (*sandbox.Sandbox, bool) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	e := p.bySandbox[sandboxID]
@@ -515,7 +515,7 @@ func (p *Provider) Get(sandboxID string) (sandbox.Handle, bool) {
 		return nil, false
 	}
 	e.touch()
-	return sharedHandle{e.h}, true
+	return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, sharedHandle{e.h}), true
 }
 
 // Info returns what the provider knows of a sandbox it holds.

@@ -21,7 +21,7 @@ func init() { remote.Register(ProviderName, newFromConfig) }
 // closing the Handle shuts that Provider down according to its
 // shutdown_policy (release by default; keep leaves the sandbox for the
 // next process).
-func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 	if cfg.Remote.ServerURL == "" {
 		return acquireFromConfig(ctx, cfg)
 	}
@@ -34,7 +34,7 @@ func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, err
 	})
 }
 
-func acquireFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+func acquireFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 	p, err := ProviderFromConfig(cfg.Remote, ProviderOptions{Mounts: cfg.Mounts, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func acquireFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Handle,
 		return nil, errors.Join(err, p.Shutdown(context.WithoutCancel(ctx)))
 	}
 	h, _ := p.Get(sid)
-	return &ownedHandle{sharedHandle: h.(sharedHandle), p: p}, nil
+	return &ownedHandle{sharedHandle: h.Driver().(sharedHandle), p: p}, nil
 }
 
 // ownedHandle is a Handle whose Close shuts its Provider down.

@@ -110,17 +110,26 @@ func TestForeignHostIsRefused(t *testing.T) {
 	assert.Equal(t, http.StatusOK, st, body)
 }
 
-// countingHandle counts the bytes read through OpenFile and refuses
-// ReadFile (the whole-file read the server must not use).
-type countingHandle struct {
-	sandbox.Handle
-	opener sandbox.FileOpener
-	read   atomic.Int64
-	whole  atomic.Int32
+// hostDriver is a driver with every capability of the host modes.
+type hostDriver interface {
+	sandbox.Driver
+	sandbox.BackgroundRunner
+	sandbox.HostPather
+	sandbox.PythonRunner
+	sandbox.TreeWalker
+	sandbox.HostCopier
 }
 
-func (c *countingHandle) OpenFile(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
-	rc, fi, err := c.opener.OpenFile(ctx, p)
+// countingHandle counts the bytes read through Open and counts ReadFile
+// (the whole-file read the server must not use).
+type countingHandle struct {
+	hostDriver
+	read  atomic.Int64
+	whole atomic.Int32
+}
+
+func (c *countingHandle) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
+	rc, fi, err := c.hostDriver.Open(ctx, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,7 +138,7 @@ func (c *countingHandle) OpenFile(ctx context.Context, p string) (io.ReadCloser,
 
 func (c *countingHandle) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	c.whole.Add(1)
-	return c.Handle.ReadFile(ctx, p)
+	return c.hostDriver.ReadFile(ctx, p)
 }
 
 type countingReader struct {
@@ -148,10 +157,10 @@ func (r *countingReader) Read(p []byte) (int, error) {
 func TestFileReadIsCapped(t *testing.T) {
 	var ch *countingHandle
 	f := newFixture(t, func(o *aioserver.Options) {
-		opener, ok := sandbox.As[sandbox.FileOpener](o.Handle)
+		d, ok := o.Handle.Driver().(hostDriver)
 		require.True(t, ok)
-		ch = &countingHandle{Handle: o.Handle, opener: opener}
-		o.Handle = ch
+		ch = &countingHandle{hostDriver: d}
+		o.Handle = sandbox.NewFromDriver(sandbox.Config{Mode: o.Handle.Type()}, ch)
 		o.MaxReadBytes = 1 << 20
 	})
 	big := strings.Repeat("x", 5<<20)
@@ -215,14 +224,14 @@ func TestListingsAreBounded(t *testing.T) {
 	h, err := aio.Open(ctx, aio.OpenOptions{ServerURL: f.ts.URL, Transport: f.v.Transport(t, http.DefaultTransport)})
 	require.NoError(t, err)
 	defer h.Close(ctx)
-	list, truncated, err := sandbox.ListDirectoryLimit(ctx, h, "d", 1000)
+	list, truncated, err := h.ReadDir(ctx, "d", 1000)
 	require.NoError(t, err)
 	assert.True(t, truncated, "the remote Handle reports the server's cut")
 	assert.LessOrEqual(t, len(list), 50)
 	tree, err := h.FileTree(ctx, ".", sandbox.TreeOptions{})
 	require.NoError(t, err)
 	assert.True(t, tree.Truncated)
-	_, err = h.FileExists(ctx, "d/nope.txt")
+	_, err = h.Stat(ctx, "d/nope.txt")
 	assert.ErrorContains(t, err, "entry limit", "a cut listing cannot prove absence")
 
 	g := newFixture(t, func(o *aioserver.Options) { o.MaxEntries = 1000 })

@@ -33,7 +33,7 @@ func (e *errTooLarge) Error() string { return fmt.Sprintf("file is larger than %
 // can (it then reads limit+1 bytes at most); a larger file is
 // *errTooLarge.
 func (s *Server) readCapped(ctx context.Context, p string, limit int64) ([]byte, error) {
-	rc, _, err := sandbox.OpenFile(ctx, s.h, p)
+	rc, _, err := s.h.OpenFile(ctx, p)
 	var data []byte
 	switch {
 	case errors.Is(err, sandbox.ErrUnsupported):
@@ -183,7 +183,7 @@ func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(sandbo
 	count := 0
 	var visit func(string, int) error
 	visit = func(d string, level int) error {
-		entries, more, err := sandbox.ListDirectoryLimit(ctx, s.h, d, max(s.opts.MaxEntries-count, 1))
+		entries, more, err := s.h.ListDirectoryLimit(ctx, d, max(s.opts.MaxEntries-count, 1))
 		if err != nil {
 			return err
 		}
@@ -284,7 +284,7 @@ func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body io.Reader
-	rc, _, err := sandbox.OpenFile(r.Context(), s.h, p)
+	rc, _, err := s.h.OpenFile(r.Context(), p)
 	switch {
 	case errors.Is(err, sandbox.ErrUnsupported):
 		var data []byte

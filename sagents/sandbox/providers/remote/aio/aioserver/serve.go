@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,21 +15,8 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
 
-// ServeOptions configure Serve.
-type ServeOptions struct {
-	// Listen is host:port; port 0 picks a free port.
-	Listen string
-	// Announce, when set, receives one line "listening http://<addr>"
-	// once the listener is bound (sandboxd prints it on stdout).
-	Announce io.Writer
-	// ReadHeaderTimeout bounds reading request headers; 0 means 10 s.
-	ReadHeaderTimeout time.Duration
-	// ShutdownGrace is how long running requests may finish after ctx is
-	// done; the rest are cancelled (their process groups killed). 0 means
-	// 30 s.
-	ShutdownGrace time.Duration
-	Logger        *slog.Logger
-}
+// ServeOptions configure Serve (the one options type of sage's servers).
+type ServeOptions = httpserve.ServeOptions
 
 // LoopbackAddr reports whether host:port binds only loopback addresses.
 func LoopbackAddr(hostport string) bool { return httpserve.LoopbackAddr(hostport) }
@@ -41,8 +26,7 @@ func LoopbackAddr(hostport string) bool { return httpserve.LoopbackAddr(hostport
 // requests finish within ShutdownGrace, cancels the rest (their process
 // groups are killed), and closes the server's sessions.
 func Serve(ctx context.Context, s *Server, o ServeOptions) error {
-	err := httpserve.Serve(ctx, s, httpserve.Options{Name: "sandboxd", Listen: o.Listen, Announce: o.Announce,
-		ReadHeaderTimeout: o.ReadHeaderTimeout, ShutdownGrace: o.ShutdownGrace, Logger: o.Logger,
+	err := httpserve.Serve(ctx, s, httpserve.Options{Name: "sandboxd", ServeOptions: o,
 		OnShutdown: func() { s.ready.Store(false) }})
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

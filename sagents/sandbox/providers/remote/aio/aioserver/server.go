@@ -22,7 +22,7 @@ import (
 // Options configure a Server.
 type Options struct {
 	// Handle is the sandbox served. The Server does not close it.
-	Handle sandbox.Handle
+	Handle *sandbox.Sandbox
 	// Token, when set, is required as "Authorization: Bearer <token>".
 	Token string
 	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 32 MiB.
@@ -59,7 +59,7 @@ type Options struct {
 // Server is an http.Handler serving one sandbox.
 type Server struct {
 	opts     Options
-	h        sandbox.Handle
+	h        *sandbox.Sandbox
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	sessions *sessions

@@ -114,7 +114,7 @@ func (ss *sessions) command(sessionID, commandID string) (*asyncCommand, bool, b
 }
 
 // remove deletes a session and kills its async commands.
-func (ss *sessions) remove(ctx context.Context, h sandbox.Handle, id string) (bool, error) {
+func (ss *sessions) remove(ctx context.Context, h *sandbox.Sandbox, id string) (bool, error) {
 	ss.mu.Lock()
 	s, ok := ss.m[id]
 	delete(ss.m, id)
@@ -125,7 +125,7 @@ func (ss *sessions) remove(ctx context.Context, h sandbox.Handle, id string) (bo
 	return true, killAll(ctx, h, s.commands)
 }
 
-func (ss *sessions) closeAll(ctx context.Context, h sandbox.Handle) error {
+func (ss *sessions) closeAll(ctx context.Context, h *sandbox.Sandbox) error {
 	ss.mu.Lock()
 	var cmds []*asyncCommand
 	for _, s := range ss.m {
@@ -136,7 +136,7 @@ func (ss *sessions) closeAll(ctx context.Context, h sandbox.Handle) error {
 	return killAll(ctx, h, cmds)
 }
 
-func killAll(ctx context.Context, h sandbox.Handle, cmds []*asyncCommand) error {
+func killAll(ctx context.Context, h *sandbox.Sandbox, cmds []*asyncCommand) error {
 	var errs []error
 	for _, c := range cmds {
 		if err := h.KillBackground(ctx, c.taskID, true); err != nil && !errors.Is(err, sandbox.ErrUnknownTask) && !errors.Is(err, sandbox.ErrClosed) {

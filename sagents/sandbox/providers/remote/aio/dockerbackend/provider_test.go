@@ -301,13 +301,13 @@ func TestContractThroughProvider(t *testing.T) {
 	p := f.provider(t)
 	n := 0
 	sandboxtest.Run(t, sandboxtest.Options{
-		New: func(t *testing.T) sandbox.Handle {
+		New: func(t *testing.T) *sandbox.Sandbox {
 			n++
 			sid, err := p.Acquire(ctxT(t), "contract-"+strconv.Itoa(n))
 			require.NoError(t, err)
 			h, ok := p.Get(sid)
 			require.True(t, ok)
-			return released{h, p, sid}
+			return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, released{h.Driver().(remoteDriver), p, sid})
 		},
 		// The containers share this host's kernel and pid namespace
 		// tree: their processes show in /proc here, so the suite proves
@@ -317,10 +317,19 @@ func TestContractThroughProvider(t *testing.T) {
 	})
 }
 
-// released is what an application does with a Handle from Get: Release
+// remoteDriver is a driver with every capability of the aio driver.
+type remoteDriver interface {
+	sandbox.Driver
+	sandbox.BackgroundRunner
+	sandbox.PythonRunner
+	sandbox.TreeWalker
+	sandbox.HostCopier
+}
+
+// released is what an application does with a sandbox from Get: Release
 // the sandbox when done with it.
 type released struct {
-	sandbox.Handle
+	remoteDriver
 	p   *aio.Provider
 	sid string
 }

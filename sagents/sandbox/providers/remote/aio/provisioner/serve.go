@@ -2,27 +2,13 @@ package provisioner
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/sage-go/sage/internal/httpserve"
 )
 
-// ServeOptions configure Serve.
-type ServeOptions struct {
-	// Listen is host:port; port 0 picks a free port.
-	Listen string
-	// Announce, when set, receives "listening http://<addr>" once bound.
-	Announce io.Writer
-	// ReadHeaderTimeout bounds reading request headers; 0 means 10 s.
-	ReadHeaderTimeout time.Duration
-	// ShutdownGrace is how long running requests may finish once ctx is
-	// done; 0 means 30 s.
-	ShutdownGrace time.Duration
-	Logger        *slog.Logger
-}
+// ServeOptions configure Serve (the one options type of sage's servers).
+type ServeOptions = httpserve.ServeOptions
 
 // LoopbackAddr reports whether host:port binds only loopback addresses.
 func LoopbackAddr(hostport string) bool { return httpserve.LoopbackAddr(hostport) }
@@ -31,6 +17,5 @@ func LoopbackAddr(hostport string) bool { return httpserve.LoopbackAddr(hostport
 // gracefully: stop accepting, let running requests finish within
 // ShutdownGrace, then cancel what is left.
 func Serve(ctx context.Context, h http.Handler, o ServeOptions) error {
-	return httpserve.Serve(ctx, h, httpserve.Options{Name: "provisioner", Listen: o.Listen, Announce: o.Announce,
-		ReadHeaderTimeout: o.ReadHeaderTimeout, ShutdownGrace: o.ShutdownGrace, Logger: o.Logger})
+	return httpserve.Serve(ctx, h, httpserve.Options{Name: "provisioner", ServeOptions: o})
 }

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"compress/gzip"
@@ -25,7 +25,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
 // receiver is an in-process OTLP receiver (traces and metrics) on

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
 type fixture struct {
@@ -366,11 +366,25 @@ func TestErrorPathsLeaveNoOpenSpans(t *testing.T) {
 func TestSandboxSpansNestUnderTool(t *testing.T) {
 	f := newFixture(t, nil)
 	ctx := f.m.ToolStart(context.Background(), observability.ToolCall{Name: "shell"})
-	_, span := f.tp.Tracer("sandbox").Start(ctx, "sandbox.exec")
-	span.End()
+	sctx := f.m.SandboxStart(ctx, observability.SandboxOp{Op: "exec", Mode: "passthrough", SandboxID: "sb"})
+	f.m.SandboxEnd(sctx, observability.SandboxResult{Command: true, ExitCode: 3})
+	rctx := f.m.SandboxStart(ctx, observability.SandboxOp{Op: "read_file", Mode: "passthrough", SandboxID: "sb", Path: "x"})
+	f.m.SandboxError(rctx, errors.New("boom"))
 	f.m.ToolEnd(ctx, observability.ToolResult{})
 	n := byName(f.rec.Ended())
-	assert.Equal(t, n["execute_tool shell"][0].SpanContext().SpanID(), n["sandbox.exec"][0].Parent().SpanID())
+	require.Len(t, n["sandbox.exec"], 1)
+	tool := n["execute_tool shell"][0].SpanContext().SpanID()
+	assert.Equal(t, tool, n["sandbox.exec"][0].Parent().SpanID())
+	assert.Equal(t, int64(3), attrs(n["sandbox.exec"][0])["sandbox.exit_code"].AsInt64())
+	assert.Equal(t, "sb", attrs(n["sandbox.exec"][0])["sandbox.id"].AsString())
+	assert.Equal(t, tool, n["sandbox.read_file"][0].Parent().SpanID())
+	assert.Equal(t, codes.Error, n["sandbox.read_file"][0].Status().Code)
+	assert.Equal(t, "x", attrs(n["sandbox.read_file"][0])["sandbox.path"].AsString())
+
+	// Control: without a traced parent no sandbox span is made.
+	before := len(f.rec.Ended())
+	f.m.SandboxEnd(f.m.SandboxStart(context.Background(), observability.SandboxOp{Op: "exec"}), observability.SandboxResult{})
+	assert.Len(t, f.rec.Ended(), before)
 }
 
 var _ io.Writer = (*syncBuffer)(nil)

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
 // discard is a span processor that keeps nothing, so the benchmarks measure

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
 // fakeCollector is an OTLP gRPC trace receiver on 127.0.0.1.

@@ -1,4 +1,4 @@
-package otel_test
+package otelsage_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
 // tokenMetrics collects every int64 metric by name: the sum of each

@@ -1,4 +1,5 @@
-// Package otel is the OpenTelemetry handler of package observability, and
+// Package otelsage is the OpenTelemetry handler of package observability (named
+// like otelhttp, so it does not clash with go.opentelemetry.io/otel), and
 // the process-wide set-up that goes with it.
 //
 // [NewHandler] turns observability events into spans and metrics that follow
@@ -69,4 +70,4 @@
 // Manager. An unreachable collector never blocks or fails the application.
 // The default protocol is gRPC (localhost:4317); Langfuse and Datadog's
 // agentless intake want OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf.
-package otel
+package otelsage

@@ -1,11 +1,10 @@
-package otel_test
+package otelsage_test
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,14 +23,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/observability"
-	sageotel "github.com/sage-go/sage/sagents/observability/otel"
+	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
+	"github.com/sage-go/sage/sagents/sandbox"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 )
 
 // The Jaeger end-to-end test: a real Jaeger v2 (built by `make jaeger`)
@@ -363,35 +360,21 @@ func doChat(ctx context.Context, base, model string, msgs []observability.Messag
 	return out, nil
 }
 
-// runTool runs a shell command as the tools manager would, with the tool
-// events around it and a sandbox span (the sandbox package will emit this)
-// under the tool span.
-func runTool(ctx context.Context, m *observability.Manager, tracer trace.Tracer, workdir, callID, script string) (string, error) {
+// runTool runs a shell command as the tools manager does, with the tool
+// events around it; the sandbox reports its exec under the tool run.
+func runTool(ctx context.Context, m *observability.Manager, sb *sandbox.Sandbox, callID, script string) (string, error) {
 	ctx = m.ToolStart(ctx, observability.ToolCall{Name: "shell", CallID: callID,
 		Arguments: fmt.Sprintf(`{"command":%q}`, script)})
-	sctx, span := tracer.Start(ctx, "sandbox.exec", trace.WithAttributes(
-		attribute.String("sandbox.mode", "passthrough"), attribute.String("sandbox.id", "e2e-workspace")))
-	cmd := exec.CommandContext(sctx, "sh", "-c", script)
-	cmd.Dir = workdir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			span.SetAttributes(attribute.Int("process.exit.code", ee.ExitCode()))
-		}
+	res, err := sb.ExecuteCommand(ctx, script, sandbox.ExecOptions{})
+	if err == nil && !res.Success {
+		err = fmt.Errorf("tool shell: %w (stderr %q)", exitErr{fmt.Errorf("exit status %d", res.ExitCode)}, strings.TrimSpace(res.Stderr))
 	}
-	span.End()
 	if err != nil {
-		err = fmt.Errorf("tool shell: %w (stderr %q)", exitErr{err}, strings.TrimSpace(stderr.String()))
 		m.ToolError(ctx, err)
 		return "", err
 	}
-	m.ToolEnd(ctx, observability.ToolResult{Result: stdout.String()})
-	return stdout.String(), nil
+	m.ToolEnd(ctx, observability.ToolResult{Result: res.Stdout})
+	return res.Stdout, nil
 }
 
 // exitErr gives a command failure a low-cardinality error.type.
@@ -506,19 +489,15 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 		sageotel.WithEndpoint(endpoint), sageotel.WithProtocol(protocol), sageotel.WithServiceName(service),
 		sageotel.WithManager(m), sageotel.WithoutGlobal(), sageotel.WithExportTimeout(10*time.Second))
 	require.NoError(t, err)
-	var sandboxTracer trace.Tracer = noop.NewTracerProvider().Tracer("")
-	// Sandbox spans come from the tracer of the span in the context, as a
-	// library using the global provider would get it.
-	tracerFrom := func(ctx context.Context) trace.Tracer {
-		if sp := trace.SpanFromContext(ctx); sp.SpanContext().IsValid() {
-			return sp.TracerProvider().Tracer("github.com/sage-go/sage/sagents/sandbox")
-		}
-		return sandboxTracer
-	}
 
 	// One user turn: chain -> agent -> llm, tool ok, tool failing, llm.
 	ctx := context.Background()
-	workdir := t.TempDir()
+	// Sandbox spans come from the sandbox's own events, through the same
+	// Manager as the llm and tool events.
+	sb, err := sandbox.New(ctx, sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir(),
+		RuntimeDir: t.TempDir(), SandboxID: "e2e-workspace", Observer: m})
+	require.NoError(t, err)
+	defer sb.Close(ctx)
 	sess := "e2e-session-1"
 	cctx := m.ChainStart(ctx, observability.ChainInfo{SessionID: sess, Name: "e2e-turn",
 		Inputs: []observability.Message{{Role: "user", Content: "list the files"}}})
@@ -527,10 +506,10 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	finish, err := chat(actx, m, model.URL, "fake-gpt", msgs)
 	require.NoError(t, err)
 	require.Equal(t, "tool_calls", finish)
-	out, err := runTool(actx, m, tracerFrom(actx), workdir, "call-ok", "echo hello > f.txt && ls")
+	out, err := runTool(actx, m, sb, "call-ok", "echo hello > f.txt && ls")
 	require.NoError(t, err)
 	require.Equal(t, "f.txt\n", out)
-	_, err = runTool(actx, m, tracerFrom(actx), workdir, "call-bad", "echo nope >&2; exit 3")
+	_, err = runTool(actx, m, sb, "call-bad", "echo nope >&2; exit 3")
 	require.Error(t, err)
 	finish, err = chat(actx, m, model.URL, "fake-gpt", append(msgs, observability.Message{Role: "tool", Content: out, ToolCallID: "call-ok"}))
 	require.NoError(t, err)

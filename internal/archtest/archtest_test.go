@@ -1,0 +1,144 @@
+package archtest
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/sage-go/sage/"
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// list runs go list -json on patterns, from the module root (Deps is
+// what a package links, transitively).
+func list(t *testing.T, patterns ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append([]string{"list", "-json"}, patterns...)...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list %v", patterns)
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// layer gives the layer of a package of the module: a package may import
+// only packages of a lower layer or its own subtree. -1: not layered.
+func layer(path string) int {
+	rel := strings.TrimPrefix(path, module)
+	for _, l := range []struct {
+		prefix string
+		n      int
+	}{
+		{"cmd/", 5}, {"examples/", 5},
+		{"sagents/agent", 4},
+		{"sagents/tools", 3},
+		{"sagents/sandbox", 2}, {"sagents/llm", 2},
+		{"sagents/observability", 1},
+		{"internal/", 0},
+	} {
+		if strings.HasPrefix(rel, l.prefix) {
+			return l.n
+		}
+	}
+	return -1
+}
+
+// owner is the top package of path's layer ("sagents/sandbox" for
+// sagents/sandbox/providers/local): imports within one owner are free.
+func owner(path string) string {
+	rel := strings.TrimPrefix(path, module)
+	parts := strings.Split(rel, "/")
+	if len(parts) >= 2 && (parts[0] == "sagents" || parts[0] == "cmd" || parts[0] == "examples") {
+		return parts[0] + "/" + parts[1]
+	}
+	return rel
+}
+
+// TestImportsRunOneWay: cmd -> agent -> tools -> sandbox/llm ->
+// observability, internal at the bottom; never upwards or sideways
+// (sandbox and llm do not import each other).
+func TestImportsRunOneWay(t *testing.T) {
+	pkgs := list(t, "./...")
+	require.NotEmpty(t, pkgs)
+	checked := 0
+	for _, p := range pkgs {
+		from := layer(p.ImportPath)
+		if from < 0 {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, module) || owner(imp) == owner(p.ImportPath) {
+				continue
+			}
+			to := layer(imp)
+			checked++
+			if strings.HasPrefix(p.ImportPath, module+"internal/") && to > 0 {
+				// internal helpers of a layer (doctor checks the local mode).
+				continue
+			}
+			assert.Less(t, to, from, "%s imports %s: imports run cmd -> agent -> tools -> sandbox/llm -> observability",
+				strings.TrimPrefix(p.ImportPath, module), strings.TrimPrefix(imp, module))
+		}
+	}
+	assert.Greater(t, checked, 10, "the check saw too few imports to mean anything")
+}
+
+// TestLayerControl proves the check above can fail: an upward import is
+// flagged.
+func TestLayerControl(t *testing.T) {
+	assert.False(t, layer(module+"sagents/tools") < layer(module+"sagents/sandbox"),
+		"tools -> sandbox is downward")
+	assert.True(t, layer(module+"sagents/agent") > layer(module+"sagents/sandbox/providers/local"))
+	assert.NotEqual(t, owner(module+"sagents/sandbox/providers/local"), owner(module+"sagents/llm"))
+}
+
+var heavy = []string{"go.opentelemetry.io/", "github.com/docker/", "k8s.io/", "github.com/getkin/kin-openapi"}
+
+func heavyDeps(p pkg) []string {
+	var out []string
+	for _, d := range p.Deps {
+		for _, h := range heavy {
+			if strings.HasPrefix(d, h) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// TestCoreLinksLight: the sandbox core, the local mode and every example
+// link no OpenTelemetry, Docker, Kubernetes or kin-openapi package, and
+// (control) the OTel handler does, so the check sees them.
+func TestCoreLinksLight(t *testing.T) {
+	pkgs := list(t, "./sagents/sandbox", "./sagents/sandbox/providers/local", "./examples/...", "./sagents/observability/otelsage")
+	require.Greater(t, len(pkgs), 4)
+	for _, p := range pkgs {
+		if p.ImportPath == module+"sagents/observability/otelsage" {
+			assert.NotEmpty(t, heavyDeps(p), "control: the OTel handler links OpenTelemetry")
+			continue
+		}
+		assert.Empty(t, heavyDeps(p), "%s links heavy packages", p.ImportPath)
+	}
+}

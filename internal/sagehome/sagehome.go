@@ -1,0 +1,28 @@
+// Package sagehome locates SAGE_HOME, the directory of sage's state
+// (runtime directories, caches, tokens), for every package that keeps
+// some; sandbox.Home is its public face.
+package sagehome
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Root is the default SAGE_HOME of root.
+const Root = "/var/lib/sage"
+
+// Dir is $SAGE_HOME; when unset, Root for root (sessions run under their
+// own uids, which must reach their workspaces: /root is closed to them)
+// and ~/.sage for everyone else (os.TempDir()/sage without a home).
+func Dir() string {
+	if h := os.Getenv("SAGE_HOME"); h != "" {
+		return h
+	}
+	if os.Geteuid() == 0 {
+		return Root
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".sage")
+	}
+	return filepath.Join(os.TempDir(), "sage")
+}

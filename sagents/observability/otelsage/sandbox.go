@@ -1,0 +1,86 @@
+package otelsage
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sage-go/sage/sagents/observability"
+)
+
+// Attributes of the sandbox spans.
+const (
+	AttrSandboxMode     = attribute.Key("sandbox.mode")
+	AttrSandboxID       = attribute.Key("sandbox.id")
+	AttrSandboxPath     = attribute.Key("sandbox.path")
+	AttrSandboxTaskID   = attribute.Key("sandbox.task_id")
+	AttrSandboxExitCode = attribute.Key("sandbox.exit_code")
+	AttrSandboxTimedOut = attribute.Key("sandbox.timed_out")
+	AttrSandboxNotFound = attribute.Key("sandbox.not_found")
+)
+
+// sandboxSpanKey holds the span of a sandbox run, so that its end never
+// ends another run's span.
+type sandboxSpanKey struct{}
+
+// SandboxStart starts a "sandbox.{op}" span, a child of the span the
+// context carries (a tool span, usually). Without a recording parent
+// nothing is recorded: a sandbox operation outside any traced run is not
+// a trace of its own. Commands and file contents are never recorded;
+// paths are.
+func (h *Handler) SandboxStart(ctx context.Context, op observability.SandboxOp) (context.Context, error) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, nil
+	}
+	attrs := []attribute.KeyValue{AttrSandboxMode.String(op.Mode), AttrSandboxID.String(op.SandboxID)}
+	if op.Path != "" {
+		attrs = append(attrs, AttrSandboxPath.String(op.Path))
+	}
+	if op.TaskID != "" {
+		attrs = append(attrs, AttrSandboxTaskID.String(op.TaskID))
+	}
+	ctx, span := h.tracer.Start(ctx, "sandbox."+op.Op, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	return context.WithValue(ctx, sandboxSpanKey{}, span), nil
+}
+
+// SandboxEnd ends the sandbox span.
+func (h *Handler) SandboxEnd(ctx context.Context, r observability.SandboxResult) error {
+	span, _ := ctx.Value(sandboxSpanKey{}).(trace.Span)
+	if span == nil {
+		return nil
+	}
+	if r.Command {
+		span.SetAttributes(AttrSandboxExitCode.Int(r.ExitCode), AttrSandboxTimedOut.Bool(r.TimedOut))
+	}
+	if r.NotFound {
+		span.SetAttributes(AttrSandboxNotFound.Bool(true))
+	}
+	if r.TaskID != "" {
+		span.SetAttributes(AttrSandboxTaskID.String(r.TaskID))
+	}
+	span.End()
+	return nil
+}
+
+// SandboxError ends the sandbox span with an error.
+func (h *Handler) SandboxError(ctx context.Context, err error) error {
+	span, _ := ctx.Value(sandboxSpanKey{}).(trace.Span)
+	if span == nil {
+		return nil
+	}
+	et := observability.ErrorType(err)
+	if errors.Is(err, fs.ErrNotExist) {
+		span.SetAttributes(AttrSandboxNotFound.Bool(true))
+	}
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(AttrErrorType.String(et))
+	span.End()
+	return nil
+}
+
+var _ observability.SandboxHandler = (*Handler)(nil)
