@@ -192,6 +192,13 @@ func (p *Provider) reapEntry(ctx context.Context, e *entry) error {
 		}
 		defer unlock()
 	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	busy := e.busyTasks(tctx)
+	cancel()
+	if busy { // a background task runs: that is use
+		e.touch()
+		return nil
+	}
 	if !p.forgetIfIdle(e) {
 		return nil
 	}

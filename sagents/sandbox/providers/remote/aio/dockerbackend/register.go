@@ -12,11 +12,18 @@ const BackendName = "docker"
 
 func init() { aio.RegisterBackend(BackendName, fromConfig) }
 
-// fromConfig reads container_prefix from the provider config.
+// fromConfig reads container_prefix and installation_id (default: one
+// derived from home) from the provider config.
 func fromConfig(cfg map[string]any) (aio.Backend, error) {
 	o := Options{}
 	if v, ok := cfg[aio.KeyContainerPrefix]; ok && v != nil {
 		o.Prefix = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[aio.KeyInstallationID]; ok && v != nil {
+		o.Installation = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[aio.KeyHome]; ok && v != nil && o.Installation == "" {
+		o.Installation = InstallationFor(strings.TrimSpace(fmt.Sprint(v)))
 	}
 	return New(o)
 }
