@@ -267,7 +267,7 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 }
 
 func (p *Provider) acquireLocked(ctx context.Context, threadID string) (*entry, error) {
-	release, err := p.o.Store.Lock(ctx, threadID)
+	ctx, release, err := p.lockStore(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +316,9 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 		return nil, fmt.Errorf("sandbox %s of owner %s is not usable, left to its owner (fix: sage sandbox rm %s): %w", sid, info.Owner, threadID, err)
 	}
 	if err != nil {
+		if herr := stillHeld(ctx, threadID); herr != nil {
+			return nil, herr
+		}
 		p.o.Logger.Warn("aio: discovered sandbox is not usable; replacing it", "thread", threadID, "sandbox", sid, "err", err)
 		derr := p.destroy(ctx, info)
 		return nil, errors.Join(derr, p.o.Store.Remove(ctx, threadID))
@@ -342,6 +345,9 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 func (p *Provider) retireLegacy(ctx context.Context, threadID string, st SandboxInfo) {
 	old, ok, err := p.o.Backend.Discover(ctx, st.SandboxID)
 	if err != nil || !ok {
+		return
+	}
+	if stillHeld(ctx, threadID) != nil {
 		return
 	}
 	p.o.Logger.Info("aio: retiring a sandbox saved under an old id", "thread", threadID, "sandbox", st.SandboxID)
@@ -408,6 +414,9 @@ func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) 
 
 // create is layer 3.
 func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, error) {
+	if err := stillHeld(ctx, threadID); err != nil {
+		return nil, err
+	}
 	mounts, err := p.threadMounts(threadID)
 	if err != nil {
 		return nil, err
