@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,6 +49,10 @@ type Options struct {
 	Prefix string
 	// HostIP is where sandbox ports are published (default 127.0.0.1).
 	HostIP string
+	// AdvertiseHost is the host name or address put in sandbox URLs, the
+	// one clients reach the published ports on (default: HostIP, or
+	// 127.0.0.1 when HostIP is 0.0.0.0).
+	AdvertiseHost string
 	// PidsLimit bounds processes per container (default 1024, -1 none).
 	PidsLimit int64
 	// StartTimeout bounds waiting for an adopted container to run
@@ -299,11 +304,14 @@ func (b *Backend) toInfo(ins container.InspectResponse) (aio.SandboxInfo, error)
 	for _, bs := range ins.NetworkSettings.Ports {
 		for _, pb := range bs {
 			if pb.HostPort != "" && pb.HostPort != "0" {
-				host := pb.HostIP
+				host := b.o.AdvertiseHost
+				if host == "" {
+					host = pb.HostIP
+				}
 				if host == "" || host == "0.0.0.0" {
 					host = "127.0.0.1"
 				}
-				info.URL = "http://" + host + ":" + pb.HostPort
+				info.URL = "http://" + net.JoinHostPort(host, pb.HostPort)
 				return info, nil
 			}
 		}

@@ -113,3 +113,17 @@ func TestSlowReadyForeignSandboxSurvives(t *testing.T) {
 	require.Len(t, cs, 1)
 	assert.NotEqual(t, info.ContainerID, cs[0].ID)
 }
+
+// Issue 15: sandbox URLs carry the advertised host, not always
+// 127.0.0.1, and answer there.
+func TestAdvertiseHost(t *testing.T) {
+	f := newFixture(t)
+	b, err := dockerbackend.New(dockerbackend.Options{Client: f.cli, Prefix: f.prefix, AdvertiseHost: "localhost"})
+	require.NoError(t, err)
+	p := f.provider(t, func(o *aio.ProviderOptions) { o.Backend = b })
+	sid, err := p.Acquire(ctxT(t), "t-adv")
+	require.NoError(t, err)
+	info, _ := p.Info(sid)
+	assert.Regexp(t, `^http://localhost:\d+$`, info.URL)
+	assert.Equal(t, "ok\n", exec1(t, p, sid, "echo ok"))
+}
