@@ -6,11 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
-	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend" // registers backend "docker"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend" // registers backend "docker"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
 )
 
@@ -22,7 +23,7 @@ type provisionerFlags struct {
 	serveFlags
 	backend, apiKey                           string
 	namespace, serviceType, nodeHost, kubecfg string
-	image                                     string
+	image, advertiseHost, publishIP           string
 	port, memoryMB                            int
 	cpus                                      float64
 	runAsUser                                 int64
@@ -40,6 +41,8 @@ func (f *provisionerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.nodeHost, "node-host", "", "kubernetes: address clients reach node ports on (required with NodePort)")
 	fs.StringVar(&f.kubecfg, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else in-cluster, else ~/.kube/config)")
 	fs.StringVar(&f.image, "image", "sage-sandbox:dev", "sandbox image")
+	fs.StringVar(&f.advertiseHost, "advertise-host", "", "docker: host name or address clients reach sandboxes on (default 127.0.0.1; set it when clients run on other hosts)")
+	fs.StringVar(&f.publishIP, "publish-ip", "", "docker: address sandbox ports are published on (default 127.0.0.1, or 0.0.0.0 with a non-loopback --advertise-host)")
 	fs.IntVar(&f.port, "port", 8080, "the sandbox API port inside the container")
 	fs.IntVar(&f.memoryMB, "memory", 0, "memory limit per sandbox in MB (default: the backend's)")
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU limit per sandbox (default: the backend's)")
@@ -91,6 +94,10 @@ func (f *provisionerFlags) check() error {
 		return errors.New("--idle-ttl must be >= 0 and --reap-interval > 0")
 	case f.idleTTL > 0 && f.backend != "kubernetes":
 		return errors.New("--idle-ttl needs --backend kubernetes (the docker backend records no activity; the aio provider reaps idle sandboxes itself)")
+	case f.publishIP != "" && net.ParseIP(f.publishIP) == nil:
+		return fmt.Errorf("--publish-ip %q: want an IP address such as 0.0.0.0", f.publishIP)
+	case (f.publishIP != "" || f.advertiseHost != "") && f.backend != "docker":
+		return errors.New("--advertise-host and --publish-ip apply to --backend docker (kubernetes: --service-type and --node-host)")
 	case f.port < 1 || f.port > 65535 || f.memoryMB < 0 || f.cpus < 0:
 		return errors.New("--port, --memory or --cpus out of range")
 	}
@@ -107,8 +114,25 @@ func (f *provisionerFlags) serverOptions(b aio.Backend, logger *slog.Logger) pro
 // the reaper loop to run.
 func (f *provisionerFlags) openBackend(logger *slog.Logger) (aio.Backend, func(context.Context), error) {
 	if f.backend == "docker" {
-		b, err := aio.NewBackend("docker", map[string]any{})
+		b, err := aio.NewBackend("docker", f.dockerConfig())
 		return b, nil, err
 	}
 	return f.openKubernetes(logger)
+}
+
+// dockerConfig is the docker backend's config: ports published on
+// --publish-ip, URLs on --advertise-host.
+func (f *provisionerFlags) dockerConfig() map[string]any {
+	cfg := map[string]any{}
+	ip := f.publishIP
+	if ip == "" && f.advertiseHost != "" && !provisioner.LoopbackAddr(net.JoinHostPort(f.advertiseHost, "1")) {
+		ip = "0.0.0.0"
+	}
+	if ip != "" {
+		cfg[dockerbackend.KeyHostIP] = ip
+	}
+	if f.advertiseHost != "" {
+		cfg[dockerbackend.KeyAdvertiseHost] = f.advertiseHost
+	}
+	return cfg
 }

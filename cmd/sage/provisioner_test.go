@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ func TestProvisionerUsageErrors(t *testing.T) {
 		{[]string{"--backend", "nomad"}, "--backend"},
 		{[]string{"--backend", "kubernetes", "--listen", "0.0.0.0:8002", "--api-key", ""}, "not a loopback address"},
 		{[]string{"--backend", "docker", "--idle-ttl", "1h"}, "--idle-ttl needs --backend kubernetes"},
+		{[]string{"--backend", "docker", "--publish-ip", "nope"}, "--publish-ip \"nope\""},
+		{[]string{"--backend", "kubernetes", "--advertise-host", "h"}, "apply to --backend docker"},
 	} {
 		var errb strings.Builder
 		code := run(context.Background(), &cliEnv{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errb}, append([]string{"provisioner"}, tc.args...))
@@ -95,5 +98,24 @@ func TestProvisionerServesAndStops(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("provisioner did not stop")
+	}
+}
+
+// Issue 15: the docker provisioner advertises --advertise-host in sandbox
+// URLs and publishes where that host can reach (all addresses for a
+// non-loopback host, loopback otherwise, or --publish-ip).
+func TestProvisionerDockerAdvertise(t *testing.T) {
+	for _, tc := range []struct {
+		f    provisionerFlags
+		want map[string]any
+	}{
+		{provisionerFlags{}, map[string]any{}},
+		{provisionerFlags{advertiseHost: "sandbox.example"}, map[string]any{"host_ip": "0.0.0.0", "advertise_host": "sandbox.example"}},
+		{provisionerFlags{advertiseHost: "localhost"}, map[string]any{"advertise_host": "localhost"}},
+		{provisionerFlags{advertiseHost: "10.0.0.5", publishIP: "10.0.0.5"}, map[string]any{"host_ip": "10.0.0.5", "advertise_host": "10.0.0.5"}},
+	} {
+		if got := tc.f.dockerConfig(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: got %v, want %v", tc.f, got, tc.want)
+		}
 	}
 }

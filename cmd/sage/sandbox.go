@@ -36,9 +36,10 @@ type sandboxRow struct {
 
 func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("sage sandbox "+args[0], map[string]string{
-		"ls": "sage sandbox ls [--json]", "rm": "sage sandbox rm THREAD... | --all"}[args[0]])
+		"ls": "sage sandbox ls [--json]", "rm": "sage sandbox rm [--purge] THREAD... | --all"}[args[0]])
 	asJSON := fs.Bool("json", false, "ls: print JSON")
 	all := fs.Bool("all", false, "rm: release every sandbox")
+	purge := fs.Bool("purge", false, "rm: also delete the threads' files (SAGE_HOME/threads/THREAD)")
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
 	if stop {
 		return code
@@ -57,7 +58,7 @@ func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 	if args[0] == "ls" {
 		return sandboxLs(ctx, env, p, *asJSON)
 	}
-	return sandboxRm(ctx, env, p, rest, *all)
+	return sandboxRm(ctx, env, p, rest, *all, *purge)
 }
 
 // cliProvider builds the provider the CLI's remote mode uses, from the
@@ -150,7 +151,7 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) i
 	return 0
 }
 
-func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []string, all bool) int {
+func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []string, all, purge bool) int {
 	if all {
 		rows, err := sandboxRows(ctx, p)
 		if err != nil {
@@ -165,14 +166,36 @@ func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []stri
 		if t == "" {
 			continue // anonymous sandboxes die with their process
 		}
-		if err := p.ReleaseThread(ctx, t); err != nil {
+		if err := rmThread(ctx, env, p, t, purge); err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		fmt.Fprintf(env.stdout, "released %s\n", t)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fail(env, exitSandboxError, err)
 	}
 	return 0
+}
+
+// rmThread releases one thread's sandbox and says where its files are
+// (or deletes them with purge). A thread nobody knows is an error.
+func rmThread(ctx context.Context, env *cliEnv, p *aio.Provider, t string, purge bool) error {
+	if purge {
+		if err := p.PurgeThread(ctx, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.stdout, "released %s and deleted its files\n", t)
+		return nil
+	}
+	ok, err := p.ThreadExists(ctx, t)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("sage sandbox rm %s: %w", t, aio.ErrNoThread)
+	}
+	if err := p.ReleaseThread(ctx, t); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "released %s (its files stay in %s; --purge deletes them)\n", t, p.ThreadDir(t))
+	return nil
 }

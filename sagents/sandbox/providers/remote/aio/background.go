@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -20,6 +21,7 @@ const statusOffset = 1<<53 - 1
 type bgTask struct {
 	session   string
 	commandID string
+	ended     atomic.Bool // the server reported it ended
 }
 
 // StartBackground runs command asynchronously (POST /v1/bash/exec with
@@ -46,6 +48,7 @@ func (h *Handle) StartBackground(ctx context.Context, command string, opts sandb
 		return nil, err
 	}
 	h.mu.Lock()
+	h.pruneTasksLocked()
 	h.tasks[info.SessionID] = &bgTask{session: info.SessionID, commandID: r.CommandID}
 	h.mu.Unlock()
 	return &sandbox.BackgroundTask{ID: info.SessionID}, nil
@@ -123,6 +126,7 @@ func (h *Handle) status(ctx context.Context, t *bgTask) (sandbox.BackgroundState
 	if o.Command.Status == StatusRunning || o.Command.Status == StatusPending {
 		return sandbox.BackgroundState{Alive: true}, nil
 	}
+	t.ended.Store(true)
 	code, sig := exitStatus(o.Command.Status, o.Command.ExitCode)
 	return sandbox.BackgroundState{ExitCode: code, Signal: sig}, nil
 }

@@ -33,6 +33,9 @@ const (
 	KeyStateStoreAddr    = "state_store_addr" // a directory, or redis://host:port/db
 	KeyShutdownPolicy    = "shutdown_policy"  // release (default) or keep
 	KeyHome              = "home"             // default SAGE_HOME
+	// KeyInstallationID separates deployments sharing an engine (docker;
+	// default: derived from home).
+	KeyInstallationID = "installation_id"
 )
 
 // ProviderFromConfig builds a Provider from a RemoteConfig: its
@@ -77,7 +80,8 @@ func withEnvDefaults(rc sandbox.RemoteConfig) map[string]any {
 	}
 	envKeys := map[string]string{KeyProvisionerURL: "SAGE_PROVISIONER_URL", KeyProvisionerAPIKey: "SAGE_PROVISIONER_API_KEY",
 		KeyStateStore: "SAGE_AIO_STATE_STORE", KeyStateStoreAddr: "SAGE_AIO_STATE_ADDR", KeyImage: "SAGE_AIO_IMAGE",
-		KeyContainerPrefix: "SAGE_AIO_CONTAINER_PREFIX", KeyIdleTimeout: "SAGE_AIO_IDLE_TIMEOUT"}
+		KeyContainerPrefix: "SAGE_AIO_CONTAINER_PREFIX", KeyIdleTimeout: "SAGE_AIO_IDLE_TIMEOUT",
+		KeyInstallationID: "SAGE_AIO_INSTALLATION_ID"}
 	for k, env := range envKeys {
 		if _, set := pc[k]; !set {
 			if v := os.Getenv(env); v != "" {

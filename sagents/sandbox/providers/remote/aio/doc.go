@@ -1,7 +1,7 @@
 // Package aio speaks the AIO Sandbox HTTP API (agent-infra/sandbox,
 // OpenAPI v1.9.4) and registers the remote provider "aio".
 //
-// The package has three parts:
+// The package has four parts:
 //
 //   - Client (client.go, wire.go, errors.go): a typed client for the
 //     endpoints the project uses. One http.Client per sandbox, keep-alive,
@@ -18,15 +18,20 @@
 //     sandbox.New with Mode remote, Remote.Provider "aio" and a ServerURL
 //     returns a Handle on that server; without a ServerURL it
 //     orchestrates (below).
-//   - The orchestrating Provider (orchestrator.go, lifecycle.go):
+//   - The orchestrating Provider (interfaces.go for SandboxInfo, Backend
+//     and StateStore; acquire.go, lifecycle.go, activity.go, fence.go,
+//     threads.go; registry.go for the backend and store registries):
 //     Acquire(ctx, thread) gives every process the same sandbox per
 //     thread: the in-process cache; then, under the state store's lock,
 //     the saved SandboxInfo confirmed by Backend.Discover (adopted, or
 //     removed if stale); then Backend.Create + WaitReady, destroyed again
 //     on any failure. Sandbox ids are 16 hex digits of sha256(thread);
 //     thread ids are validated before anything touches disk or a backend.
-//     An idle reaper (IdleTimeout, 0 disables) and an idempotent Shutdown
-//     (policy release or keep) end them. Backends and state stores
+//     An idle reaper (IdleTimeout, 0 disables; requests in flight and
+//     running background tasks count as use, and Toucher backends are
+//     touched) and an idempotent Shutdown (policy release or keep) end
+//     them. A FencedLocker store (redis) cancels the holder's context
+//     with ErrLockLost when its lock is lost, and fences its writes. Backends and state stores
 //     register by name (RegisterBackend, RegisterStateStore): the file
 //     store is built in; import aio/dockerbackend for "docker",
 //     aio/redisstore for "redis", and the provisioner client for

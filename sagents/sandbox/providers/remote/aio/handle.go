@@ -243,7 +243,7 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 	r, err := h.c.BashExec(ctx, BashExecRequest{SessionID: sid, Command: p.command, ExecDir: p.dir,
 		Env: p.env, HardTimeout: &secs, MaxOutputLength: &maxOut})
 	if err == nil && (r.Status == StatusRunning || r.Status == StatusPending) {
-		r, err = h.follow(ctx, r)
+		r, err = h.follow(ctx, r, maxOut)
 	}
 	if err != nil {
 		var ae *APIError
@@ -262,9 +262,13 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 }
 
 // follow polls /v1/bash/output until a command that the server reported
-// as still running ends, collecting its output.
-func (h *Handle) follow(ctx context.Context, r *BashExecResult) (*BashExecResult, error) {
-	stdout, stderr := deref(r.Stdout), deref(r.Stderr)
+// as still running ends, collecting its output: each stream keeps at most
+// limit bytes (head and tail, sandbox.BoundedBuffer), however long the
+// command talks.
+func (h *Handle) follow(ctx context.Context, r *BashExecResult, limit int) (*BashExecResult, error) {
+	outBuf, errBuf := sandbox.NewBoundedBuffer(limit), sandbox.NewBoundedBuffer(limit)
+	_, _ = io.WriteString(outBuf, deref(r.Stdout))
+	_, _ = io.WriteString(errBuf, deref(r.Stderr))
 	off, eoff := r.Offset, r.StderrOffset
 	wait := 10.0
 	for {
@@ -273,11 +277,13 @@ func (h *Handle) follow(ctx context.Context, r *BashExecResult) (*BashExecResult
 		if err != nil {
 			return nil, err
 		}
-		stdout += o.Stdout
-		stderr += o.Stderr
+		_, _ = io.WriteString(outBuf, o.Stdout)
+		_, _ = io.WriteString(errBuf, o.Stderr)
 		off, eoff = o.Offset, o.StderrOffset
 		if o.Command != nil && o.Command.Status != StatusRunning && o.Command.Status != StatusPending {
 			r.Status, r.ExitCode = o.Command.Status, o.Command.ExitCode
+			stdout, _ := outBuf.Text()
+			stderr, _ := errBuf.Text()
 			r.Stdout, r.Stderr = &stdout, &stderr
 			return r, nil
 		}

@@ -19,9 +19,10 @@ type lanes struct {
 	c  *Client
 	ws string
 
-	mu   sync.Mutex
-	idle []string
-	all  map[string]bool
+	mu     sync.Mutex
+	idle   []string
+	all    map[string]bool
+	closed bool // close ran: a session created afterwards is closed at once
 }
 
 func newLanes(c *Client, ws string) *lanes {
@@ -31,6 +32,10 @@ func newLanes(c *Client, ws string) *lanes {
 // get takes an idle session or creates one.
 func (l *lanes) get(ctx context.Context) (string, error) {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return "", sandbox.ErrClosed
+	}
 	if n := len(l.idle); n > 0 {
 		id := l.idle[n-1]
 		l.idle = l.idle[:n-1]
@@ -43,6 +48,11 @@ func (l *lanes) get(ctx context.Context) (string, error) {
 		return "", err
 	}
 	l.mu.Lock()
+	if l.closed { // close listed the sessions while this one was created
+		l.mu.Unlock()
+		l.discard(info.SessionID)
+		return "", sandbox.ErrClosed
+	}
 	l.all[info.SessionID] = true
 	l.mu.Unlock()
 	return info.SessionID, nil
@@ -51,7 +61,7 @@ func (l *lanes) get(ctx context.Context) (string, error) {
 // put returns a session whose command has ended.
 func (l *lanes) put(id string) {
 	l.mu.Lock()
-	if len(l.idle) < maxIdleLanes {
+	if len(l.idle) < maxIdleLanes && !l.closed && l.all[id] {
 		l.idle = append(l.idle, id)
 		l.mu.Unlock()
 		return
@@ -81,7 +91,7 @@ func (l *lanes) close(ctx context.Context) error {
 	for id := range l.all {
 		ids = append(ids, id)
 	}
-	l.all, l.idle = map[string]bool{}, nil
+	l.all, l.idle, l.closed = map[string]bool{}, nil, true
 	l.mu.Unlock()
 	var errs []error
 	for _, id := range ids {

@@ -94,7 +94,7 @@ func (p *Provider) ReleaseThread(ctx context.Context, threadID string) error {
 }
 
 func (p *Provider) releaseStored(ctx context.Context, threadID string) error {
-	unlock, err := p.o.Store.Lock(ctx, threadID)
+	ctx, unlock, err := p.lockStore(ctx, threadID)
 	if err != nil {
 		return err
 	}
@@ -102,6 +102,9 @@ func (p *Provider) releaseStored(ctx context.Context, threadID string) error {
 	sid := SandboxIDFor(threadID)
 	info, found, err := p.o.Backend.Discover(ctx, sid)
 	if err != nil {
+		return err
+	}
+	if err := stillHeld(ctx, threadID); err != nil {
 		return err
 	}
 	if found {
@@ -191,6 +194,13 @@ func (p *Provider) reapEntry(ctx context.Context, e *entry) error {
 			return err
 		}
 		defer unlock()
+	}
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	busy := e.busyTasks(tctx)
+	cancel()
+	if busy { // a background task runs: that is use
+		e.touch()
+		return nil
 	}
 	if !p.forgetIfIdle(e) {
 		return nil
@@ -283,7 +293,7 @@ func (p *Provider) disown(ctx context.Context, e *entry) error {
 	if tid == "" || !p.owns(e) {
 		return nil
 	}
-	unlock, err := p.o.Store.Lock(ctx, tid)
+	ctx, unlock, err := p.lockStore(ctx, tid)
 	if err != nil {
 		return fmt.Errorf("aio: disown %s: %w", tid, err)
 	}

@@ -2,8 +2,13 @@ package dockerbackend
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +20,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
 
+	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
 
@@ -25,6 +31,10 @@ const (
 	LabelThread  = "sage.sandbox.thread" // the thread id ("" if anonymous)
 	LabelOwner   = "sage.sandbox.owner"  // the creating process's owner id
 	LabelPrefix  = "sage.sandbox.prefix" // the container prefix
+	// LabelInstallation is the installation id: two deployments that
+	// share a Docker engine (and even a prefix) never see each other's
+	// containers.
+	LabelInstallation = "sage.sandbox.installation"
 )
 
 // DefaultPrefix is the default container name prefix.
@@ -39,11 +49,19 @@ type Options struct {
 	Prefix string
 	// HostIP is where sandbox ports are published (default 127.0.0.1).
 	HostIP string
+	// AdvertiseHost is the host name or address put in sandbox URLs, the
+	// one clients reach the published ports on (default: HostIP, or
+	// 127.0.0.1 when HostIP is 0.0.0.0).
+	AdvertiseHost string
 	// PidsLimit bounds processes per container (default 1024, -1 none).
 	PidsLimit int64
 	// StartTimeout bounds waiting for an adopted container to run
 	// (default 20 s).
 	StartTimeout time.Duration
+	// Installation labels every container; Discover, ListRunning and
+	// RemoveAll see only containers with this prefix and this
+	// installation id. Default: InstallationFor(sandbox.Home()).
+	Installation string
 }
 
 // Backend is the Docker aio.Backend.
@@ -75,6 +93,9 @@ func New(o Options) (*Backend, error) {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 20 * time.Second
 	}
+	if o.Installation == "" {
+		o.Installation = InstallationFor(sandbox.Home())
+	}
 	return &Backend{cli: o.Client, o: o}, nil
 }
 
@@ -93,6 +114,30 @@ func (b *Backend) Client() *client.Client { return b.cli }
 
 // Prefix is the container name prefix.
 func (b *Backend) Prefix() string { return b.o.Prefix }
+
+// Installation is the installation id this backend labels and filters by.
+func (b *Backend) Installation() string { return b.o.Installation }
+
+// InstallationFor is the default installation id of a SAGE_HOME: the
+// first 12 hex digits of sha256 of its absolute path.
+func InstallationFor(home string) string {
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	sum := sha256.Sum256([]byte(home))
+	return hex.EncodeToString(sum[:6])
+}
+
+// ErrForeign is returned (wrapped, matching fs.ErrPermission) when a
+// container with this backend's name belongs to another prefix or
+// installation.
+var ErrForeign = fmt.Errorf("docker: container belongs to another deployment: %w", fs.ErrPermission)
+
+// ours reports whether a container carries this backend's prefix and
+// installation labels.
+func (b *Backend) ours(labels map[string]string) bool {
+	return labels[LabelManaged] == "1" && labels[LabelPrefix] == b.o.Prefix && labels[LabelInstallation] == b.o.Installation
+}
 
 // Name is the container name of a sandbox.
 func (b *Backend) Name(sandboxID string) string { return b.o.Prefix + "-" + sandboxID }
@@ -165,6 +210,9 @@ func (b *Backend) adopt(ctx context.Context, sandboxID string) (aio.SandboxInfo,
 		if err != nil {
 			return aio.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
 		}
+		if ins.Config == nil || !b.ours(ins.Config.Labels) {
+			return aio.SandboxInfo{}, false, fmt.Errorf("docker: create %s: %w (fix: give each deployment its own container_prefix)", b.Name(sandboxID), ErrForeign)
+		}
 		if ins.State == nil || !ins.State.Running {
 			return aio.SandboxInfo{}, false, b.remove(ctx, ins.ID)
 		}
@@ -203,7 +251,7 @@ func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.Hos
 		Env:          envList(req.Env),
 		ExposedPorts: nat.PortSet{port: struct{}{}},
 		Labels: map[string]string{LabelManaged: "1", LabelID: req.SandboxID, LabelThread: req.ThreadID,
-			LabelOwner: req.Owner, LabelPrefix: b.o.Prefix},
+			LabelOwner: req.Owner, LabelPrefix: b.o.Prefix, LabelInstallation: b.o.Installation},
 	}
 	hc := &container.HostConfig{
 		PortBindings: nat.PortMap{port: []nat.PortBinding{{HostIP: b.o.HostIP, HostPort: "0"}}},
@@ -256,11 +304,14 @@ func (b *Backend) toInfo(ins container.InspectResponse) (aio.SandboxInfo, error)
 	for _, bs := range ins.NetworkSettings.Ports {
 		for _, pb := range bs {
 			if pb.HostPort != "" && pb.HostPort != "0" {
-				host := pb.HostIP
+				host := b.o.AdvertiseHost
+				if host == "" {
+					host = pb.HostIP
+				}
 				if host == "" || host == "0.0.0.0" {
 					host = "127.0.0.1"
 				}
-				info.URL = "http://" + host + ":" + pb.HostPort
+				info.URL = "http://" + net.JoinHostPort(host, pb.HostPort)
 				return info, nil
 			}
 		}
@@ -318,7 +369,8 @@ func (b *Backend) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, erro
 }
 
 // Discover finds the sandbox's running container by name, else by
-// label. A container that exists but does not run is not found.
+// label, among this backend's prefix and installation only. A container
+// that exists but does not run is not found.
 func (b *Backend) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
 	ins, err := b.cli.ContainerInspect(ctx, b.Name(sandboxID))
 	if cerrdefs.IsNotFound(err) {
@@ -327,7 +379,7 @@ func (b *Backend) Discover(ctx context.Context, sandboxID string) (aio.SandboxIn
 	if err != nil {
 		return aio.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
 	}
-	if ins.State == nil || !ins.State.Running {
+	if ins.Config == nil || !b.ours(ins.Config.Labels) || ins.State == nil || !ins.State.Running {
 		return aio.SandboxInfo{}, false, nil
 	}
 	info, err := b.toInfo(ins)
@@ -342,13 +394,20 @@ func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (aio.Sa
 	return list[0], true, nil
 }
 
-// ListRunning lists the running containers with this backend's prefix.
+// ListRunning lists the running containers with this backend's prefix
+// and installation.
 func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
-	return b.list(ctx, filters.Arg("label", LabelPrefix+"="+b.o.Prefix))
+	return b.list(ctx)
 }
 
-func (b *Backend) list(ctx context.Context, f filters.KeyValuePair) ([]aio.SandboxInfo, error) {
-	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(f, filters.Arg("label", LabelManaged+"=1"))})
+// scope filters by this backend's prefix and installation labels.
+func (b *Backend) scope() []filters.KeyValuePair {
+	return []filters.KeyValuePair{filters.Arg("label", LabelManaged+"=1"),
+		filters.Arg("label", LabelPrefix+"="+b.o.Prefix), filters.Arg("label", LabelInstallation+"="+b.o.Installation)}
+}
+
+func (b *Backend) list(ctx context.Context, fs ...filters.KeyValuePair) ([]aio.SandboxInfo, error) {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(append(fs, b.scope()...)...)})
 	if err != nil {
 		return nil, fmt.Errorf("docker: list: %w", err)
 	}
@@ -369,10 +428,10 @@ func (b *Backend) list(ctx context.Context, f filters.KeyValuePair) ([]aio.Sandb
 }
 
 // RemoveAll force-removes every container (running or not) with this
-// backend's prefix; tests and `sage sandbox rm --all` use it.
+// backend's prefix and installation; tests and `sage sandbox rm --all`
+// use it.
 func (b *Backend) RemoveAll(ctx context.Context) (int, error) {
-	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", LabelPrefix+"="+b.o.Prefix))})
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(b.scope()...)})
 	if err != nil {
 		return 0, fmt.Errorf("docker: list: %w", err)
 	}

@@ -7,16 +7,36 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
 
+// Provider config keys this backend reads (besides container_prefix,
+// installation_id and home).
+const (
+	KeyHostIP        = "host_ip"        // where ports are published (default 127.0.0.1)
+	KeyAdvertiseHost = "advertise_host" // the host in sandbox URLs (default: host_ip)
+)
+
 // BackendName is the name this package registers with aio.RegisterBackend.
 const BackendName = "docker"
 
 func init() { aio.RegisterBackend(BackendName, fromConfig) }
 
-// fromConfig reads container_prefix from the provider config.
+// fromConfig reads container_prefix and installation_id (default: one
+// derived from home) from the provider config.
 func fromConfig(cfg map[string]any) (aio.Backend, error) {
 	o := Options{}
 	if v, ok := cfg[aio.KeyContainerPrefix]; ok && v != nil {
 		o.Prefix = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[KeyHostIP]; ok && v != nil {
+		o.HostIP = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[KeyAdvertiseHost]; ok && v != nil {
+		o.AdvertiseHost = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[aio.KeyInstallationID]; ok && v != nil {
+		o.Installation = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[aio.KeyHome]; ok && v != nil && o.Installation == "" {
+		o.Installation = InstallationFor(strings.TrimSpace(fmt.Sprint(v)))
 	}
 	return New(o)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,7 +45,10 @@ type Store struct {
 	o   Options
 }
 
-var _ aio.StateStore = (*Store)(nil)
+var (
+	_ aio.StateStore   = (*Store)(nil)
+	_ aio.FencedLocker = (*Store)(nil)
+)
 
 // Open connects to a redis:// URL ("" means DefaultAddr). It does not
 // dial; the first operation does.
@@ -98,7 +102,7 @@ func (s *Store) Save(ctx context.Context, threadID string, info aio.SandboxInfo)
 	if err != nil {
 		return fmt.Errorf("redisstore: %w", err)
 	}
-	if err := s.rdb.Set(ctx, k, data, 0).Err(); err != nil {
+	if err := s.write(ctx, threadID, k, data); err != nil {
 		return fmt.Errorf("redisstore: save %s: %w", threadID, err)
 	}
 	return nil
@@ -132,7 +136,7 @@ func (s *Store) Remove(ctx context.Context, threadID string) error {
 	if err != nil {
 		return err
 	}
-	if err := s.rdb.Del(ctx, k).Err(); err != nil {
+	if err := s.write(ctx, threadID, k, nil); err != nil {
 		return fmt.Errorf("redisstore: remove %s: %w", threadID, err)
 	}
 	return nil
@@ -164,40 +168,61 @@ var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] the
 var renewScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
 
 // Lock takes the thread's lock (SET NX PX with a random token), retrying
-// until ctx ends, and renews it in the background until unlock.
+// until ctx ends, and renews it in the background until unlock. Use
+// LockFenced to learn when the lock is lost.
 func (s *Store) Lock(ctx context.Context, threadID string) (func(), error) {
+	_, unlock, err := s.LockFenced(ctx, threadID)
+	return unlock, err
+}
+
+// LockFenced is Lock that also returns a context derived from ctx,
+// cancelled with cause aio.ErrLockLost when the lock is lost: another
+// token holds it, or renewal failed for a whole TTL. Save and Remove
+// under that context write only while the lock holds its token (checked
+// by Redis in the same script), so a former holder's late write is
+// refused with aio.ErrLockLost.
+func (s *Store) LockFenced(ctx context.Context, threadID string) (context.Context, func(), error) {
 	k, err := s.key(threadID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	k += ":lock"
 	token := randomToken()
 	for {
 		ok, err := s.rdb.SetNX(ctx, k, token, s.o.LockTTL).Result()
 		if err != nil {
-			return nil, fmt.Errorf("redisstore: lock %s: %w", threadID, err)
+			return nil, nil, fmt.Errorf("redisstore: lock %s: %w", threadID, err)
 		}
 		if ok {
-			return s.holdLock(k, token), nil
+			held, lost := context.WithCancelCause(context.WithValue(ctx, fenceKey{}, fence{key: k, token: token}))
+			return held, s.holdLock(k, token, lost), nil
 		}
 		t := time.NewTimer(s.o.Poll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("redisstore: lock %s: %w", threadID, ctx.Err())
+			return nil, nil, fmt.Errorf("redisstore: lock %s: %w", threadID, ctx.Err())
 		case <-t.C:
 		}
 	}
 }
 
-// holdLock renews the lock until the returned unlock runs, which stops
-// renewing and deletes the lock if it is still ours.
-func (s *Store) holdLock(k, token string) func() {
+// fence is the lock a context holds (LockFenced).
+type fence struct{ key, token string }
+
+type fenceKey struct{}
+
+// holdLock renews the lock until the returned (idempotent) unlock runs,
+// which stops renewing and deletes the lock if it is still ours. It calls lost with
+// aio.ErrLockLost once the lock is another's or could not be renewed
+// for a whole TTL.
+func (s *Store) holdLock(k, token string, lost context.CancelCauseFunc) func() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		t := time.NewTicker(s.o.LockTTL / 3)
 		defer t.Stop()
+		renewed := time.Now()
 		for {
 			select {
 			case <-stop:
@@ -206,21 +231,68 @@ func (s *Store) holdLock(k, token string) func() {
 				ctx, cancel := context.WithTimeout(context.Background(), s.o.LockTTL/3)
 				n, err := renewScript.Run(ctx, s.rdb, []string{k}, token, s.o.LockTTL.Milliseconds()).Int()
 				cancel()
-				if err != nil || n == 0 {
+				switch {
+				case err == nil && n == 1:
+					renewed = time.Now()
+				case err == nil || time.Since(renewed) >= s.o.LockTTL:
+					s.o.Logger.Warn("redisstore: lock lost; stopping its holder", "key", k, "err", err)
+					lost(aio.ErrLockLost)
+					return
+				default:
 					s.o.Logger.Warn("redisstore: could not renew lock", "key", k, "err", err)
 				}
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(stop)
-		<-done
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := unlockScript.Run(ctx, s.rdb, []string{k}, token).Err(); err != nil {
-			s.o.Logger.Warn("redisstore: could not release lock (it expires)", "key", k, "err", err)
-		}
+		once.Do(func() {
+			close(stop)
+			<-done
+			lost(context.Canceled)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := unlockScript.Run(ctx, s.rdb, []string{k}, token).Err(); err != nil {
+				s.o.Logger.Warn("redisstore: could not release lock (it expires)", "key", k, "err", err)
+			}
+		})
 	}
+}
+
+// fencedSet and fencedDel write only while KEYS[2] (the lock) holds
+// ARGV[1] (our token); they return -1 otherwise.
+var (
+	fencedSet = redis.NewScript(`if redis.call("GET", KEYS[2]) ~= ARGV[1] then return -1 end redis.call("SET", KEYS[1], ARGV[2]) return 1`)
+	fencedDel = redis.NewScript(`if redis.call("GET", KEYS[2]) ~= ARGV[1] then return -1 end return redis.call("DEL", KEYS[1])`)
+)
+
+// write sets (data != nil) or deletes k, fenced by the lock ctx holds,
+// if any, for this thread.
+func (s *Store) write(ctx context.Context, threadID, k string, data []byte) error {
+	f, fenced := ctx.Value(fenceKey{}).(fence)
+	if !fenced || f.key != k+":lock" {
+		if data == nil {
+			return s.rdb.Del(ctx, k).Err()
+		}
+		return s.rdb.Set(ctx, k, data, 0).Err()
+	}
+	if ctx.Err() != nil {
+		if c := context.Cause(ctx); errors.Is(c, aio.ErrLockLost) {
+			return c
+		}
+		return ctx.Err()
+	}
+	var n int
+	var err error
+	if data == nil {
+		n, err = fencedDel.Run(ctx, s.rdb, []string{k, f.key}, f.token).Int()
+	} else {
+		n, err = fencedSet.Run(ctx, s.rdb, []string{k, f.key}, f.token, data).Int()
+	}
+	if err == nil && n == -1 {
+		return fmt.Errorf("thread %s: %w", threadID, aio.ErrLockLost)
+	}
+	return err
 }
 
 func randomToken() string {

@@ -88,7 +88,10 @@ type ProviderOptions struct {
 	// LivenessInterval is how often a cache hit asks the backend whether
 	// the sandbox still runs (default DefaultLivenessInterval).
 	LivenessInterval time.Duration
-	Logger           *slog.Logger
+	// TouchInterval is how often, at most, a used sandbox is touched on a
+	// backend that implements Toucher (default DefaultTouchInterval).
+	TouchInterval time.Duration
+	Logger        *slog.Logger
 }
 
 // Provider is the orchestrating AIO provider: one sandbox per thread,
@@ -114,7 +117,7 @@ type Provider struct {
 type entry struct {
 	info    SandboxInfo
 	h       *Handle
-	last    atomic.Int64 // unix nanoseconds of the last use
+	act     activity     // requests in flight and the last use
 	checked atomic.Int64 // unix nanoseconds of the last liveness check
 }
 
@@ -123,8 +126,8 @@ type entry struct {
 // or its container may be gone); in between, hits cost no backend call.
 const DefaultLivenessInterval = 10 * time.Second
 
-func (e *entry) touch()                           { e.last.Store(time.Now().UnixNano()) }
-func (e *entry) idle(now time.Time) time.Duration { return now.Sub(time.Unix(0, e.last.Load())) }
+func (e *entry) touch()                           { e.act.touch() }
+func (e *entry) idle(now time.Time) time.Duration { return e.act.idle(now) }
 
 // NewProvider checks o, fills defaults and starts the idle reaper when
 // IdleTimeout > 0.
@@ -179,6 +182,9 @@ func (o *ProviderOptions) defaults() error {
 	}
 	if o.LivenessInterval <= 0 {
 		o.LivenessInterval = DefaultLivenessInterval
+	}
+	if o.TouchInterval <= 0 {
+		o.TouchInterval = DefaultTouchInterval
 	}
 	if o.Owner == "" {
 		host, _ := os.Hostname()
@@ -261,7 +267,7 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 }
 
 func (p *Provider) acquireLocked(ctx context.Context, threadID string) (*entry, error) {
-	release, err := p.o.Store.Lock(ctx, threadID)
+	ctx, release, err := p.lockStore(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +312,13 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 	if err != nil && ctx.Err() != nil {
 		return nil, err // our caller gave up: the sandbox may be fine for others
 	}
+	if err != nil && info.Owner != p.o.Owner { // another process's: it may just be slow
+		return nil, fmt.Errorf("sandbox %s of owner %s is not usable, left to its owner (fix: sage sandbox rm %s): %w", sid, info.Owner, threadID, err)
+	}
 	if err != nil {
+		if herr := stillHeld(ctx, threadID); herr != nil {
+			return nil, herr
+		}
 		p.o.Logger.Warn("aio: discovered sandbox is not usable; replacing it", "thread", threadID, "sandbox", sid, "err", err)
 		derr := p.destroy(ctx, info)
 		return nil, errors.Join(derr, p.o.Store.Remove(ctx, threadID))
@@ -333,6 +345,9 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 func (p *Provider) retireLegacy(ctx context.Context, threadID string, st SandboxInfo) {
 	old, ok, err := p.o.Backend.Discover(ctx, st.SandboxID)
 	if err != nil || !ok {
+		return
+	}
+	if stillHeld(ctx, threadID) != nil {
 		return
 	}
 	p.o.Logger.Info("aio: retiring a sandbox saved under an old id", "thread", threadID, "sandbox", st.SandboxID)
@@ -385,18 +400,23 @@ func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) 
 	if err := WaitReady(rctx, info.URL, ReadyOptions{Token: info.Token}); err != nil {
 		return nil, err
 	}
+	e := &entry{info: info}
+	e.act.onUse = func() { p.touchBackend(e) }
+	e.touch()
 	h, err := Open(rctx, OpenOptions{ServerURL: info.URL, Token: info.Token, SandboxID: info.SandboxID,
-		Timeout: p.o.Timeout, Env: p.o.Env})
+		Timeout: p.o.Timeout, Env: p.o.Env, Transport: e.act.transport(nil)})
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{info: info, h: h}
-	e.touch()
+	e.h = h
 	return e, nil
 }
 
 // create is layer 3.
 func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, error) {
+	if err := stillHeld(ctx, threadID); err != nil {
+		return nil, err
+	}
 	mounts, err := p.threadMounts(threadID)
 	if err != nil {
 		return nil, err
