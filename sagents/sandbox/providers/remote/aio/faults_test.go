@@ -144,7 +144,7 @@ func TestFollowedOutputIsBounded(t *testing.T) {
 	h, err := aio.Open(context.Background(), aio.OpenOptions{ServerURL: ts.URL, Token: "t"})
 	require.NoError(t, err)
 	defer h.Close(context.Background())
-	res, err := h.ExecuteCommand(context.Background(), "talk", sandbox.ExecOptions{OutputLimit: 2000})
+	res, err := h.Exec(context.Background(), sandbox.ExecSpec{Command: "talk", ExecOptions: sandbox.ExecOptions{OutputLimit: 2000}})
 	require.NoError(t, err)
 	assert.Less(t, len(res.Stdout), 2000, "the output limit was ignored")
 	assert.True(t, res.Truncated)
@@ -167,7 +167,7 @@ func TestLaneCreatedDuringCloseIsClosed(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.ExecuteCommand(context.Background(), "x", sandbox.ExecOptions{})
+		_, err := h.Exec(context.Background(), sandbox.ExecSpec{Command: "x"})
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // the lane is being created
