@@ -43,6 +43,9 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandb
 	if err != nil {
 		return nil, err
 	}
+	if s.sess.opts.Enabled {
+		return s.sessionRun(ctx, inv, opts)
+	}
 	s.py.addBinds(s, &inv)
 	return s.run(ctx, inv, opts)
 }

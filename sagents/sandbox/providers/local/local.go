@@ -41,6 +41,7 @@ type Sandbox struct {
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
 	bgCPU sync.Map
+	sess  sessionSlot // the session sandbox, when enabled
 
 	closeOnce sync.Once
 	closeErr  error
@@ -125,6 +126,9 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
 		}
 	}
+	if err := checkSession(cfg, opts.Session); err != nil {
+		return nil, err
+	}
 	quota, err := setupQuota(cfg, ws, id)
 	if err != nil {
 		return nil, err
@@ -171,6 +175,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	s.HostFS = &sandbox.HostFS{Mapper: mapper, Check: s.checkOpen, Owner: id.owner()}
 	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
+	s.sess.opts = opts.Session
 	return s, nil
 }
 
@@ -222,6 +227,7 @@ func (s *Sandbox) checkOpen() error {
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
+		s.stopSession()
 		err := s.Background.Close(ctx)
 		if cerr := s.iso.close(); err == nil {
 			err = cerr

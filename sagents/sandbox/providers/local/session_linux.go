@@ -1,0 +1,445 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
+)
+
+// sandboxSupervisor is where this program appears inside a session
+// sandbox, under the name that makes it serve as the supervisor.
+const sandboxSupervisor = "/run/sage/bin/" + supervisor.Name
+
+// sessionStartTimeout bounds the start of a session sandbox.
+const sessionStartTimeout = 10 * time.Second
+
+// drainAfterExit is how long output is still read after a command
+// exited: a process it left running in the background ("cmd &") may hold
+// the pipes for the rest of the session.
+const drainAfterExit = 200 * time.Millisecond
+
+// liveSession is one running session sandbox: bwrap, whose command is the
+// supervisor, and the host end of its control socket.
+type liveSession struct {
+	cmd   *exec.Cmd
+	w     *wrapped
+	conn  *net.UnixConn
+	venv  string
+	wmu   sync.Mutex
+	mu    sync.Mutex
+	next  uint64
+	waits map[uint64]chan supervisor.Reply
+	busy  int
+	used  time.Time
+	dead  chan struct{} // closed once the supervisor is gone
+	once  sync.Once
+}
+
+// sessionRun runs inv in the session sandbox, starting it first when
+// none runs (or the last one died or went idle).
+func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	l, restarted, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := s.iso.(*bwrapIsolator)
+	extra := inv.env
+	if b.egress != nil {
+		extra = b.egress.withProxyEnv(extra)
+	}
+	var env []string
+	for k, v := range b.env(extra, l.venv) {
+		env = append(env, k+"="+v)
+	}
+	req := supervisor.Request{Op: "exec", Argv: inv.argv, Env: env, Dir: inv.chdir}
+	res, err := l.exec(ctx, req, opts, sandbox.CommandTimeout(opts.Timeout, s.timeout))
+	if res != nil {
+		le := s.iso.limitsEnforced()
+		res.LimitsEnforced = &le
+		_ = restarted // TODO: report session_restarted in the result
+	}
+	return res, err
+}
+
+// session returns the running session sandbox, starting one when there
+// is none or the last one's supervisor is gone; restarted is true when it
+// replaced an earlier one.
+func (s *Sandbox) session(ctx context.Context) (*liveSession, bool, error) {
+	slot := &s.sess
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.closed {
+		return nil, false, sandbox.ErrClosed
+	}
+	if l := slot.live; l != nil {
+		select {
+		case <-l.dead:
+			l.stop()
+			slot.live = nil
+		default:
+			l.mu.Lock()
+			l.busy++
+			l.mu.Unlock()
+			return l, false, nil
+		}
+	}
+	l, err := s.startSession(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	l.busy = 1
+	slot.live = l
+	slot.started++
+	if d := slot.opts.idle(); d > 0 {
+		s.armIdle(l, d)
+	}
+	return l, slot.started > 1, nil
+}
+
+// armIdle stops l once it has run no command for d.
+func (s *Sandbox) armIdle(l *liveSession, d time.Duration) {
+	var check func()
+	check = func() {
+		l.mu.Lock()
+		idle := l.busy == 0 && time.Since(l.used) >= d
+		left := d - time.Since(l.used)
+		l.mu.Unlock()
+		if !idle {
+			if left <= 0 {
+				left = d
+			}
+			time.AfterFunc(left, check)
+			return
+		}
+		s.sess.mu.Lock()
+		if s.sess.live == l {
+			s.sess.live = nil
+		}
+		s.sess.mu.Unlock()
+		l.stop()
+	}
+	time.AfterFunc(d, check)
+}
+
+// stopSession ends the session sandbox, if any (Close).
+func (s *Sandbox) stopSession() {
+	s.sess.mu.Lock()
+	l := s.sess.live
+	s.sess.live, s.sess.closed = nil, true
+	s.sess.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+}
+
+// startSession starts bwrap with the supervisor as its command, under the
+// same mounts, seccomp filter, uid, cgroups and rlimits as any command.
+func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) {
+	b, ok := s.iso.(*bwrapIsolator)
+	if !ok {
+		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)
+	}
+	exe, err := bridgeExecutable()
+	if err == nil {
+		exe, err = reachableCopy(exe, s.runtimeDir, s.ident)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS}
+	s.py.addBinds(s, &inv)
+	inv.binds = append(inv.binds, bind{host: exe, inside: sandboxSupervisor, readOnly: true})
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("local: session control socket: %w", err)
+	}
+	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
+	defer inside.Close()
+	defer host.Close()
+	w, err := b.wrap(inv)
+	if err != nil {
+		return nil, err
+	}
+	files := append(append([]*os.File{}, w.extraFiles...), inside)
+	w.args[len(w.args)-1] = strconv.Itoa(2 + len(files))
+	logf, err := os.OpenFile(filepath.Join(s.runtimeDir, "session.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		closeFiles(w.extraFiles)
+		w.done()
+		return nil, fmt.Errorf("local: session log: %w", err)
+	}
+	defer logf.Close()
+	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
+	cmd.SysProcAttr = sysProcAttr(w.cred)
+	cmd.SysProcAttr.Setpgid = true
+	err = cmd.Start()
+	closeFiles(w.extraFiles)
+	if err != nil {
+		w.done()
+		return nil, fmt.Errorf("local: start the session sandbox: %w", err)
+	}
+	if err := w.started(cmd.Process.Pid); err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		w.done()
+		return nil, err
+	}
+	c, err := net.FileConn(host)
+	if err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		w.done()
+		return nil, fmt.Errorf("local: session control socket: %w", err)
+	}
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), venv: inv.venv, used: time.Now(),
+		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
+	go l.read()
+	return l, nil
+}
+
+// read dispatches the supervisor's replies until it is gone.
+func (l *liveSession) read() {
+	buf := make([]byte, 4096)
+	for {
+		n, _, _, _, err := l.conn.ReadMsgUnix(buf, nil)
+		if err != nil || n == 0 {
+			break
+		}
+		var r supervisor.Reply
+		if json.Unmarshal(buf[:n], &r) != nil {
+			continue
+		}
+		l.mu.Lock()
+		ch := l.waits[r.ID]
+		l.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- r:
+			default:
+			}
+		}
+	}
+	close(l.dead)
+}
+
+// stop ends the session sandbox: closing the control socket makes the
+// supervisor kill its commands and exit; whatever is left is killed.
+func (l *liveSession) stop() { l.once.Do(l.end) }
+
+func (l *liveSession) end() {
+	l.conn.Close()
+	done := make(chan struct{})
+	go func() { l.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	l.w.done()
+}
+
+func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	_, _, err = l.conn.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// exec runs one command in the session and waits for it, with its own
+// timeout: on expiry its process group gets SIGTERM, then SIGKILL.
+func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration) (res *sandbox.CommandResult, err error) {
+	defer func() {
+		l.mu.Lock()
+		l.busy--
+		l.used = time.Now()
+		l.mu.Unlock()
+	}()
+	var stdin *os.File
+	if opts.Stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, err
+		}
+	}
+	p, err := newPipes(opts, stdin)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	ch := make(chan supervisor.Reply, 2)
+	l.mu.Lock()
+	l.next++
+	req.ID = l.next
+	l.waits[req.ID] = ch
+	l.mu.Unlock()
+	defer func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }()
+	start := time.Now()
+	err = l.send(req, p.child...)
+	p.closeChild()
+	if err != nil {
+		return nil, fmt.Errorf("local: session sandbox: %w", err)
+	}
+	p.run(opts)
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	var kill <-chan time.Time
+	killed := false
+	for {
+		select {
+		case r := <-ch:
+			switch r.Op {
+			case "started":
+				continue
+			case "error":
+				return nil, fmt.Errorf("local: session sandbox: %s", r.Err)
+			}
+			res := p.result(time.Since(start))
+			res.ExitCode, res.Success = r.Exit, r.Exit == 0
+			if r.Signal > 0 {
+				res.Signal = unix.SignalName(syscall.Signal(r.Signal))
+			}
+			if killed {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
+				}
+				res.TimedOut, res.Success = true, false
+			}
+			return res, nil
+		case <-l.dead:
+			res := p.result(time.Since(start))
+			res.ExitCode = -1
+			return res, fmt.Errorf("local: session sandbox ended while the command ran: %w", io.ErrUnexpectedEOF)
+		case <-runCtx.Done():
+			runCtx = context.Background()
+			killed = true
+			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGTERM)})
+			kill = time.After(sandbox.DefaultKillGrace)
+		case <-kill:
+			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+		}
+	}
+}
+
+// pipes are one command's stdio: the child's ends go to the supervisor,
+// the host reads stdout and stderr into bounded buffers.
+type pipes struct {
+	child          []*os.File // stdin, stdout, stderr of the command
+	inW            *os.File
+	outR, errR     *os.File
+	stdout, stderr *sandbox.BoundedBuffer
+	drained        chan struct{}
+	stdin          io.Reader
+}
+
+func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
+	p := &pipes{drained: make(chan struct{}), stdin: opts.Stdin}
+	var inR *os.File
+	var err error
+	if devnull != nil {
+		inR = devnull
+	} else if inR, p.inW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeFiles([]*os.File{inR, p.inW})
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeFiles([]*os.File{inR, p.inW, outR, outW})
+		return nil, err
+	}
+	p.child, p.outR, p.errR = []*os.File{inR, outW, errW}, outR, errR
+	limit := opts.OutputLimit
+	if limit <= 0 {
+		limit = sandbox.DefaultOutputLimit
+	}
+	p.stdout, p.stderr = sandbox.NewBoundedBuffer(limit/2), sandbox.NewBoundedBuffer(limit-limit/2)
+	return p, nil
+}
+
+func (p *pipes) closeChild() { closeFiles(p.child); p.child = nil }
+
+func (p *pipes) run(opts sandbox.ExecOptions) {
+	if p.inW != nil {
+		go func() { io.Copy(p.inW, p.stdin); p.inW.Close() }()
+	}
+	done := make(chan struct{}, 2)
+	go func() { copyOut(p.outR, p.stdout, opts.OnStdout); done <- struct{}{} }()
+	go func() { copyOut(p.errR, p.stderr, opts.OnStderr); done <- struct{}{} }()
+	go func() { <-done; <-done; close(p.drained) }()
+}
+
+func copyOut(r io.Reader, buf *sandbox.BoundedBuffer, on func([]byte)) {
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		if n > 0 {
+			buf.Write(chunk[:n])
+			if on != nil {
+				on(chunk[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// result collects the output: what the command wrote, and what the pipes
+// hold a moment after it exited.
+func (p *pipes) result(d time.Duration) *sandbox.CommandResult {
+	select {
+	case <-p.drained:
+	case <-time.After(drainAfterExit):
+		p.outR.SetReadDeadline(time.Now())
+		p.errR.SetReadDeadline(time.Now())
+		<-p.drained
+	}
+	res := &sandbox.CommandResult{Duration: d}
+	res.Stdout, res.StdoutDroppedBytes = p.stdout.Text()
+	res.Stderr, res.StderrDroppedBytes = p.stderr.Text()
+	res.Truncated = res.StdoutDroppedBytes > 0 || res.StderrDroppedBytes > 0
+	return res
+}
+
+func (p *pipes) close() {
+	closeFiles(p.child)
+	p.outR.Close()
+	p.errR.Close()
+	if p.inW != nil {
+		p.inW.Close()
+	}
+}

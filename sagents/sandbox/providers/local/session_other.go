@@ -1,0 +1,20 @@
+//go:build !linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+type liveSession struct{}
+
+func (l *liveSession) stop() {}
+
+func (s *Sandbox) sessionRun(context.Context, invocation, sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	return nil, fmt.Errorf("%w: the session sandbox needs Linux (bubblewrap)", sandbox.ErrIsolationUnavailable)
+}
+
+func (s *Sandbox) stopSession() {}
