@@ -71,6 +71,7 @@ type invocation struct {
 	env     map[string]string // extra variables
 	binds   []bind            // extra binds (interpreters, the venv, code files)
 	venv    string            // inside path of the Python venv to put on PATH, if any
+	session bool              // the session sandbox's supervisor (session_linux.go)
 }
 
 // bind shows a host path inside the sandbox.

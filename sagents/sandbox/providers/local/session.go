@@ -52,9 +52,5 @@ func checkSession(cfg sandbox.Config, o SessionOptions) error {
 		return &sandbox.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),
 			Reason: "the session sandbox needs bwrap isolation on Linux; fix: use isolation auto/bwrap or fresh_per_command"}
 	}
-	if cfg.Local.CPUTimeLimit > 0 {
-		return &sandbox.ConfigError{Field: "sandbox.local.cpu_time_limit", Value: cfg.Local.CPUTimeLimit.String(),
-			Reason: "a per-command CPU budget is not enforced inside a session sandbox yet; fix: use fresh_per_command or drop the limit"}
-	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -68,7 +69,15 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		env = append(env, k+"="+v)
 	}
 	req := supervisor.Request{Op: "exec", Argv: inv.argv, Env: env, Dir: inv.chdir}
-	res, err := l.exec(ctx, req, opts, sandbox.CommandTimeout(opts.Timeout, s.timeout))
+	// The command's own CPU budget: a cgroup it is put in before its
+	// first instruction, removed (with what is left in it) after it.
+	k, err := b.cg.command(s.limits.CPUTime)
+	if err != nil {
+		l.idle()
+		return nil, err
+	}
+	defer k.release()
+	res, err := l.exec(ctx, req, opts, sandbox.CommandTimeout(opts.Timeout, s.timeout), k)
 	if res != nil {
 		le := s.iso.limitsEnforced()
 		res.LimitsEnforced = &le
@@ -162,7 +171,7 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	if err != nil {
 		return nil, err
 	}
-	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS}
+	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true}
 	s.py.addBinds(s, &inv)
 	inv.binds = append(inv.binds, bind{host: exe, inside: sandboxSupervisor, readOnly: true})
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -216,13 +225,18 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 // read dispatches the supervisor's replies until it is gone.
 func (l *liveSession) read() {
 	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
 	for {
-		n, _, _, _, err := l.conn.ReadMsgUnix(buf, nil)
+		n, oobn, _, _, err := l.conn.ReadMsgUnix(buf, oob)
 		if err != nil || n == 0 {
 			break
 		}
 		var r supervisor.Reply
-		if json.Unmarshal(buf[:n], &r) != nil {
+		jerr := json.Unmarshal(buf[:n], &r)
+		if oobn > 0 {
+			r.HostPid = pidfdHostPid(oob[:oobn])
+		}
+		if jerr != nil {
 			continue
 		}
 		l.mu.Lock()
@@ -236,6 +250,34 @@ func (l *liveSession) read() {
 		}
 	}
 	close(l.dead)
+}
+
+// pidfdHostPid reads the pid, as this process sees it, of the pidfd
+// the message carries (its fdinfo), and closes the pidfd.
+func pidfdHostPid(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if pid == 0 {
+				b, _ := readSmall("/proc/self/fdinfo/" + strconv.Itoa(fd))
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+						pid, _ = strconv.Atoi(strings.TrimSpace(v))
+					}
+				}
+			}
+			unix.Close(fd)
+		}
+	}
+	return pid
 }
 
 // stop ends the session sandbox: closing the control socket makes the
@@ -274,15 +316,22 @@ func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {
 	return err
 }
 
+// idle marks a command done that never ran.
+func (l *liveSession) idle() {
+	l.mu.Lock()
+	l.busy--
+	l.used = time.Now()
+	l.mu.Unlock()
+}
+
 // exec runs one command in the session and waits for it, with its own
 // timeout: on expiry its process group gets SIGTERM, then SIGKILL.
-func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration) (res *sandbox.CommandResult, err error) {
-	defer func() {
-		l.mu.Lock()
-		l.busy--
-		l.used = time.Now()
-		l.mu.Unlock()
-	}()
+func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *sandbox.CommandResult, err error) {
+	req.Gate = k != nil
+	if k != nil { // RLIMIT_CPU: the per-process backstop, as in limits.go
+		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
+	}
+	defer l.idle()
 	var stdin *os.File
 	if opts.Stdin == nil {
 		if stdin, err = os.Open(os.DevNull); err != nil {
@@ -320,6 +369,17 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 		case r := <-ch:
 			switch r.Op {
 			case "started":
+				if req.Gate {
+					if r.HostPid <= 0 {
+						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+						return nil, fmt.Errorf("local: session sandbox: no pid for the command's CPU cgroup: %s", r.Err)
+					}
+					if err := k.start(r.HostPid); err != nil {
+						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+						return nil, err
+					}
+					l.send(supervisor.Request{Op: "release", ID: req.ID})
+				}
 				continue
 			case "error":
 				return nil, fmt.Errorf("local: session sandbox: %s", r.Err)
@@ -329,6 +389,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 			if r.Signal > 0 {
 				res.Signal = unix.SignalName(syscall.Signal(r.Signal))
 			}
+			k.end(res)
 			if killed {
 				if ctx.Err() != nil {
 					return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
@@ -441,5 +502,33 @@ func (p *pipes) close() {
 	p.errR.Close()
 	if p.inW != nil {
 		p.inW.Close()
+	}
+}
+
+// SessionPID is the host pid of the running session sandbox (bwrap), 0
+// when none runs.
+func (s *Sandbox) SessionPID() int {
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	if s.sess.live == nil {
+		return 0
+	}
+	select {
+	case <-s.sess.live.dead:
+		return 0
+	default:
+		return s.sess.live.cmd.Process.Pid
+	}
+}
+
+// dropSession stops the running session sandbox; the next command starts
+// a new one.
+func (s *Sandbox) dropSession() {
+	s.sess.mu.Lock()
+	l := s.sess.live
+	s.sess.live = nil
+	s.sess.mu.Unlock()
+	if l != nil {
+		l.stop()
 	}
 }

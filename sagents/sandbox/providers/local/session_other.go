@@ -18,3 +18,6 @@ func (s *Sandbox) sessionRun(context.Context, invocation, sandbox.ExecOptions) (
 }
 
 func (s *Sandbox) stopSession() {}
+
+// SessionPID is 0: there is no session sandbox on this OS.
+func (s *Sandbox) SessionPID() int { return 0 }

@@ -102,7 +102,7 @@ func TestSessionSupervisorKilledIsReplaced(t *testing.T) {
 	s := newSession(t, local.SessionOptions{}, nil)
 	sh(t, s, "echo x > /tmp/f", sandbox.ExecOptions{})
 	// From inside, the supervisor is the only sage-supervisor process.
-	_, err := s.ExecuteCommand(context.Background(), "kill -9 $(pgrep -f sage-supervisor)", sandbox.ExecOptions{})
+	_, err := s.ExecuteCommand(context.Background(), supervisorPID+`; kill -9 "$sup"`, sandbox.ExecOptions{})
 	_ = err // the command may die with the session
 	res := sh(t, s, "cat /tmp/f 2>/dev/null; echo new", sandbox.ExecOptions{})
 	assert.Equal(t, "new\n", res.Stdout, res.Stderr)

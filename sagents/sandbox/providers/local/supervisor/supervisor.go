@@ -41,6 +41,13 @@ type Request struct {
 	Env  []string `json:"env,omitempty"`
 	Dir  string   `json:"dir,omitempty"`
 	Sig  int      `json:"sig,omitempty"`
+	// Gate holds an exec'ed command before its first instruction until a
+	// "release" request: the "started" reply then carries a pidfd of it,
+	// for the host to put it in its own cgroup first.
+	Gate bool `json:"gate,omitempty"`
+	// CPUSeconds, for a gated command, is its RLIMIT_CPU (soft; hard one
+	// second above), set before it is released.
+	CPUSeconds int `json:"cpu_seconds,omitempty"`
 }
 
 // Reply is one message to the host.
@@ -51,6 +58,9 @@ type Reply struct {
 	Exit   int    `json:"exit"`
 	Signal int    `json:"signal,omitempty"`
 	Err    string `json:"err,omitempty"`
+	// HostPid is filled in by the host from the pidfd a gated "started"
+	// carries; never sent.
+	HostPid int `json:"-"`
 }
 
 // ExitFailed is the supervisor's own exit status when it cannot serve.
@@ -60,7 +70,8 @@ type server struct {
 	fd   int
 	wmu  sync.Mutex
 	mu   sync.Mutex
-	pgid map[uint64]int // running commands: id -> process group
+	pgid map[uint64]int      // running commands: id -> process group
+	gate map[uint64]*os.File // held commands: id -> the pipe that releases them
 }
 
 // Main serves the control socket given as --fd N and returns the exit
@@ -83,7 +94,7 @@ func Main(args []string) int {
 		return ExitFailed
 	}
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	s := &server{fd: fd, pgid: map[uint64]int{}}
+	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}}
 	s.serve()
 	s.killAll()
 	return 0
@@ -113,6 +124,9 @@ func (s *server) serve() {
 		case "signal":
 			closeAll(files)
 			s.signal(req)
+		case "release":
+			closeAll(files)
+			s.release(req.ID)
 		default:
 			closeAll(files)
 			s.reply(Reply{Op: "error", ID: req.ID, Err: "unknown op " + strconv.Quote(req.Op)})
@@ -144,11 +158,29 @@ func closeAll(fs []*os.File) {
 	}
 }
 
-func (s *server) reply(r Reply) {
+func (s *server) reply(r Reply, fds ...int) {
 	b, _ := json.Marshal(r)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	unix.Sendmsg(s.fd, b, nil, nil, 0)
+	unix.Sendmsg(s.fd, b, oob, nil, 0)
+}
+
+// gateScript holds the command until the gate pipe (fd 3) says go.
+const gateScript = `read -r _ <&3; exec 3<&-; exec "$@"`
+
+func (s *server) release(id uint64) {
+	s.mu.Lock()
+	w := s.gate[id]
+	delete(s.gate, id)
+	s.mu.Unlock()
+	if w != nil {
+		w.Write([]byte("\n"))
+		w.Close()
+	}
 }
 
 func (s *server) exec(req Request, files []*os.File) {
@@ -157,14 +189,31 @@ func (s *server) exec(req Request, files []*os.File) {
 		s.reply(Reply{Op: "error", ID: req.ID, Err: "exec wants argv and 3 descriptors"})
 		return
 	}
-	cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
+	argv := req.Argv
+	var gateR, gateW *os.File
+	if req.Gate {
+		var err error
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			s.reply(Reply{Op: "error", ID: req.ID, Err: "gate: " + err.Error()})
+			return
+		}
+		defer gateR.Close()
+		argv = append([]string{"/bin/sh", "-c", gateScript, "sh"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = req.Env, req.Dir
+	if gateR != nil {
+		cmd.ExtraFiles = []*os.File{gateR}
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		code := 126
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = 127
+		}
+		if gateW != nil {
+			gateW.Close()
 		}
 		fmt.Fprintf(files[2], "%s: %v\n", req.Argv[0], err)
 		s.reply(Reply{Op: "exited", ID: req.ID, Exit: code})
@@ -173,10 +222,28 @@ func (s *server) exec(req Request, files []*os.File) {
 	pid := cmd.Process.Pid
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
+	if gateW != nil {
+		s.gate[req.ID] = gateW
+	}
 	s.mu.Unlock()
-	s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
+	if gateW != nil && req.CPUSeconds > 0 {
+		n := uint64(req.CPUSeconds)
+		unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: n, Max: n + 1}, nil)
+	}
+	if gateW != nil {
+		pfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid, Err: "pidfd: " + err.Error()})
+		} else {
+			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
+			unix.Close(pfd)
+		}
+	} else {
+		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
+	}
 	go func() {
 		cmd.Wait()
+		s.release(req.ID) // a gate never released: close it
 		s.mu.Lock()
 		delete(s.pgid, req.ID)
 		s.mu.Unlock()
