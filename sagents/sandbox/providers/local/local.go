@@ -127,6 +127,9 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
 		}
 	}
+	if cfg.Local.FreshPerCommand != nil && !*cfg.Local.FreshPerCommand && !opts.Session.Enabled {
+		opts.Session = SessionOptions{Enabled: true, IdleTimeout: cfg.Local.IdleTimeout}
+	}
 	if err := checkSession(cfg, opts.Session); err != nil {
 		return nil, err
 	}

@@ -93,6 +93,9 @@ func TestSessionCloseKillsAllAndRestartsAfterIdle(t *testing.T) {
 	time.Sleep(time.Second)
 	res := sh(t, s, "cat /tmp/gone 2>/dev/null; cat kept", sandbox.ExecOptions{})
 	assert.Equal(t, "y\n", res.Stdout)
+	assert.True(t, res.SessionRestarted)
+	res = sh(t, s, "true", sandbox.ExecOptions{})
+	assert.False(t, res.SessionRestarted)
 	require.NoError(t, s.Close(context.Background()))
 	_, err := s.ExecuteCommand(context.Background(), "true", sandbox.ExecOptions{})
 	assert.ErrorIs(t, err, sandbox.ErrClosed)
@@ -106,4 +109,17 @@ func TestSessionSupervisorKilledIsReplaced(t *testing.T) {
 	_ = err // the command may die with the session
 	res := sh(t, s, "cat /tmp/f 2>/dev/null; echo new", sandbox.ExecOptions{})
 	assert.Equal(t, "new\n", res.Stdout, res.Stderr)
+}
+
+func TestSessionFromConfig(t *testing.T) {
+	no := false
+	s := newLocal(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &no })
+	sh(t, s, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res := sh(t, s, "cat /tmp/f", sandbox.ExecOptions{})
+	assert.Equal(t, "kept\n", res.Stdout)
+	fresh := newLocal(t, nil)
+	sh(t, fresh, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res, err := fresh.ExecuteCommand(context.Background(), "cat /tmp/f", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, res.Stdout)
 }

@@ -63,6 +63,9 @@ type Reply struct {
 	HostPid int `json:"-"`
 }
 
+// OOMScoreAdj is the oom_score_adj of every command.
+const OOMScoreAdj = "500"
+
 // ExitFailed is the supervisor's own exit status when it cannot serve.
 const ExitFailed = 124
 
@@ -220,6 +223,9 @@ func (s *server) exec(req Request, files []*os.File) {
 		return
 	}
 	pid := cmd.Process.Pid
+	// Under memory pressure the session's commands go first, not the
+	// supervisor (raising a score needs no privilege; children inherit it).
+	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
 	if gateW != nil {
