@@ -33,8 +33,14 @@ func TestSessionEscapeSuite(t *testing.T) {
 				t.Skipf("needs a %s cgroup: without one the limit is refused", ctl)
 			}
 			res, err := s.ExecuteCommand(context.Background(), tc.cmd, sandbox.ExecOptions{})
-			if tc.name == "kill every process it can see" && err != nil {
-				return // the session died with its supervisor: fine, it restarts
+			if sessionMayDie[tc.name] && err != nil {
+				// The session died with its supervisor (killed, or OOM
+				// with a /tmp that fills the session's memory): no escape,
+				// and the next command gets a new session.
+				res, err := s.ExecuteCommand(context.Background(), "echo up", sandbox.ExecOptions{})
+				require.NoError(t, err)
+				assert.True(t, res.SessionRestarted)
+				return
 			}
 			require.NoError(t, err)
 			assert.NotContains(t, res.Stdout, "ESCAPED", "stderr: %s", res.Stderr)
@@ -48,6 +54,9 @@ func TestSessionEscapeSuite(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	assert.Zero(t, w.accepted.Load(), "the host service got a connection")
 }
+
+// sessionMayDie names the attacks that may end the session sandbox.
+var sessionMayDie = map[string]bool{"kill every process it can see": true, "fill the private /tmp": true}
 
 // TestSessionCPUBudgetIsPerCommand: each command of a session has its own
 // CPU budget, killing that command only.
