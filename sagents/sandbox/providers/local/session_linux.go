@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -49,6 +50,8 @@ type liveSession struct {
 	busy  int
 	used  time.Time
 	dead  chan struct{} // closed once the supervisor is gone
+	wsDev uint64        // the workspace directory bound at the start
+	wsIno uint64
 	once  sync.Once
 }
 
@@ -57,6 +60,10 @@ type liveSession struct {
 func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
 	l, restarted, err := s.session(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := l.sameWorkspace(s); err != nil {
+		l.idle()
 		return nil, err
 	}
 	b := s.iso.(*bwrapIsolator)
@@ -218,8 +225,38 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	}
 	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), venv: inv.venv, used: time.Now(),
 		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
+	l.wsDev, l.wsIno, _ = workspaceID(s)
 	go l.read()
 	return l, nil
+}
+
+// workspaceID identifies the workspace directory, opened as every
+// command's bind is (no symlink on its path, still the session uid's).
+func workspaceID(s *Sandbox) (dev, ino uint64, err error) {
+	f, err := openWorkspace(s.hostWS, s.ident)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Dev, st.Ino, nil
+}
+
+// sameWorkspace checks, before every command, that the workspace is
+// still the directory the session bound: one swapped for a symlink or
+// another directory fails the command with fs.ErrPermission.
+func (l *liveSession) sameWorkspace(s *Sandbox) error {
+	dev, ino, err := workspaceID(s)
+	if err != nil {
+		return err
+	}
+	if dev != l.wsDev || ino != l.wsIno {
+		return &fs.PathError{Op: "open workspace", Path: s.hostWS, Err: fmt.Errorf("%w: not the directory the session sandbox bound", fs.ErrPermission)}
+	}
+	return nil
 }
 
 // read dispatches the supervisor's replies until it is gone.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -25,7 +27,13 @@ func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
 	p := &pipes{drained: make(chan struct{}), stdin: opts.Stdin}
 	var inR *os.File
 	var err error
-	if devnull != nil {
+	if f, ok := opts.Stdin.(*os.File); ok && !stdinViaPipe { // a red-team control only
+		fd, err := unix.Dup(int(f.Fd()))
+		if err != nil {
+			return nil, err
+		}
+		inR, p.stdin = os.NewFile(uintptr(fd), "stdin"), nil
+	} else if devnull != nil {
 		inR = devnull
 	} else if inR, p.inW, err = os.Pipe(); err != nil {
 		return nil, err
@@ -52,7 +60,7 @@ func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
 func (p *pipes) closeChild() { closeFiles(p.child); p.child = nil }
 
 func (p *pipes) run(opts sandbox.ExecOptions) {
-	if p.inW != nil {
+	if p.inW != nil && p.stdin != nil {
 		go func() { io.Copy(p.inW, p.stdin); p.inW.Close() }()
 	}
 	done := make(chan struct{}, 2)
