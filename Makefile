@@ -45,6 +45,7 @@ bench: setup
 	@mkdir -p $(BIN)
 	$(BENCH) -bench 'ExecTrue' ./sagents/sandbox/providers/passthrough/ | tee $(BIN)/bench-passthrough.txt
 	$(BENCH) -bench 'True' ./sagents/sandbox/providers/local/ | tee $(BIN)/bench-local.txt
+	$(GO) test -run '^$$' -bench 'IdleSessionMemory' -benchtime 1x -count 1 ./sagents/sandbox/providers/local/ | tee -a $(BIN)/bench-local.txt
 	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/ | tee $(BIN)/bench-remote.txt
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
@@ -55,6 +56,9 @@ bench: setup
 	@fail=0; \
 	bash scripts/bench-ratio.sh $(BIN)/bench-passthrough.txt BenchmarkBareExecTrue BenchmarkPassthroughExecTrue 1.5 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkLocalExecTrue 1.3 || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkSessionExecTrue 0.3 || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkSessionFirstExecTrue 1.3 || fail=$$((fail+1)); \
+	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
 	if [ $$fail -gt 0 ]; then echo "bench: $$fail ratio(s) NOT met or missing"; exit 1; fi

@@ -91,6 +91,13 @@ type LocalConfig struct {
 	// SeccompDeny lists more system calls the seccomp filter refuses
 	// (names as in syscalls(2)), on top of the built-in list.
 	SeccompDeny []string
+	// FreshPerCommand false runs every shell command of the sandbox in one
+	// long-lived session sandbox (/tmp, processes and localhost persist);
+	// nil or true starts a fresh sandbox per command.
+	FreshPerCommand *bool
+	// IdleTimeout stops an idle session sandbox (the next command starts
+	// a new one); 0 means 15 minutes, negative never.
+	IdleTimeout time.Duration
 }
 
 // DefaultUIDRange is the host uid range of sandboxed processes when sage

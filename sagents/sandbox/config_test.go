@@ -189,3 +189,14 @@ func TestDiskQuotaConfig(t *testing.T) {
 	_, err = configFromLookup(lookupFrom(map[string]string{"SAGE_LOCAL_DISK_QUOTA_MB": "lots"}))
 	assert.ErrorContains(t, err, "SAGE_LOCAL_DISK_QUOTA_MB")
 }
+
+func TestConfigFromYAMLSession(t *testing.T) {
+	c, err := ConfigFromYAML([]byte("sandbox:\n  local:\n    fresh_per_command: false\n    idle_timeout: 90\n"))
+	require.NoError(t, err)
+	require.NotNil(t, c.Local.FreshPerCommand)
+	assert.False(t, *c.Local.FreshPerCommand)
+	assert.Equal(t, 90*time.Second, c.Local.IdleTimeout)
+	c, err = ConfigFromYAML([]byte("sandbox:\n  local: {}\n"))
+	require.NoError(t, err)
+	assert.Nil(t, c.Local.FreshPerCommand, "unset: a fresh sandbox per command")
+}

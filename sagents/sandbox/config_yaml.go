@@ -89,6 +89,8 @@ type yamlLocal struct {
 	Seccomp  struct {
 		Deny []string `yaml:"deny"`
 	} `yaml:"seccomp"`
+	FreshPerCommand *bool       `yaml:"fresh_per_command"`
+	IdleTimeout     yamlSeconds `yaml:"idle_timeout"`
 }
 
 func (y yamlSandbox) config() Config {
@@ -114,6 +116,8 @@ func (y yamlSandbox) config() Config {
 			UIDRange:        y.Local.UIDRange,
 			Umask:           y.Local.Umask,
 			SeccompDeny:     y.Local.Seccomp.Deny,
+			FreshPerCommand: y.Local.FreshPerCommand,
+			IdleTimeout:     y.Local.IdleTimeout.d,
 		},
 	}
 	for _, m := range y.Mounts {

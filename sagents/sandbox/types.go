@@ -104,6 +104,10 @@ type CommandResult struct {
 	// LimitsEnforced says which resource limits held for the command, and
 	// how; nil when the provider does not say.
 	LimitsEnforced *LimitsEnforced `json:"limits_enforced,omitempty"`
+	// SessionRestarted is true when the command ran in a new session
+	// sandbox that replaced one that went idle or died: /tmp and the
+	// session's processes are gone, the workspace is intact.
+	SessionRestarted bool `json:"session_restarted,omitempty"`
 }
 
 // LimitsEnforced reports how each resource limit of a command is

@@ -241,7 +241,11 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	} else {
 		ws, _ = os.Open(os.DevNull)
 	}
-	g, err := newGate(b.cg, b.limits)
+	lim := b.limits
+	if inv.session { // the budget is each command's (sessionRun), not the supervisor's
+		lim.CPUTime = 0
+	}
+	g, err := newGate(b.cg, lim)
 	if err != nil {
 		ws.Close()
 		return nil, err

@@ -102,6 +102,24 @@
 // RLIMIT_NPROC and its CPU time towards RLIMIT_CPU. Isolation none has no
 // namespace to keep empty, so allowlist with it is a config error.
 //
+// # Session sandbox
+//
+// With Options.Session (or sandbox.local.fresh_per_command: false), shell
+// commands run in one long-lived bwrap per Sandbox whose command is the
+// supervisor (package supervisor: this program re-executed, bound
+// read-only at /run/sage/bin/sage-supervisor, as the network bridge is).
+// bwrap starts through the same gate as any command (cgroups, rlimits;
+// the CPU budget is left out: it is each command's). Each command is sent
+// over an unnamed SOCK_SEQPACKET pair with its stdin, stdout and stderr
+// pipes as SCM_RIGHTS; output flows from the command to this process
+// directly. With a CPU limit the command is held before its first
+// instruction until this process moved it (its host pid read from a pidfd
+// the supervisor sends) into its own CPU cgroup. A timeout signals the
+// command's process group only. The session stops when idle
+// (SessionOptions.IdleTimeout), on Close, or with this process (bwrap's
+// parent-death signal); a dead or idle session is replaced on the next
+// command and the result says SessionRestarted.
+//
 // # macOS
 //
 // Commands run under /usr/bin/sandbox-exec with a Seatbelt profile

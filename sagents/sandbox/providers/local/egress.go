@@ -29,6 +29,8 @@ type Options struct {
 	// Resolver resolves names for the proxy; nil means the system
 	// resolver. Tests map names to loopback addresses with it.
 	Resolver egress.Resolver
+	// Session runs shell commands in one long-lived session sandbox.
+	Session SessionOptions
 }
 
 // Loopback ports of the proxies inside a Linux sandbox (its own network

@@ -77,7 +77,13 @@ func (l *eventLog) find(domain string, allowed bool) bool {
 // TestEgressAllowlist drives every path of network allowlist with curl
 // from inside a sandbox: only the proxies lead out, and they only lead
 // where the rules say.
-func TestEgressAllowlist(t *testing.T) {
+func TestEgressAllowlist(t *testing.T) { egressAllowlist(t, false) }
+
+// TestSessionEgressAllowlist runs the same checks against commands of a
+// session sandbox (the bridge runs once, in front of the supervisor).
+func TestSessionEgressAllowlist(t *testing.T) { egressAllowlist(t, true) }
+
+func egressAllowlist(t *testing.T, session bool) {
 	requireBwrap(t)
 	requireCurl(t)
 	const big = 64 << 20
@@ -101,7 +107,8 @@ func TestEgressAllowlist(t *testing.T) {
 			DeniedDomains:  []string{"denied.wild.test"}}}
 	res := mapResolver{"allowed.test": "127.0.0.2", "a.wild.test": "127.0.0.2", "denied.wild.test": "127.0.0.2",
 		"ported.test": "127.0.0.2", "rebind.test": "127.0.0.1"}
-	d, err := local.NewWithOptions(context.Background(), cfg, local.Options{EgressObserver: log.observe, Resolver: res})
+	d, err := local.NewWithOptions(context.Background(), cfg, local.Options{EgressObserver: log.observe, Resolver: res,
+		Session: local.SessionOptions{Enabled: session}})
 	require.NoError(t, err)
 	s := sandbox.NewFromDriver(cfg, d)
 	t.Cleanup(func() { s.Close(context.Background()) })

@@ -44,6 +44,9 @@ func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.Com
 	if err != nil {
 		return nil, err
 	}
+	if s.sess.opts.Enabled {
+		return s.sessionRun(ctx, inv, opts)
+	}
 	s.py.addBinds(s, &inv)
 	return s.run(ctx, inv, opts)
 }

@@ -41,6 +41,7 @@ type Sandbox struct {
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
 	bgCPU sync.Map
+	sess  sessionSlot // the session sandbox, when enabled
 
 	closeOnce sync.Once
 	closeErr  error
@@ -69,6 +70,7 @@ type invocation struct {
 	env     map[string]string // extra variables
 	binds   []bind            // extra binds (interpreters, the venv, code files)
 	venv    string            // inside path of the Python venv to put on PATH, if any
+	session bool              // the session sandbox's supervisor (session_linux.go)
 }
 
 // bind shows a host path inside the sandbox.
@@ -124,6 +126,12 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
 		}
 	}
+	if cfg.Local.FreshPerCommand != nil && !*cfg.Local.FreshPerCommand && !opts.Session.Enabled {
+		opts.Session = SessionOptions{Enabled: true, IdleTimeout: cfg.Local.IdleTimeout}
+	}
+	if err := checkSession(cfg, opts.Session); err != nil {
+		return nil, err
+	}
 	quota, err := setupQuota(cfg, ws, id)
 	if err != nil {
 		return nil, err
@@ -170,6 +178,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	s.HostFS = &sandbox.HostFS{Mapper: mapper, Owner: id.owner()}
 	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
+	s.sess.opts = opts.Session
 	return s, nil
 }
 
@@ -208,6 +217,7 @@ func (s *Sandbox) Limits() Limits { return s.limits }
 // quota image. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.stopSession()
 		err := s.Background.Close(ctx)
 		if cerr := s.iso.close(); err == nil {
 			err = cerr

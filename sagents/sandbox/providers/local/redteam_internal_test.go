@@ -38,11 +38,15 @@ func rtSandbox(t *testing.T, mutate func(*sandbox.Config)) *Sandbox {
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s, err := NewWithOptions(context.Background(), cfg, Options{})
+	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: rtSession}})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
+
+// rtSession runs the red-team tests' commands in a session sandbox
+// (TestSessionRedTeam).
+var rtSession bool
 
 func rtRun(t *testing.T, s *Sandbox, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
 	t.Helper()

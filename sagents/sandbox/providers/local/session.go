@@ -1,0 +1,56 @@
+package local
+
+import (
+	"github.com/sage-go/sage/sagents/sandbox"
+	"sync"
+	"time"
+)
+
+// SessionOptions turn on the session sandbox (see doc.go, "Session
+// sandbox"): one long-lived sandbox per Sandbox whose supervisor forks
+// every shell command inside it, so /tmp, processes and localhost persist
+// from one command to the next.
+type SessionOptions struct {
+	// Enabled runs ExecuteCommand through the session sandbox; false keeps
+	// a fresh sandbox per command.
+	Enabled bool
+	// IdleTimeout stops the session sandbox after this long without a
+	// command; the next command starts a new one. 0 means
+	// DefaultIdleTimeout; negative means never.
+	IdleTimeout time.Duration
+}
+
+// DefaultIdleTimeout is how long an idle session sandbox lives.
+const DefaultIdleTimeout = 15 * time.Minute
+
+// sessionSlot holds a Sandbox's session sandbox, started on first use.
+type sessionSlot struct {
+	opts     SessionOptions
+	mu       sync.Mutex
+	live     *liveSession // nil: none running
+	started  int          // session sandboxes started so far
+	closed   bool
+	idleStop *time.Timer
+}
+
+func (o SessionOptions) idle() time.Duration {
+	switch {
+	case o.IdleTimeout == 0:
+		return DefaultIdleTimeout
+	case o.IdleTimeout < 0:
+		return 0
+	}
+	return o.IdleTimeout
+}
+
+// checkSession refuses what the session sandbox cannot honour yet.
+func checkSession(cfg sandbox.Config, o SessionOptions) error {
+	if !o.Enabled {
+		return nil
+	}
+	if !usesBwrap(cfg) {
+		return &sandbox.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),
+			Reason: "the session sandbox needs bwrap isolation on Linux; fix: use isolation auto/bwrap or fresh_per_command"}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+func newSessionBench(b *testing.B) *Sandbox {
+	b.Helper()
+	s := openSessionBench(b)
+	b.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func openSessionBench(b *testing.B) *Sandbox {
+	b.Helper()
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
+	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func execTrue(b *testing.B, s *Sandbox) {
+	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "true"})
+	if err != nil || !res.Success {
+		b.Fatal(err, res)
+	}
+}
+
+// BenchmarkSessionExecTrue is ExecuteCommand of "true" in a warm session
+// sandbox (goal: <= 0.3x BenchmarkBareBwrapTrue).
+func BenchmarkSessionExecTrue(b *testing.B) {
+	s := newSessionBench(b)
+	execTrue(b, s)
+	for b.Loop() {
+		execTrue(b, s)
+	}
+}
+
+// BenchmarkSessionFirstExecTrue is the first command of a new session
+// sandbox: its start and "true" (goal: <= 1.3x BenchmarkBareBwrapTrue).
+// Stopping the session is not timed.
+func BenchmarkSessionFirstExecTrue(b *testing.B) {
+	s := newSessionBench(b)
+	for b.Loop() {
+		execTrue(b, s)
+		b.StopTimer()
+		s.dropSession()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkIdleSessionMemory (run it with -benchtime 1x) starts 20 idle session sandboxes and reports
+// the memory each costs: bytes/session is the sum of the PSS of every
+// process of the sessions (/proc/PID/smaps_rollup) divided by their
+// count; host-heap-bytes/session is the growth of this process's heap.
+func BenchmarkIdleSessionMemory(b *testing.B) {
+	const n = 20
+	var pss, heap float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var pids []int
+		var open []*Sandbox
+		for range n {
+			s := openSessionBench(b)
+			open = append(open, s)
+			execTrue(b, s)
+			pids = append(pids, s.SessionPID())
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+		total := int64(0)
+		for _, p := range pids {
+			for _, q := range processTree(p) {
+				total += pssBytes(q)
+			}
+		}
+		pss = float64(total) / n
+		for _, s := range open {
+			s.Close(context.Background())
+		}
+	}
+	b.ReportMetric(pss, "bytes/session")
+	b.ReportMetric(heap, "host-heap-bytes/session")
+}
+
+// processTree is pid and all its descendants.
+func processTree(pid int) []int {
+	parent := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) > 1 {
+			pp, _ := strconv.Atoi(f[1])
+			parent[pp] = append(parent[pp], p)
+		}
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, parent[out[i]]...)
+	}
+	return out
+}
+
+func pssBytes(pid int) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

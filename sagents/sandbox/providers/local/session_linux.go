@@ -1,0 +1,478 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
+)
+
+// sandboxSupervisor is where this program appears inside a session
+// sandbox, under the name that makes it serve as the supervisor.
+const sandboxSupervisor = "/run/sage/bin/" + supervisor.Name
+
+// sessionStartTimeout bounds the start of a session sandbox.
+const sessionStartTimeout = 10 * time.Second
+
+// drainAfterExit is how long output is still read after a command
+// exited: a process it left running in the background ("cmd &") may hold
+// the pipes for the rest of the session.
+const drainAfterExit = 200 * time.Millisecond
+
+// liveSession is one running session sandbox: bwrap, whose command is the
+// supervisor, and the host end of its control socket.
+type liveSession struct {
+	cmd   *exec.Cmd
+	w     *wrapped
+	conn  *net.UnixConn
+	venv  string
+	wmu   sync.Mutex
+	mu    sync.Mutex
+	next  uint64
+	waits map[uint64]chan supervisor.Reply
+	busy  int
+	used  time.Time
+	dead  chan struct{} // closed once the supervisor is gone
+	wsDev uint64        // the workspace directory bound at the start
+	wsIno uint64
+	once  sync.Once
+}
+
+// sessionRun runs inv in the session sandbox, starting it first when
+// none runs (or the last one died or went idle).
+func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	l, restarted, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.sameWorkspace(s); err != nil {
+		l.idle()
+		return nil, err
+	}
+	b := s.iso.(*bwrapIsolator)
+	extra := inv.env
+	if b.egress != nil {
+		extra = b.egress.withProxyEnv(extra)
+	}
+	var env []string
+	for k, v := range b.env(extra, l.venv) {
+		env = append(env, k+"="+v)
+	}
+	req := supervisor.Request{Op: "exec", Argv: inv.argv, Env: env, Dir: inv.chdir}
+	// The command's own CPU budget: a cgroup it is put in before its
+	// first instruction, removed (with what is left in it) after it.
+	k, err := b.cg.command(s.limits.CPUTime)
+	if err != nil {
+		l.idle()
+		return nil, err
+	}
+	defer k.release()
+	res, err := l.exec(ctx, req, opts, sandbox.CommandTimeout(opts.Timeout, s.timeout), k)
+	if res != nil {
+		le := s.iso.limitsEnforced()
+		res.LimitsEnforced = &le
+		res.SessionRestarted = restarted
+	}
+	return res, err
+}
+
+// session returns the running session sandbox, starting one when there
+// is none or the last one's supervisor is gone; restarted is true when it
+// replaced an earlier one.
+func (s *Sandbox) session(ctx context.Context) (*liveSession, bool, error) {
+	slot := &s.sess
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.closed {
+		return nil, false, sandbox.ErrClosed
+	}
+	if l := slot.live; l != nil {
+		select {
+		case <-l.dead:
+			l.stop()
+			slot.live = nil
+		default:
+			l.mu.Lock()
+			l.busy++
+			l.mu.Unlock()
+			return l, false, nil
+		}
+	}
+	l, err := s.startSession(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	l.busy = 1
+	slot.live = l
+	slot.started++
+	if d := slot.opts.idle(); d > 0 {
+		s.armIdle(l, d)
+	}
+	return l, slot.started > 1, nil
+}
+
+// armIdle stops l once it has run no command for d.
+func (s *Sandbox) armIdle(l *liveSession, d time.Duration) {
+	var check func()
+	check = func() {
+		l.mu.Lock()
+		idle := l.busy == 0 && time.Since(l.used) >= d
+		left := d - time.Since(l.used)
+		l.mu.Unlock()
+		if !idle {
+			if left <= 0 {
+				left = d
+			}
+			time.AfterFunc(left, check)
+			return
+		}
+		s.sess.mu.Lock()
+		if s.sess.live == l {
+			s.sess.live = nil
+		}
+		s.sess.mu.Unlock()
+		l.stop()
+	}
+	time.AfterFunc(d, check)
+}
+
+// stopSession ends the session sandbox, if any (Close).
+func (s *Sandbox) stopSession() {
+	s.sess.mu.Lock()
+	l := s.sess.live
+	s.sess.live, s.sess.closed = nil, true
+	s.sess.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+}
+
+// startSession starts bwrap with the supervisor as its command, under the
+// same mounts, seccomp filter, uid, cgroups and rlimits as any command.
+func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) {
+	b, ok := s.iso.(*bwrapIsolator)
+	if !ok {
+		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)
+	}
+	exe, err := bridgeExecutable()
+	if err == nil {
+		exe, err = reachableCopy(exe, s.runtimeDir, s.ident)
+	}
+	if err != nil {
+		return nil, err
+	}
+	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true}
+	s.py.addBinds(s, &inv)
+	inv.binds = append(inv.binds, bind{host: exe, inside: sandboxSupervisor, readOnly: true})
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("local: session control socket: %w", err)
+	}
+	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
+	defer inside.Close()
+	defer host.Close()
+	w, err := b.wrap(inv)
+	if err != nil {
+		return nil, err
+	}
+	files := append(append([]*os.File{}, w.extraFiles...), inside)
+	w.args[len(w.args)-1] = strconv.Itoa(2 + len(files))
+	logf, err := os.OpenFile(filepath.Join(s.runtimeDir, "session.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		closeFiles(w.extraFiles)
+		w.done()
+		return nil, fmt.Errorf("local: session log: %w", err)
+	}
+	defer logf.Close()
+	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
+	cmd.SysProcAttr = sysProcAttr(w.cred)
+	cmd.SysProcAttr.Setpgid = true
+	err = cmd.Start()
+	closeFiles(w.extraFiles)
+	if err != nil {
+		w.done()
+		return nil, fmt.Errorf("local: start the session sandbox: %w", err)
+	}
+	if err := w.started(cmd.Process.Pid); err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		w.done()
+		return nil, err
+	}
+	c, err := net.FileConn(host)
+	if err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		w.done()
+		return nil, fmt.Errorf("local: session control socket: %w", err)
+	}
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), venv: inv.venv, used: time.Now(),
+		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
+	l.wsDev, l.wsIno, _ = workspaceID(s)
+	go l.read()
+	return l, nil
+}
+
+// workspaceID identifies the workspace directory, opened as every
+// command's bind is (no symlink on its path, still the session uid's).
+func workspaceID(s *Sandbox) (dev, ino uint64, err error) {
+	f, err := openWorkspace(s.hostWS, s.ident)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, 0, err
+	}
+	return st.Dev, st.Ino, nil
+}
+
+// sameWorkspace checks, before every command, that the workspace is
+// still the directory the session bound: one swapped for a symlink or
+// another directory fails the command with fs.ErrPermission.
+func (l *liveSession) sameWorkspace(s *Sandbox) error {
+	dev, ino, err := workspaceID(s)
+	if err != nil {
+		return err
+	}
+	if dev != l.wsDev || ino != l.wsIno {
+		return &fs.PathError{Op: "open workspace", Path: s.hostWS, Err: fmt.Errorf("%w: not the directory the session sandbox bound", fs.ErrPermission)}
+	}
+	return nil
+}
+
+// read dispatches the supervisor's replies until it is gone.
+func (l *liveSession) read() {
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := l.conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			break
+		}
+		var r supervisor.Reply
+		jerr := json.Unmarshal(buf[:n], &r)
+		if oobn > 0 {
+			r.HostPid = pidfdHostPid(oob[:oobn])
+		}
+		if jerr != nil {
+			continue
+		}
+		l.mu.Lock()
+		ch := l.waits[r.ID]
+		l.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- r:
+			default:
+			}
+		}
+	}
+	close(l.dead)
+}
+
+// pidfdHostPid reads the pid, as this process sees it, of the pidfd
+// the message carries (its fdinfo), and closes the pidfd.
+func pidfdHostPid(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if pid == 0 {
+				b, _ := readSmall("/proc/self/fdinfo/" + strconv.Itoa(fd))
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+						pid, _ = strconv.Atoi(strings.TrimSpace(v))
+					}
+				}
+			}
+			unix.Close(fd)
+		}
+	}
+	return pid
+}
+
+// stop ends the session sandbox: closing the control socket makes the
+// supervisor kill its commands and exit; whatever is left is killed.
+func (l *liveSession) stop() { l.once.Do(l.end) }
+
+func (l *liveSession) end() {
+	l.conn.Close()
+	done := make(chan struct{})
+	go func() { l.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	l.w.done()
+}
+
+func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	_, _, err = l.conn.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// idle marks a command done that never ran.
+func (l *liveSession) idle() {
+	l.mu.Lock()
+	l.busy--
+	l.used = time.Now()
+	l.mu.Unlock()
+}
+
+// exec runs one command in the session and waits for it, with its own
+// timeout: on expiry its process group gets SIGTERM, then SIGKILL.
+func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *sandbox.CommandResult, err error) {
+	req.Gate = k != nil
+	if k != nil { // RLIMIT_CPU: the per-process backstop, as in limits.go
+		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
+	}
+	defer l.idle()
+	var stdin *os.File
+	if opts.Stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, err
+		}
+	}
+	p, err := newPipes(opts, stdin)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	ch := make(chan supervisor.Reply, 2)
+	l.mu.Lock()
+	l.next++
+	req.ID = l.next
+	l.waits[req.ID] = ch
+	l.mu.Unlock()
+	defer func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }()
+	start := time.Now()
+	err = l.send(req, p.child...)
+	p.closeChild()
+	if err != nil {
+		return nil, fmt.Errorf("local: session sandbox: %w", err)
+	}
+	p.run(opts)
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	var kill <-chan time.Time
+	killed := false
+	for {
+		select {
+		case r := <-ch:
+			switch r.Op {
+			case "started":
+				if req.Gate {
+					if r.HostPid <= 0 {
+						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+						return nil, fmt.Errorf("local: session sandbox: no pid for the command's CPU cgroup: %s", r.Err)
+					}
+					if err := k.start(r.HostPid); err != nil {
+						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+						return nil, err
+					}
+					l.send(supervisor.Request{Op: "release", ID: req.ID})
+				}
+				continue
+			case "error":
+				return nil, fmt.Errorf("local: session sandbox: %s", r.Err)
+			}
+			res := p.result(time.Since(start))
+			res.ExitCode, res.Success = r.Exit, r.Exit == 0
+			if r.Signal > 0 {
+				res.Signal = unix.SignalName(syscall.Signal(r.Signal))
+			}
+			k.end(res)
+			if killed {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
+				}
+				res.TimedOut, res.Success = true, false
+			}
+			return res, nil
+		case <-l.dead:
+			res := p.result(time.Since(start))
+			res.ExitCode = -1
+			return res, fmt.Errorf("local: session sandbox ended while the command ran: %w", io.ErrUnexpectedEOF)
+		case <-runCtx.Done():
+			runCtx = context.Background()
+			killed = true
+			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGTERM)})
+			kill = time.After(sandbox.DefaultKillGrace)
+		case <-kill:
+			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+		}
+	}
+}
+
+// SessionPID is the host pid of the running session sandbox (bwrap), 0
+// when none runs.
+func (s *Sandbox) SessionPID() int {
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	if s.sess.live == nil {
+		return 0
+	}
+	select {
+	case <-s.sess.live.dead:
+		return 0
+	default:
+		return s.sess.live.cmd.Process.Pid
+	}
+}
+
+// dropSession stops the running session sandbox; the next command starts
+// a new one.
+func (s *Sandbox) dropSession() {
+	s.sess.mu.Lock()
+	l := s.sess.live
+	s.sess.live = nil
+	s.sess.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+}

@@ -1,0 +1,125 @@
+//go:build linux
+
+package local_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// newSession is a local sandbox whose shell commands run in one session
+// sandbox.
+func newSession(t testing.TB, so local.SessionOptions, mutate func(*sandbox.Config)) *local.Sandbox {
+	t.Helper()
+	requireBwrap(t)
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	so.Enabled = true
+	s, err := local.NewWithOptions(context.Background(), cfg, local.Options{Session: so})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func sh(t *testing.T, s *local.Sandbox, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
+	t.Helper()
+	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: cmd, ExecOptions: opts})
+	require.NoError(t, err, cmd)
+	return res
+}
+
+func TestSessionKeepsTmpProcessesAndLocalhost(t *testing.T) {
+	s := newSession(t, local.SessionOptions{}, nil)
+	res := sh(t, s, "echo kept > /tmp/f; sleep 300 & echo $!", sandbox.ExecOptions{})
+	require.True(t, res.Success, res.Stderr)
+	pid := strings.TrimSpace(res.Stdout)
+	res = sh(t, s, "cat /tmp/f; kill -0 "+pid+" && echo alive", sandbox.ExecOptions{})
+	assert.Equal(t, "kept\nalive\n", res.Stdout, res.Stderr)
+
+	// A server started by one command answers a later one.
+	res = sh(t, s, `python3 -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & echo hello > index.txt`, sandbox.ExecOptions{})
+	require.True(t, res.Success, res.Stderr)
+	res = sh(t, s, `for i in $(seq 50); do python3 -c 'import urllib.request,sys; sys.stdout.write(urllib.request.urlopen("http://127.0.0.1:8765/index.txt").read().decode())' 2>/dev/null && exit 0; sleep 0.1; done; exit 1`, sandbox.ExecOptions{})
+	assert.Equal(t, "hello\n", res.Stdout, res.Stderr)
+}
+
+func TestSessionTimeoutKillsOnlyThatCommand(t *testing.T) {
+	s := newSession(t, local.SessionOptions{}, nil)
+	res := sh(t, s, "sleep 300 & echo $!", sandbox.ExecOptions{})
+	keep := strings.TrimSpace(res.Stdout)
+	start := time.Now()
+	res = sh(t, s, "sleep 100 & sleep 100", sandbox.ExecOptions{Timeout: 300 * time.Millisecond})
+	assert.True(t, res.TimedOut)
+	assert.False(t, res.Success)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	res = sh(t, s, "kill -0 "+keep+" && echo alive; ps -eo args | grep -c '^sleep 100$'", sandbox.ExecOptions{})
+	assert.Equal(t, "alive\n0\n", res.Stdout, res.Stderr)
+}
+
+func TestSessionExitStatusStdinEnvWorkdir(t *testing.T) {
+	s := newSession(t, local.SessionOptions{}, nil)
+	res := sh(t, s, "mkdir -p sub; exit 3", sandbox.ExecOptions{})
+	assert.Equal(t, 3, res.ExitCode)
+	res = sh(t, s, `pwd; echo "$GREETING"; cat; echo err >&2; kill -9 $$`, sandbox.ExecOptions{
+		Workdir: "sub", Env: map[string]string{"GREETING": "hi"}, Stdin: strings.NewReader("in\n")})
+	assert.Equal(t, local.DefaultVirtualWorkspace+"/sub\nhi\nin\n", res.Stdout)
+	assert.Equal(t, "err\n", res.Stderr)
+	assert.Equal(t, 137, res.ExitCode)
+	assert.Equal(t, "SIGKILL", res.Signal)
+}
+
+func TestSessionsCannotSeeEachOther(t *testing.T) {
+	a := newSession(t, local.SessionOptions{}, nil)
+	b := newSession(t, local.SessionOptions{}, nil)
+	sh(t, a, "echo secret > /tmp/a; sleep 300 &", sandbox.ExecOptions{})
+	res := sh(t, b, "cat /tmp/a; ps -eo args | grep -c '^sleep 300$'", sandbox.ExecOptions{})
+	assert.Equal(t, "0\n", res.Stdout)
+}
+
+func TestSessionCloseKillsAllAndRestartsAfterIdle(t *testing.T) {
+	s := newSession(t, local.SessionOptions{IdleTimeout: 300 * time.Millisecond}, nil)
+	sh(t, s, "echo x > /tmp/gone; echo y > kept", sandbox.ExecOptions{})
+	time.Sleep(time.Second)
+	res := sh(t, s, "cat /tmp/gone 2>/dev/null; cat kept", sandbox.ExecOptions{})
+	assert.Equal(t, "y\n", res.Stdout)
+	assert.True(t, res.SessionRestarted)
+	res = sh(t, s, "true", sandbox.ExecOptions{})
+	assert.False(t, res.SessionRestarted)
+	require.NoError(t, s.Close(context.Background()))
+	_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "true"})
+	assert.ErrorIs(t, err, sandbox.ErrClosed)
+}
+
+func TestSessionSupervisorKilledIsReplaced(t *testing.T) {
+	s := newSession(t, local.SessionOptions{}, nil)
+	sh(t, s, "echo x > /tmp/f", sandbox.ExecOptions{})
+	// From inside, the supervisor is the only sage-supervisor process.
+	_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: supervisorPID+`; kill -9 "$sup"`})
+	_ = err // the command may die with the session
+	res := sh(t, s, "cat /tmp/f 2>/dev/null; echo new", sandbox.ExecOptions{})
+	assert.Equal(t, "new\n", res.Stdout, res.Stderr)
+}
+
+func TestSessionFromConfig(t *testing.T) {
+	no := false
+	s := newLocal(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &no }).Driver().(*local.Sandbox)
+	sh(t, s, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res := sh(t, s, "cat /tmp/f", sandbox.ExecOptions{})
+	assert.Equal(t, "kept\n", res.Stdout)
+	fresh := newLocal(t, nil).Driver().(*local.Sandbox)
+	sh(t, fresh, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res, err := fresh.Exec(context.Background(), sandbox.ExecSpec{Command: "cat /tmp/f"})
+	require.NoError(t, err)
+	assert.Empty(t, res.Stdout)
+}

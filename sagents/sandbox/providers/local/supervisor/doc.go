@@ -1,0 +1,23 @@
+// Package supervisor is the in-sandbox half of local mode's session
+// sandbox: one long-lived bwrap per session whose command is this
+// supervisor, which forks every command of the session inside it.
+//
+// The supervisor is not a separate binary: any program that links local
+// mode can serve. Local mode binds its own executable read-only into the
+// sandbox under the name Name and runs it as the sandbox's command with
+// one end of a SOCK_SEQPACKET socket pair as descriptor --fd. That socket
+// is the whole control channel: it has no name in any file system or
+// abstract namespace, the supervisor marks it close-on-exec and makes
+// itself non-dumpable (no /proc/PID/fd, no ptrace from the commands, which
+// hold no capabilities), so nothing running inside can reach or forge it.
+//
+// Each request is one JSON message (Request), optionally carrying the
+// command's stdin, stdout and stderr as SCM_RIGHTS descriptors made by
+// the host: output flows from the command to the host directly, never
+// through the supervisor. The supervisor starts each command in its own
+// process group and answers with Reply messages: "started" with its pid,
+// then "exited" with its status. A "signal" request signals one command's
+// process group, never anything else. When the host end closes, the
+// supervisor kills every command it started and exits, which ends the
+// sandbox (bwrap's pid namespace takes the rest down).
+package supervisor

@@ -1,0 +1,283 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Name is the executable name (argv[0]'s base) that makes a program
+// linking this package serve as the supervisor.
+const Name = "sage-supervisor"
+
+func init() {
+	if filepath.Base(os.Args[0]) == Name {
+		os.Exit(Main(os.Args[1:]))
+	}
+}
+
+// Limits of the control channel: a message and the descriptors it carries.
+const (
+	MaxMessage = 256 << 10
+	MaxFiles   = 3
+	MaxArgs    = 4096
+)
+
+// Request is one message from the host.
+type Request struct {
+	Op   string   `json:"op"` // "exec" or "signal"
+	ID   uint64   `json:"id"`
+	Argv []string `json:"argv,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Dir  string   `json:"dir,omitempty"`
+	Sig  int      `json:"sig,omitempty"`
+	// Gate holds an exec'ed command before its first instruction until a
+	// "release" request: the "started" reply then carries a pidfd of it,
+	// for the host to put it in its own cgroup first.
+	Gate bool `json:"gate,omitempty"`
+	// CPUSeconds, for a gated command, is its RLIMIT_CPU (soft; hard one
+	// second above), set before it is released.
+	CPUSeconds int `json:"cpu_seconds,omitempty"`
+}
+
+// Reply is one message to the host.
+type Reply struct {
+	Op     string `json:"op"` // "started", "exited" or "error"
+	ID     uint64 `json:"id"`
+	Pid    int    `json:"pid,omitempty"`
+	Exit   int    `json:"exit"`
+	Signal int    `json:"signal,omitempty"`
+	Err    string `json:"err,omitempty"`
+	// HostPid is filled in by the host from the pidfd a gated "started"
+	// carries; never sent.
+	HostPid int `json:"-"`
+}
+
+// OOMScoreAdj is the oom_score_adj of every command.
+const OOMScoreAdj = "500"
+
+// ExitFailed is the supervisor's own exit status when it cannot serve.
+const ExitFailed = 124
+
+type server struct {
+	fd   int
+	wmu  sync.Mutex
+	mu   sync.Mutex
+	pgid map[uint64]int      // running commands: id -> process group
+	gate map[uint64]*os.File // held commands: id -> the pipe that releases them
+}
+
+// Main serves the control socket given as --fd N and returns the exit
+// status once the host closed it.
+func Main(args []string) int {
+	if len(args) != 2 || args[0] != "--fd" {
+		fmt.Fprintln(os.Stderr, Name+": usage: "+Name+" --fd N")
+		return ExitFailed
+	}
+	fd, err := strconv.Atoi(args[1])
+	if err != nil || fd < 3 {
+		fmt.Fprintln(os.Stderr, Name+": --fd wants a descriptor above 2")
+		return ExitFailed
+	}
+	// Nothing started here may inherit the channel, and no command may
+	// open it through /proc or ptrace this process.
+	unix.CloseOnExec(fd)
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, Name+": prctl:", err)
+		return ExitFailed
+	}
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}}
+	s.serve()
+	s.killAll()
+	return 0
+}
+
+func (s *server) serve() {
+	buf := make([]byte, MaxMessage)
+	oob := make([]byte, unix.CmsgSpace(4*MaxFiles))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(s.fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return
+		}
+		files := parseFiles(oob[:oobn])
+		var req Request
+		if err := json.Unmarshal(buf[:n], &req); err != nil {
+			closeAll(files)
+			s.reply(Reply{Op: "error", Err: "bad request: " + err.Error()})
+			continue
+		}
+		switch req.Op {
+		case "exec":
+			s.exec(req, files)
+		case "signal":
+			closeAll(files)
+			s.signal(req)
+		case "release":
+			closeAll(files)
+			s.release(req.ID)
+		default:
+			closeAll(files)
+			s.reply(Reply{Op: "error", ID: req.ID, Err: "unknown op " + strconv.Quote(req.Op)})
+		}
+	}
+}
+
+func parseFiles(oob []byte) []*os.File {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var out []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			out = append(out, os.NewFile(uintptr(fd), "passed"))
+		}
+	}
+	return out
+}
+
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func (s *server) reply(r Reply, fds ...int) {
+	b, _ := json.Marshal(r)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	unix.Sendmsg(s.fd, b, oob, nil, 0)
+}
+
+// gateScript holds the command until the gate pipe (fd 3) says go.
+const gateScript = `read -r _ <&3; exec 3<&-; exec "$@"`
+
+func (s *server) release(id uint64) {
+	s.mu.Lock()
+	w := s.gate[id]
+	delete(s.gate, id)
+	s.mu.Unlock()
+	if w != nil {
+		w.Write([]byte("\n"))
+		w.Close()
+	}
+}
+
+func (s *server) exec(req Request, files []*os.File) {
+	defer closeAll(files)
+	if len(files) != 3 || len(req.Argv) == 0 || len(req.Argv) > MaxArgs {
+		s.reply(Reply{Op: "error", ID: req.ID, Err: "exec wants argv and 3 descriptors"})
+		return
+	}
+	argv := req.Argv
+	var gateR, gateW *os.File
+	if req.Gate {
+		var err error
+		if gateR, gateW, err = os.Pipe(); err != nil {
+			s.reply(Reply{Op: "error", ID: req.ID, Err: "gate: " + err.Error()})
+			return
+		}
+		defer gateR.Close()
+		argv = append([]string{"/bin/sh", "-c", gateScript, "sh"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = req.Env, req.Dir
+	if gateR != nil {
+		cmd.ExtraFiles = []*os.File{gateR}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		code := 126
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = 127
+		}
+		if gateW != nil {
+			gateW.Close()
+		}
+		fmt.Fprintf(files[2], "%s: %v\n", req.Argv[0], err)
+		s.reply(Reply{Op: "exited", ID: req.ID, Exit: code})
+		return
+	}
+	pid := cmd.Process.Pid
+	// Under memory pressure the session's commands go first, not the
+	// supervisor (raising a score needs no privilege; children inherit it).
+	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
+	s.mu.Lock()
+	s.pgid[req.ID] = pid
+	if gateW != nil {
+		s.gate[req.ID] = gateW
+	}
+	s.mu.Unlock()
+	if gateW != nil && req.CPUSeconds > 0 {
+		n := uint64(req.CPUSeconds)
+		unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: n, Max: n + 1}, nil)
+	}
+	if gateW != nil {
+		pfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid, Err: "pidfd: " + err.Error()})
+		} else {
+			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
+			unix.Close(pfd)
+		}
+	} else {
+		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
+	}
+	go func() {
+		cmd.Wait()
+		s.release(req.ID) // a gate never released: close it
+		s.mu.Lock()
+		delete(s.pgid, req.ID)
+		s.mu.Unlock()
+		r := Reply{Op: "exited", ID: req.ID}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Signal, r.Exit = int(ws.Signal()), 128+int(ws.Signal())
+		} else {
+			r.Exit = cmd.ProcessState.ExitCode()
+		}
+		s.reply(r)
+	}()
+}
+
+// signal signals one running command's process group; an id that is not
+// running is ignored (the command ended meanwhile).
+func (s *server) signal(req Request) {
+	s.mu.Lock()
+	pgid, ok := s.pgid[req.ID]
+	s.mu.Unlock()
+	if ok && req.Sig > 0 && req.Sig < 65 {
+		syscall.Kill(-pgid, syscall.Signal(req.Sig))
+	}
+}
+
+func (s *server) killAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pg := range s.pgid {
+		syscall.Kill(-pg, syscall.SIGKILL)
+	}
+}
