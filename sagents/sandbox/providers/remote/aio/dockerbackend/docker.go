@@ -44,6 +44,10 @@ type Options struct {
 	// StartTimeout bounds waiting for an adopted container to run
 	// (default 20 s).
 	StartTimeout time.Duration
+	// Runtime is the engine's OCI runtime for sandbox containers, e.g.
+	// "runsc" for gVisor; empty means the engine's default. New does
+	// not check it; NewChecked and the "runtime" provider key do.
+	Runtime string
 }
 
 // Backend is the Docker aio.Backend.
@@ -210,6 +214,7 @@ func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.Hos
 		Mounts:       binds(req),
 		SecurityOpt:  []string{"no-new-privileges"},
 		Init:         ptr(false),
+		Runtime:      b.o.Runtime,
 	}
 	hc.Resources.Memory = int64(req.MemoryMB) << 20
 	hc.Resources.NanoCPUs = int64(req.CPUs * 1e9)

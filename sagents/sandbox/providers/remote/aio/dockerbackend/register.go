@@ -1,8 +1,10 @@
 package dockerbackend
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
@@ -12,11 +14,21 @@ const BackendName = "docker"
 
 func init() { aio.RegisterBackend(BackendName, fromConfig) }
 
-// fromConfig reads container_prefix from the provider config.
+// fromConfig reads container_prefix and runtime from the provider
+// config; a runtime the engine does not have is an error here, before
+// any sandbox is made.
 func fromConfig(cfg map[string]any) (aio.Backend, error) {
 	o := Options{}
 	if v, ok := cfg[aio.KeyContainerPrefix]; ok && v != nil {
 		o.Prefix = strings.TrimSpace(fmt.Sprint(v))
 	}
-	return New(o)
+	if v, ok := cfg[aio.KeyRuntime]; ok && v != nil {
+		o.Runtime = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if o.Runtime == "" {
+		return New(o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return NewChecked(ctx, o)
 }
