@@ -5,7 +5,9 @@ package local_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +137,21 @@ func BenchmarkGvisorExecTrue(b *testing.B) {
 			b.Fatal(err, res)
 		}
 	}
+}
+
+// TestGvisorAllowlist: with network allowlist the command reaches an
+// allowed host service only through the egress bridge (a Unix socket into
+// gVisor, --host-uds=open), and a direct connection fails.
+func TestGvisorAllowlist(t *testing.T) {
+	w := newEscapeWorld(t)
+	s := newGvisor(t, func(c *sandbox.Config) {
+		c.Local.Network = sandbox.NetworkAllowlist
+		c.Local.AllowedDomains = []string{"127.0.0.1:" + strconv.Itoa(w.port)}
+	})
+	res, err := s.ExecuteCommand(context.Background(), fmt.Sprintf(
+		`perl -MIO::Socket::INET -e 'my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:%d", Timeout => 3) or print "DIRECT-REFUSED\n"'; `+
+			`curl -s --http0.9 --noproxy '' --max-time 10 -x "$HTTP_PROXY" http://127.0.0.1:%d/ ; echo " curl=$?"`, w.port, w.port), sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, res.Stdout, "DIRECT-REFUSED", res.Stderr)
+	assert.Contains(t, res.Stdout, "HOSTSERVICE", "through the proxy; stderr %s", res.Stderr)
 }
