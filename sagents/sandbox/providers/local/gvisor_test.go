@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -143,15 +146,17 @@ func BenchmarkGvisorExecTrue(b *testing.B) {
 // allowed host service only through the egress bridge (a Unix socket into
 // gVisor, --host-uds=open), and a direct connection fails.
 func TestGvisorAllowlist(t *testing.T) {
-	w := newEscapeWorld(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "HOSTSERVICE") }))
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	s := newGvisor(t, func(c *sandbox.Config) {
 		c.Local.Network = sandbox.NetworkAllowlist
-		c.Local.AllowedDomains = []string{"127.0.0.1:" + strconv.Itoa(w.port)}
+		c.Local.AllowedDomains = []string{"127.0.0.1:" + strconv.Itoa(port)}
 	})
 	res, err := s.ExecuteCommand(context.Background(), fmt.Sprintf(
 		`perl -MIO::Socket::INET -e 'my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:%d", Timeout => 3) or print "DIRECT-REFUSED\n"'; `+
-			`curl -s --http0.9 --noproxy '' --max-time 10 -x "$HTTP_PROXY" http://127.0.0.1:%d/ ; echo " curl=$?"`, w.port, w.port), sandbox.ExecOptions{})
+			`curl -s --noproxy '' --max-time 10 -x "$HTTP_PROXY" http://127.0.0.1:%d/ ; echo " curl=$?"`, port, port), sandbox.ExecOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, res.Stdout, "DIRECT-REFUSED", res.Stderr)
-	assert.Contains(t, res.Stdout, "HOSTSERVICE", "through the proxy; stderr %s", res.Stderr)
+	assert.Contains(t, res.Stdout, "HOSTSERVICE curl=0", "through the proxy; stderr %s", res.Stderr)
 }
