@@ -50,7 +50,7 @@ bench: setup
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
 	$(GO) test -run '^$$' -bench Transfer100MB -benchtime 5x -count 3 ./sagents/sandbox/providers/local/egress/ | tee $(BIN)/bench-egress.txt
-	$(GO) test -run '^$$' -bench 'BaselineDockerRun|AcquireNew|AcquireRecovered' -benchtime 8x -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee $(BIN)/bench-aio.txt
+	$(GO) test -run '^$$' -bench 'BaselineDockerRun|AcquireNew|AcquireRecovered|First200' -benchtime 8x -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee $(BIN)/bench-aio.txt
 	$(GO) test -run '^$$' -bench 'AcquireCached' -benchmem -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee -a $(BIN)/bench-aio.txt
 	@echo; echo "== ratios (median of 5)"
 	@fail=0; \
@@ -61,6 +61,8 @@ bench: setup
 	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkLocalExecTrue BenchmarkGvisorExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkFirst200Runc BenchmarkFirst200Runsc || fail=$$((fail+1)); \
 	if [ $$fail -gt 0 ]; then echo "bench: $$fail ratio(s) NOT met or missing"; exit 1; fi
 
 # The demo needs only bubblewrap and python3 (no Jaeger, image or Redis);

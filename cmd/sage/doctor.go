@@ -30,6 +30,9 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 	le := local.ProbeLimits()
 	r.Checks = append(r.Checks, limitsCheck(le))
 	r.Checks = append(r.Checks, isolationChecks()...)
+	if runtime.GOOS == "linux" {
+		r.Checks = append(r.Checks, gvisorCheck(ctx))
+	}
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -104,4 +107,17 @@ func isolationChecks() []doctor.Check {
 		c.Fix = "run sage as root on a host with loop devices and mkfs.ext4 (e2fsprogs) to use sandbox.local.disk_quota_mb, or put SAGE_HOME on a size-bounded file system (a quota'd volume) if commands must not fill the disk"
 	}
 	return append(out, c)
+}
+
+// gvisorCheck says whether --isolation gvisor works: optional, so a
+// missing runsc is a warning with the fix.
+func gvisorCheck(ctx context.Context) doctor.Check {
+	c := doctor.Check{Name: "gvisor", Status: doctor.OK}
+	d, err := local.GvisorSummary(ctx)
+	if err != nil {
+		c.Status, c.Detail, c.Fix = doctor.Warn, err.Error(), "only --isolation gvisor needs it: install runsc (bash .ci/setup.d/50-runsc.sh builds it) and run sage as root"
+		return c
+	}
+	c.Detail = d
+	return c
 }

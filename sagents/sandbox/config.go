@@ -33,7 +33,10 @@ const (
 	IsolationAuto     = "auto"
 	IsolationBwrap    = "bwrap"
 	IsolationSeatbelt = "seatbelt"
-	IsolationNone     = "none"
+	// IsolationGvisor runs each command under gVisor's runsc (Linux): a
+	// second kernel between the command and the host's.
+	IsolationGvisor = "gvisor"
+	IsolationNone   = "none"
 )
 
 // Config describes a sandbox. The zero value of every optional field means
@@ -376,9 +379,9 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 		return bad("network", string(l.Network), "want off, allowlist or open")
 	}
 	switch l.Isolation.Linux {
-	case "", IsolationAuto, IsolationBwrap, IsolationNone:
+	case "", IsolationAuto, IsolationBwrap, IsolationGvisor, IsolationNone:
 	default:
-		return bad("iso_linux", l.Isolation.Linux, "want auto, bwrap or none")
+		return bad("iso_linux", l.Isolation.Linux, "want auto, bwrap, gvisor or none")
 	}
 	switch l.Isolation.Darwin {
 	case "", IsolationAuto, IsolationSeatbelt, IsolationNone:

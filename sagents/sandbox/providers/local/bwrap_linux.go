@@ -69,9 +69,11 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 				Reason: "the allowlist needs the sandbox's own network namespace; isolation none has none"}
 		}
 		return newNoIsolation(s)
+	case sandbox.IsolationGvisor:
+		return newGvisor(ctx, cfg, s)
 	case "", sandbox.IsolationAuto, sandbox.IsolationBwrap:
 	default:
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.isolation.linux", Value: cfg.Local.Isolation.Linux, Reason: "want auto, bwrap or none"}
+		return nil, &sandbox.ConfigError{Field: "sandbox.local.isolation.linux", Value: cfg.Local.Isolation.Linux, Reason: "want auto, bwrap, gvisor or none"}
 	}
 	bw, err := findBwrap(ctx)
 	if err != nil {

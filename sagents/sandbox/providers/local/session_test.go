@@ -105,7 +105,7 @@ func TestSessionSupervisorKilledIsReplaced(t *testing.T) {
 	s := newSession(t, local.SessionOptions{}, nil)
 	sh(t, s, "echo x > /tmp/f", sandbox.ExecOptions{})
 	// From inside, the supervisor is the only sage-supervisor process.
-	_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: supervisorPID+`; kill -9 "$sup"`})
+	_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: supervisorPID + `; kill -9 "$sup"`})
 	_ = err // the command may die with the session
 	res := sh(t, s, "cat /tmp/f 2>/dev/null; echo new", sandbox.ExecOptions{})
 	assert.Equal(t, "new\n", res.Stdout, res.Stderr)

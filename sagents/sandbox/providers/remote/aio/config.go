@@ -22,6 +22,7 @@ const (
 	KeyImage             = "image"            // default RemoteConfig.Image, then sage-sandbox:dev
 	KeyPort              = "port"             // default 8080
 	KeyContainerPrefix   = "container_prefix" // docker; default sage-sandbox
+	KeyRuntime           = "runtime"          // docker: the engine's OCI runtime, e.g. runsc (gVisor); default the engine's
 	KeyIdleTimeout       = "idle_timeout"     // seconds or Go duration; 0 disables
 	KeyReapInterval      = "reap_interval"
 	KeyReadyTimeout      = "ready_timeout"
@@ -42,7 +43,7 @@ const (
 // ProviderConfig keys (above), then the environment: SAGE_PROVISIONER_URL
 // and SAGE_PROVISIONER_API_KEY, SAGE_AIO_STATE_STORE and
 // SAGE_AIO_STATE_ADDR, SAGE_AIO_IMAGE, SAGE_AIO_CONTAINER_PREFIX,
-// SAGE_AIO_IDLE_TIMEOUT. The backend is "provisioner" when a provisioner
+// SAGE_AIO_IDLE_TIMEOUT, SAGE_AIO_RUNTIME. The backend is "provisioner" when a provisioner
 // URL is set, else "docker"; either must be registered (import its
 // package).
 func ProviderFromConfig(rc sandbox.RemoteConfig, base ProviderOptions) (*Provider, error) {
@@ -81,7 +82,7 @@ func withEnvDefaults(rc sandbox.RemoteConfig) map[string]any {
 	envKeys := map[string]string{KeyProvisionerURL: "SAGE_PROVISIONER_URL", KeyProvisionerAPIKey: "SAGE_PROVISIONER_API_KEY",
 		KeyStateStore: "SAGE_AIO_STATE_STORE", KeyStateStoreAddr: "SAGE_AIO_STATE_ADDR", KeyImage: "SAGE_AIO_IMAGE",
 		KeyContainerPrefix: "SAGE_AIO_CONTAINER_PREFIX", KeyIdleTimeout: "SAGE_AIO_IDLE_TIMEOUT",
-		KeyInstallationID: "SAGE_AIO_INSTALLATION_ID"}
+		KeyInstallationID: "SAGE_AIO_INSTALLATION_ID", KeyRuntime: "SAGE_AIO_RUNTIME"}
 	for k, env := range envKeys {
 		if _, set := pc[k]; !set {
 			if v := os.Getenv(env); v != "" {

@@ -62,6 +62,10 @@ type Options struct {
 	// RemoveAll see only containers with this prefix and this
 	// installation id. Default: InstallationFor(sandbox.Home()).
 	Installation string
+	// Runtime is the engine's OCI runtime for sandbox containers, e.g.
+	// "runsc" for gVisor; empty means the engine's default. New does
+	// not check it; NewChecked and the "runtime" provider key do.
+	Runtime string
 }
 
 // Backend is the Docker aio.Backend.
@@ -258,6 +262,7 @@ func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.Hos
 		Mounts:       binds(req),
 		SecurityOpt:  []string{"no-new-privileges"},
 		Init:         ptr(false),
+		Runtime:      b.o.Runtime,
 	}
 	hc.Resources.Memory = int64(req.MemoryMB) << 20
 	hc.Resources.NanoCPUs = int64(req.CPUs * 1e9)

@@ -1,8 +1,10 @@
 package dockerbackend
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
@@ -19,8 +21,9 @@ const BackendName = "docker"
 
 func init() { aio.RegisterBackend(BackendName, fromConfig) }
 
-// fromConfig reads container_prefix and installation_id (default: one
-// derived from home) from the provider config.
+// fromConfig reads container_prefix, installation_id (default: one
+// derived from home) and runtime from the provider config; a runtime the
+// engine does not have is an error here, before any sandbox is made.
 func fromConfig(cfg map[string]any) (aio.Backend, error) {
 	o := Options{}
 	if v, ok := cfg[aio.KeyContainerPrefix]; ok && v != nil {
@@ -38,5 +41,13 @@ func fromConfig(cfg map[string]any) (aio.Backend, error) {
 	if v, ok := cfg[aio.KeyHome]; ok && v != nil && o.Installation == "" {
 		o.Installation = InstallationFor(strings.TrimSpace(fmt.Sprint(v)))
 	}
-	return New(o)
+	if v, ok := cfg[aio.KeyRuntime]; ok && v != nil {
+		o.Runtime = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if o.Runtime == "" {
+		return New(o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return NewChecked(ctx, o)
 }

@@ -1,0 +1,324 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// gVisor runs each command in a sandbox of its own with a second kernel
+// (runsc's Sentry) between the command and the host's: the command's
+// system calls never reach the host kernel directly. The contract is
+// bwrap's: the same workspace, mounts, environment and limits; the
+// host cgroups (created as for bwrap, a little larger for the Sentry's
+// own memory and threads) hold runsc and everything it starts, and the
+// limits of the command's own processes are rlimits inside gVisor.
+const (
+	// gvisorMemoryOverhead is added to the host memory cgroup for the
+	// Sentry and the gofer; the command's own processes keep RLIMIT_AS.
+	gvisorMemoryOverhead = 256 << 20
+	// gvisorPidsOverhead is added to the host pids cgroup for the
+	// Sentry's and the gofer's threads; inside, RLIMIT_NPROC holds.
+	gvisorPidsOverhead = 256
+)
+
+type gvisorIsolator struct {
+	runsc     string
+	state     string // runsc --root: the sandboxes' state, in the runtime directory
+	bundles   string // one OCI bundle per command
+	rootfs    string // the skeleton root
+	empty     string // the file that masks /etc secrets
+	hostWS    string
+	virtualWS string
+	mounts    []sandbox.VolumeMount
+	network   sandbox.NetworkMode
+	limits    Limits
+	system    []SystemPath
+	maskFiles []string
+	maskDirs  []string
+	resolvDir string
+	cg        *cgroupSet
+	egress    *egressProxy
+	uid, gid  uint32
+	umaskCmd  string
+	prefix    string // container ids: prefix-N
+	seq       atomic.Int64
+}
+
+func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator, err error) {
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", sandbox.ErrIsolationUnavailable)
+	}
+	runsc, err := findRunsc(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g := &gvisorIsolator{runsc: runsc, hostWS: s.hostWS, mounts: cfg.Mounts, network: cfg.Local.Network,
+		limits: s.limits, system: systemPaths(), egress: s.egress, umaskCmd: fmt.Sprintf("umask %03o", s.umask),
+		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(s.id)}
+	if g.network == "" {
+		g.network = sandbox.NetworkOff
+	}
+	if g.network == sandbox.NetworkOpen {
+		g.resolvDir = resolvDir()
+		slog.Warn("local sandbox: network is open", "sandbox", s.id)
+	}
+	g.uid, g.gid = 65534, 65534
+	if s.ident != nil {
+		g.uid, g.gid = uint32(s.ident.uid), uint32(s.ident.gid)
+	}
+	g.maskFiles, g.maskDirs = etcSecrets()
+	dir := filepath.Join(s.runtimeDir, "gvisor")
+	g.state, g.bundles, g.rootfs, g.empty = filepath.Join(dir, "state"), filepath.Join(dir, "bundles"),
+		filepath.Join(dir, "rootfs"), filepath.Join(dir, "empty")
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	for _, d := range []string{dir, g.state, g.bundles, g.rootfs} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("local: gvisor: %w", err)
+		}
+	}
+	os.Chmod(g.rootfs, 0o755)
+	for _, p := range g.system {
+		if p.Symlink != "" {
+			os.Remove(filepath.Join(g.rootfs, p.Path))
+			if err := os.Symlink(p.Symlink, filepath.Join(g.rootfs, p.Path)); err != nil {
+				return nil, fmt.Errorf("local: gvisor root: %w", err)
+			}
+		}
+	}
+	if err := os.WriteFile(g.empty, nil, 0o444); err != nil {
+		return nil, fmt.Errorf("local: gvisor: %w", err)
+	}
+	host := s.limits
+	if host.MemoryBytes > 0 {
+		host.MemoryBytes += gvisorMemoryOverhead
+	}
+	if host.Pids > 0 {
+		host.Pids += gvisorPidsOverhead
+	}
+	if g.cg, err = limitCgroups(s.id, host); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *gvisorIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
+	g.virtualWS = cfg.VirtualWorkspace
+	if g.virtualWS == "" {
+		g.virtualWS = DefaultVirtualWorkspace
+	}
+	return g.virtualWS
+}
+
+// limitsEnforced: the command's processes are counted by gVisor's own
+// kernel (RLIMIT_NPROC for a uid that has nothing else there), memory and
+// CPU time by the host cgroups around runsc.
+func (g *gvisorIsolator) limitsEnforced() sandbox.LimitsEnforced {
+	return g.limits.enforced(g.cg, true)
+}
+
+func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
+
+// close removes the cgroups (killing what is left in them, runsc's
+// sandboxes included), then the state of sandboxes runsc did not delete.
+func (g *gvisorIsolator) close() error {
+	err := g.cg.remove()
+	ents, _ := os.ReadDir(g.bundles)
+	for _, e := range ents {
+		g.delete(e.Name())
+	}
+	// runsc pins an empty network namespace for its gofers by binding it
+	// on a file in the state directory; concurrent starts may stack them.
+	for i := 0; i < 64 && unix.Unmount(filepath.Join(g.state, "null-netns"), unix.MNT_DETACH) == nil; i++ {
+	}
+	return errors.Join(err, os.RemoveAll(filepath.Dir(g.state)))
+}
+
+// flags are runsc's global flags for this sandbox.
+func (g *gvisorIsolator) flags() []string {
+	net := "none"
+	if g.network == sandbox.NetworkOpen {
+		net = "host"
+	}
+	f := []string{"--root=" + g.state, "--platform=systrap", "--network=" + net, "--ignore-cgroups",
+		"--overlay2=root:memory", "--host-uds=" + map[bool]string{true: "open", false: "none"}[g.egress != nil]}
+	return f
+}
+
+func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
+	inv.argv = withUmask(inv.argv, g.umaskCmd)
+	asByBridge := g.egress != nil
+	if asByBridge { // the bridge (a Go program) sets RLIMIT_AS on the command itself
+		inv = g.egress.bridge(inv, g.limits.MemoryBytes)
+	}
+	var ro []string
+	if g.resolvDir != "" {
+		ro = append(ro, g.resolvDir)
+	}
+	mounts := append([]sandbox.VolumeMount{}, g.mounts...)
+	for _, x := range inv.binds {
+		if x.readOnly && x.host == x.inside {
+			ro = append(ro, x.host)
+		} else {
+			mounts = append(mounts, sandbox.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+		}
+	}
+	env := (&bwrapIsolator{virtualWS: g.virtualWS}).env(inv.env, inv.venv)
+	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
+		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
+		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
+		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: g.limits.rlimits(asByBridge), Hostname: "sandbox"})
+	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
+	bundle := filepath.Join(g.bundles, id)
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(bundle)
+		}
+	}()
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("local: gvisor spec: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
+		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
+	}
+	cmd, err := g.cg.command(g.limits.CPUTime)
+	if err != nil {
+		return nil, err
+	}
+	var own []string
+	if cmd != nil {
+		own = append(own, cmd.procs())
+	}
+	args := append(g.flags(), "run", "--bundle="+bundle, id)
+	path, argv, err := g.cg.trampoline(g.runsc, args, own...)
+	if err != nil {
+		cmd.release()
+		return nil, err
+	}
+	// runsc runs as root on the host (the command inside as the session's
+	// uid); every process it starts is born in the cgroups (trampoline).
+	// Without a terminal runsc forwards no signal: SIGTERM goes to every
+	// process inside through runsc kill; the SIGKILL that follows kills
+	// runsc, and its sandbox dies with it (runsc run is attached).
+	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
+		started: func(int) error { return cmd.start(0) }, terminate: func() { g.signal(id, "TERM") },
+		done: func() { cmd.release(); g.delete(id) }, report: cmd.end}, nil
+}
+
+// signal sends sig to every process of a command's sandbox.
+func (g *gvisorIsolator) signal(id, sig string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, g.runsc, "--root="+g.state, "kill", "--all", id, sig).CombinedOutput(); err != nil {
+		slog.Debug("local sandbox: runsc kill", "id", id, "err", err, "output", string(out))
+	}
+}
+
+// delete removes what runsc left of a command's sandbox (after a kill)
+// and its bundle.
+func (g *gvisorIsolator) delete(id string) {
+	if left, _ := filepath.Glob(filepath.Join(g.state, id+"*")); len(left) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, g.runsc, "--root="+g.state, "delete", "--force", id).CombinedOutput(); err != nil {
+			slog.Debug("local sandbox: runsc delete", "id", id, "err", err, "output", string(out))
+		}
+	}
+	os.RemoveAll(filepath.Join(g.bundles, id))
+}
+
+var runscProbe sync.Map // runsc path -> error (nil when it works)
+
+// RunscFix says how to install runsc.
+const RunscFix = "fix: install runsc (gVisor): bash .ci/setup.d/50-runsc.sh builds it with Go into ~/.cache/sage and installs /usr/local/bin/runsc, or see https://gvisor.dev/docs/user_guide/install/; run 'sage doctor'"
+
+// findRunsc finds runsc ($SAGE_RUNSC, else on PATH) and proves, once per
+// process, that it can start a sandbox here.
+func findRunsc(ctx context.Context) (string, error) {
+	p := os.Getenv("SAGE_RUNSC")
+	if p == "" {
+		var err error
+		if p, err = exec.LookPath("runsc"); err != nil {
+			return "", fmt.Errorf("%w: runsc not found on PATH; %s", sandbox.ErrIsolationUnavailable, RunscFix)
+		}
+	}
+	if v, ok := runscProbe.Load(p); ok {
+		if v == nil {
+			return p, nil
+		}
+		return "", v.(error)
+	}
+	if err := ProbeRunsc(ctx, p); err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		runscProbe.Store(p, err)
+		return "", err
+	}
+	runscProbe.Store(p, nil)
+	return p, nil
+}
+
+// ProbeRunsc runs /bin/true under runsc, with no network and a throwaway
+// state directory.
+func ProbeRunsc(ctx context.Context, runsc string) error {
+	dir, err := os.MkdirTemp("", "sage-runsc-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, runsc, "--root="+dir, "--network=none", "--platform=systrap", "--ignore-cgroups",
+		"do", "/bin/true").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s cannot start a sandbox: %v: %s; %s", sandbox.ErrIsolationUnavailable, runsc, err,
+			firstLines(string(out), 3), RunscFix)
+	}
+	return nil
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "; ")
+}
+
+// GvisorSummary says whether isolation gvisor works here, for sage
+// doctor: the runsc it would use and its version, or why not.
+func GvisorSummary(ctx context.Context) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", fmt.Errorf("isolation gvisor runs runsc as root here; sage runs as uid %d", os.Geteuid())
+	}
+	p, err := findRunsc(ctx)
+	if err != nil {
+		return "", err
+	}
+	out, _ := exec.CommandContext(ctx, p, "--version").Output()
+	return fmt.Sprintf("%s works (%s); --isolation gvisor runs each command under it (about 10x the start-up cost of bwrap)", p, firstLines(string(out), 1)), nil
+}

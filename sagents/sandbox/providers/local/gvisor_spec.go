@@ -1,0 +1,138 @@
+package local
+
+import (
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// GvisorOptions is everything GvisorSpec needs; like BwrapOptions it holds
+// no machine state, so the spec is a pure function of it.
+type GvisorOptions struct {
+	Argv      []string
+	Env       map[string]string
+	Chdir     string // working directory inside
+	UID, GID  uint32 // the command's user inside (never 0: gVisor enforces RLIMIT_NPROC only without capabilities)
+	RootFS    string // an empty, root-owned skeleton directory (symlinks of the system paths only)
+	System    []SystemPath
+	Etc       bool
+	MaskFiles []string // under /etc: shown as an empty file
+	MaskDirs  []string // under /etc: shown as an empty directory
+	Empty     string   // host path of the empty, read-only file behind MaskFiles
+	ReadOnly  []string // extra host paths bound read-only at the same path
+	Workspace VolumeBind
+	Mounts    []sandbox.VolumeMount
+	TmpBytes  int64
+	ShmBytes  int64
+	Rlimits   []rlimit
+	Hostname  string
+}
+
+// GvisorSpec builds the OCI runtime spec runsc runs: a root of its own
+// (system directories and /etc bound read-only, /etc secrets masked), the
+// workspace and mounts bound, a private size-bounded /tmp and /dev/shm,
+// no capabilities, no new privileges, the limits as rlimits. Mounts are
+// in the order that makes later ones cover earlier ones.
+func GvisorSpec(o GvisorOptions) *specs.Spec {
+	env := make([]string, 0, len(o.Env))
+	for k, v := range o.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	rl := make([]specs.POSIXRlimit, 0, len(o.Rlimits))
+	for _, r := range o.Rlimits {
+		rl = append(rl, specs.POSIXRlimit{Type: "RLIMIT_" + rlimitName(r.resource), Soft: r.soft, Hard: r.max})
+	}
+	ro := []string{"rbind", "ro", "nosuid", "nodev"}
+	rw := []string{"rbind", "rw", "nosuid", "nodev"}
+	m := []specs.Mount{
+		{Destination: "/proc", Type: "proc", Source: "proc", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "strictatime", "mode=755", "size=65536k"}},
+		{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: sizeOpt([]string{"nosuid", "noexec", "nodev", "mode=1777"}, o.ShmBytes)},
+		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: sizeOpt([]string{"nosuid", "nodev", "mode=1777"}, o.TmpBytes)},
+	}
+	for _, p := range o.System {
+		if p.Symlink == "" { // symlinks are in the skeleton root
+			m = append(m, specs.Mount{Destination: p.Path, Type: "bind", Source: p.Path, Options: ro})
+		}
+	}
+	if o.Etc {
+		m = append(m, specs.Mount{Destination: "/etc", Type: "bind", Source: "/etc", Options: ro})
+		for _, f := range o.MaskFiles {
+			m = append(m, specs.Mount{Destination: f, Type: "bind", Source: o.Empty, Options: ro})
+		}
+		for _, d := range o.MaskDirs {
+			m = append(m, specs.Mount{Destination: d, Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "nosuid", "nodev", "size=4k", "mode=755"}})
+		}
+	}
+	for _, p := range o.ReadOnly {
+		m = append(m, specs.Mount{Destination: p, Type: "bind", Source: p, Options: ro})
+	}
+	m = append(m, specs.Mount{Destination: o.Workspace.Inside, Type: "bind", Source: o.Workspace.Host, Options: rw})
+	binds := slices.Clone(o.Mounts)
+	sort.SliceStable(binds, func(i, j int) bool { return depth(binds[i].SandboxPath) < depth(binds[j].SandboxPath) })
+	for _, b := range binds {
+		opts := rw
+		if b.ReadOnly {
+			opts = ro
+		}
+		m = append(m, specs.Mount{Destination: b.SandboxPath, Type: "bind", Source: b.HostPath, Options: opts})
+	}
+	return &specs.Spec{
+		Version:  specs.Version,
+		Hostname: o.Hostname,
+		Root:     &specs.Root{Path: o.RootFS, Readonly: true},
+		Process: &specs.Process{
+			Args: o.Argv, Env: env, Cwd: o.Chdir,
+			User:            specs.User{UID: o.UID, GID: o.GID},
+			Capabilities:    &specs.LinuxCapabilities{},
+			NoNewPrivileges: true,
+			Rlimits:         rl,
+		},
+		Mounts: m,
+		Linux: &specs.Linux{
+			Namespaces: []specs.LinuxNamespace{{Type: specs.PIDNamespace}, {Type: specs.IPCNamespace},
+				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.NetworkNamespace}},
+			MaskedPaths:   []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"},
+			ReadonlyPaths: []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"},
+		},
+	}
+}
+
+func sizeOpt(opts []string, n int64) []string {
+	if n > 0 {
+		opts = append(opts, "size="+strconv.FormatInt(n, 10))
+	}
+	return opts
+}
+
+func depth(p string) int {
+	n := 0
+	for p = path.Clean(p); p != "/" && p != "."; p = path.Dir(p) {
+		n++
+	}
+	return n
+}
+
+// rlimitName names an RLIMIT_* number as the OCI spec does.
+func rlimitName(resource int) string {
+	switch resource {
+	case rlimitCPU:
+		return "CPU"
+	case rlimitFsize:
+		return "FSIZE"
+	case rlimitCore:
+		return "CORE"
+	case rlimitNproc:
+		return "NPROC"
+	case rlimitAS:
+		return "AS"
+	}
+	return strconv.Itoa(resource)
+}

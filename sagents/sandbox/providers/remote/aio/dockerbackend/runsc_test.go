@@ -1,0 +1,98 @@
+package dockerbackend_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/go-connections/nat"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+)
+
+// requireRunsc fails (or skips with SAGE_TEST_ALLOW_SKIP=1) when the
+// engine has no runsc runtime.
+func requireRunsc(t testing.TB, f *fixture) *dockerbackend.Backend {
+	t.Helper()
+	b, err := dockerbackend.NewChecked(context.Background(), dockerbackend.Options{Client: f.cli, Prefix: f.prefix, Runtime: "runsc"})
+	if err != nil {
+		unavailable(t, "the Docker runtime runsc: %v; fix: bash .ci/setup.d/50-runsc.sh", err)
+	}
+	return b
+}
+
+// TestRunscKernel proves the sandbox's commands run on gVisor's kernel:
+// /proc/version inside is gVisor's, under runc it is the host's.
+func TestRunscKernel(t *testing.T) {
+	f := newFixture(t)
+	b := requireRunsc(t, f)
+	for _, tc := range []struct {
+		backend *dockerbackend.Backend
+		gvisor  bool
+	}{{b, true}, {f.backend(t), false}} {
+		p := f.provider(t, func(o *aio.ProviderOptions) { o.Backend = tc.backend })
+		sid, err := p.Acquire(ctxT(t), "kernel-"+strconv.FormatBool(tc.gvisor))
+		require.NoError(t, err)
+		out := exec1(t, p, sid, "cat /proc/version")
+		assert.Equal(t, tc.gvisor, strings.Contains(strings.ToLower(out), "gvisor"), "%q", out)
+	}
+}
+
+// TestUnknownRuntimeFailsAtNew: a runtime the engine lacks fails at
+// sandbox.New, naming daemon.json, and creates nothing.
+func TestUnknownRuntimeFailsAtNew(t *testing.T) {
+	f := newFixture(t)
+	cfg := sandbox.Config{Mode: sandbox.Remote, SandboxID: "t-rt", Remote: sandbox.RemoteConfig{Provider: aio.ProviderName,
+		ProviderConfig: map[string]any{aio.KeyContainerPrefix: f.prefix, aio.KeyHome: f.home, aio.KeyRuntime: "sage-no-such-runtime"}}}
+	_, err := sandbox.New(ctxT(t), cfg)
+	require.ErrorIs(t, err, dockerbackend.ErrUnknownRuntime)
+	assert.Contains(t, err.Error(), "daemon.json")
+	assert.Empty(t, f.containers(t))
+}
+
+// BenchmarkFirst200Runc and BenchmarkFirst200Runsc: create, start and
+// poll the sandbox image until its first HTTP 200, under the default
+// runtime (the baseline) and under gVisor.
+func BenchmarkFirst200Runc(b *testing.B)  { benchFirst200(b, "") }
+func BenchmarkFirst200Runsc(b *testing.B) { benchFirst200(b, "runsc") }
+
+func benchFirst200(b *testing.B, runtime string) {
+	f := benchFixture(b)
+	if runtime != "" {
+		if _, err := dockerbackend.NewChecked(context.Background(), dockerbackend.Options{Client: f.cli, Runtime: runtime}); err != nil {
+			unavailable(b, "%v", err)
+		}
+	}
+	ctx := context.Background()
+	port := nat.Port("8080/tcp")
+	for i := 0; b.Loop(); i++ {
+		resp, err := f.cli.ContainerCreate(ctx, &container.Config{Image: aio.DefaultImage, Env: []string{aio.TokenEnv + "=t"},
+			ExposedPorts: nat.PortSet{port: {}}, Labels: map[string]string{dockerbackend.LabelPrefix: f.prefix}},
+			&container.HostConfig{Runtime: runtime, PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1", HostPort: "0"}}}}, nil, nil,
+			f.prefix+"-rt-"+strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		ins, err := f.cli.ContainerInspect(ctx, resp.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		url := "http://127.0.0.1:" + ins.NetworkSettings.Ports[port][0].HostPort
+		if err := aio.WaitReady(ctx, url, aio.ReadyOptions{Token: "t", First: 10 * time.Millisecond, Max: 10 * time.Millisecond}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		_ = f.cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true})
+		b.StartTimer()
+	}
+}
