@@ -63,7 +63,7 @@ func (s *Server) fileRead(w http.ResponseWriter, r *http.Request) {
 	var tl *errTooLarge
 	if errors.As(err, &tl) {
 		fe := aio.FileOperationError{Path: req.File, Operation: "read", Message: tl.Error() + " (the server's read limit)", ErrorType: aio.ErrTypeInvalid}
-		envelopeError(w, http.StatusBadRequest, fe.Message, fe, "use GET /v1/file/download, which streams files of any size")
+		fileFailed(w, fe, "use GET /v1/file/download, which streams files of any size")
 		return
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *Server) fileRead(w http.ResponseWriter, r *http.Request) {
 	}
 	if !utf8.Valid(data) {
 		fe := aio.FileOperationError{Path: req.File, Operation: "read", Message: "file is not UTF-8 text", ErrorType: aio.ErrTypeInvalid}
-		envelopeError(w, http.StatusBadRequest, fe.Message, fe, "use GET /v1/file/download for binary files")
+		fileFailed(w, fe, "use GET /v1/file/download for binary files")
 		return
 	}
 	ok(w, aio.FileReadResult{Content: lineRange(string(data), req.StartLine, req.EndLine), File: req.File})
@@ -296,7 +296,7 @@ func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
 		body = rc
 	}
 	if err != nil {
-		s.failFile(w, "download", p, err)
+		s.failDownload(w, p, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -368,32 +368,6 @@ func parseUpload(contentType string, body []byte, ws string) (string, []byte, er
 		target = path.Join(ws, path.Base(filename))
 	}
 	return target, data, nil
-}
-
-func (s *Server) fileFind(w http.ResponseWriter, r *http.Request) {
-	var req aio.FileFindRequest
-	if !s.decode(w, r, &req, "path", "glob") {
-		return
-	}
-	if _, err := path.Match(req.Glob, ""); err != nil {
-		s.fail(w, invalid([]any{"body", "glob"}, "value_error", "bad glob: "+err.Error()))
-		return
-	}
-	files := []string{}
-	truncated, err := s.walk(r.Context(), req.Path, 64, func(fi sandbox.FileInfo) error {
-		rel := strings.TrimPrefix(strings.TrimPrefix(fi.Path, strings.TrimSuffix(req.Path, "/")), "/")
-		if m, _ := path.Match(req.Glob, fi.Name); m {
-			files = append(files, fi.Path)
-		} else if m, _ := path.Match(req.Glob, rel); m {
-			files = append(files, fi.Path)
-		}
-		return nil
-	})
-	if err != nil {
-		s.failFile(w, "find", req.Path, err)
-		return
-	}
-	ok(w, aio.FileFindResult{Path: req.Path, Files: files, Truncated: truncated})
 }
 
 func (s *Server) fileGrep(w http.ResponseWriter, r *http.Request) {
