@@ -68,6 +68,7 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	sessions *sessions
+	history  editHistory
 	// base is the context of the commands the server runs; Close ends it.
 	base       context.Context
 	cancelBase context.CancelFunc
@@ -135,6 +136,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/file/find", s.fileFind)
 	m.HandleFunc("POST /v1/file/grep", s.fileGrep)
 	m.HandleFunc("POST /v1/file/glob", s.fileGlob)
+	m.HandleFunc("POST /v1/file/replace", s.fileReplace)
+	m.HandleFunc("POST /v1/file/search", s.fileSearch)
+	m.HandleFunc("POST /v1/file/str_replace_editor", s.strReplaceEditor)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		envelopeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil,
 			"sage sandboxd implements a subset of the AIO Sandbox API")
