@@ -2,8 +2,8 @@ package aioserver
 
 import (
 	"fmt"
-	"net/http"
 	"io/fs"
+	"net/http"
 	"strings"
 
 	"github.com/sage-go/sage/sagents/sandbox"

@@ -367,4 +367,3 @@ func parseUpload(contentType string, body []byte, ws string) (string, []byte, er
 	}
 	return target, data, nil
 }
-
