@@ -18,6 +18,12 @@ type run struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	stdin  *os.File // write end of the command's stdin pipe; nil without one
+	// closeStdin ends the command's stdin. A provider that copies stdin
+	// (local mode) waits for its end before the command counts as ended,
+	// so it is closed when the shell reports its exit on stderr (merged
+	// mode: stderr carries nothing else), when the command is stopped,
+	// and at the latest a grace period after its timeout.
+	closeStdin func()
 
 	mu             sync.Mutex
 	stdout, stderr []byte
@@ -31,7 +37,7 @@ type run struct {
 // run's context ends with parent or with stop.
 func startRun(parent context.Context, sh Shell, command string, opts sandbox.ExecOptions, merge, withStdin bool, limit int) (*run, error) {
 	ctx, cancel := context.WithCancel(parent)
-	r := &run{cancel: cancel, done: make(chan struct{}), limit: limit}
+	r := &run{cancel: cancel, done: make(chan struct{}), limit: limit, closeStdin: func() {}}
 	var stdinR *os.File
 	if withStdin {
 		pr, pw, err := os.Pipe()
@@ -41,10 +47,24 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 		}
 		stdinR, r.stdin = pr, pw
 		opts.Stdin = pr
+		var once sync.Once
+		r.closeStdin = func() {
+			once.Do(func() {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				pw.Close()
+			})
+		}
+		grace := time.AfterFunc(opts.Timeout+10*time.Second, r.closeStdin)
+		defer func() {
+			go func() { <-r.done; grace.Stop() }()
+		}()
 	}
 	opts.OnStdout = func(b []byte) { r.append(&r.stdout, b) }
 	if !merge {
 		opts.OnStderr = func(b []byte) { r.append(&r.stderr, b) }
+	} else if withStdin {
+		opts.OnStderr = func([]byte) { go r.closeStdin() }
 	}
 	go func() {
 		defer close(r.done)
@@ -58,11 +78,11 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 			r.stdout = []byte(res.Stdout)
 			r.stderr = []byte(res.Stderr)
 		}
-		if r.stdin != nil {
-			r.stdin.Close()
+		r.mu.Unlock()
+		if stdinR != nil {
+			r.closeStdin()
 			stdinR.Close()
 		}
-		r.mu.Unlock()
 	}()
 	return r, nil
 }
@@ -113,13 +133,16 @@ func (r *run) waitFor(ctx context.Context, d time.Duration) bool {
 }
 
 // stop kills the command (the Handle's SIGTERM, then SIGKILL).
-func (r *run) stop() { r.cancel() }
+func (r *run) stop() {
+	r.cancel()
+	r.closeStdin()
+}
 
 // write sends data to the command's stdin.
 func (r *run) write(data []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stdin == nil || r.res != nil || r.err != nil {
+	if r.stdin == nil || r.res != nil || r.err != nil || r.finished() {
 		return badArg("the command is not running or has no stdin")
 	}
 	// The pipe buffer is 64 KiB; a command that does not read would block
