@@ -49,11 +49,7 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 		opts.Stdin = pr
 		var once sync.Once
 		r.closeStdin = func() {
-			once.Do(func() {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				pw.Close()
-			})
+			once.Do(func() { pw.Close() })
 		}
 		grace := time.AfterFunc(opts.Timeout+10*time.Second, r.closeStdin)
 		defer func() {
@@ -141,15 +137,20 @@ func (r *run) stop() {
 // write sends data to the command's stdin.
 func (r *run) write(data []byte) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stdin == nil || r.res != nil || r.err != nil || r.finished() {
+	in := r.stdin
+	over := r.res != nil || r.err != nil || r.finished()
+	r.mu.Unlock()
+	if in == nil || over {
 		return badArg("the command is not running or has no stdin")
 	}
 	// The pipe buffer is 64 KiB; a command that does not read would block
-	// the writer, so the write has a deadline.
-	_ = r.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	_, err := r.stdin.Write(data)
-	return err
+	// the writer, so the write has a deadline. Output keeps flowing
+	// meanwhile (the lock is not held).
+	_ = in.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := in.Write(data); err != nil {
+		return badArg("the command does not take input: " + err.Error())
+	}
+	return nil
 }
 
 // snapshot is the run's state: output so far and, once ended, its result.
