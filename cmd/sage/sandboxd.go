@@ -22,6 +22,7 @@ func init() {
 type sandboxdFlags struct {
 	serveFlags
 	workspace, mode, token string
+	virtualWorkspace       string
 	noToken                bool
 	allowedHosts           hostList
 	allowedOrigins         hostList
@@ -47,6 +48,7 @@ func (l *hostList) Set(s string) error {
 func (f *sandboxdFlags) register(fs *flag.FlagSet) {
 	f.serveFlags.register(fs, "127.0.0.1:8080")
 	fs.StringVar(&f.workspace, "workspace", "", "host workspace directory (required)")
+	fs.StringVar(&f.virtualWorkspace, "virtual-workspace", "", "where the workspace appears inside a local sandbox, e.g. /mnt/user-data as DeerFlow expects (default /workspace; passthrough mode always shows the host path)")
 	fs.StringVar(&f.mode, "mode", string(sandbox.Local), "sandbox mode: local or passthrough (passthrough is UNISOLATED)")
 	fs.StringVar(&f.token, "token", os.Getenv("SAGE_SANDBOXD_TOKEN"), "bearer token required from clients (default $SAGE_SANDBOXD_TOKEN, else on loopback a random one saved in $SAGE_HOME/sandboxd/token); required off loopback")
 	fs.BoolVar(&f.noToken, "no-token", false, "on loopback, serve without a token (any local user and process can then run commands)")
@@ -120,6 +122,8 @@ func (f *sandboxdFlags) check() error {
 		return fmt.Errorf("--no-token is refused on --listen %s, which is not a loopback address: set --token", f.listen)
 	case f.token == "" && !aioserver.LoopbackAddr(f.listen):
 		return fmt.Errorf("--listen %s is not a loopback address: set --token (an unauthenticated exec API must not be reachable from the network)", f.listen)
+	case f.virtualWorkspace != "" && f.mode == string(sandbox.Passthrough):
+		return fmt.Errorf("--virtual-workspace %s: passthrough mode shows the host path; use --mode local or drop the flag", f.virtualWorkspace)
 	case f.maxRead <= 0 || f.maxEntries <= 0 || f.maxBody <= 0:
 		return errors.New("--max-read, --max-entries and --max-body must be positive")
 	}
@@ -135,5 +139,5 @@ func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (*
 	} else if err := os.Setenv("SAGE_SERVER_PROCESS", "1"); err != nil {
 		return nil, err
 	}
-	return sandbox.New(ctx, sandbox.Config{Mode: sandbox.Type(f.mode), Workspace: f.workspace})
+	return sandbox.New(ctx, sandbox.Config{Mode: sandbox.Type(f.mode), Workspace: f.workspace, VirtualWorkspace: f.virtualWorkspace})
 }

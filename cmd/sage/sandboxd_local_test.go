@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,7 +24,38 @@ import (
 func TestSandboxdLocalMode(t *testing.T) {
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	home, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
-	srv := exec.Command(sageBin, "sandboxd", "--listen", "127.0.0.1:0", "--workspace", ws)
+	url := startSandboxd(t, home, "--workspace", ws)
+
+	remote := func(args ...string) cliRun {
+		cmd := exec.Command(sageBin, append([]string{"exec", "--mode", "remote"}, args...)...)
+		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_REMOTE_PROVIDER=aio", "SAGE_REMOTE_URL="+url)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return cliRun{o.String(), e.String(), code}
+	}
+	var r cliRun
+	require.Eventually(t, func() bool { r = remote("--", "pwd; echo hi > f.txt"); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,
+		"remote exec never worked: %+v", r)
+	assert.Equal(t, "/workspace\n", r.stdout, "commands run in the bwrap workspace")
+	b, err := os.ReadFile(ws + "/f.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(b))
+	r = remote("--", "cat /etc/shadow 2>/dev/null | grep -c root; ls /root 2>&1; exit 3")
+	assert.Equal(t, 3, r.code)
+	assert.NotContains(t, r.stdout, "1\n", "/etc/shadow readable through sandboxd")
+	assert.Contains(t, r.stdout, "No such file", "the host's /root is visible through sandboxd")
+}
+
+// startSandboxd starts `sage sandboxd --listen 127.0.0.1:0 args...` with
+// SAGE_HOME=home, stops it at the end of the test and returns its URL.
+func startSandboxd(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	srv := exec.Command(sageBin, append([]string{"sandboxd", "--listen", "127.0.0.1:0"}, args...)...)
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home)
 	out, err := srv.StdoutPipe()
 	require.NoError(t, err)
@@ -43,30 +77,37 @@ func TestSandboxdLocalMode(t *testing.T) {
 	require.NoError(t, err, "sandboxd log:\n%s", logs.String())
 	url := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), line)
+	return url
+}
 
-	remote := func(args ...string) cliRun {
-		cmd := exec.Command(sageBin, append([]string{"exec", "--mode", "remote"}, args...)...)
-		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_REMOTE_PROVIDER=aio", "SAGE_REMOTE_URL="+url)
-		var o, e strings.Builder
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return cliRun{o.String(), e.String(), code}
+// TestSandboxdVirtualWorkspace: with --virtual-workspace /mnt/user-data a
+// local (bwrap) sandboxd shows the workspace where DeerFlow's paths point
+// (issue #13 item 8), for commands and for file calls.
+func TestSandboxdVirtualWorkspace(t *testing.T) {
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	home, ws := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	url := startSandboxd(t, home, "--workspace", ws, "--no-token", "--virtual-workspace", "/mnt/user-data")
+	post := func(path, body string) map[string]any {
+		t.Helper()
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		require.Equal(t, true, m["success"], "%v", m)
+		return m["data"].(map[string]any)
 	}
-	var r cliRun
-	require.Eventually(t, func() bool { r = remote("--", "pwd; echo hi > f.txt"); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,
-		"remote exec never worked: %+v\nsandboxd log:\n%s", r, logs.String())
-	assert.Equal(t, "/workspace\n", r.stdout, "commands run in the bwrap workspace")
-	b, err := os.ReadFile(ws + "/f.txt")
-	require.NoError(t, err)
-	assert.Equal(t, "hi\n", string(b))
-	r = remote("--", "cat /etc/shadow 2>/dev/null | grep -c root; ls /root 2>&1; exit 3")
-	assert.Equal(t, 3, r.code)
-	assert.NotContains(t, r.stdout, "1\n", "/etc/shadow readable through sandboxd")
-	assert.Contains(t, r.stdout, "No such file", "the host's /root is visible through sandboxd")
+	post("/v1/file/write", `{"file":"/mnt/user-data/uploads/in.txt","content":"from the host\n"}`)
+	d := post("/v1/shell/exec", `{"command":"mkdir -p /mnt/user-data/outputs && cd /mnt/user-data && pwd && cat uploads/in.txt && echo out > outputs/o.txt"}`)
+	assert.Equal(t, "/mnt/user-data\nfrom the host\n", d["output"])
+	b, err := os.ReadFile(filepath.Join(ws, "outputs", "o.txt"))
+	require.NoError(t, err, "a file written at /mnt/user-data/outputs lands in the host workspace")
+	assert.Equal(t, "out\n", string(b))
+	d = post("/v1/file/read", `{"file":"/mnt/user-data/outputs/o.txt"}`)
+	assert.Equal(t, "out\n", d["content"])
+	d = post("/v1/file/find", `{"path":"/mnt/user-data","glob":"**/*.txt"}`)
+	assert.ElementsMatch(t, []any{"/mnt/user-data/uploads/in.txt", "/mnt/user-data/outputs/o.txt"}, d["files"])
 }
 
 // lockedBuffer collects a child's output while the test reads it.

@@ -50,6 +50,11 @@ func TestErrorsAreTyped(t *testing.T) {
 		case "/v1/file/list":
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprint(w, `{"success":false,"message":"outside","data":null,"hint":null}`)
+		case "/v1/file/find": // sandboxd's form since issue #13: 200 with a permission FileOperationError
+			fmt.Fprint(w, `{"success":false,"message":"outside","data":{"path":"/","operation":"find","message":"outside","error_type":"permission_denied","retryable":false,"errno":null,"errno_name":null},"hint":null}`)
+		case "/v1/file/grep": // the older form: an HTTP error with a FileOperationError
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"success":false,"message":"gone","data":{"path":"/g","operation":"grep","message":"gone","error_type":"not_found","retryable":false,"errno":2,"errno_name":"ENOENT"},"hint":null}`)
 		case "/v1/file/write":
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			fmt.Fprint(w, `{"detail":[{"loc":["body","file"],"msg":"Field required","type":"missing"}]}`)
@@ -70,6 +75,14 @@ func TestErrorsAreTyped(t *testing.T) {
 	assert.Equal(t, http.StatusOK, ae.Status)
 	_, err = c.ListFiles(ctx, aio.FileListRequest{Path: "/"})
 	assert.ErrorIs(t, err, fs.ErrPermission)
+	// Both forms of a file error are errors that match the fs sentinels.
+	_, err = c.FindFiles(ctx, aio.FileFindRequest{Path: "/", Glob: "*"})
+	assert.ErrorIs(t, err, fs.ErrPermission)
+	assert.NotErrorIs(t, err, fs.ErrNotExist)
+	_, err = c.GrepFiles(ctx, aio.FileGrepRequest{Path: "/g", Pattern: "x"})
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "grep", ae.File.Operation)
 	_, err = c.WriteFile(ctx, aio.FileWriteRequest{})
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusUnprocessableEntity, ae.Status)

@@ -1,13 +1,31 @@
-// Package aioserver serves one sandbox.Handle over the subset of the AIO
+// Package aioserver serves one *sandbox.Sandbox over the subset of the AIO
 // Sandbox HTTP API (OpenAPI v1.9.4) that package aio's client uses, with
 // the same paths and JSON shapes; it is the engine of `sage sandboxd`.
 //
-// Endpoints: GET /v1/sandbox; POST /v1/shell/exec,
-// /v1/shell/sessions/create, DELETE /v1/shell/sessions/{id}; POST
-// /v1/bash/exec (sync and async), /v1/bash/output, /v1/bash/kill,
-// /v1/bash/sessions/create, /v1/bash/sessions/{id}/close; POST
+// Endpoints: GET /v1/sandbox; POST /v1/shell/exec, /v1/shell/view,
+// /v1/shell/wait, /v1/shell/kill, /v1/shell/write,
+// /v1/shell/sessions/create, GET and DELETE /v1/shell/sessions, DELETE
+// /v1/shell/sessions/{id}; POST /v1/bash/exec (sync and async),
+// /v1/bash/output, /v1/bash/kill, /v1/bash/sessions/create, GET
+// /v1/bash/sessions, POST /v1/bash/sessions/{id}/close; POST
 // /v1/file/read, /v1/file/write, /v1/file/list, /v1/file/upload,
-// /v1/file/find, /v1/file/grep, GET /v1/file/download.
+// /v1/file/find, /v1/file/glob, /v1/file/grep, GET /v1/file/download.
+//
+// Sessions: a /v1/shell session is one shell as far as its commands can
+// tell: the working directory and exported variables a command leaves are
+// there for the next (Options.NewShell; the default replays them through
+// the Handle). Its output is stdout and stderr in one pipe, in the order
+// written. Every sync exec runs in a goroutine of the server and is
+// recorded in its session (one is created when the request names none),
+// so a request's timeout can answer status running while the command goes
+// on, and /v1/bash/output, /v1/shell/view, wait, write and kill reach it.
+// /v1/bash/exec commands do not share state (the remote Handle runs
+// unrelated commands in a pool of sessions); async_mode ones are
+// background tasks of the Handle whose stdout and stderr share one log.
+//
+// Globs: find and glob match the path relative to the searched directory
+// with ** as zero or more directories (Python's recursive glob), using
+// github.com/bmatcuk/doublestar/v4.
 //
 // Browser safety: every request is checked before the token. A Host
 // header that is not a loopback name or address, the address the
@@ -26,14 +44,18 @@
 // truncated: true (a sage extension of the list and find results).
 //
 // Status codes: 200 with the {success, message, data, hint} envelope on
-// success; 422 with FastAPI's {detail: [...]} for malformed JSON, wrong
-// types and missing required fields (the spec's documented error); and,
-// with the envelope (data holding a FileOperationError for file
-// endpoints), 400 bad argument, 401 missing or wrong bearer token, 403 a
-// path outside the workspace or a foreign Origin, 404 a missing file,
-// session or directory, 408 a request body that arrives too slowly, 413 a
-// body over the limit, 415 a JSON endpoint sent another content type, 421
-// a Host that is not served, 503 not ready or shutting down.
+// success; an expected failure of a file operation (missing file,
+// permission, a path outside the workspace, bad argument, I/O error) is
+// also 200, with success false and a FileOperationError as data, as the
+// AIO documentation says (the SDKs return it as data). Otherwise: 422
+// with FastAPI's {detail: [...]} for malformed JSON, wrong types and
+// missing required fields (the spec's documented error); and, with the
+// envelope, 400 bad argument, 401 missing or wrong bearer token, 403 an
+// exec_dir or download outside the workspace or a foreign Origin, 404 a
+// missing download, session or command, 408 a request body that arrives
+// too slowly, 413 a body over the limit, 415 a JSON endpoint sent another
+// content type, 421 a Host that is not served, 501 an operation the
+// sandbox lacks, 503 not ready or shutting down.
 //
 // Signals: an exit code ended by signal n is reported as -n (Python's
 // subprocess convention); the aio client maps it back to 128+n.

@@ -53,69 +53,111 @@ func exitCode(res *sandbox.CommandResult) int {
 	return res.ExitCode
 }
 
+// waitOf turns a request's timeout (seconds the HTTP call waits) into a
+// duration; nil waits until the command ends (-1).
+func waitOf(timeout *float64) (time.Duration, error) {
+	if timeout == nil {
+		return -1, nil
+	}
+	if *timeout < 0 || math.IsNaN(*timeout) || *timeout > 7*24*3600 {
+		return 0, badArg("timeout must be a non-negative number of seconds (at most a week)")
+	}
+	return time.Duration(*timeout * float64(time.Second)), nil
+}
+
+// plainShell runs each command afresh: /v1/bash/exec commands do not
+// share state (the remote Handle runs unrelated commands in a pool of
+// sessions and relies on it); /v1/shell/exec sessions do.
+type plainShell struct{ h *sandbox.Sandbox }
+
+func (p plainShell) Exec(ctx context.Context, command string, opts sandbox.ExecOptions, _ bool) (*sandbox.CommandResult, error) {
+	return p.h.ExecuteCommand(ctx, command, opts)
+}
+func (p plainShell) Dir() string                 { return "" }
+func (p plainShell) Close(context.Context) error { return nil }
+
+// startCommand runs command in session sess and records it. When the
+// HTTP call waits until the end (wait < 0), the command is cancelled if
+// the client goes away; with a timeout it outlives the request.
+func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text string, opts sandbox.ExecOptions, merge, stdin bool, wait time.Duration, perStream int) (*command, error) {
+	parent := s.base
+	if wait < 0 {
+		ctx, cancel := context.WithCancel(s.base)
+		// The request's end cancels the command; by then it has ended
+		// unless the client went away.
+		context.AfterFunc(r.Context(), cancel)
+		parent = ctx
+	}
+	rn, err := startRun(parent, sh, text, opts, merge, stdin, perStream)
+	if err != nil {
+		return nil, err
+	}
+	c := &command{id: sandbox.NewID("cmd"), command: text, run: rn}
+	s.sessions.add(sess.id, c)
+	return c, nil
+}
+
 func (s *Server) bashExec(w http.ResponseWriter, r *http.Request) {
 	var req aio.BashExecRequest
 	if !s.decode(w, r, &req, "command") {
 		return
 	}
-	dir, err := s.sessions.use(req.SessionID, req.ExecDir)
+	opts, err := s.execOptions(req.ExecDir, req.Env, req.HardTimeout, req.MaxOutputLength)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	opts, err := s.execOptions(dir, req.Env, req.HardTimeout, req.MaxOutputLength)
+	wait, err := waitOf(req.Timeout)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	sess, err := s.sessions.use(r.Context(), req.SessionID)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if req.AsyncMode {
-		s.bashStart(w, r.Context(), req, opts)
+		s.bashStart(w, r.Context(), sess, req, opts)
 		return
 	}
-	res, err := s.h.ExecuteCommand(r.Context(), req.Command, opts)
+	c, err := s.startCommand(r, sess, plainShell{s.h}, req.Command, opts, false, false, wait, opts.OutputLimit/2)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	status := aio.StatusCompleted
-	if res.TimedOut {
-		status = aio.StatusTimedOut
+	ended := c.run.waitFor(r.Context(), wait)
+	snap := c.run.snapshot()
+	if ended && snap.err != nil {
+		s.fail(w, snap.err)
+		return
 	}
-	code := exitCode(res)
-	ok(w, aio.BashExecResult{SessionID: orNew(req.SessionID), CommandID: sandbox.NewID("cmd"), Command: req.Command,
-		Status: status, Stdout: &res.Stdout, Stderr: &res.Stderr, ExitCode: &code,
-		Offset: int64(len(res.Stdout)), StderrOffset: int64(len(res.Stderr))})
-}
-
-func orNew(id string) string {
-	if id == "" {
-		return sandbox.NewID("sess")
+	out := aio.BashExecResult{SessionID: sess.id, CommandID: c.id, Command: req.Command, Status: aio.StatusRunning,
+		Stdout: &snap.stdout, Stderr: &snap.stderr, Offset: int64(len(snap.stdout)), StderrOffset: int64(len(snap.stderr))}
+	if snap.res != nil {
+		out.Status = aio.StatusCompleted
+		if snap.res.TimedOut {
+			out.Status = aio.StatusTimedOut
+		}
+		code := exitCode(snap.res)
+		out.ExitCode = &code
 	}
-	return id
+	ok(w, out)
 }
 
 // bashStart runs an async command as a background task of the Handle; its
 // stdout and stderr share the task's log, reported as stdout.
-func (s *Server) bashStart(w http.ResponseWriter, ctx context.Context, req aio.BashExecRequest, opts sandbox.ExecOptions) {
-	sid := req.SessionID
-	if sid == "" {
-		sess, err := s.sessions.create("", opts.Workdir)
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		sid = sess.id
-	}
+func (s *Server) bashStart(w http.ResponseWriter, ctx context.Context, sess *session, req aio.BashExecRequest, opts sandbox.ExecOptions) {
 	opts.Timeout = 0
 	task, err := s.h.StartBackground(ctx, req.Command, opts)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	c := &asyncCommand{id: sandbox.NewID("cmd"), command: req.Command, taskID: task.ID}
-	s.sessions.addAsync(sid, c)
+	c := &command{id: sandbox.NewID("cmd"), command: req.Command, taskID: task.ID}
+	s.sessions.add(sess.id, c)
 	empty := ""
-	ok(w, aio.BashExecResult{SessionID: sid, CommandID: c.id, Command: req.Command, Status: aio.StatusRunning,
+	ok(w, aio.BashExecResult{SessionID: sess.id, CommandID: c.id, Command: req.Command, Status: aio.StatusRunning,
 		Stdout: &empty, Stderr: &empty})
 }
 
@@ -142,24 +184,73 @@ func (s *Server) bashOutput(w http.ResponseWriter, r *http.Request) {
 		ok(w, out)
 		return
 	}
-	if err := s.fillOutput(r.Context(), &out, c, req); err != nil {
+	var err error
+	if c.run != nil {
+		err = s.runOutput(r.Context(), &out, c, req)
+	} else {
+		err = s.fillOutput(r.Context(), &out, c, req)
+	}
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	ok(w, out)
 }
 
-// fillOutput reads the command's log from the offset, long-polling when
-// asked, and adds its status.
-func (s *Server) fillOutput(ctx context.Context, out *aio.BashOutputResult, c *asyncCommand, req aio.BashOutputRequest) error {
-	deadline := time.Now()
-	if req.Wait {
-		wait := 30.0
-		if req.WaitTimeout != nil && *req.WaitTimeout >= 0 && *req.WaitTimeout < wait {
-			wait = *req.WaitTimeout
-		}
-		deadline = deadline.Add(time.Duration(wait * float64(time.Second)))
+// outputWait is how long /v1/bash/output waits when asked to.
+func outputWait(req aio.BashOutputRequest) time.Duration {
+	if !req.Wait {
+		return 0
 	}
+	wait := 30.0
+	if req.WaitTimeout != nil && *req.WaitTimeout >= 0 && *req.WaitTimeout < wait {
+		wait = *req.WaitTimeout
+	}
+	return time.Duration(wait * float64(time.Second))
+}
+
+// runOutput reads a server-run command's output from the offsets (stdout
+// and stderr apart), waiting for news when asked.
+func (s *Server) runOutput(ctx context.Context, out *aio.BashOutputResult, c *command, req aio.BashOutputRequest) error {
+	deadline := time.Now().Add(outputWait(req))
+	for {
+		snap := c.run.snapshot()
+		news := int64(len(snap.stdout)) > req.Offset || int64(len(snap.stderr)) > req.StderrOffset
+		if news || snap.res != nil || snap.err != nil || !time.Now().Before(deadline) || ctx.Err() != nil {
+			out.Stdout, out.Offset = tail(snap.stdout, req.Offset)
+			out.Stderr, out.StderrOffset = tail(snap.stderr, req.StderrOffset)
+			info := &aio.BashCommandInfo{CommandID: c.id, Command: c.command, Status: aio.StatusRunning}
+			switch {
+			case snap.res != nil:
+				code := exitCode(snap.res)
+				info.Status, info.ExitCode = aio.StatusCompleted, &code
+				if snap.res.TimedOut {
+					info.Status = aio.StatusTimedOut
+				} else if snap.res.Signal != "" {
+					info.Status = aio.StatusKilled
+				}
+			case snap.err != nil:
+				info.Status = aio.StatusKilled
+			}
+			out.Command = info
+			return nil
+		}
+		c.run.waitFor(ctx, 50*time.Millisecond)
+	}
+}
+
+// tail is s from offset on, and the next offset.
+func tail(s string, off int64) (string, int64) {
+	if off >= int64(len(s)) {
+		return "", max(off, int64(len(s)))
+	}
+	return s[off:], int64(len(s))
+}
+
+// fillOutput reads a background task's log from the offset, long-polling
+// when asked, and adds its status.
+func (s *Server) fillOutput(ctx context.Context, out *aio.BashOutputResult, c *command, req aio.BashOutputRequest) error {
+	deadline := time.Now().Add(outputWait(req))
 	for {
 		o, err := s.h.ReadBackgroundOutput(ctx, c.taskID, req.Offset, outputChunk)
 		if err != nil {
@@ -178,7 +269,7 @@ func (s *Server) fillOutput(ctx context.Context, out *aio.BashOutputResult, c *a
 	}
 }
 
-func commandInfo(c *asyncCommand, st sandbox.BackgroundState) *aio.BashCommandInfo {
+func commandInfo(c *command, st sandbox.BackgroundState) *aio.BashCommandInfo {
 	info := &aio.BashCommandInfo{CommandID: c.id, Command: c.command, Status: aio.StatusRunning}
 	if st.Alive {
 		return info
@@ -214,7 +305,11 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 		envelopeError(w, http.StatusNotFound, "no such session: "+req.SessionID, nil, "")
 		return
 	}
-	if found {
+	switch {
+	case found && c.run != nil:
+		c.run.stop()
+		c.run.wait(r.Context())
+	case found:
 		if err := s.h.KillBackground(r.Context(), c.taskID, force); err != nil {
 			s.fail(w, err)
 			return
@@ -222,82 +317,3 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 	}
 	ok(w, nil)
 }
-
-func (s *Server) bashCreate(w http.ResponseWriter, r *http.Request) {
-	var req aio.BashSessionCreateRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
-	sess, err := s.sessions.create(req.SessionID, req.ExecDir)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	ok(w, aio.BashSessionInfo{SessionID: sess.id, Status: "ready", WorkingDir: sess.workingDir,
-		CreatedAt: sess.created, LastUsedAt: sess.lastUsed, CommandCount: sess.count})
-}
-
-func (s *Server) bashClose(w http.ResponseWriter, r *http.Request) {
-	s.closeSession(w, r)
-}
-
-func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("session_id")
-	found, err := s.sessions.remove(r.Context(), s.h, id)
-	switch {
-	case !found:
-		envelopeError(w, http.StatusNotFound, "no such session: "+id, nil, "")
-	case err != nil:
-		s.fail(w, err)
-	default:
-		ok(w, nil)
-	}
-}
-
-func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
-	var req aio.ShellExecRequest
-	if !s.decode(w, r, &req, "command") {
-		return
-	}
-	if req.AsyncMode {
-		s.fail(w, badArg("async_mode is not supported on /v1/shell/exec by sage sandboxd; use /v1/bash/exec"))
-		return
-	}
-	dir, err := s.sessions.use(req.ID, req.ExecDir)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	opts, err := s.execOptions(dir, nil, req.HardTimeout, nil)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	res, err := s.h.ExecuteCommand(r.Context(), req.Command, opts)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	status := aio.ShellCompleted
-	if res.TimedOut {
-		status = aio.ShellHardTimeout
-	}
-	output := res.Stdout + res.Stderr
-	code := exitCode(res)
-	ok(w, aio.ShellCommandResult{SessionID: orNew(req.ID), Command: req.Command, Status: status, Output: &output, ExitCode: &code})
-}
-
-func (s *Server) shellCreate(w http.ResponseWriter, r *http.Request) {
-	var req aio.ShellCreateSessionRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
-	sess, err := s.sessions.create(req.ID, req.ExecDir)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	ok(w, aio.ShellCreateSessionResponse{SessionID: sess.id, WorkingDir: sess.workingDir})
-}
-
-func (s *Server) shellDelete(w http.ResponseWriter, r *http.Request) { s.closeSession(w, r) }

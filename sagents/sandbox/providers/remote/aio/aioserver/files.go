@@ -1,7 +1,6 @@
 package aioserver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -11,7 +10,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -63,7 +61,7 @@ func (s *Server) fileRead(w http.ResponseWriter, r *http.Request) {
 	var tl *errTooLarge
 	if errors.As(err, &tl) {
 		fe := aio.FileOperationError{Path: req.File, Operation: "read", Message: tl.Error() + " (the server's read limit)", ErrorType: aio.ErrTypeInvalid}
-		envelopeError(w, http.StatusBadRequest, fe.Message, fe, "use GET /v1/file/download, which streams files of any size")
+		fileFailed(w, fe, "use GET /v1/file/download, which streams files of any size")
 		return
 	}
 	if err != nil {
@@ -72,7 +70,7 @@ func (s *Server) fileRead(w http.ResponseWriter, r *http.Request) {
 	}
 	if !utf8.Valid(data) {
 		fe := aio.FileOperationError{Path: req.File, Operation: "read", Message: "file is not UTF-8 text", ErrorType: aio.ErrTypeInvalid}
-		envelopeError(w, http.StatusBadRequest, fe.Message, fe, "use GET /v1/file/download for binary files")
+		fileFailed(w, fe, "use GET /v1/file/download for binary files")
 		return
 	}
 	ok(w, aio.FileReadResult{Content: lineRange(string(data), req.StartLine, req.EndLine), File: req.File})
@@ -296,7 +294,7 @@ func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
 		body = rc
 	}
 	if err != nil {
-		s.failFile(w, "download", p, err)
+		s.failDownload(w, p, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -368,129 +366,4 @@ func parseUpload(contentType string, body []byte, ws string) (string, []byte, er
 		target = path.Join(ws, path.Base(filename))
 	}
 	return target, data, nil
-}
-
-func (s *Server) fileFind(w http.ResponseWriter, r *http.Request) {
-	var req aio.FileFindRequest
-	if !s.decode(w, r, &req, "path", "glob") {
-		return
-	}
-	if _, err := path.Match(req.Glob, ""); err != nil {
-		s.fail(w, invalid([]any{"body", "glob"}, "value_error", "bad glob: "+err.Error()))
-		return
-	}
-	files := []string{}
-	truncated, err := s.walk(r.Context(), req.Path, 64, func(fi sandbox.FileInfo) error {
-		rel := strings.TrimPrefix(strings.TrimPrefix(fi.Path, strings.TrimSuffix(req.Path, "/")), "/")
-		if m, _ := path.Match(req.Glob, fi.Name); m {
-			files = append(files, fi.Path)
-		} else if m, _ := path.Match(req.Glob, rel); m {
-			files = append(files, fi.Path)
-		}
-		return nil
-	})
-	if err != nil {
-		s.failFile(w, "find", req.Path, err)
-		return
-	}
-	ok(w, aio.FileFindResult{Path: req.Path, Files: files, Truncated: truncated})
-}
-
-func (s *Server) fileGrep(w http.ResponseWriter, r *http.Request) {
-	var req aio.FileGrepRequest
-	if !s.decode(w, r, &req, "path", "pattern") {
-		return
-	}
-	re, err := grepPattern(req)
-	if err != nil {
-		s.fail(w, invalid([]any{"body", "pattern"}, "value_error", err.Error()))
-		return
-	}
-	limit := 500
-	if req.MaxResults != nil {
-		if *req.MaxResults < 1 || *req.MaxResults > 10000 {
-			s.fail(w, invalid([]any{"body", "max_results"}, "value_error", "Input should be between 1 and 10000"))
-			return
-		}
-		limit = *req.MaxResults
-	}
-	res, err := s.grep(r.Context(), req, re, limit)
-	if err != nil {
-		s.failFile(w, "grep", req.Path, err)
-		return
-	}
-	ok(w, res)
-}
-
-func grepPattern(req aio.FileGrepRequest) (*regexp.Regexp, error) {
-	p := req.Pattern
-	if req.FixedStrings {
-		p = regexp.QuoteMeta(p)
-	}
-	if req.CaseInsensitive {
-		p = "(?i)" + p
-	}
-	return regexp.Compile(p)
-}
-
-func (s *Server) grep(ctx context.Context, req aio.FileGrepRequest, re *regexp.Regexp, limit int) (aio.FileGrepResult, error) {
-	res := aio.FileGrepResult{Path: req.Path, Pattern: req.Pattern, Matches: []aio.GrepMatch{}}
-	searched, matched := 0, 0
-	walkCut, err := s.walk(ctx, req.Path, 64, func(fi sandbox.FileInfo) error {
-		if fi.IsDir || fi.Symlink || fi.Size > maxGrepFile || !included(fi.Name, req.Include, req.Exclude) {
-			return nil
-		}
-		data, err := s.readCapped(ctx, fi.Path, maxGrepFile)
-		if err != nil || bytes.IndexByte(data, 0) >= 0 {
-			return nil
-		}
-		searched++
-		n := grepFile(fi.Path, data, re, &res, limit)
-		if n > 0 {
-			matched++
-		}
-		if res.Truncated {
-			return errStop
-		}
-		return nil
-	})
-	res.Truncated = res.Truncated || walkCut
-	res.MatchCount = len(res.Matches)
-	res.FilesSearched, res.FilesMatched = &searched, &matched
-	return res, err
-}
-
-func grepFile(name string, data []byte, re *regexp.Regexp, res *aio.FileGrepResult, limit int) int {
-	n := 0
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), maxGrepFile)
-	for line := 1; sc.Scan(); line++ {
-		if !re.Match(sc.Bytes()) {
-			continue
-		}
-		if len(res.Matches) >= limit {
-			res.Truncated = true
-			return n
-		}
-		res.Matches = append(res.Matches, aio.GrepMatch{File: name, LineNumber: line, LineContent: sc.Text()})
-		n++
-	}
-	return n
-}
-
-func included(name string, include, exclude []string) bool {
-	for _, p := range exclude {
-		if m, _ := path.Match(p, name); m {
-			return false
-		}
-	}
-	if len(include) == 0 {
-		return true
-	}
-	for _, p := range include {
-		if m, _ := path.Match(p, name); m {
-			return true
-		}
-	}
-	return false
 }

@@ -49,20 +49,49 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	envelopeError(w, statusOf(err), err.Error(), nil, "")
 }
 
-// failFile answers a file operation's error with a FileOperationError.
+// failFile answers a file operation's error. Expected file-system
+// failures (missing file, permission, escape, bad argument, I/O) are HTTP
+// 200 with success:false and a FileOperationError as data, as the AIO
+// documentation says: the SDKs then return the error as data instead of
+// raising. A sandbox that is closed or cannot do the operation keeps its
+// HTTP status (503, 501); so does /v1/file/download (see failDownload).
 func (s *Server) failFile(w http.ResponseWriter, op, p string, err error) {
 	var re *requestError
 	if errors.As(err, &re) {
 		s.fail(w, err)
 		return
 	}
+	status := statusOf(err)
+	if status != http.StatusServiceUnavailable && status != http.StatusNotImplemented {
+		status = http.StatusOK
+	}
+	envelopeError(w, status, err.Error(), fileError(op, p, err), "")
+}
+
+// failDownload answers a download's error with its HTTP status: the
+// download answers a byte stream, so its errors are HTTP errors.
+func (s *Server) failDownload(w http.ResponseWriter, p string, err error) {
+	var re *requestError
+	if errors.As(err, &re) {
+		s.fail(w, err)
+		return
+	}
+	envelopeError(w, statusOf(err), err.Error(), fileError("download", p, err), "")
+}
+
+// fileFailed answers 200 with success:false and fe as data.
+func fileFailed(w http.ResponseWriter, fe aio.FileOperationError, hint string) {
+	envelopeError(w, http.StatusOK, fe.Message, fe, hint)
+}
+
+func fileError(op, p string, err error) aio.FileOperationError {
 	fe := aio.FileOperationError{Path: p, Operation: op, Message: err.Error(), ErrorType: errorType(err)}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		n, name := int(errno), errnoName(errno)
 		fe.Errno, fe.ErrnoName = &n, &name
 	}
-	envelopeError(w, statusOf(err), err.Error(), fe, "")
+	return fe
 }
 
 func statusOf(err error) int {

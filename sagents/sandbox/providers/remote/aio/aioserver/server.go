@@ -54,6 +54,11 @@ type Options struct {
 	// past it the answer has truncated: true. 0 means
 	// sandbox.DefaultMaxEntries.
 	MaxEntries int
+	// NewShell opens the shell of each /v1/shell session; nil means one
+	// that replays the session's state (working directory, exported
+	// environment) on each command through the Handle. A sandbox with a
+	// long-lived shell per session can provide its own.
+	NewShell ShellFactory
 }
 
 // Server is an http.Handler serving one sandbox.
@@ -63,6 +68,10 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	sessions *sessions
+	history  editHistory
+	// base is the context of the commands the server runs; Close ends it.
+	base       context.Context
+	cancelBase context.CancelFunc
 }
 
 // New returns a Server; it answers GET /v1/sandbox with 503 until Ready
@@ -92,7 +101,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle.WorkspacePath())}
+	if opts.NewShell == nil {
+		opts.NewShell = newReplayShell
+	}
+	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell)}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
 }
@@ -103,6 +116,13 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/shell/exec", s.shellExec)
 	m.HandleFunc("POST /v1/shell/sessions/create", s.shellCreate)
 	m.HandleFunc("DELETE /v1/shell/sessions/{session_id}", s.shellDelete)
+	m.HandleFunc("GET /v1/shell/sessions", s.shellSessions)
+	m.HandleFunc("DELETE /v1/shell/sessions", s.shellSessionsDelete)
+	m.HandleFunc("POST /v1/shell/view", s.shellView)
+	m.HandleFunc("POST /v1/shell/wait", s.shellWait)
+	m.HandleFunc("POST /v1/shell/kill", s.shellKill)
+	m.HandleFunc("POST /v1/shell/write", s.shellWrite)
+	m.HandleFunc("GET /v1/bash/sessions", s.bashSessions)
 	m.HandleFunc("POST /v1/bash/exec", s.bashExec)
 	m.HandleFunc("POST /v1/bash/output", s.bashOutput)
 	m.HandleFunc("POST /v1/bash/kill", s.bashKill)
@@ -115,6 +135,10 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/file/upload", s.fileUpload)
 	m.HandleFunc("POST /v1/file/find", s.fileFind)
 	m.HandleFunc("POST /v1/file/grep", s.fileGrep)
+	m.HandleFunc("POST /v1/file/glob", s.fileGlob)
+	m.HandleFunc("POST /v1/file/replace", s.fileReplace)
+	m.HandleFunc("POST /v1/file/search", s.fileSearch)
+	m.HandleFunc("POST /v1/file/str_replace_editor", s.strReplaceEditor)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		envelopeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil,
 			"sage sandboxd implements a subset of the AIO Sandbox API")
@@ -213,7 +237,9 @@ func (s *Server) Ready(ctx context.Context) error {
 // Close kills the background commands of every session.
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)
-	return s.sessions.closeAll(ctx, s.h)
+	err := s.sessions.closeAll(ctx)
+	s.cancelBase()
+	return err
 }
 
 func (s *Server) sandboxInfo(w http.ResponseWriter, _ *http.Request) {

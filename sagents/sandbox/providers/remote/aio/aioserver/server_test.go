@@ -107,27 +107,40 @@ func TestBadInput(t *testing.T) {
 		st, _ = f.doRaw(http.MethodPost, "/v1/bash/exec", `[1,2]`)
 		assert.Equal(t, http.StatusUnprocessableEntity, st)
 	})
-	t.Run("path outside the workspace is 403 with a FileOperationError", func(t *testing.T) {
+	// Issue #13 item 1: file errors are HTTP 200 + success:false + a
+	// FileOperationError (the AIO contract; the SDKs return them as data);
+	// only the download keeps HTTP errors.
+	fileErr := func(t *testing.T, st int, m map[string]any, errType string) {
+		t.Helper()
+		assert.Equal(t, http.StatusOK, st)
+		assert.Equal(t, false, m["success"])
+		data, _ := m["data"].(map[string]any)
+		require.NotNil(t, data, "data holds a FileOperationError: %v", m)
+		assert.Equal(t, errType, data["error_type"])
+	}
+	t.Run("path outside the workspace is a permission_denied FileOperationError", func(t *testing.T) {
 		for _, body := range []string{`{"file":"/etc/passwd"}`, `{"file":"../../etc/passwd"}`} {
 			st, m := f.post("/v1/file/read", body)
-			assert.Equal(t, http.StatusForbidden, st)
-			assert.Equal(t, false, m["success"])
-			assert.Equal(t, "permission_denied", m["data"].(map[string]any)["error_type"])
+			fileErr(t, st, m, "permission_denied")
 		}
-		st, _ := f.post("/v1/file/write", `{"file":"/tmp/escape.txt","content":"x"}`)
-		assert.Equal(t, http.StatusForbidden, st)
-		st, _ = f.post("/v1/file/list", `{"path":"/"}`)
-		assert.Equal(t, http.StatusForbidden, st)
+		st, m := f.post("/v1/file/write", `{"file":"/tmp/escape.txt","content":"x"}`)
+		fileErr(t, st, m, "permission_denied")
+		st, m = f.post("/v1/file/list", `{"path":"/"}`)
+		fileErr(t, st, m, "permission_denied")
+		st, m = f.post("/v1/file/glob", `{"path":"/","pattern":"*"}`)
+		fileErr(t, st, m, "permission_denied")
 		st, _ = f.do(http.MethodGet, "/v1/file/download?path=/etc/passwd", "", nil)
-		assert.Equal(t, http.StatusForbidden, st)
+		assert.Equal(t, http.StatusForbidden, st, "the download keeps HTTP errors")
 		st, _ = f.post("/v1/bash/exec", `{"command":"true","exec_dir":"/"}`)
 		assert.Equal(t, http.StatusForbidden, st)
 		f.alive()
 	})
-	t.Run("missing file is 404", func(t *testing.T) {
+	t.Run("missing file is a not_found FileOperationError", func(t *testing.T) {
 		st, m := f.post("/v1/file/read", `{"file":"nope.txt"}`)
-		assert.Equal(t, http.StatusNotFound, st)
-		assert.Equal(t, "not_found", m["data"].(map[string]any)["error_type"])
+		fileErr(t, st, m, "not_found")
+		assert.Equal(t, "ENOENT", m["data"].(map[string]any)["errno_name"])
+		st, m = f.post("/v1/file/find", `{"path":"nodir","glob":"*"}`)
+		fileErr(t, st, m, "not_found")
 		st, _ = f.do(http.MethodGet, "/v1/file/download?path=nope.txt", "", nil)
 		assert.Equal(t, http.StatusNotFound, st)
 		st, _ = f.do(http.MethodDelete, "/v1/shell/sessions/nope", "", nil)
@@ -195,7 +208,7 @@ func (f *fixture) doRaw(method, path, body string) (int, map[string]any) {
 // the same endpoint is used for routing.
 func (f *fixture) checkResponse(req *http.Request, resp *http.Response, raw []byte) {
 	stand := req.Clone(context.Background())
-	body := []byte(`{"command":"x","file":"x","content":"x","path":"x","glob":"*","pattern":"x","session_id":"x"}`)
+	body := []byte(`{"command":"view","file":"x","content":"x","path":"x","glob":"*","pattern":"x","session_id":"x","id":"x","regex":"x","old_str":"x","new_str":"x","input":"x","press_enter":true}`)
 	stand.Header.Set("Content-Type", "application/json")
 	if err := f.v.Check(stand, body, resp.StatusCode, resp.Header, raw); err != nil {
 		f.t.Errorf("response conformance: %v", err)
@@ -263,7 +276,8 @@ func TestEndpoints(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, m)
 	assert.EqualValues(t, 4, m["data"].(map[string]any)["file_size"])
 	st, m = f.post("/v1/file/read", `{"file":"up.bin"}`)
-	assert.Equal(t, http.StatusBadRequest, st, "binary content is refused by /v1/file/read")
+	assert.Equal(t, http.StatusOK, st)
+	assert.Equal(t, false, m["success"], "binary content is refused by /v1/file/read")
 	assert.NotEmpty(t, m["hint"])
 }
 

@@ -9,57 +9,144 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// maxSessions bounds the sessions kept; creating more is refused.
-const maxSessions = 4096
+// Bounds: sessions kept (past it the least recently used session without
+// a running command is dropped), and commands remembered per session
+// (the oldest finished ones are forgotten).
+const (
+	maxSessions           = 4096
+	maxCommandsPerSession = 64
+)
 
-// session is shell/bash session state: a working directory and the async
-// commands started in it (each a background task of the Handle).
+// session is shell/bash session state: its Shell (working directory and
+// environment kept between commands) and its commands, newest last.
 type session struct {
-	id         string
-	workingDir string
-	created    time.Time
-	lastUsed   time.Time
-	count      int
-	commands   []*asyncCommand
+	id       string
+	created  time.Time
+	lastUsed time.Time
+	count    int
+	shell    Shell
+	commands []*command
 }
 
-type asyncCommand struct {
+// command is a command of a session: a background task of the Handle
+// (async_mode on /v1/bash/exec) or a command the server runs itself
+// (run: every sync exec, so that it can outlive its request's timeout and
+// be read, waited for, written to and killed later).
+type command struct {
 	id      string
 	command string
 	taskID  string
+	run     *run
 }
 
 type sessions struct {
-	ws string
-	mu sync.Mutex
-	m  map[string]*session
+	ws       string
+	h        *sandbox.Sandbox
+	newShell ShellFactory
+	mu       sync.Mutex
+	m        map[string]*session
 }
 
-func newSessions(ws string) *sessions { return &sessions{ws: ws, m: map[string]*session{}} }
+func newSessions(h *sandbox.Sandbox, f ShellFactory) *sessions {
+	return &sessions{ws: h.WorkspacePath(), h: h, newShell: f, m: map[string]*session{}}
+}
 
-// create makes a session (or returns the existing one with that id).
-func (ss *sessions) create(id, dir string) (*session, error) {
+// checkDir refuses a directory exec would refuse: it runs `true` there.
+func (ss *sessions) checkDir(ctx context.Context, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	res, err := ss.h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	if !res.Success {
+		return badArg("exec_dir " + dir + ": cannot run commands there: " + res.Stderr)
+	}
+	return nil
+}
+
+// create makes a session (or, for an existing id with dir, gives it a new
+// shell starting in dir). dir is checked as exec would check it.
+func (ss *sessions) create(ctx context.Context, id, dir string) (*session, error) {
+	if err := ss.checkDir(ctx, dir); err != nil {
+		return nil, err
+	}
+	ss.mu.Lock()
+	s, exists := ss.m[id]
+	ss.mu.Unlock()
+	if exists && dir == "" {
+		return s, nil
+	}
+	start := dir
+	if start == "" {
+		start = ss.ws
+	}
+	sh, err := ss.newShell(ctx, ss.h, start)
+	if err != nil {
+		return nil, err
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if id == "" {
 		id = sandbox.NewID("sess")
 	}
 	if s, ok := ss.m[id]; ok {
-		if dir != "" {
-			s.workingDir = dir
-		}
+		old := s.shell
+		s.shell = sh
+		go old.Close(context.WithoutCancel(ctx))
 		return s, nil
 	}
-	if len(ss.m) >= maxSessions {
-		return nil, badArg("too many sessions; close some first")
-	}
-	if dir == "" {
-		dir = ss.ws
+	if len(ss.m) >= maxSessions && !ss.evictLocked() {
+		_ = sh.Close(ctx)
+		return nil, badArg("too many sessions with running commands; close some first")
 	}
 	now := time.Now().UTC()
-	s := &session{id: id, workingDir: dir, created: now, lastUsed: now}
+	s = &session{id: id, created: now, lastUsed: now, shell: sh}
 	ss.m[id] = s
 	return s, nil
+}
+
+// evictLocked drops the least recently used session whose commands the
+// server runs have all finished and that has no background task.
+func (ss *sessions) evictLocked() bool {
+	var victim *session
+	for _, s := range ss.m {
+		if s.busy() {
+			continue
+		}
+		if victim == nil || s.lastUsed.Before(victim.lastUsed) {
+			victim = s
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	delete(ss.m, victim.id)
+	go victim.shell.Close(context.Background())
+	return true
+}
+
+func (s *session) busy() bool {
+	for _, c := range s.commands {
+		if c.taskID != "" || (c.run != nil && !c.run.finished()) {
+			return true
+		}
+	}
+	return false
+}
+
+// use returns session id, created on first use (a new id when empty).
+func (ss *sessions) use(ctx context.Context, id string) (*session, error) {
+	if id != "" {
+		ss.mu.Lock()
+		s, ok := ss.m[id]
+		ss.mu.Unlock()
+		if ok {
+			return s, nil
+		}
+	}
+	return ss.create(ctx, id, "")
 }
 
 func (ss *sessions) get(id string) (*session, bool) {
@@ -69,36 +156,29 @@ func (ss *sessions) get(id string) (*session, bool) {
 	return s, ok
 }
 
-// use records a command in session id (created on first use) and returns
-// its working directory, updated to dir when given.
-func (ss *sessions) use(id, dir string) (string, error) {
-	if id == "" {
-		if dir == "" {
-			dir = ss.ws
-		}
-		return dir, nil
-	}
-	s, err := ss.create(id, dir)
-	if err != nil {
-		return "", err
-	}
+// add records a command in session id.
+func (ss *sessions) add(id string, c *command) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	s, ok := ss.m[id]
+	if !ok {
+		return
+	}
 	s.count++
 	s.lastUsed = time.Now().UTC()
-	return s.workingDir, nil
-}
-
-func (ss *sessions) addAsync(id string, c *asyncCommand) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if s, ok := ss.m[id]; ok {
-		s.commands = append(s.commands, c)
+	s.commands = append(s.commands, c)
+	if len(s.commands) > maxCommandsPerSession {
+		for i, old := range s.commands {
+			if old.run != nil && old.run.finished() {
+				s.commands = append(s.commands[:i], s.commands[i+1:]...)
+				break
+			}
+		}
 	}
 }
 
-// command finds an async command by id, or the session's latest.
-func (ss *sessions) command(sessionID, commandID string) (*asyncCommand, bool, bool) {
+// command finds a command by id, or the session's latest.
+func (ss *sessions) command(sessionID, commandID string) (*command, bool, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, ok := ss.m[sessionID]
@@ -113,8 +193,43 @@ func (ss *sessions) command(sessionID, commandID string) (*asyncCommand, bool, b
 	return nil, true, false
 }
 
-// remove deletes a session and kills its async commands.
-func (ss *sessions) remove(ctx context.Context, h *sandbox.Sandbox, id string) (bool, error) {
+// list returns the sessions (a snapshot).
+func (ss *sessions) list() []*session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := make([]*session, 0, len(ss.m))
+	for _, s := range ss.m {
+		out = append(out, s)
+	}
+	return out
+}
+
+// snapshot is what the session answers show of a session.
+type sessionView struct {
+	id, dir           string
+	created, lastUsed time.Time
+	count             int
+	current           *string
+}
+
+func (ss *sessions) view(s *session) sessionView {
+	ss.mu.Lock()
+	v := sessionView{id: s.id, created: s.created, lastUsed: s.lastUsed, count: s.count}
+	sh := s.shell
+	for i := len(s.commands) - 1; i >= 0; i-- {
+		if c := s.commands[i]; c.run != nil && !c.run.finished() {
+			cmd := c.command
+			v.current = &cmd
+			break
+		}
+	}
+	ss.mu.Unlock()
+	v.dir = sh.Dir()
+	return v
+}
+
+// remove deletes a session and kills its commands.
+func (ss *sessions) remove(ctx context.Context, id string) (bool, error) {
 	ss.mu.Lock()
 	s, ok := ss.m[id]
 	delete(ss.m, id)
@@ -122,26 +237,38 @@ func (ss *sessions) remove(ctx context.Context, h *sandbox.Sandbox, id string) (
 	if !ok {
 		return false, nil
 	}
-	return true, killAll(ctx, h, s.commands)
+	return true, ss.kill(ctx, []*session{s})
 }
 
-func (ss *sessions) closeAll(ctx context.Context, h *sandbox.Sandbox) error {
+func (ss *sessions) closeAll(ctx context.Context) error {
 	ss.mu.Lock()
-	var cmds []*asyncCommand
+	all := make([]*session, 0, len(ss.m))
 	for _, s := range ss.m {
-		cmds = append(cmds, s.commands...)
+		all = append(all, s)
 	}
 	ss.m = map[string]*session{}
 	ss.mu.Unlock()
-	return killAll(ctx, h, cmds)
+	return ss.kill(ctx, all)
 }
 
-func killAll(ctx context.Context, h *sandbox.Sandbox, cmds []*asyncCommand) error {
+func (ss *sessions) kill(ctx context.Context, list []*session) error {
 	var errs []error
-	for _, c := range cmds {
-		if err := h.KillBackground(ctx, c.taskID, true); err != nil && !errors.Is(err, sandbox.ErrUnknownTask) && !errors.Is(err, sandbox.ErrClosed) {
-			errs = append(errs, err)
+	for _, s := range list {
+		for _, c := range s.commands {
+			if c.run != nil {
+				c.run.stop()
+				continue
+			}
+			if err := ss.h.KillBackground(ctx, c.taskID, true); err != nil && !errors.Is(err, sandbox.ErrUnknownTask) && !errors.Is(err, sandbox.ErrClosed) {
+				errs = append(errs, err)
+			}
 		}
+		for _, c := range s.commands {
+			if c.run != nil {
+				c.run.wait(ctx)
+			}
+		}
+		errs = append(errs, s.shell.Close(ctx))
 	}
 	return errors.Join(errs...)
 }

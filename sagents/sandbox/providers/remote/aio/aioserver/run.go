@@ -1,0 +1,169 @@
+package aioserver
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// run is a command the server runs in a session's Shell, in its own
+// goroutine: the request that started it may answer before it ends
+// (timeout), and later requests read its output so far, wait for it,
+// write to its stdin or kill it. Its live output is kept up to limit
+// bytes per stream (what arrives later is counted, not kept).
+type run struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	stdin  *os.File // write end of the command's stdin pipe; nil without one
+	// closeStdin ends the command's stdin. A provider that copies stdin
+	// (local mode) waits for its end before the command counts as ended,
+	// so it is closed when the shell reports its exit on stderr (merged
+	// mode: stderr carries nothing else), when the command is stopped,
+	// and at the latest a grace period after its timeout.
+	closeStdin func()
+
+	mu             sync.Mutex
+	stdout, stderr []byte
+	limit          int
+	res            *sandbox.CommandResult
+	err            error
+}
+
+// startRun runs command in sh. With withStdin, the command's stdin is a
+// pipe that write feeds (a terminal's stdin); otherwise /dev/null. The
+// run's context ends with parent or with stop.
+func startRun(parent context.Context, sh Shell, command string, opts sandbox.ExecOptions, merge, withStdin bool, limit int) (*run, error) {
+	ctx, cancel := context.WithCancel(parent)
+	r := &run{cancel: cancel, done: make(chan struct{}), limit: limit, closeStdin: func() {}}
+	var stdinR *os.File
+	if withStdin {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		stdinR, r.stdin = pr, pw
+		opts.Stdin = pr
+		var once sync.Once
+		r.closeStdin = func() {
+			once.Do(func() { pw.Close() })
+		}
+		grace := time.AfterFunc(opts.Timeout+10*time.Second, r.closeStdin)
+		defer func() {
+			go func() { <-r.done; grace.Stop() }()
+		}()
+	}
+	opts.OnStdout = func(b []byte) { r.append(&r.stdout, b) }
+	if !merge {
+		opts.OnStderr = func(b []byte) { r.append(&r.stderr, b) }
+	} else if withStdin {
+		opts.OnStderr = func([]byte) { go r.closeStdin() }
+	}
+	go func() {
+		defer close(r.done)
+		defer cancel()
+		res, err := sh.Exec(ctx, command, opts, merge)
+		r.mu.Lock()
+		r.res, r.err = res, err
+		if res != nil {
+			// The final streams are the reference: the shell has removed
+			// its own bookkeeping from them.
+			r.stdout = []byte(res.Stdout)
+			r.stderr = []byte(res.Stderr)
+		}
+		r.mu.Unlock()
+		if stdinR != nil {
+			r.closeStdin()
+			stdinR.Close()
+		}
+	}()
+	return r, nil
+}
+
+func (r *run) append(dst *[]byte, b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if room := r.limit - len(*dst); room > 0 {
+		*dst = append(*dst, b[:min(room, len(b))]...)
+	}
+}
+
+func (r *run) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits until the command ends or ctx is done; it reports whether
+// the command ended.
+func (r *run) wait(ctx context.Context) bool {
+	select {
+	case <-r.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// waitFor waits at most d (forever when d < 0).
+func (r *run) waitFor(ctx context.Context, d time.Duration) bool {
+	if d < 0 {
+		return r.wait(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stop kills the command (the Handle's SIGTERM, then SIGKILL).
+func (r *run) stop() {
+	r.cancel()
+	r.closeStdin()
+}
+
+// write sends data to the command's stdin.
+func (r *run) write(data []byte) error {
+	r.mu.Lock()
+	in := r.stdin
+	over := r.res != nil || r.err != nil || r.finished()
+	r.mu.Unlock()
+	if in == nil || over {
+		return badArg("the command is not running or has no stdin")
+	}
+	// The pipe buffer is 64 KiB; a command that does not read would block
+	// the writer, so the write has a deadline. Output keeps flowing
+	// meanwhile (the lock is not held).
+	_ = in.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := in.Write(data); err != nil {
+		return badArg("the command does not take input: " + err.Error())
+	}
+	return nil
+}
+
+// snapshot is the run's state: output so far and, once ended, its result.
+type runSnapshot struct {
+	stdout, stderr string
+	res            *sandbox.CommandResult
+	err            error
+	done           bool
+}
+
+func (r *run) snapshot() runSnapshot {
+	done := r.finished()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return runSnapshot{stdout: string(r.stdout), stderr: string(r.stderr), res: r.res, err: r.err, done: done}
+}

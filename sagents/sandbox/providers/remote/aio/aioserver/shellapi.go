@@ -1,0 +1,315 @@
+package aioserver
+
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// shellExec is POST /v1/shell/exec: the command runs in the session's
+// Shell (state kept between calls), stdout and stderr in one pipe, stdin a
+// pipe /v1/shell/write feeds. With timeout (the seconds this call waits)
+// a command still running is answered with status running at once and
+// goes on; /v1/shell/view, wait and kill reach it later. async_mode is the
+// same with a timeout of 0.
+func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
+	var req shellExecRequest
+	if !s.decode(w, r, &req, "command") {
+		return
+	}
+	opts, err := s.execOptions(req.ExecDir, nil, req.HardTimeout, req.MaxOutputLength)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if req.Truncate != nil && !*req.Truncate {
+		opts.OutputLimit = 2 * uncappedOutput
+	}
+	wait, err := waitOf(req.Timeout)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if req.AsyncMode {
+		wait = 0
+	}
+	sess, err := s.sessions.use(r.Context(), req.ID)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	c, err := s.startCommand(r, sess, sess.shell, req.Command, opts, true, true, wait, opts.OutputLimit)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	c.run.waitFor(r.Context(), wait)
+	snap := c.run.snapshot()
+	if snap.err != nil {
+		s.fail(w, snap.err)
+		return
+	}
+	status, code := shellStatus(snap)
+	ok(w, aio.ShellCommandResult{SessionID: sess.id, Command: req.Command, Status: status, Output: &snap.stdout, ExitCode: code})
+}
+
+// shellExecRequest is POST /v1/shell/exec with the fields the SDKs send
+// besides the ones package aio's client uses.
+type shellExecRequest struct {
+	aio.ShellExecRequest
+	Truncate        *bool    `json:"truncate"`
+	NoChangeTimeout *float64 `json:"no_change_timeout"`
+	MaxOutputLength *int     `json:"max_output_length"`
+}
+
+func shellStatus(snap runSnapshot) (string, *int) {
+	switch {
+	case snap.res == nil && snap.err == nil:
+		return aio.ShellRunning, nil
+	case snap.err != nil:
+		return aio.ShellTerminated, nil
+	}
+	code := exitCode(snap.res)
+	switch {
+	case snap.res.TimedOut:
+		return aio.ShellHardTimeout, &code
+	case snap.res.Signal != "":
+		return aio.ShellTerminated, &code
+	}
+	return aio.ShellCompleted, &code
+}
+
+// latestRun is the session's latest command the server runs, or an
+// answer already written.
+func (s *Server) latestRun(w http.ResponseWriter, id string) (*command, bool) {
+	c, known, found := s.sessions.command(id, "")
+	if !known {
+		envelopeError(w, http.StatusNotFound, "no such session: "+id, nil, "")
+		return nil, false
+	}
+	if !found || c.run == nil {
+		envelopeError(w, http.StatusNotFound, "session "+id+" has run no command", nil, "")
+		return nil, false
+	}
+	return c, true
+}
+
+type shellIDRequest struct {
+	ID string `json:"id"`
+}
+
+type shellViewResult struct {
+	Output    string  `json:"output"`
+	SessionID string  `json:"session_id"`
+	Status    string  `json:"status"`
+	Command   *string `json:"command"`
+	ExitCode  *int    `json:"exit_code"`
+}
+
+// shellView is POST /v1/shell/view: the output of the session's latest
+// command so far, and its status.
+func (s *Server) shellView(w http.ResponseWriter, r *http.Request) {
+	var req shellIDRequest
+	if !s.decode(w, r, &req, "id") {
+		return
+	}
+	c, found := s.latestRun(w, req.ID)
+	if !found {
+		return
+	}
+	snap := c.run.snapshot()
+	status, code := shellStatus(snap)
+	ok(w, shellViewResult{Output: snap.stdout, SessionID: req.ID, Status: status, Command: &c.command, ExitCode: code})
+}
+
+type shellWaitRequest struct {
+	ID             string `json:"id"`
+	Seconds        *int   `json:"seconds"`
+	MaxWaitSeconds *int   `json:"max_wait_seconds"`
+}
+
+type shellStatusResult struct {
+	Status string `json:"status"`
+}
+
+// shellWait is POST /v1/shell/wait: wait until the latest command ends,
+// at most seconds (default and cap: max_wait_seconds, else 600).
+func (s *Server) shellWait(w http.ResponseWriter, r *http.Request) {
+	var req shellWaitRequest
+	if !s.decode(w, r, &req, "id") {
+		return
+	}
+	limit := 600
+	if req.MaxWaitSeconds != nil && *req.MaxWaitSeconds >= 0 {
+		limit = min(*req.MaxWaitSeconds, limit)
+	}
+	secs := limit
+	if req.Seconds != nil {
+		if *req.Seconds < 0 {
+			s.fail(w, invalid([]any{"body", "seconds"}, "value_error", "Input should be greater than or equal to 0"))
+			return
+		}
+		secs = min(*req.Seconds, limit)
+	}
+	c, found := s.latestRun(w, req.ID)
+	if !found {
+		return
+	}
+	c.run.waitFor(r.Context(), time.Duration(secs)*time.Second)
+	status, _ := shellStatus(c.run.snapshot())
+	ok(w, shellStatusResult{Status: status})
+}
+
+type shellKillResult struct {
+	Status     string `json:"status"`
+	ExitCode   *int   `json:"exit_code"`
+	Returncode *int   `json:"returncode"`
+}
+
+// shellKill is POST /v1/shell/kill: kill the latest command (SIGTERM,
+// then SIGKILL after the Handle's grace period) and wait for its end.
+func (s *Server) shellKill(w http.ResponseWriter, r *http.Request) {
+	var req shellIDRequest
+	if !s.decode(w, r, &req, "id") {
+		return
+	}
+	c, found := s.latestRun(w, req.ID)
+	if !found {
+		return
+	}
+	c.run.stop()
+	c.run.wait(r.Context())
+	status, code := shellStatus(c.run.snapshot())
+	ok(w, shellKillResult{Status: status, ExitCode: code, Returncode: code})
+}
+
+type shellWriteRequest struct {
+	ID         string `json:"id"`
+	Input      string `json:"input"`
+	PressEnter *bool  `json:"press_enter"`
+}
+
+type shellWriteResult struct {
+	Status string `json:"status"`
+}
+
+// shellWrite is POST /v1/shell/write: send input to the stdin of the
+// session's running command (a newline follows unless press_enter is
+// false).
+func (s *Server) shellWrite(w http.ResponseWriter, r *http.Request) {
+	var req shellWriteRequest
+	if !s.decode(w, r, &req, "id", "input") {
+		return
+	}
+	c, found := s.latestRun(w, req.ID)
+	if !found {
+		return
+	}
+	in := req.Input
+	if req.PressEnter == nil || *req.PressEnter {
+		in += "\n"
+	}
+	if err := c.run.write([]byte(in)); err != nil {
+		s.fail(w, err)
+		return
+	}
+	status, _ := shellStatus(c.run.snapshot())
+	ok(w, shellWriteResult{Status: status})
+}
+
+func (s *Server) shellCreate(w http.ResponseWriter, r *http.Request) {
+	var req aio.ShellCreateSessionRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	sess, err := s.sessions.create(r.Context(), req.ID, req.ExecDir)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ok(w, aio.ShellCreateSessionResponse{SessionID: sess.id, WorkingDir: sess.shell.Dir()})
+}
+
+func (s *Server) shellDelete(w http.ResponseWriter, r *http.Request) { s.closeSession(w, r) }
+
+type shellSessionInfo struct {
+	WorkingDir     string    `json:"working_dir"`
+	CreatedAt      time.Time `json:"created_at"`
+	LastUsedAt     time.Time `json:"last_used_at"`
+	AgeSeconds     int       `json:"age_seconds"`
+	Status         string    `json:"status"`
+	CurrentCommand *string   `json:"current_command"`
+}
+
+// shellSessions is GET /v1/shell/sessions: {sessions: {id: info}}.
+func (s *Server) shellSessions(w http.ResponseWriter, _ *http.Request) {
+	out := map[string]shellSessionInfo{}
+	for _, sess := range s.sessions.list() {
+		v := s.sessions.view(sess)
+		st := "idle"
+		if v.current != nil {
+			st = "active"
+		}
+		out[v.id] = shellSessionInfo{WorkingDir: v.dir, CreatedAt: v.created, LastUsedAt: v.lastUsed,
+			AgeSeconds: int(time.Since(v.created).Seconds()), Status: st, CurrentCommand: v.current}
+	}
+	ok(w, map[string]any{"sessions": out})
+}
+
+// shellSessionsDelete is DELETE /v1/shell/sessions: close them all.
+func (s *Server) shellSessionsDelete(w http.ResponseWriter, r *http.Request) {
+	if err := s.sessions.closeAll(r.Context()); err != nil {
+		s.fail(w, err)
+		return
+	}
+	ok(w, nil)
+}
+
+// bashSessions is GET /v1/bash/sessions: every session, oldest first.
+func (s *Server) bashSessions(w http.ResponseWriter, _ *http.Request) {
+	out := []aio.BashSessionInfo{}
+	for _, sess := range s.sessions.list() {
+		out = append(out, bashInfo(s.sessions.view(sess)))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	ok(w, out)
+}
+
+func bashInfo(v sessionView) aio.BashSessionInfo {
+	st := "ready"
+	if v.current != nil {
+		st = "running"
+	}
+	return aio.BashSessionInfo{SessionID: v.id, Status: st, WorkingDir: v.dir, CreatedAt: v.created,
+		LastUsedAt: v.lastUsed, CurrentCommand: v.current, CommandCount: v.count}
+}
+
+func (s *Server) bashCreate(w http.ResponseWriter, r *http.Request) {
+	var req aio.BashSessionCreateRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	sess, err := s.sessions.create(r.Context(), req.SessionID, req.ExecDir)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ok(w, bashInfo(s.sessions.view(sess)))
+}
+
+func (s *Server) bashClose(w http.ResponseWriter, r *http.Request) { s.closeSession(w, r) }
+
+func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("session_id")
+	found, err := s.sessions.remove(r.Context(), id)
+	switch {
+	case !found:
+		envelopeError(w, http.StatusNotFound, "no such session: "+id, nil, "")
+	case err != nil:
+		s.fail(w, err)
+	default:
+		ok(w, nil)
+	}
+}
