@@ -54,6 +54,9 @@ type Options struct {
 	// past it the answer has truncated: true. 0 means
 	// sandbox.DefaultMaxEntries.
 	MaxEntries int
+	// Mounts are more handlers by ServeMux pattern (sandboxd's "/mcp"),
+	// served behind the same Host, Origin and token checks.
+	Mounts map[string]http.Handler
 }
 
 // Server is an http.Handler serving one sandbox.
@@ -115,6 +118,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/file/upload", s.fileUpload)
 	m.HandleFunc("POST /v1/file/find", s.fileFind)
 	m.HandleFunc("POST /v1/file/grep", s.fileGrep)
+	for pattern, h := range s.opts.Mounts {
+		m.Handle(pattern, h)
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		envelopeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil,
 			"sage sandboxd implements a subset of the AIO Sandbox API")
