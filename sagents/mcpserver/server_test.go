@@ -46,7 +46,7 @@ func (f *fixture) progress() []string {
 
 // start serves a passthrough sandbox's tools to an in-process client over
 // the SDK's in-memory transport.
-func start(t *testing.T, approver tools.Approver) *fixture {
+func start(t testing.TB, approver tools.Approver) *fixture {
 	t.Helper()
 	ctx := t.Context()
 	parent := sandboxtest.TempDir(t)
