@@ -49,6 +49,7 @@ bench: setup
 	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/ | tee $(BIN)/bench-remote.txt
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
+	$(BENCH) -bench 'FileRead' ./sagents/mcpserver/ | tee $(BIN)/bench-mcp.txt
 	$(GO) test -run '^$$' -bench Transfer100MB -benchtime 5x -count 3 ./sagents/sandbox/providers/local/egress/ | tee $(BIN)/bench-egress.txt
 	$(GO) test -run '^$$' -bench 'BaselineDockerRun|AcquireNew|AcquireRecovered|First200' -benchtime 8x -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee $(BIN)/bench-aio.txt
 	$(GO) test -run '^$$' -bench 'AcquireCached' -benchmem -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee -a $(BIN)/bench-aio.txt
@@ -60,6 +61,7 @@ bench: setup
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkSessionFirstExecTrue 1.3 || fail=$$((fail+1)); \
 	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-mcp.txt BenchmarkDirectFileRead BenchmarkMCPFileRead || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkLocalExecTrue BenchmarkGvisorExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkFirst200Runc BenchmarkFirst200Runsc || fail=$$((fail+1)); \

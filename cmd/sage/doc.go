@@ -5,6 +5,7 @@
 //	sage python [sandbox flags] [--json] (-c CODE | FILE)
 //	sage fs read|write|ls|tree|rm [sandbox flags] PATH
 //	sage agent [flags] "TASK"
+//	sage mcp [sandbox flags] [--policy FILE] [--approve-all]
 //	sage doctor [--json]
 //	sage version (or sage --version)
 //

@@ -6,21 +6,24 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
 func init() {
-	register(command{"sandboxd", "serve a sandbox over the AIO Sandbox HTTP API", runSandboxd})
+	register(command{"sandboxd", "serve a sandbox over the AIO Sandbox HTTP API and MCP (/mcp)", runSandboxd})
 }
 
 type sandboxdFlags struct {
 	serveFlags
+	toolFlags
 	workspace, mode, token string
 	virtualWorkspace       string
 	noToken                bool
@@ -61,6 +64,7 @@ func (f *sandboxdFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxRead, "max-read", 16<<20, "largest file POST /v1/file/read returns, in bytes (GET /v1/file/download streams any size)")
 	fs.IntVar(&f.maxEntries, "max-entries", sandbox.DefaultMaxEntries, "entries read by one listing, find or grep; past it the answer says truncated")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "timeout of commands sent without hard_timeout")
+	f.toolFlags.register("/mcp", fs)
 }
 
 func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
@@ -93,7 +97,12 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitSandboxError, err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
-	srv, err := aioserver.New(aioserver.Options{Handle: h, Token: f.token, MaxBodyBytes: f.maxBody,
+	mcpHandler, shutdown, err := f.mcpHandler(ctx, h, logger)
+	if err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	defer shutdown()
+	srv, err := aioserver.New(aioserver.Options{Handle: h, Token: f.token, MaxBodyBytes: f.maxBody, Mounts: map[string]http.Handler{"/mcp": mcpHandler},
 		DefaultTimeout: f.timeout, Version: "sage-sandboxd " + buildVersion(), Logger: logger,
 		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, MaxReadBytes: f.maxRead, MaxEntries: f.maxEntries})
 	if err != nil {
@@ -140,4 +149,25 @@ func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (*
 		return nil, err
 	}
 	return sandbox.New(ctx, sandbox.Config{Mode: sandbox.Type(f.mode), Workspace: f.workspace, VirtualWorkspace: f.virtualWorkspace})
+}
+
+// mcpHandler serves the sandbox's tools over MCP (streamable HTTP), for
+// sandboxd's /mcp.
+func (f *sandboxdFlags) mcpHandler(ctx context.Context, h *sandbox.Sandbox, logger *slog.Logger) (http.Handler, func(), error) {
+	obs, shutdown, err := observer(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tm, err := f.manager(h, obs)
+	if err != nil {
+		shutdown()
+		return nil, nil, err
+	}
+	srv, err := mcpserver.New(tm, mcpserver.Options{Name: "sage-sandboxd", Version: buildVersion(), Files: h,
+		Instructions: mcpInstructions(h), MaxRequestBytes: f.maxBody, Logger: logger})
+	if err != nil {
+		shutdown()
+		return nil, nil, err
+	}
+	return srv.Handler(), shutdown, nil
 }

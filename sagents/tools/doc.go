@@ -21,7 +21,9 @@
 //     background tasks; a result comes back when the command ends within
 //     block_until_ms, otherwise a task id, the output tail and a suggested
 //     next wait. Each command is first judged by a [Policy] (allow, ask an
-//     [Approver], or deny).
+//     [Approver], or deny). While a call waits, output that arrives goes to
+//     the [ProgressFunc] of its context ([WithProgress]); an
+//     execute_shell_command whose context is cancelled kills its command.
 //   - file_read, file_write, file_update: text files; binary files and
 //     invalid UTF-8 are reported, not pasted.
 //   - grep, glob, list_dir: implemented in Go over the sandbox's file API; no

@@ -20,6 +20,7 @@ const (
 	tailBytes   = 2 << 10
 	pollEvery   = 25 * time.Millisecond
 	maxPollWait = 250 * time.Millisecond
+	killTimeout = 10 * time.Second
 )
 
 // ShellOptions configure the shell tools.
@@ -82,7 +83,15 @@ func (o ShellOptions) execute(ctx context.Context, h Sandbox, a shellArgs) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	return wait(ctx, h, task.ID, blockUntil(a.BlockUntilMS), nil)
+	res, err := wait(ctx, h, task.ID, blockUntil(a.BlockUntilMS), nil)
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up (an MCP host cancelled the call, the agent
+		// was interrupted): nobody holds the task id, so stop the command.
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+		defer cancel()
+		_ = h.KillBackground(kctx, task.ID, false)
+	}
+	return res, err
 }
 
 func (o ShellOptions) check(ctx context.Context, h Sandbox, command, workdir string) error {
@@ -144,6 +153,8 @@ func wait(ctx context.Context, h Sandbox, id string, d time.Duration, re *regexp
 	delay := pollEvery
 	var off int64
 	var seen strings.Builder // output so far, for the pattern (bounded)
+	progress := progressFrom(ctx)
+	var poff int64 // how much output progress has seen
 	for {
 		st, err := h.BackgroundStatus(ctx, id)
 		if err != nil {
@@ -171,6 +182,16 @@ func wait(ctx context.Context, h Sandbox, id string, d time.Duration, re *regexp
 				seen.Reset()
 				seen.WriteString(s)
 			}
+		}
+		if progress != nil {
+			o, err := h.ReadBackgroundOutput(ctx, id, poff, MaxProgressBytes)
+			if err != nil {
+				return Result{}, err
+			}
+			if o.NextOffset > poff && o.Text != "" {
+				progress(o.Text)
+			}
+			poff = max(poff, o.NextOffset)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {

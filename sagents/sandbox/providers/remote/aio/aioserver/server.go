@@ -59,6 +59,9 @@ type Options struct {
 	// environment) on each command through the Handle. A sandbox with a
 	// long-lived shell per session can provide its own.
 	NewShell ShellFactory
+	// Mounts are more handlers by ServeMux pattern (sandboxd's "/mcp"),
+	// served behind the same Host, Origin and token checks.
+	Mounts map[string]http.Handler
 }
 
 // Server is an http.Handler serving one sandbox.
@@ -139,6 +142,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/file/replace", s.fileReplace)
 	m.HandleFunc("POST /v1/file/search", s.fileSearch)
 	m.HandleFunc("POST /v1/file/str_replace_editor", s.strReplaceEditor)
+	for pattern, h := range s.opts.Mounts {
+		m.Handle(pattern, h)
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		envelopeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path, nil,
 			"sage sandboxd implements a subset of the AIO Sandbox API")
