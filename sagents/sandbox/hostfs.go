@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-
-	"github.com/sage-go/sage/internal/termsafe"
 )
 
 // HostFS implements the FS of the host drivers over host directories,
@@ -373,107 +371,6 @@ func (h *HostFS) Remove(ctx context.Context, p string) error {
 		return mapFSError("delete", loc, err)
 	}
 	return mapFSError("delete", loc, root.RemoveAll(loc.Rel))
-}
-
-// FileTree walks p down to opts.MaxDepth, reading at most
-// opts.MaxEntries directory entries in all.
-func (h *HostFS) FileTree(ctx context.Context, p string, opts TreeOptions) (*TreeNode, error) {
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 3
-	}
-	if opts.MaxItems <= 0 {
-		opts.MaxItems = 100
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = DefaultMaxEntries
-	}
-	root, loc, err := h.open(ctx, "tree", p, false)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	fi, err := root.Lstat(loc.Rel)
-	if err != nil {
-		return nil, mapFSError("tree", loc, err)
-	}
-	node := &TreeNode{Name: path.Base(loc.Virtual), Path: loc.Virtual, IsDir: fi.IsDir(), Size: fi.Size()}
-	if fi.IsDir() {
-		w := &treeWalk{ctx: ctx, root: root, opts: opts, budget: opts.MaxEntries}
-		if err := w.fill(loc.Rel, node, 1); err != nil {
-			return nil, mapFSError("tree", loc, err)
-		}
-		node.Truncated = w.truncated
-	}
-	return node, nil
-}
-
-// treeWalk is one FileTree walk and its remaining entry budget.
-type treeWalk struct {
-	ctx       context.Context
-	root      *os.Root
-	opts      TreeOptions
-	budget    int
-	truncated bool
-}
-
-func (w *treeWalk) fill(rel string, node *TreeNode, depth int) error {
-	ctx, root, opts := w.ctx, w.root, w.opts
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	entries, more, err := readDirLimit(ctx, root, rel, w.budget)
-	if err != nil {
-		return err
-	}
-	w.budget -= len(entries)
-	w.truncated = w.truncated || more
-	node.Size = 0
-	for _, e := range entries {
-		if !opts.Hidden && strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if depth > opts.MaxDepth || len(node.Children) >= opts.MaxItems {
-			node.Omitted++
-			continue
-		}
-		child := &TreeNode{Name: e.Name(), Path: path.Join(node.Path, e.Name()), IsDir: e.IsDir()}
-		if fi, err := e.Info(); err == nil {
-			child.Size = fi.Size()
-		}
-		node.Children = append(node.Children, child)
-		if e.IsDir() {
-			if err := w.fill(path.Join(rel, e.Name()), child, depth+1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// String renders the tree, one entry a line, directories with a slash.
-// Names are quoted as ls quotes them (termsafe.Name): control characters
-// and escape sequences made inside a sandbox never reach a terminal raw.
-func (n *TreeNode) String() string {
-	var b strings.Builder
-	n.render(&b, "")
-	if n.Truncated {
-		b.WriteString("... (truncated: the walk stopped at its entry limit)\n")
-	}
-	return b.String()
-}
-
-func (n *TreeNode) render(b *strings.Builder, indent string) {
-	b.WriteString(indent + termsafe.Name(n.Name))
-	if n.IsDir {
-		b.WriteString("/")
-	}
-	b.WriteString("\n")
-	for _, c := range n.Children {
-		c.render(b, indent+"  ")
-	}
-	if n.Omitted > 0 {
-		fmt.Fprintf(b, "%s  ... %d more\n", indent, n.Omitted)
-	}
 }
 
 func randomHex(n int) string {

@@ -7,17 +7,24 @@ import (
 	"io/fs"
 )
 
+// command runs one command between begin and end.
+func (s *Sandbox) command(ctx context.Context, name string, f func(context.Context) (*CommandResult, error)) (*CommandResult, error) {
+	ctx, err := s.begin(ctx, name, "", "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := f(ctx)
+	s.end(ctx, res, err)
+	return res, err
+}
+
 // ExecuteCommand runs command with /bin/sh -c in the sandbox. A non-nil
 // error means the sandbox could not run it; a command that ran and failed
 // is a result with Success false.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts ExecOptions) (*CommandResult, error) {
-	ctx, err := s.begin(ctx, "exec", "", "")
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.drv.Exec(ctx, ExecSpec{Command: command, ExecOptions: s.execOptions(opts)})
-	s.end(ctx, res, err)
-	return res, err
+	return s.command(ctx, "exec", func(ctx context.Context) (*CommandResult, error) {
+		return s.drv.Exec(ctx, ExecSpec{Command: command, ExecOptions: s.execOptions(opts)})
+	})
 }
 
 // ExecutePython runs Python code in the sandbox.
@@ -26,14 +33,8 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts PythonOpt
 	if !ok {
 		return nil, s.unsupported("Python")
 	}
-	ctx, err := s.begin(ctx, "python", "", "")
-	if err != nil {
-		return nil, err
-	}
 	opts.ExecOptions = s.execOptions(opts.ExecOptions)
-	res, err := p.ExecutePython(ctx, code, opts)
-	s.end(ctx, res, err)
-	return res, err
+	return s.command(ctx, "python", func(ctx context.Context) (*CommandResult, error) { return p.ExecutePython(ctx, code, opts) })
 }
 
 // ExecuteJavaScript runs JavaScript code in the sandbox.
@@ -42,13 +43,9 @@ func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts ExecO
 	if !ok {
 		return nil, s.unsupported("JavaScript")
 	}
-	ctx, err := s.begin(ctx, "javascript", "", "")
-	if err != nil {
-		return nil, err
-	}
-	res, err := j.ExecuteJavaScript(ctx, code, s.execOptions(opts))
-	s.end(ctx, res, err)
-	return res, err
+	return s.command(ctx, "javascript", func(ctx context.Context) (*CommandResult, error) {
+		return j.ExecuteJavaScript(ctx, code, s.execOptions(opts))
+	})
 }
 
 // Restart restarts the sandbox's session, keeping its workspace.
