@@ -2,13 +2,9 @@ package dockerbackend
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -118,30 +114,6 @@ func (b *Backend) Client() *client.Client { return b.cli }
 
 // Prefix is the container name prefix.
 func (b *Backend) Prefix() string { return b.o.Prefix }
-
-// Installation is the installation id this backend labels and filters by.
-func (b *Backend) Installation() string { return b.o.Installation }
-
-// InstallationFor is the default installation id of a SAGE_HOME: the
-// first 12 hex digits of sha256 of its absolute path.
-func InstallationFor(home string) string {
-	if abs, err := filepath.Abs(home); err == nil {
-		home = abs
-	}
-	sum := sha256.Sum256([]byte(home))
-	return hex.EncodeToString(sum[:6])
-}
-
-// ErrForeign is returned (wrapped, matching fs.ErrPermission) when a
-// container with this backend's name belongs to another prefix or
-// installation.
-var ErrForeign = fmt.Errorf("docker: container belongs to another deployment: %w", fs.ErrPermission)
-
-// ours reports whether a container carries this backend's prefix and
-// installation labels.
-func (b *Backend) ours(labels map[string]string) bool {
-	return labels[LabelManaged] == "1" && labels[LabelPrefix] == b.o.Prefix && labels[LabelInstallation] == b.o.Installation
-}
 
 // Name is the container name of a sandbox.
 func (b *Backend) Name(sandboxID string) string { return b.o.Prefix + "-" + sandboxID }
@@ -403,12 +375,6 @@ func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (aio.Sa
 // and installation.
 func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
 	return b.list(ctx)
-}
-
-// scope filters by this backend's prefix and installation labels.
-func (b *Backend) scope() []filters.KeyValuePair {
-	return []filters.KeyValuePair{filters.Arg("label", LabelManaged+"=1"),
-		filters.Arg("label", LabelPrefix+"="+b.o.Prefix), filters.Arg("label", LabelInstallation+"="+b.o.Installation)}
 }
 
 func (b *Backend) list(ctx context.Context, fs ...filters.KeyValuePair) ([]aio.SandboxInfo, error) {

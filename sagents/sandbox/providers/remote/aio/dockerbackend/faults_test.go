@@ -107,7 +107,9 @@ func TestSlowReadyForeignSandboxSurvives(t *testing.T) {
 	// Control: an unowned (kept) one that is not ready is replaced.
 	require.NoError(t, owner.Shutdown(ctxT(t)))
 	require.NoError(t, exec.Command("docker", "pause", info.ContainerID).Run())
-	_, err = other.Acquire(ctxT(t), "t-slow")
+	// 5 s: enough for the replacement to start on a loaded machine.
+	third := f.provider(t, func(o *aio.ProviderOptions) { o.ReadyTimeout = 5 * time.Second })
+	_, err = third.Acquire(ctxT(t), "t-slow")
 	require.NoError(t, err, "an unowned sandbox that is not ready is replaced")
 	cs = f.containers(t)
 	require.Len(t, cs, 1)
