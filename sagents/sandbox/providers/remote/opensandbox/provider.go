@@ -1,0 +1,39 @@
+package opensandbox
+
+import (
+	"context"
+	"os"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
+)
+
+// ProviderName is the remote provider name this package registers.
+const ProviderName = "opensandbox"
+
+func init() { remote.Register(ProviderName, newFromConfig) }
+
+// newFromConfig opens the sandbox of thread cfg.SandboxID (or
+// provider_config thread_id; none: an anonymous sandbox deleted at
+// Close).
+func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, error) {
+	if len(cfg.Mounts) > 0 {
+		return nil, &sandbox.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the opensandbox provider (the remote sandbox owns its mounts)"}
+	}
+	c, err := ConfigFrom(cfg.Remote, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SandboxID != "" {
+		c.Thread = cfg.SandboxID
+		if _, set := cfg.Remote.ProviderConfig[KeyShutdownPolicy]; !set {
+			c.Keep = true
+		}
+	}
+	c.Timeout = cfg.Timeout
+	s, err := Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Handle{s}, nil
+}
