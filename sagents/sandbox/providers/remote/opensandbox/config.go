@@ -48,8 +48,11 @@ type Config struct {
 	Env        map[string]string
 	Resources  map[string]string // resourceLimits: cpu, memory
 	TTL        time.Duration     // 0: no expiry
-	Workspace  string            // DefaultWorkspace, or "auto"
-	Thread     string            // "" : an anonymous sandbox
+	// RenewEvery is how often an open sandbox's expiry moves forward
+	// (0: TTL/3).
+	RenewEvery time.Duration
+	Workspace  string // DefaultWorkspace, or "auto"
+	Thread     string // "" : an anonymous sandbox
 	// Keep leaves the sandbox running at Close (default for a thread's
 	// sandbox; an anonymous one is always deleted).
 	Keep         bool

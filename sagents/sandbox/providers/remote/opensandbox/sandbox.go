@@ -47,9 +47,9 @@ type Sandbox struct {
 // Open finds the thread's sandbox (label sage.thread) or creates one,
 // waits until its execd answers and returns it. Whatever Open created
 // is deleted again when it fails.
-func Open(ctx context.Context, cfg Config) (s *Sandbox, err error) {
+func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	life := NewLifecycleClient(cfg.URL, cfg.APIKey, cfg.HTTPClient)
-	s = &Sandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
+	s := &Sandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
 	if s.timeout <= 0 {
 		s.timeout = sandbox.DefaultTimeout
 	}
@@ -151,13 +151,17 @@ func (s *Sandbox) setWorkspace(ctx context.Context) error {
 	return nil
 }
 
-// startRenewer moves the expiry forward every TTL/3 until Close.
+// startRenewer moves the expiry forward every RenewEvery until Close.
 func (s *Sandbox) startRenewer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopRenew, s.renewDone = cancel, make(chan struct{})
 	go func() {
 		defer close(s.renewDone)
-		t := time.NewTicker(s.cfg.TTL / 3)
+		every := s.cfg.RenewEvery
+		if every <= 0 {
+			every = s.cfg.TTL / 3
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

@@ -92,11 +92,20 @@ func (s *Server) Violations() []string {
 	return v
 }
 
-// Get returns the sandbox id, or nil.
+// Get returns a copy of sandbox id as it is now, or nil.
 func (s *Server) Get(id string) *Sandbox {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sandboxes[id]
+	sb := s.sandboxes[id]
+	if sb == nil {
+		return nil
+	}
+	c := *sb
+	if sb.ExpiresAt != nil {
+		at := *sb.ExpiresAt
+		c.ExpiresAt = &at
+	}
+	return &c
 }
 
 // Live counts the sandboxes not yet terminated.
