@@ -298,8 +298,10 @@ func (e *Execd) status(w http.ResponseWriter, id string) {
 	if c == nil {
 		return
 	}
-	v := map[string]any{"id": c.id, "content": c.content, "running": true, "exit_code": nil,
-		"started_at": c.started.UTC().Format(time.RFC3339), "finished_at": nil}
+	// While it runs, exit_code and finished_at are left out (the
+	// document is OpenAPI 3.1, where "nullable" does not allow null).
+	v := map[string]any{"id": c.id, "content": c.content, "running": true,
+		"started_at": c.started.UTC().Format(time.RFC3339)}
 	select {
 	case <-c.done:
 		v["running"], v["exit_code"], v["finished_at"] = false, c.exit, c.ended.UTC().Format(time.RFC3339)
