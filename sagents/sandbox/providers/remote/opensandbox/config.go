@@ -1,6 +1,7 @@
 package opensandbox
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -61,6 +62,17 @@ type Config struct {
 	Timeout time.Duration
 	// HTTPClient, when set, is used for both APIs.
 	HTTPClient *http.Client
+	// Locker, when set, serialises finding or creating a thread's
+	// sandbox across processes (the aio provider's FileStore or Redis
+	// store); without it two processes opening a new thread at once may
+	// each create a sandbox.
+	Locker Locker
+}
+
+// Locker takes a thread's cross-process lock; the returned function
+// releases it.
+type Locker interface {
+	Lock(ctx context.Context, threadID string) (release func(), err error)
 }
 
 // ConfigFrom reads a Config from the remote section of a sandbox config

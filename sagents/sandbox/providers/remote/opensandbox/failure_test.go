@@ -3,6 +3,7 @@ package opensandbox_test
 import (
 	"context"
 	"io/fs"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/internal/fakeosb"
 )
@@ -121,4 +123,34 @@ func TestTTLRenewedWhileOpen(t *testing.T) {
 	n := sb.Renewals
 	time.Sleep(200 * time.Millisecond)
 	assert.Equal(t, n, srv.Get(s.ID()).Renewals, "renewing stops at Close")
+}
+
+// TestConcurrentOpensOfOneThreadShareASandbox: without the Locker (the
+// control, run by hand) all three runs of -count=3 created several
+// sandboxes.
+func TestConcurrentOpensOfOneThreadShareASandbox(t *testing.T) {
+	srv := fakeosb.New(t)
+	c := config(srv)
+	c.Thread, c.Keep = "busy", true
+	c.Locker = aio.NewFileStore(t.TempDir())
+	ids := make(chan string, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := opensandbox.Open(context.Background(), c)
+			if assert.NoError(t, err) {
+				ids <- s.ID()
+				assert.NoError(t, s.Close(context.Background()))
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	first := <-ids
+	for id := range ids {
+		assert.Equal(t, first, id)
+	}
+	assert.Equal(t, 1, srv.Live())
 }

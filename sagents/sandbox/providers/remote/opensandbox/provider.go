@@ -3,9 +3,11 @@ package opensandbox
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 )
 
 // ProviderName is the remote provider name this package registers.
@@ -31,6 +33,11 @@ func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Handle, err
 		}
 	}
 	c.Timeout = cfg.Timeout
+	if c.Thread != "" {
+		// The aio provider's file store: a flock per thread under
+		// $SAGE_HOME/opensandbox/threads/<thread>.
+		c.Locker = aio.NewFileStore(filepath.Join(sandbox.Home(), "opensandbox"))
+	}
 	s, err := Open(ctx, c)
 	if err != nil {
 		return nil, err

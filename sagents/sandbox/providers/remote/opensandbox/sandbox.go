@@ -53,6 +53,13 @@ func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	if s.timeout <= 0 {
 		s.timeout = sandbox.DefaultTimeout
 	}
+	if cfg.Thread != "" && cfg.Locker != nil {
+		release, err := cfg.Locker.Lock(ctx, cfg.Thread)
+		if err != nil {
+			return nil, fmt.Errorf("opensandbox: locking thread %q: %w", cfg.Thread, err)
+		}
+		defer release()
+	}
 	if cfg.Thread != "" {
 		if err := s.find(ctx); err != nil {
 			return nil, err
