@@ -15,7 +15,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/internal/fakeosb"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
 func TestAPIErrorSentinels(t *testing.T) {
@@ -26,7 +26,7 @@ func TestAPIErrorSentinels(t *testing.T) {
 }
 
 func TestExecdClientAgainstFake(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	s, err := opensandbox.Open(context.Background(), config(srv))
 	require.NoError(t, err)
 	defer s.Close(context.Background())

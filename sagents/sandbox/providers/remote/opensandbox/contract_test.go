@@ -9,12 +9,12 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/internal/fakeosb"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // remoteConfig is a sandbox config for the provider against srv.
-func remoteConfig(srv *fakeosb.Server, extra map[string]any) sandbox.Config {
+func remoteConfig(srv *opensandboxtest.Server, extra map[string]any) sandbox.Config {
 	pc := map[string]any{opensandbox.KeyWorkspace: "auto", opensandbox.KeyExecdToken: srv.ExecdToken,
 		opensandbox.KeyReadySeconds: 10}
 	for k, v := range extra {
@@ -24,7 +24,7 @@ func remoteConfig(srv *fakeosb.Server, extra map[string]any) sandbox.Config {
 		ServerURL: srv.URL, APIKey: srv.APIKey, ProviderConfig: pc}}
 }
 
-func open(t *testing.T, srv *fakeosb.Server, extra map[string]any) sandbox.Handle {
+func open(t *testing.T, srv *opensandboxtest.Server, extra map[string]any) sandbox.Handle {
 	t.Helper()
 	h, err := sandbox.New(context.Background(), remoteConfig(srv, extra))
 	require.NoError(t, err)
@@ -35,7 +35,7 @@ func open(t *testing.T, srv *fakeosb.Server, extra map[string]any) sandbox.Handl
 // against the fake lifecycle server and execd, which run commands on
 // this host.
 func TestContract(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	sandboxtest.Run(t, sandboxtest.Options{
 		New:                func(t *testing.T) sandbox.Handle { return open(t, srv, nil) },
 		HostProcesses:      true,
@@ -45,7 +45,7 @@ func TestContract(t *testing.T) {
 }
 
 func TestHandleBasics(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	h := open(t, srv, nil)
 	defer h.Close(context.Background())
 	assert.Equal(t, sandbox.Remote, h.Type())
@@ -64,7 +64,7 @@ func TestHandleBasics(t *testing.T) {
 }
 
 func TestPythonStateLastsPerSandbox(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	h := open(t, srv, nil)
 	defer h.Close(context.Background())
 	ctx := context.Background()

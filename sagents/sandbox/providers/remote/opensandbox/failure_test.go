@@ -13,17 +13,17 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/internal/fakeosb"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
-func config(srv *fakeosb.Server) opensandbox.Config {
+func config(srv *opensandboxtest.Server) opensandbox.Config {
 	return opensandbox.Config{URL: srv.URL, APIKey: srv.APIKey, ExecdToken: srv.ExecdToken, Image: "img:1",
 		Entrypoint: []string{"tail", "-f", "/dev/null"}, Resources: map[string]string{"cpu": "1"},
 		Workspace: "auto", ReadyTimeout: 5 * time.Second}
 }
 
 func TestCreateFails(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	srv.FailCreate = true
 	_, err := opensandbox.Open(context.Background(), config(srv))
 	var ae *opensandbox.APIError
@@ -33,7 +33,7 @@ func TestCreateFails(t *testing.T) {
 }
 
 func TestWrongAPIKey(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.APIKey = "wrong"
 	_, err := opensandbox.Open(context.Background(), c)
@@ -42,7 +42,7 @@ func TestWrongAPIKey(t *testing.T) {
 }
 
 func TestWrongExecdTokenLeavesNothing(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.ExecdToken = "wrong"
 	start := time.Now()
@@ -53,7 +53,7 @@ func TestWrongExecdTokenLeavesNothing(t *testing.T) {
 }
 
 func TestExecdNeverReady(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	srv.ExecdDown = true
 	c := config(srv)
 	c.ReadyTimeout = time.Second
@@ -64,7 +64,7 @@ func TestExecdNeverReady(t *testing.T) {
 }
 
 func TestExpiredBehindOurBack(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	s, err := opensandbox.Open(context.Background(), config(srv))
 	require.NoError(t, err)
 	h := &opensandbox.Handle{Sandbox: s}
@@ -79,7 +79,7 @@ func TestExpiredBehindOurBack(t *testing.T) {
 }
 
 func TestThreadSandboxIsFoundAgain(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.Thread, c.Keep = "thread-7", true
 	ctx := context.Background()
@@ -109,7 +109,7 @@ func TestThreadSandboxIsFoundAgain(t *testing.T) {
 }
 
 func TestTTLRenewedWhileOpen(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.TTL, c.RenewEvery = 90*time.Second, 50*time.Millisecond
 	s, err := opensandbox.Open(context.Background(), c)
@@ -129,7 +129,7 @@ func TestTTLRenewedWhileOpen(t *testing.T) {
 // control, run by hand) all three runs of -count=3 created several
 // sandboxes.
 func TestConcurrentOpensOfOneThreadShareASandbox(t *testing.T) {
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.Thread, c.Keep = "busy", true
 	c.Locker = aio.NewFileStore(t.TempDir())

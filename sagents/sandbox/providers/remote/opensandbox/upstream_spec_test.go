@@ -21,7 +21,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/internal/fakeosb"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
 // upstreamDir is ../shared/spec/opensandbox beside the repository; it
@@ -123,7 +123,7 @@ func TestUpstreamSpec(t *testing.T) {
 	}
 	st := &specTransport{life: loadRouter(t, "sandbox-lifecycle.yml"),
 		execd: loadRouter(t, "execd-api.yaml"), seen: map[string]bool{}}
-	srv := fakeosb.New(t)
+	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.HTTPClient = &http.Client{Transport: st}
 	c.Thread, c.TTL = "spec", 120e9

@@ -1,4 +1,4 @@
-package fakeosb
+package opensandboxtest
 
 import (
 	"net/http"

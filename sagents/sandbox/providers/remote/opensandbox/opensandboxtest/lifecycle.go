@@ -1,4 +1,4 @@
-package fakeosb
+package opensandboxtest
 
 import (
 	"encoding/json"
@@ -67,7 +67,7 @@ func New(t testing.TB) *Server {
 			sb.execd.Close()
 		}
 		for _, v := range s.bad {
-			t.Errorf("fakeosb: request violates the API: %s", v)
+			t.Errorf("opensandboxtest: request violates the API: %s", v)
 		}
 	})
 	return s
