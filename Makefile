@@ -46,6 +46,7 @@ bench: setup
 	$(BENCH) -bench 'ExecTrue' ./sagents/sandbox/providers/passthrough/ | tee $(BIN)/bench-passthrough.txt
 	$(BENCH) -bench 'True' ./sagents/sandbox/providers/local/ | tee $(BIN)/bench-local.txt
 	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/ | tee $(BIN)/bench-remote.txt
+	$(BENCH) -bench 'ExecdTrue|ExecTrue' ./sagents/sandbox/providers/remote/opensandbox/ | tee $(BIN)/bench-opensandbox.txt
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
 	$(GO) test -run '^$$' -bench Transfer100MB -benchtime 5x -count 3 ./sagents/sandbox/providers/local/egress/ | tee $(BIN)/bench-egress.txt
@@ -56,6 +57,7 @@ bench: setup
 	bash scripts/bench-ratio.sh $(BIN)/bench-passthrough.txt BenchmarkBareExecTrue BenchmarkPassthroughExecTrue 1.5 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkLocalExecTrue 1.3 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-opensandbox.txt BenchmarkBaselineExecdTrue BenchmarkOpenSandboxExecTrue 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
 	if [ $$fail -gt 0 ]; then echo "bench: $$fail ratio(s) NOT met or missing"; exit 1; fi
 
