@@ -47,6 +47,7 @@ bench: setup
 	$(BENCH) -bench 'True' ./sagents/sandbox/providers/local/ | tee $(BIN)/bench-local.txt
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory' -benchtime 1x -count 1 ./sagents/sandbox/providers/local/ | tee -a $(BIN)/bench-local.txt
 	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/ | tee $(BIN)/bench-remote.txt
+	$(BENCH) -bench 'ExecdTrue|ExecTrue' ./sagents/sandbox/providers/remote/opensandbox/ | tee $(BIN)/bench-opensandbox.txt
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
 	$(BENCH) -bench 'FileRead' ./sagents/mcpserver/ | tee $(BIN)/bench-mcp.txt
@@ -62,6 +63,7 @@ bench: setup
 	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-mcp.txt BenchmarkDirectFileRead BenchmarkMCPFileRead || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-opensandbox.txt BenchmarkBaselineExecdTrue BenchmarkOpenSandboxExecTrue 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkLocalExecTrue BenchmarkGvisorExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkFirst200Runc BenchmarkFirst200Runsc || fail=$$((fail+1)); \

@@ -24,6 +24,7 @@ type sandboxFlags struct {
 	limits    limitFlags
 	// remote mode: override SAGE_REMOTE_PROVIDER and SAGE_REMOTE_URL
 	remoteProvider, remoteURL string
+	osbURL, osbKeyEnv         string
 }
 
 // limitFlags are local mode's limits; each overrides SAGE_LOCAL_* only
@@ -49,6 +50,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.env, "env", "environment variable `K=V` for the command (repeatable)")
 	fs.StringVar(&f.remoteProvider, "remote-provider", "", "remote: the sandbox `provider`, aio (default $SAGE_REMOTE_PROVIDER)")
 	fs.StringVar(&f.remoteURL, "remote-url", "", "remote: `URL` of a running sandbox server; without it aio starts one with Docker (default $SAGE_REMOTE_URL)")
+	fs.StringVar(&f.osbURL, "opensandbox-url", "", "remote opensandbox: lifecycle server `URL`, e.g. http://host:8080/v1 (default $SAGE_OPENSANDBOX_URL)")
+	fs.StringVar(&f.osbKeyEnv, "opensandbox-api-key-env", "", "remote opensandbox: the `variable` holding the API key (default SAGE_OPENSANDBOX_API_KEY)")
 	fs.Var(&f.limits.cpuTime, "cpu-time", "local: CPU-time budget of each command, all its processes together, in `seconds` (default none)")
 	fs.Var(&f.limits.memory, "memory", "local: memory limit in `MB` (default 2048, -1 for none)")
 	fs.Var(&f.limits.pids, "pids", "local: process `limit` (default 512, -1 for none)")
@@ -119,6 +122,7 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	}
 	cfg.Mounts = append(cfg.Mounts, f.mounts...)
 	f.limits.apply(&cfg.Local)
+	f.opensandbox(&cfg)
 	keepRemoteSandbox(&cfg)
 	return cfg, cfg.Validate()
 }
@@ -294,6 +298,24 @@ func keepRemoteSandbox(cfg *sandbox.Config) {
 	}
 	if _, set := pc["shutdown_policy"]; !set {
 		pc["shutdown_policy"] = "keep"
+	}
+	cfg.Remote.ProviderConfig = pc
+}
+
+// opensandbox puts the --opensandbox-* flags into provider_config.
+func (f *sandboxFlags) opensandbox(cfg *sandbox.Config) {
+	if f.osbURL == "" && f.osbKeyEnv == "" {
+		return
+	}
+	pc := make(map[string]any, len(cfg.Remote.ProviderConfig)+2)
+	for k, v := range cfg.Remote.ProviderConfig {
+		pc[k] = v
+	}
+	if f.osbURL != "" {
+		pc["url"] = f.osbURL
+	}
+	if f.osbKeyEnv != "" {
+		pc["api_key_env"] = f.osbKeyEnv
 	}
 	cfg.Remote.ProviderConfig = pc
 }

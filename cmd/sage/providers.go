@@ -7,4 +7,5 @@ import (
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 )

@@ -1,0 +1,134 @@
+package opensandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
+)
+
+func TestAPIErrorSentinels(t *testing.T) {
+	for status, want := range map[int]error{404: fs.ErrNotExist, 401: fs.ErrPermission, 403: fs.ErrPermission, 409: fs.ErrExist} {
+		assert.ErrorIs(t, &opensandbox.APIError{Status: status}, want, "HTTP %d", status)
+	}
+	assert.NotErrorIs(t, &opensandbox.APIError{Status: 500}, fs.ErrNotExist)
+}
+
+func TestExecdClientAgainstFake(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	s, err := opensandbox.Open(context.Background(), config(srv))
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	ctx := context.Background()
+	e := s.Execd()
+
+	m, err := e.Metrics(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, m.CPUCount)
+
+	var id string
+	require.NoError(t, e.RunCommand(ctx, opensandbox.RunCommandRequest{Command: "printf 'a\\nb\\nc\\n'", Background: true},
+		func(ev opensandbox.Event) error {
+			if ev.Type == opensandbox.EventInit {
+				id = ev.Text
+			}
+			return nil
+		}))
+	require.NotEmpty(t, id)
+	require.Eventually(t, func() bool { st, err := e.Status(ctx, id); return err == nil && !st.Running }, 5*time.Second, 20*time.Millisecond)
+	all, tail, err := e.Logs(ctx, id, -1, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb\nc\n", string(all))
+	assert.EqualValues(t, 2, tail)
+	rest, _, err := e.Logs(ctx, id, 0, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, "b\nc\n", string(rest), "a cursor reads the lines after it")
+	_, _, err = e.Logs(ctx, id, -1, 3)
+	assert.ErrorContains(t, err, "larger than 3 bytes")
+
+	_, err = e.Status(ctx, "no-such-command")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = e.Download(ctx, s.Workspace()+"/missing", 10)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	require.NoError(t, e.Upload(ctx, s.Workspace()+"/big", make([]byte, 100), 0o600))
+	_, err = e.Download(ctx, s.Workspace()+"/big", 99)
+	assert.ErrorContains(t, err, "larger than 99 bytes")
+	info, err := e.Info(ctx, s.Workspace()+"/big")
+	require.NoError(t, err)
+	assert.Equal(t, 600, info[s.Workspace()+"/big"].Mode, "modes travel as octal digits")
+}
+
+// TestSessions checks the session calls' requests and answers on the
+// wire (the fake execd has no sessions).
+func TestSessions(t *testing.T) {
+	var seen []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(b))
+		assert.Equal(t, "tok", r.Header.Get(opensandbox.HeaderExecdToken))
+		switch r.URL.Path {
+		case "/session":
+			_ = json.NewEncoder(w).Encode(map[string]string{"session_id": "s1"})
+		case "/session/s1/run":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {\"type\":\"stdout\",\"text\":\"/tmp\\n\"}\n\n")
+		}
+	}))
+	defer hs.Close()
+	e := opensandbox.NewExecdClient(hs.URL, "tok", nil, nil)
+	ctx := context.Background()
+	id, err := e.CreateSession(ctx, "/tmp")
+	require.NoError(t, err)
+	assert.Equal(t, "s1", id)
+	var out string
+	require.NoError(t, e.RunInSession(ctx, id, "pwd", time.Second, func(ev opensandbox.Event) error { out += ev.Text; return nil }))
+	assert.Equal(t, "/tmp\n", out)
+	require.NoError(t, e.DeleteSession(ctx, id))
+	assert.Equal(t, []string{`POST /session {"cwd":"/tmp"}`, `POST /session/s1/run {"command":"pwd","timeout":1000}`, "DELETE /session/s1 "}, seen)
+}
+
+func TestConfigFrom(t *testing.T) {
+	env := map[string]string{"SAGE_OPENSANDBOX_URL": "http://127.0.0.1:8080/v1", "MY_KEY": "k1", "SAGE_OPENSANDBOX_IMAGE": "py:3"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c, err := opensandbox.ConfigFrom(sandbox.RemoteConfig{ProviderConfig: map[string]any{
+		opensandbox.KeyAPIKeyEnv: "MY_KEY", opensandbox.KeyThreadID: "t1", opensandbox.KeyEntrypoint: []any{"sleep", "inf"},
+		opensandbox.KeyEnv: map[string]any{"A": 1}, opensandbox.KeyTTLSeconds: 120, opensandbox.KeyMemory: "1Gi"}}, lookup)
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:8080/v1", c.URL)
+	assert.Equal(t, "k1", c.APIKey)
+	assert.Equal(t, "py:3", c.Image)
+	assert.Equal(t, []string{"sleep", "inf"}, c.Entrypoint)
+	assert.Equal(t, map[string]string{"A": "1"}, c.Env)
+	assert.Equal(t, 2*time.Minute, c.TTL)
+	assert.Equal(t, "1Gi", c.Resources["memory"])
+	assert.True(t, c.Keep, "a thread's sandbox is kept by default")
+
+	for name, tc := range map[string]struct {
+		pc    map[string]any
+		field string
+	}{
+		"no url":       {map[string]any{opensandbox.KeyURL: ""}, "sandbox.remote.server_url"},
+		"unset keyenv": {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyAPIKeyEnv: "NOPE"}, "sandbox.remote.provider_config.api_key_env"},
+		"short ttl":    {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyTTLSeconds: 5}, "sandbox.remote.provider_config.ttl_seconds"},
+		"bad policy":   {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyShutdownPolicy: "maybe"}, "sandbox.remote.provider_config.shutdown_policy"},
+		"bad env":      {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyEnv: map[string]any{"A=B": "x"}}, "sandbox.remote.provider_config.env"},
+		"relative ws":  {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyWorkspace: "ws"}, "sandbox.remote.provider_config.workspace"},
+	} {
+		_, err := opensandbox.ConfigFrom(sandbox.RemoteConfig{ProviderConfig: tc.pc}, func(string) (string, bool) { return "", false })
+		var ce *sandbox.ConfigError
+		if assert.ErrorAs(t, err, &ce, name) {
+			assert.Equal(t, tc.field, ce.Field, name)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package opensandbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// The provider_config keys.
+const (
+	KeyURL            = "url"             // lifecycle base URL, e.g. http://host:8080/v1
+	KeyAPIKeyEnv      = "api_key_env"     // variable holding the API key
+	KeyExecdToken     = "execd_token"     // execd access token
+	KeyExecdTokenEnv  = "execd_token_env" // variable holding the execd token
+	KeyEntrypoint     = "entrypoint"      // list, or one string split on spaces
+	KeyEnv            = "env"             // map of variables for the sandbox
+	KeyCPU            = "cpu"             // e.g. "500m"
+	KeyMemory         = "memory"          // e.g. "512Mi"
+	KeyTTLSeconds     = "ttl_seconds"     // sandbox timeout, renewed while in use (0: no expiry)
+	KeyWorkspace      = "workspace"       // workspace path, or "auto": the sandbox's working directory
+	KeyThreadID       = "thread_id"       // thread whose sandbox to find again or create
+	KeyShutdownPolicy = "shutdown_policy" // keep or delete
+	KeyReadySeconds   = "ready_timeout_seconds"
+)
+
+// Defaults.
+const (
+	DefaultImage     = "opensandbox/code-interpreter:v1.0.2"
+	DefaultWorkspace = "/workspace"
+	DefaultTTL       = 30 * time.Minute
+	DefaultReady     = 2 * time.Minute
+	// LabelThread is the metadata label carrying the thread id.
+	LabelThread = "sage.thread"
+)
+
+// Config configures Open.
+type Config struct {
+	URL        string // lifecycle base URL
+	APIKey     string
+	ExecdToken string
+	Image      string
+	Entrypoint []string
+	Env        map[string]string
+	Resources  map[string]string // resourceLimits: cpu, memory
+	TTL        time.Duration     // 0: no expiry
+	// RenewEvery is how often an open sandbox's expiry moves forward
+	// (0: TTL/3).
+	RenewEvery time.Duration
+	Workspace  string // DefaultWorkspace, or "auto"
+	Thread     string // "" : an anonymous sandbox
+	// Keep leaves the sandbox running at Close (default for a thread's
+	// sandbox; an anonymous one is always deleted).
+	Keep         bool
+	ReadyTimeout time.Duration
+	// Timeout is the default command timeout (0: sandbox.DefaultTimeout).
+	Timeout time.Duration
+	// HTTPClient, when set, is used for both APIs.
+	HTTPClient *http.Client
+	// Locker, when set, serialises finding or creating a thread's
+	// sandbox across processes (the aio provider's FileStore or Redis
+	// store); without it two processes opening a new thread at once may
+	// each create a sandbox.
+	Locker Locker
+}
+
+// Locker takes a thread's cross-process lock; the returned function
+// releases it.
+type Locker interface {
+	Lock(ctx context.Context, threadID string) (release func(), err error)
+}
+
+// ConfigFrom reads a Config from the remote section of a sandbox config
+// and the SAGE_OPENSANDBOX_* variables (through lookup), the config
+// winning over the variables.
+func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Config, error) {
+	pc := rc.ProviderConfig
+	env := func(k string) string { v, _ := lookup(k); return v }
+	c := Config{URL: first(rc.ServerURL, str(pc, KeyURL), env("SAGE_OPENSANDBOX_URL")),
+		APIKey:     first(rc.APIKey, env("SAGE_OPENSANDBOX_API_KEY")),
+		Image:      first(rc.Image, env("SAGE_OPENSANDBOX_IMAGE"), DefaultImage),
+		ExecdToken: first(str(pc, KeyExecdToken), env("SAGE_OPENSANDBOX_EXECD_TOKEN")),
+		Workspace:  first(str(pc, KeyWorkspace), env("SAGE_OPENSANDBOX_WORKSPACE"), DefaultWorkspace),
+		Thread:     str(pc, KeyThreadID), Resources: map[string]string{"cpu": first(str(pc, KeyCPU), "1"),
+			"memory": first(str(pc, KeyMemory), "2Gi")}, TTL: DefaultTTL, ReadyTimeout: DefaultReady}
+	bad := func(key, val, reason string) error {
+		return &sandbox.ConfigError{Field: "sandbox.remote.provider_config." + key, Value: val, Reason: reason}
+	}
+	if k := str(pc, KeyAPIKeyEnv); k != "" {
+		if c.APIKey = env(k); c.APIKey == "" {
+			return c, bad(KeyAPIKeyEnv, k, "the variable is empty or unset; export it or name another one")
+		}
+	}
+	if k := str(pc, KeyExecdTokenEnv); k != "" {
+		if c.ExecdToken = env(k); c.ExecdToken == "" {
+			return c, bad(KeyExecdTokenEnv, k, "the variable is empty or unset; export it or name another one")
+		}
+	}
+	if c.URL == "" {
+		return c, &sandbox.ConfigError{Field: "sandbox.remote.server_url", Reason: "the opensandbox provider needs the lifecycle server URL: set --opensandbox-url, server_url or SAGE_OPENSANDBOX_URL"}
+	}
+	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, &sandbox.ConfigError{Field: "sandbox.remote.server_url", Value: c.URL, Reason: "want an http or https URL such as http://127.0.0.1:8080/v1"}
+	}
+	switch v := pc[KeyEntrypoint].(type) {
+	case nil:
+		c.Entrypoint = []string{"tail", "-f", "/dev/null"}
+	case string:
+		c.Entrypoint = strings.Fields(v)
+	case []any:
+		for _, a := range v {
+			s, ok := a.(string)
+			if !ok {
+				return c, bad(KeyEntrypoint, fmt.Sprint(v), "want a list of strings")
+			}
+			c.Entrypoint = append(c.Entrypoint, s)
+		}
+	default:
+		return c, bad(KeyEntrypoint, fmt.Sprint(v), "want a list of strings")
+	}
+	if len(c.Entrypoint) == 0 {
+		return c, bad(KeyEntrypoint, "", "must not be empty")
+	}
+	if m, ok := pc[KeyEnv].(map[string]any); ok {
+		c.Env = map[string]string{}
+		for k, v := range m {
+			if !sandbox.ValidEnvName(k) {
+				return c, bad(KeyEnv, k, "not a valid variable name")
+			}
+			c.Env[k] = fmt.Sprint(v)
+		}
+	} else if pc[KeyEnv] != nil {
+		return c, bad(KeyEnv, fmt.Sprint(pc[KeyEnv]), "want a map of variable names to values")
+	}
+	var err error
+	if c.TTL, err = seconds(pc, KeyTTLSeconds, c.TTL); err != nil || (c.TTL > 0 && c.TTL < time.Minute) {
+		return c, bad(KeyTTLSeconds, fmt.Sprint(pc[KeyTTLSeconds]), "want 0 (no expiry) or at least 60 seconds")
+	}
+	if c.ReadyTimeout, err = seconds(pc, KeyReadySeconds, c.ReadyTimeout); err != nil || c.ReadyTimeout <= 0 {
+		return c, bad(KeyReadySeconds, fmt.Sprint(pc[KeyReadySeconds]), "want a positive number of seconds")
+	}
+	if c.Workspace != "auto" && (!strings.HasPrefix(c.Workspace, "/") || c.Workspace == "/") {
+		return c, bad(KeyWorkspace, c.Workspace, `want an absolute path other than "/", or "auto"`)
+	}
+	switch p := str(pc, KeyShutdownPolicy); p {
+	case "", "keep":
+		c.Keep = c.Thread != ""
+	case "delete":
+	default:
+		return c, bad(KeyShutdownPolicy, p, "want keep or delete")
+	}
+	return c, nil
+}
+
+func first(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func str(m map[string]any, k string) string {
+	if v, ok := m[k]; ok && v != nil {
+		return fmt.Sprint(v)
+	}
+	return ""
+}
+
+func seconds(m map[string]any, k string, def time.Duration) (time.Duration, error) {
+	v, ok := m[k]
+	if !ok || v == nil {
+		return def, nil
+	}
+	n, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad seconds %v", v)
+	}
+	return time.Duration(n * float64(time.Second)), nil
+}

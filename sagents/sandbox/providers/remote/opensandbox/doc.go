@@ -1,0 +1,24 @@
+// Package opensandbox is the remote provider "opensandbox": sandboxes that
+// an OpenSandbox lifecycle server creates, driven through the execd
+// daemon inside each sandbox.
+//
+// The package has three layers, each in its own files:
+//
+//   - the wire layer: LifecycleClient (lifecycle.go) creates, finds,
+//     renews, pauses, resumes and deletes sandboxes and resolves the
+//     endpoint of a port; ExecdClient (execd.go, execd_files.go) runs
+//     commands streamed as server-sent events (sse.go), reads background
+//     command status and logs, interrupts, runs Python in code contexts,
+//     moves files and directories through the file API and reads metrics.
+//     Every response body is read with a bound.
+//   - the adapter (handle.go): a sandbox.Handle over one sandbox.
+//   - configuration (config.go, provider.go): provider_config keys and
+//     SAGE_OPENSANDBOX_* variables, and remote.Register("opensandbox").
+//
+// One sandbox serves one thread id: it carries the metadata label
+// sage.thread=<id>, so another process finds it again with a filtered
+// list instead of creating a second one.
+//
+// Remote errors are *APIError values; 404 matches fs.ErrNotExist, 401
+// and 403 match fs.ErrPermission, 409 matches fs.ErrExist.
+package opensandbox

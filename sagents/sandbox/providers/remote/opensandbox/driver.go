@@ -1,0 +1,78 @@
+package opensandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Driver is the sandbox.Driver over a Sandbox: the Sandbox's own methods,
+// under the names the driver interfaces use. Capabilities it has:
+// background tasks, Python, file trees and copies from the host.
+type Driver struct{ *Sandbox }
+
+var (
+	_ sandbox.Driver           = (*Driver)(nil)
+	_ sandbox.BackgroundRunner = (*Driver)(nil)
+	_ sandbox.PythonRunner     = (*Driver)(nil)
+	_ sandbox.TreeWalker       = (*Driver)(nil)
+	_ sandbox.HostCopier       = (*Driver)(nil)
+)
+
+// WorkspacePath is the workspace inside the sandbox.
+func (d *Driver) WorkspacePath() string { return d.Workspace() }
+
+// Exec runs spec.Command through execd.
+func (d *Driver) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+	return d.ExecuteCommand(ctx, spec.Command, spec.ExecOptions)
+}
+
+// Stat describes p (a final symlink is not followed).
+func (d *Driver) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
+	if err := d.check(); err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	real, err := d.resolve(ctx, "stat", p, true)
+	if err != nil {
+		return sandbox.FileInfo{}, err
+	}
+	info, err := d.execd.Info(ctx, real)
+	if err != nil {
+		return sandbox.FileInfo{}, d.pathErr("stat", p, d.gone(ctx, err))
+	}
+	f, ok := info[real]
+	if !ok {
+		return sandbox.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+	}
+	return d.fileInfo(f), nil
+}
+
+// ReadDir lists at most max entries (max > 0) of a directory.
+func (d *Driver) ReadDir(ctx context.Context, p string, max int) ([]sandbox.FileInfo, bool, error) {
+	list, err := d.ListDirectory(ctx, p)
+	if err != nil {
+		return nil, false, err
+	}
+	if max > 0 && len(list) > max {
+		return list[:max], true, nil
+	}
+	return list, false, nil
+}
+
+// Remove removes a file, a symlink or a directory tree.
+func (d *Driver) Remove(ctx context.Context, p string) error { return d.DeleteFile(ctx, p) }
+
+// MkdirAll creates a directory and its parents.
+func (d *Driver) MkdirAll(ctx context.Context, p string) error { return d.EnsureDirectory(ctx, p) }
+
+// Open reads the file (bounded by MaxFileSize) and streams it from memory.
+func (d *Driver) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
+	b, err := d.ReadFile(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil, nil
+}

@@ -1,0 +1,241 @@
+package opensandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ExecdPort is the port execd listens on inside a sandbox.
+const ExecdPort = 44772
+
+// HeaderExecdToken carries execd's access token.
+const HeaderExecdToken = "X-EXECD-ACCESS-TOKEN"
+
+// headerTailCursor carries the last log line index of a logs answer.
+const headerTailCursor = "EXECD-COMMANDS-TAIL-CURSOR"
+
+// RunCommandRequest is what POST /command takes.
+type RunCommandRequest struct {
+	Command    string            `json:"command"`
+	Cwd        string            `json:"cwd,omitempty"`
+	Background bool              `json:"background,omitempty"`
+	TimeoutMS  int64             `json:"timeout,omitempty"`
+	Envs       map[string]string `json:"envs,omitempty"`
+}
+
+// CommandStatus is what GET /command/status/{id} answers.
+type CommandStatus struct {
+	ID         string     `json:"id"`
+	Content    string     `json:"content,omitempty"`
+	Running    bool       `json:"running"`
+	ExitCode   *int       `json:"exit_code"`
+	Error      string     `json:"error,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// CodeContext is a code execution context: an interpreter whose state
+// lasts from one RunCode to the next.
+type CodeContext struct {
+	ID       string `json:"id,omitempty"`
+	Language string `json:"language"`
+}
+
+// Metrics is what GET /metrics answers.
+type Metrics struct {
+	CPUCount    float64 `json:"cpu_count"`
+	CPUUsedPct  float64 `json:"cpu_used_pct"`
+	MemTotalMiB float64 `json:"mem_total_mib"`
+	MemUsedMiB  float64 `json:"mem_used_mib"`
+	Timestamp   int64   `json:"timestamp"`
+}
+
+// ExecdClient talks to the execd daemon of one sandbox.
+type ExecdClient struct{ w wire }
+
+// NewExecdClient returns a client for execd at baseURL, sending token
+// (when not empty) and the extra headers an Endpoint asks for. hc nil
+// means http.DefaultClient; streams are bounded by the request context,
+// so hc should have no overall timeout.
+func NewExecdClient(baseURL, token string, headers map[string]string, hc *http.Client) *ExecdClient {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	h := map[string]string{}
+	for k, v := range headers {
+		h[k] = v
+	}
+	if token != "" {
+		h[HeaderExecdToken] = token
+	}
+	return &ExecdClient{w: wire{base: strings.TrimRight(baseURL, "/"), headers: h, hc: hc}}
+}
+
+// Ping checks that execd answers.
+func (c *ExecdClient) Ping(ctx context.Context) error {
+	return c.w.call(ctx, "ping execd", http.MethodGet, "/ping", nil, nil, nil, http.StatusOK)
+}
+
+// WaitReady pings every interval until execd answers or ctx ends. An
+// answer that refuses the token (401, 403) ends the wait at once.
+func (c *ExecdClient) WaitReady(ctx context.Context, interval time.Duration) error {
+	for {
+		err := c.Ping(ctx)
+		var ae *APIError
+		if err == nil || (errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("opensandbox: execd never became ready: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// stream posts body to path and hands every event to on until the stream
+// ends; an error from on stops reading and is returned.
+func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on func(Event) error) error {
+	resp, err := c.w.request(ctx, op, http.MethodPost, path, nil, body, http.StatusOK)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	d := NewEventReader(resp.Body)
+	for {
+		ev, err := d.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("opensandbox: %s: %w", op, err)
+		}
+		if err := on(ev); err != nil {
+			return err
+		}
+	}
+}
+
+// RunCommand runs a command and hands its events to on: "init" (Text is
+// the command id), "stdout", "stderr", then "error" (a failed command:
+// Error.Value is the exit code) and "execution_complete". A background
+// command's stream ends after "init".
+func (c *ExecdClient) RunCommand(ctx context.Context, r RunCommandRequest, on func(Event) error) error {
+	return c.stream(ctx, "run command", "/command", r, on)
+}
+
+// Interrupt stops a running command.
+func (c *ExecdClient) Interrupt(ctx context.Context, id string) error {
+	return c.w.call(ctx, "interrupt command "+id, http.MethodDelete, "/command", url.Values{"id": {id}}, nil, nil, http.StatusOK)
+}
+
+// Status reads a command's status; an unknown id matches fs.ErrNotExist.
+func (c *ExecdClient) Status(ctx context.Context, id string) (*CommandStatus, error) {
+	var s CommandStatus
+	err := c.w.call(ctx, "status of command "+id, http.MethodGet, "/command/status/"+url.PathEscape(id), nil, nil, &s, http.StatusOK)
+	return &s, err
+}
+
+// Logs reads at most max bytes of a background command's output after
+// line cursor (a negative cursor: from the start) and returns it with
+// the tail cursor for the next call. A log longer than max is an error.
+func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int64) ([]byte, int64, error) {
+	q := url.Values{}
+	if cursor >= 0 {
+		q.Set("cursor", strconv.FormatInt(cursor, 10))
+	}
+	op := "logs of command " + id
+	resp, err := c.w.request(ctx, op, http.MethodGet, "/command/"+url.PathEscape(id)+"/logs", q, nil, http.StatusOK)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("opensandbox: %s: %w", op, err)
+	}
+	if int64(len(b)) > max {
+		return nil, 0, fmt.Errorf("opensandbox: %s: log larger than %d bytes", op, max)
+	}
+	tail := int64(-1)
+	if v := resp.Header.Get(headerTailCursor); v != "" {
+		if tail, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return nil, 0, fmt.Errorf("opensandbox: %s: bad %s %q", op, headerTailCursor, v)
+		}
+	}
+	return b, tail, nil
+}
+
+// CreateSession starts a bash session whose shell state (cwd, variables)
+// lasts across RunInSession calls.
+func (c *ExecdClient) CreateSession(ctx context.Context, cwd string) (string, error) {
+	var r struct {
+		ID string `json:"session_id"`
+	}
+	body := map[string]string{}
+	if cwd != "" {
+		body["cwd"] = cwd
+	}
+	err := c.w.call(ctx, "create session", http.MethodPost, "/session", nil, body, &r, http.StatusOK, http.StatusCreated)
+	if err == nil && r.ID == "" {
+		err = fmt.Errorf("opensandbox: create session: the answer has no session_id")
+	}
+	return r.ID, err
+}
+
+// RunInSession runs command in a session, streaming its events to on.
+func (c *ExecdClient) RunInSession(ctx context.Context, session, command string, timeout time.Duration, on func(Event) error) error {
+	body := map[string]any{"command": command}
+	if timeout > 0 {
+		body["timeout"] = timeout.Milliseconds()
+	}
+	return c.stream(ctx, "run in session "+session, "/session/"+url.PathEscape(session)+"/run", body, on)
+}
+
+// DeleteSession ends a session.
+func (c *ExecdClient) DeleteSession(ctx context.Context, session string) error {
+	return c.w.call(ctx, "delete session "+session, http.MethodDelete, "/session/"+url.PathEscape(session), nil, nil, nil, http.StatusOK, http.StatusNoContent)
+}
+
+// CreateContext starts an interpreter for language (e.g. "python").
+func (c *ExecdClient) CreateContext(ctx context.Context, language string) (CodeContext, error) {
+	var cc CodeContext
+	err := c.w.call(ctx, "create "+language+" context", http.MethodPost, "/code/context", nil, CodeContext{Language: language}, &cc, http.StatusOK, http.StatusCreated)
+	if err == nil && cc.ID == "" {
+		err = fmt.Errorf("opensandbox: create %s context: the answer has no id", language)
+	}
+	return cc, err
+}
+
+// RunCode runs code in a context, streaming its events to on: "stdout",
+// "stderr", "result", "error" (an exception) and "execution_complete".
+func (c *ExecdClient) RunCode(ctx context.Context, cc CodeContext, code string, on func(Event) error) error {
+	return c.stream(ctx, "run code", "/code", map[string]any{"context": cc, "code": code}, on)
+}
+
+// InterruptCode interrupts the code running in a context.
+func (c *ExecdClient) InterruptCode(ctx context.Context, contextID string) error {
+	return c.w.call(ctx, "interrupt code "+contextID, http.MethodDelete, "/code", url.Values{"id": {contextID}}, nil, nil, http.StatusOK)
+}
+
+// DeleteContext ends an interpreter.
+func (c *ExecdClient) DeleteContext(ctx context.Context, id string) error {
+	return c.w.call(ctx, "delete context "+id, http.MethodDelete, "/code/contexts/"+url.PathEscape(id), nil, nil, nil, http.StatusOK, http.StatusNoContent)
+}
+
+// Metrics reads the sandbox's resource use.
+func (c *ExecdClient) Metrics(ctx context.Context) (*Metrics, error) {
+	var m Metrics
+	err := c.w.call(ctx, "metrics", http.MethodGet, "/metrics", nil, nil, &m, http.StatusOK)
+	return &m, err
+}

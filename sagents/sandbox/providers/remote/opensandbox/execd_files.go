@@ -1,0 +1,135 @@
+package opensandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// FileInfo is execd's description of a file.
+type FileInfo struct {
+	Path       string    `json:"path"`
+	Type       string    `json:"type,omitempty"` // file, directory, symlink or other
+	Size       int64     `json:"size"`
+	ModifiedAt time.Time `json:"modified_at"`
+	CreatedAt  time.Time `json:"created_at"`
+	Owner      string    `json:"owner"`
+	Group      string    `json:"group"`
+	Mode       int       `json:"mode"` // octal digits written as decimal: 644
+}
+
+// Permission is a mode (octal digits written as decimal, 755) with an
+// optional owner and group.
+type Permission struct {
+	Owner string `json:"owner,omitempty"`
+	Group string `json:"group,omitempty"`
+	Mode  int    `json:"mode"`
+}
+
+// OctalDigits writes perm the way execd wants it: 0o644 becomes 644.
+func OctalDigits(perm uint32) int {
+	n, _ := strconv.Atoi(strconv.FormatUint(uint64(perm&0o7777), 8))
+	return n
+}
+
+// multipartBody is an upload body with its content type.
+type multipartBody struct {
+	*bytes.Reader
+	ctype string
+}
+
+func (m multipartBody) ContentType() string { return m.ctype }
+
+// Upload writes data to path (replacing the file) with mode perm.
+func (c *ExecdClient) Upload(ctx context.Context, path string, data []byte, perm uint32) error {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	meta, _ := json.Marshal(map[string]any{"path": path, "mode": OctalDigits(perm)})
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="metadata"; filename="metadata"`)
+	h.Set("Content-Type", "application/json")
+	pw, err := mw.CreatePart(h)
+	if err == nil {
+		_, err = pw.Write(meta)
+	}
+	if err == nil {
+		h = textproto.MIMEHeader{}
+		h.Set("Content-Disposition", `form-data; name="file"; filename="file"`)
+		h.Set("Content-Type", "application/octet-stream")
+		pw, err = mw.CreatePart(h)
+	}
+	if err == nil {
+		_, err = pw.Write(data)
+	}
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("opensandbox: upload %s: %w", path, err)
+	}
+	body := multipartBody{bytes.NewReader(buf.Bytes()), mw.FormDataContentType()}
+	return c.w.call(ctx, "upload "+path, http.MethodPost, "/files/upload", nil, body, nil, http.StatusOK)
+}
+
+// Download reads the file at path, at most max bytes; a longer file is
+// an error.
+func (c *ExecdClient) Download(ctx context.Context, path string, max int64) ([]byte, error) {
+	op := "download " + path
+	resp, err := c.w.request(ctx, op, http.MethodGet, "/files/download", url.Values{"path": {path}}, nil, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("opensandbox: %s: %w", op, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("opensandbox: %s: file larger than %d bytes", op, max)
+	}
+	return b, nil
+}
+
+// Info describes the files at paths; a missing one matches
+// fs.ErrNotExist.
+func (c *ExecdClient) Info(ctx context.Context, paths ...string) (map[string]FileInfo, error) {
+	out := map[string]FileInfo{}
+	err := c.w.call(ctx, fmt.Sprintf("info %q", paths), http.MethodGet, "/files/info", url.Values{"path": paths}, nil, &out, http.StatusOK)
+	return out, err
+}
+
+// RemoveFiles deletes files (not directories).
+func (c *ExecdClient) RemoveFiles(ctx context.Context, paths ...string) error {
+	return c.w.call(ctx, fmt.Sprintf("remove files %q", paths), http.MethodDelete, "/files", url.Values{"path": paths}, nil, nil, http.StatusOK)
+}
+
+// Move renames src to dest.
+func (c *ExecdClient) Move(ctx context.Context, src, dest string) error {
+	return c.w.call(ctx, "move "+src, http.MethodPost, "/files/mv", nil, []map[string]string{{"src": src, "dest": dest}}, nil, http.StatusOK)
+}
+
+// MakeDirs creates directories and their parents (mkdir -p).
+func (c *ExecdClient) MakeDirs(ctx context.Context, dirs map[string]Permission) error {
+	return c.w.call(ctx, "make directories", http.MethodPost, "/directories", nil, dirs, nil, http.StatusOK)
+}
+
+// RemoveDirs deletes directories and everything in them.
+func (c *ExecdClient) RemoveDirs(ctx context.Context, paths ...string) error {
+	return c.w.call(ctx, fmt.Sprintf("remove directories %q", paths), http.MethodDelete, "/directories", url.Values{"path": paths}, nil, nil, http.StatusOK)
+}
+
+// ListDir lists the entries under dir, depth levels down (1: children).
+func (c *ExecdClient) ListDir(ctx context.Context, dir string, depth int) ([]FileInfo, error) {
+	var out []FileInfo
+	err := c.w.call(ctx, "list "+dir, http.MethodGet, "/directories/list",
+		url.Values{"path": {dir}, "depth": {strconv.Itoa(depth)}}, nil, &out, http.StatusOK)
+	return out, err
+}

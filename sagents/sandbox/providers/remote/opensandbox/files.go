@@ -1,0 +1,276 @@
+package opensandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// MaxFileSize bounds ReadFile and the appends of WriteFile.
+const MaxFileSize = 64 << 20
+
+// ReadFile downloads a file of the workspace.
+func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	real, err := s.resolve(ctx, "read", p, false)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.execd.Download(ctx, real, MaxFileSize)
+	return b, s.pathErr("read", p, s.gone(ctx, err))
+}
+
+// pathErr names the sandbox path in an error.
+func (s *Sandbox) pathErr(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &fs.PathError{Op: op, Path: p, Err: err}
+}
+
+// WriteFile uploads data. Without Append it uploads to a temporary name
+// and renames it over the target (atomic); a symlink at the target is
+// replaced, never followed. Append downloads, appends and uploads again
+// (not atomic against concurrent writers).
+func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts sandbox.WriteOptions) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	real, err := s.resolve(ctx, "write", p, true)
+	if err != nil {
+		return err
+	}
+	if real == s.realWS {
+		return sandbox.NewPathError("write", p, sandbox.ErrBadPath, "is the workspace")
+	}
+	perm := opts.Perm
+	if perm == 0 {
+		perm = 0o644
+	}
+	if err := s.execd.MakeDirs(ctx, map[string]Permission{path.Dir(real): {Mode: 755}}); err != nil {
+		return s.pathErr("write", p, s.gone(ctx, err))
+	}
+	if opts.Append {
+		old, err := s.execd.Download(ctx, real, MaxFileSize)
+		if err != nil && !isNotExist(err) {
+			return s.pathErr("write", p, s.gone(ctx, err))
+		}
+		data = append(old, data...)
+	}
+	tmp := path.Join(path.Dir(real), ".sage-tmp-"+sandbox.NewID("w"))
+	if err := s.execd.Upload(ctx, tmp, data, perm); err != nil {
+		return s.pathErr("write", p, s.gone(ctx, err))
+	}
+	if err := s.execd.Move(ctx, tmp, real); err != nil {
+		_ = s.execd.RemoveFiles(context.WithoutCancel(ctx), tmp)
+		return s.pathErr("write", p, s.gone(ctx, err))
+	}
+	return nil
+}
+
+func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
+
+// FileExists says whether p exists (a dangling symlink inside counts).
+func (s *Sandbox) FileExists(ctx context.Context, p string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	real, err := s.resolve(ctx, "stat", p, false)
+	if err != nil {
+		return false, err
+	}
+	_, err = s.execd.Info(ctx, real)
+	if isNotExist(err) {
+		return false, nil
+	}
+	return err == nil, s.pathErr("stat", p, s.gone(ctx, err))
+}
+
+// ListDirectory lists the entries of a directory, sorted by name.
+func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	real, err := s.resolve(ctx, "list", p, false)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.execd.ListDir(ctx, real, 1)
+	if err != nil {
+		return nil, s.pathErr("list", p, s.gone(ctx, err))
+	}
+	out := make([]sandbox.FileInfo, 0, len(list))
+	for _, f := range list {
+		out = append(out, s.fileInfo(f))
+	}
+	return out, nil
+}
+
+func (s *Sandbox) fileInfo(f FileInfo) sandbox.FileInfo {
+	return sandbox.FileInfo{Name: path.Base(f.Path), Path: f.Path, IsDir: f.Type == "directory",
+		Symlink: f.Type == "symlink", Size: f.Size, Mode: fmt.Sprintf("%04d", f.Mode), ModTime: f.ModifiedAt}
+}
+
+// EnsureDirectory creates a directory and its parents.
+func (s *Sandbox) EnsureDirectory(ctx context.Context, p string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	real, err := s.resolve(ctx, "mkdir", p, false)
+	if err != nil {
+		return err
+	}
+	return s.pathErr("mkdir", p, s.gone(ctx, s.execd.MakeDirs(ctx, map[string]Permission{real: {Mode: 755}})))
+}
+
+// DeleteFile removes a file, a symlink (not its target) or a directory
+// tree. The workspace itself cannot be deleted.
+func (s *Sandbox) DeleteFile(ctx context.Context, p string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	real, err := s.resolve(ctx, "delete", p, true)
+	if err != nil {
+		return err
+	}
+	if real == s.realWS {
+		return sandbox.NewPathError("delete", p, sandbox.ErrBadPath, "is the workspace")
+	}
+	info, err := s.execd.Info(ctx, real)
+	if err != nil {
+		return s.pathErr("delete", p, s.gone(ctx, err))
+	}
+	if info[real].Type == "directory" {
+		err = s.execd.RemoveDirs(ctx, real)
+	} else {
+		err = s.execd.RemoveFiles(ctx, real)
+	}
+	return s.pathErr("delete", p, s.gone(ctx, err))
+}
+
+// FileTree lists p down to MaxDepth with one listing call.
+func (s *Sandbox) FileTree(ctx context.Context, p string, opts sandbox.TreeOptions) (*sandbox.TreeNode, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = 3
+	}
+	if opts.MaxItems <= 0 {
+		opts.MaxItems = 100
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = sandbox.DefaultMaxEntries
+	}
+	real, err := s.resolve(ctx, "tree", p, false)
+	if err != nil {
+		return nil, err
+	}
+	// One level more than shown, to count what lies below MaxDepth.
+	list, err := s.execd.ListDir(ctx, real, opts.MaxDepth+1)
+	if err != nil {
+		return nil, s.pathErr("tree", p, s.gone(ctx, err))
+	}
+	root := &sandbox.TreeNode{Name: path.Base(path.Clean(p)), Path: real, IsDir: true}
+	nodes := map[string]*sandbox.TreeNode{real: root}
+	depth := map[string]int{real: 0}
+	for i, f := range list {
+		if i >= opts.MaxEntries {
+			root.Truncated = true
+			break
+		}
+		parent := nodes[path.Dir(f.Path)]
+		name := path.Base(f.Path)
+		if parent == nil || (!opts.Hidden && strings.HasPrefix(name, ".")) {
+			continue
+		}
+		d := depth[path.Dir(f.Path)] + 1
+		if d > opts.MaxDepth || len(parent.Children) >= opts.MaxItems {
+			parent.Omitted++
+			continue
+		}
+		n := &sandbox.TreeNode{Name: name, Path: f.Path, IsDir: f.Type == "directory"}
+		if !n.IsDir {
+			n.Size = f.Size
+		}
+		parent.Children = append(parent.Children, n)
+		if n.IsDir {
+			nodes[f.Path], depth[f.Path] = n, d
+		}
+	}
+	return root, nil
+}
+
+// CopyFromHost uploads a host file or tree; symlinks are skipped.
+func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts sandbox.CopyOptions) (sandbox.CopyResult, error) {
+	var res sandbox.CopyResult
+	if err := s.check(); err != nil {
+		return res, err
+	}
+	dst, err := s.resolve(ctx, "copy", sandboxPath, true)
+	if err != nil {
+		return res, err
+	}
+	err = filepath.WalkDir(hostPath, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(hostPath, p)
+		rel = filepath.ToSlash(rel)
+		if rel != "." && ignored(opts.Ignore, rel) {
+			res.Ignored++
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := path.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			res.SkippedSymlinks = append(res.SkippedSymlinks, rel)
+		case d.IsDir():
+			res.Dirs++
+			return s.execd.MakeDirs(ctx, map[string]Permission{target: {Mode: 755}})
+		case d.Type().IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if fi.Size() > MaxFileSize {
+				return fmt.Errorf("opensandbox: copy %s: larger than %d bytes", p, MaxFileSize)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := s.execd.Upload(ctx, target, b, uint32(fi.Mode().Perm())); err != nil {
+				return err
+			}
+			res.Files++
+			res.Bytes += int64(len(b))
+		}
+		return nil
+	})
+	return res, s.gone(ctx, err)
+}
+
+func ignored(patterns []string, rel string) bool {
+	for _, pat := range patterns {
+		if ok, _ := path.Match(pat, path.Base(rel)); ok {
+			return true
+		}
+		if ok, _ := path.Match(pat, rel); ok {
+			return true
+		}
+	}
+	return false
+}

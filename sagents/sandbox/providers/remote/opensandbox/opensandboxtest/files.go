@@ -1,0 +1,274 @@
+package opensandboxtest
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// files serves /files/* and /directories*. Every path must be absolute.
+func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	paths := q["path"]
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			e.s.violation(w, "%s %s: path %q is not absolute", r.Method, r.URL.Path, p)
+			return
+		}
+	}
+	needPaths := func() bool {
+		if len(paths) == 0 {
+			e.s.violation(w, "%s %s: path is required", r.Method, r.URL.Path)
+			return false
+		}
+		return true
+	}
+	switch r.URL.Path + " " + r.Method {
+	case "/files/upload POST":
+		e.upload(w, r)
+	case "/files/download GET":
+		if !needPaths() {
+			return
+		}
+		f, err := os.Open(paths[0])
+		if err != nil {
+			fsError(w, err)
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.Copy(w, f)
+	case "/files/info GET":
+		if !needPaths() {
+			return
+		}
+		out := map[string]any{}
+		for _, p := range paths {
+			fi, err := os.Lstat(p)
+			if err != nil {
+				fsError(w, err)
+				return
+			}
+			out[p] = info(p, fi)
+		}
+		writeJSON(w, http.StatusOK, out)
+	case "/files DELETE":
+		if !needPaths() {
+			return
+		}
+		for _, p := range paths {
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				writeError(w, http.StatusInternalServerError, "IS_DIRECTORY", p+" is a directory")
+				return
+			}
+			if err := os.Remove(p); err != nil {
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+				return
+			}
+		}
+	case "/files/mv POST":
+		var items []struct {
+			Src  string `json:"src"`
+			Dest string `json:"dest"`
+		}
+		if err := decodeStrict(r, &items); err != nil {
+			e.s.violation(w, "%v", err)
+			return
+		}
+		for _, it := range items {
+			if !filepath.IsAbs(it.Src) || !filepath.IsAbs(it.Dest) {
+				e.s.violation(w, "mv: paths must be absolute: %+v", it)
+				return
+			}
+			if err := os.Rename(it.Src, it.Dest); err != nil {
+				fsError(w, err)
+				return
+			}
+		}
+	case "/directories POST":
+		var dirs map[string]struct {
+			Owner string `json:"owner"`
+			Group string `json:"group"`
+			Mode  *int   `json:"mode"`
+		}
+		if err := decodeStrict(r, &dirs); err != nil {
+			e.s.violation(w, "%v", err)
+			return
+		}
+		for d, p := range dirs {
+			mode, ok := octal(p.Mode)
+			if !filepath.IsAbs(d) || !ok {
+				e.s.violation(w, "directories: path %q must be absolute, mode octal digits", d)
+				return
+			}
+			if err := os.MkdirAll(d, mode); err != nil {
+				fsError(w, err)
+				return
+			}
+		}
+	case "/directories DELETE":
+		if !needPaths() {
+			return
+		}
+		for _, p := range paths {
+			if err := os.RemoveAll(p); err != nil {
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+				return
+			}
+		}
+	case "/directories/list GET":
+		if !needPaths() {
+			return
+		}
+		e.list(w, paths[0], q.Get("depth"))
+	default:
+		e.s.violation(w, "execd %s %s: no such operation", r.Method, r.URL.Path)
+	}
+}
+
+// octal reads a mode written as octal digits (644); nil means 755.
+func octal(m *int) (fs.FileMode, bool) {
+	if m == nil {
+		return 0o755, true
+	}
+	v, err := strconv.ParseUint(strconv.Itoa(*m), 8, 32)
+	return fs.FileMode(v), err == nil && v <= 0o7777
+}
+
+func info(p string, fi fs.FileInfo) map[string]any {
+	t := "file"
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t = "symlink"
+	case fi.IsDir():
+		t = "directory"
+	case !fi.Mode().IsRegular():
+		t = "other"
+	}
+	mode, _ := strconv.Atoi(strconv.FormatUint(uint64(fi.Mode().Perm()), 8))
+	mt := fi.ModTime().UTC().Format(time.RFC3339)
+	return map[string]any{"path": p, "type": t, "size": fi.Size(), "modified_at": mt, "created_at": mt,
+		"owner": "root", "group": "root", "mode": mode}
+}
+
+func fsError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+	}
+}
+
+func (e *Execd) list(w http.ResponseWriter, dir, depthArg string) {
+	depth := 1
+	if depthArg != "" {
+		n, err := strconv.Atoi(depthArg)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "INVALID_DEPTH", "bad depth "+depthArg)
+			return
+		}
+		depth = n
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		fsError(w, err)
+		return
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+		writeError(w, http.StatusBadRequest, "NOT_A_DIRECTORY", dir+" is a symlink or not a directory")
+		return
+	}
+	out := []any{}
+	var walk func(d string, level int) error
+	walk = func(d string, level int) error {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return err
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		for _, ent := range ents {
+			p := filepath.Join(d, ent.Name())
+			fi, err := ent.Info()
+			if err != nil {
+				continue
+			}
+			out = append(out, info(p, fi))
+			if ent.IsDir() && level < depth {
+				if err := walk(p, level+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(dir, 1); err != nil {
+		fsError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// upload reads metadata and file parts in turn and writes each file.
+func (e *Execd) upload(w http.ResponseWriter, r *http.Request) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		e.s.violation(w, "upload: %v", err)
+		return
+	}
+	for n := 0; ; n++ {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			if n == 0 {
+				e.s.violation(w, "upload: no parts")
+			}
+			return
+		}
+		if err != nil || part.FormName() != "metadata" || part.Header.Get("Content-Type") != "application/json" {
+			e.s.violation(w, "upload: part %d must be metadata (application/json): %v", n, err)
+			return
+		}
+		var meta struct {
+			Path  string `json:"path"`
+			Owner string `json:"owner"`
+			Group string `json:"group"`
+			Mode  *int   `json:"mode"`
+		}
+		d := json.NewDecoder(io.LimitReader(part, 64<<10))
+		d.DisallowUnknownFields()
+		mode, ok := fs.FileMode(0), false
+		if err = d.Decode(&meta); err == nil {
+			mode, ok = octal(meta.Mode)
+		}
+		if err != nil || !filepath.IsAbs(meta.Path) || !ok {
+			e.s.violation(w, "upload: bad metadata %+v: %v", meta, err)
+			return
+		}
+		part, err = mr.NextPart()
+		if err != nil || part.FormName() != "file" {
+			e.s.violation(w, "upload: metadata for %s not followed by its file part: %v", meta.Path, err)
+			return
+		}
+		f, err := os.OpenFile(meta.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		if err != nil {
+			fsError(w, err)
+			return
+		}
+		_, err = io.Copy(f, part)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+			return
+		}
+	}
+}

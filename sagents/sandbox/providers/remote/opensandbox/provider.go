@@ -1,0 +1,46 @@
+package opensandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+)
+
+// ProviderName is the remote provider name this package registers.
+const ProviderName = "opensandbox"
+
+func init() { remote.Register(ProviderName, newFromConfig) }
+
+// newFromConfig opens the sandbox of thread cfg.SandboxID (or
+// provider_config thread_id; none: an anonymous sandbox deleted at
+// Close).
+func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
+	if len(cfg.Mounts) > 0 {
+		return nil, &sandbox.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the opensandbox provider (the remote sandbox owns its mounts)"}
+	}
+	c, err := ConfigFrom(cfg.Remote, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.SandboxID != "" {
+		c.Thread = cfg.SandboxID
+		if _, set := cfg.Remote.ProviderConfig[KeyShutdownPolicy]; !set {
+			c.Keep = true
+		}
+	}
+	c.Timeout = cfg.Timeout
+	if c.Thread != "" {
+		// The aio provider's file store: a flock per thread under
+		// $SAGE_HOME/opensandbox/threads/<thread>.
+		c.Locker = aio.NewFileStore(filepath.Join(sandbox.Home(), "opensandbox"))
+	}
+	s, err := Open(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{s}, nil
+}

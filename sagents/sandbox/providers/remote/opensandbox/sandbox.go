@@ -1,0 +1,312 @@
+package opensandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// ErrSandboxGone means the sandbox was terminated behind the client's
+// back (its TTL ran out, or someone deleted it). It matches
+// fs.ErrNotExist.
+var ErrSandboxGone = fmt.Errorf("opensandbox: the sandbox is gone (expired or deleted): %w", fs.ErrNotExist)
+
+// Sandbox is one OpenSandbox sandbox opened by this process: the
+// operations behind the Handle (handle.go) live in exec.go, files.go
+// and background.go.
+type Sandbox struct {
+	cfg     Config
+	id      string
+	owned   bool // created by this process
+	life    *LifecycleClient
+	execd   *ExecdClient
+	ws      string // the workspace as the sandbox sees it
+	realWS  string // the workspace with symlinks resolved
+	timeout time.Duration
+
+	stopRenew context.CancelFunc
+	renewDone chan struct{}
+
+	mu       sync.Mutex
+	closed   bool
+	tasks    map[string]int // background command ids started here: their pids
+	py       *CodeContext
+	pyMu     sync.Mutex // one Python cell at a time
+	closeMu  sync.Once
+	closeErr error
+}
+
+// Open finds the thread's sandbox (label sage.thread) or creates one,
+// waits until its execd answers and returns it. Whatever Open created
+// is deleted again when it fails.
+func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
+	life := NewLifecycleClient(cfg.URL, cfg.APIKey, cfg.HTTPClient)
+	s := &Sandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
+	if s.timeout <= 0 {
+		s.timeout = sandbox.DefaultTimeout
+	}
+	if cfg.Thread != "" && cfg.Locker != nil {
+		release, err := cfg.Locker.Lock(ctx, cfg.Thread)
+		if err != nil {
+			return nil, fmt.Errorf("opensandbox: locking thread %q: %w", cfg.Thread, err)
+		}
+		defer release()
+	}
+	if cfg.Thread != "" {
+		if err := s.find(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.id == "" {
+		if err := s.create(ctx); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		if err != nil && s.owned {
+			err = errors.Join(err, life.Delete(context.WithoutCancel(ctx), s.id))
+		}
+	}()
+	rctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	if _, err := life.WaitRunning(rctx, s.id, 200*time.Millisecond); err != nil {
+		return nil, err
+	}
+	ep, err := life.Endpoint(rctx, s.id, ExecdPort)
+	if err != nil {
+		return nil, err
+	}
+	s.execd = NewExecdClient(ep.URL, cfg.ExecdToken, ep.Headers, cfg.HTTPClient)
+	if err := s.execd.WaitReady(rctx, 200*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("opensandbox: execd of sandbox %s: %w", s.id, err)
+	}
+	if err := s.setWorkspace(rctx); err != nil {
+		return nil, err
+	}
+	if cfg.TTL > 0 {
+		s.startRenewer()
+	}
+	return s, nil
+}
+
+// find looks for the thread's sandbox and resumes it when paused.
+func (s *Sandbox) find(ctx context.Context) error {
+	list, err := s.life.List(ctx, map[string]string{LabelThread: s.cfg.Thread},
+		StatePending, StateRunning, StatePausing, StatePaused, StateResuming)
+	if err != nil {
+		return err
+	}
+	for _, sb := range list {
+		if sb.Metadata[LabelThread] != s.cfg.Thread {
+			continue
+		}
+		s.id = sb.ID
+		if sb.Status.State == StatePaused {
+			return s.life.Resume(ctx, sb.ID)
+		}
+		return nil
+	}
+	return nil
+}
+
+func (s *Sandbox) create(ctx context.Context) error {
+	req := CreateRequest{Image: ImageSpec{URI: s.cfg.Image}, Entrypoint: s.cfg.Entrypoint,
+		ResourceLimits: s.cfg.Resources, Env: s.cfg.Env, Metadata: map[string]string{"sage.provider": "opensandbox"}}
+	if s.cfg.Thread != "" {
+		req.Metadata[LabelThread] = s.cfg.Thread
+	}
+	if s.cfg.TTL > 0 {
+		sec := int(s.cfg.TTL / time.Second)
+		req.Timeout = &sec
+	}
+	sb, err := s.life.Create(ctx, req)
+	if err != nil {
+		return err
+	}
+	s.id, s.owned = sb.ID, true
+	return nil
+}
+
+// setWorkspace creates the configured workspace, or with "auto" asks
+// the sandbox for its working directory, and resolves its symlinks.
+func (s *Sandbox) setWorkspace(ctx context.Context) error {
+	if s.cfg.Workspace == "auto" {
+		out, code, err := s.shell(ctx, "pwd -P", nil)
+		if err != nil || code != 0 {
+			return fmt.Errorf("opensandbox: asking the sandbox for its working directory: %w (exit %d)", err, code)
+		}
+		s.ws = strings.TrimSpace(out)
+	} else {
+		s.ws = s.cfg.Workspace
+		if err := s.execd.MakeDirs(ctx, map[string]Permission{s.ws: {Mode: 755}}); err != nil {
+			return err
+		}
+	}
+	real, err := s.realpath(ctx, s.ws)
+	if err != nil {
+		return err
+	}
+	s.realWS = real
+	return nil
+}
+
+// startRenewer moves the expiry forward every RenewEvery until Close.
+func (s *Sandbox) startRenewer() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopRenew, s.renewDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.renewDone)
+		every := s.cfg.RenewEvery
+		if every <= 0 {
+			every = s.cfg.TTL / 3
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				rctx, c := context.WithTimeout(ctx, 30*time.Second)
+				_, _ = s.life.Renew(rctx, s.id, time.Now().Add(s.cfg.TTL))
+				c()
+			}
+		}
+	}()
+}
+
+// ID is the sandbox id.
+func (s *Sandbox) ID() string { return s.id }
+
+// Workspace is the workspace path inside the sandbox.
+func (s *Sandbox) Workspace() string { return s.ws }
+
+// Lifecycle is the lifecycle client.
+func (s *Sandbox) Lifecycle() *LifecycleClient { return s.life }
+
+// Execd is the execd client.
+func (s *Sandbox) Execd() *ExecdClient { return s.execd }
+
+// check returns sandbox.ErrClosed after Close.
+func (s *Sandbox) check() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return sandbox.ErrClosed
+	}
+	return nil
+}
+
+// gone turns a failure to reach execd into ErrSandboxGone when the
+// lifecycle server says the sandbox is no more.
+func (s *Sandbox) gone(ctx context.Context, err error) error {
+	var ae *APIError
+	if err == nil || ctx.Err() != nil || (errors.As(err, &ae) && ae.Status != http.StatusNotFound && ae.Status < 500) {
+		return err
+	}
+	sb, gerr := s.life.Get(context.WithoutCancel(ctx), s.id)
+	if errors.Is(gerr, fs.ErrNotExist) || (gerr == nil && (sb.Status.State == StateTerminated || sb.Status.State == StateStopping || sb.Status.State == StateFailed)) {
+		return fmt.Errorf("%w: sandbox %s: %w", ErrSandboxGone, s.id, err)
+	}
+	return err
+}
+
+// Close stops the renewer, interrupts this process's background
+// commands and Python, and deletes the sandbox unless it is kept for
+// its thread. Only what this process started is released.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closeMu.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		tasks := s.tasks
+		py := s.py
+		s.mu.Unlock()
+		if s.stopRenew != nil {
+			s.stopRenew()
+			<-s.renewDone
+		}
+		var errs []error
+		keep := s.cfg.Keep && s.cfg.Thread != ""
+		if keep {
+			for id := range tasks {
+				if st, err := s.execd.Status(ctx, id); err == nil && st.Running {
+					errs = append(errs, ignoreGone(s.execd.Interrupt(ctx, id)))
+				}
+			}
+			if py != nil {
+				errs = append(errs, ignoreGone(s.execd.DeleteContext(ctx, py.ID)))
+			}
+		} else {
+			errs = append(errs, ignoreGone(s.life.Delete(ctx, s.id)))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+func ignoreGone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// abs makes p absolute against the workspace and checks, without
+// asking the sandbox, that it stays inside.
+func (s *Sandbox) abs(op, p string) (string, error) {
+	if !path.IsAbs(p) {
+		p = path.Join(s.ws, p)
+	}
+	p = path.Clean(p)
+	if p != s.ws && !strings.HasPrefix(p, s.ws+"/") {
+		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "outside the workspace "+s.ws)
+	}
+	return p, nil
+}
+
+// resolve maps p to its real path in the sandbox and checks that it stays
+// in the workspace. With leaf set, a symlink as the last component is
+// kept (for writes and deletes, which act on the link itself).
+func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (string, error) {
+	a, err := s.abs(op, p)
+	if err != nil {
+		return "", err
+	}
+	dir, name := a, ""
+	if leaf && a != s.ws {
+		dir, name = path.Dir(a), path.Base(a)
+	}
+	real, err := s.realpath(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	if name != "" {
+		real = path.Join(real, name)
+	}
+	if real != s.realWS && !strings.HasPrefix(real, s.realWS+"/") {
+		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "resolves outside the workspace (through a symlink)")
+	}
+	return real, nil
+}
+
+// realpath resolves symlinks in p inside the sandbox. The path goes
+// through the environment, never into the command string.
+func (s *Sandbox) realpath(ctx context.Context, p string) (string, error) {
+	out, code, err := s.shell(ctx, `realpath -z -m -- "$SAGE_PATH"`, map[string]string{"SAGE_PATH": p})
+	if err != nil {
+		return "", err
+	}
+	out, ok := strings.CutSuffix(out, "\x00")
+	if code != 0 || !ok || !path.IsAbs(out) || strings.Contains(out, "\x00") {
+		return "", fmt.Errorf("opensandbox: resolving %q in the sandbox failed (exit %d): %.200q", p, code, out)
+	}
+	return out, nil
+}

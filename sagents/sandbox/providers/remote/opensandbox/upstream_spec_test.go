@@ -1,0 +1,162 @@
+package opensandbox_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
+)
+
+// upstreamDir is ../shared/spec/opensandbox beside the repository; it
+// exists on the developers' machines only.
+const upstreamDir = "../../../../../../shared/spec/opensandbox"
+
+// specTransport validates every request the clients send, and every
+// answer, against the upstream OpenAPI documents.
+type specTransport struct {
+	life, execd routers.Router
+	mu          sync.Mutex
+	problems    []string
+	seen        map[string]bool
+}
+
+func loadRouter(t *testing.T, file string) routers.Router {
+	doc, err := openapi3.NewLoader().LoadFromFile(filepath.Join(upstreamDir, file))
+	require.NoError(t, err, file)
+	doc.Servers = nil
+	r, err := legacy.NewRouter(doc)
+	require.NoError(t, err, file)
+	return r
+}
+
+func (s *specTransport) problem(format string, a ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problems = append(s.problems, fmt.Sprintf(format, a...))
+}
+
+func (s *specTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	router := s.execd
+	check := req.Clone(req.Context())
+	check.Body = io.NopCloser(bytes.NewReader(body))
+	if p, ok := strings.CutPrefix(req.URL.Path, "/v1/"); ok {
+		router = s.life
+		u := *req.URL
+		u.Path = "/" + p
+		check.URL = &u
+	}
+	route, params, err := router.FindRoute(check)
+	if err != nil {
+		s.problem("%s %s: no such operation upstream: %v", req.Method, req.URL.Path, err)
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: check, PathParams: params, Route: route,
+		Options: options(route)}
+	if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil &&
+		!(route.Operation.OperationID == "uploadFile" && strings.Count(err.Error(), "error at") == 1 && strings.Contains(err.Error(), uploadMetadataQuirk)) {
+		s.problem("request %s %s: %v", req.Method, req.URL.Path, err)
+	}
+	s.mu.Lock()
+	s.seen[route.Operation.OperationID] = true
+	s.mu.Unlock()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	rb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(rb))
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: resp.StatusCode,
+		Header: resp.Header, Body: io.NopCloser(bytes.NewReader(rb)), Options: options(route)}
+	if err := openapi3filter.ValidateResponse(req.Context(), out); err != nil {
+		s.problem("answer %d to %s %s: %v", resp.StatusCode, req.Method, req.URL.Path, err)
+	}
+	return resp, nil
+}
+
+// options validates with JSON Schema 2020 for OpenAPI 3.1 documents (the
+// lifecycle API) and with 3.0 rules ("nullable") otherwise (execd).
+func options(route *routers.Route) *openapi3filter.Options {
+	o := &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	if strings.HasPrefix(route.Spec.OpenAPI, "3.1") {
+		o.SchemaValidationOptions = []openapi3.SchemaValidationOption{openapi3.EnableJSONSchema2020()}
+	}
+	return o
+}
+
+// uploadMetadataQuirk is the one known disagreement, named so nothing
+// else hides behind it: the upstream document declares the upload's
+// metadata part as type string with encoding application/json; the
+// validator decodes the JSON and then compares an object with "string".
+const uploadMetadataQuirk = `error at "/metadata": at '/metadata': got object, want string`
+
+// TestUpstreamSpec runs the provider through the fake with every
+// exchange checked against the upstream OpenAPI documents. It runs only
+// where ../shared holds them (never in a user's clone).
+func TestUpstreamSpec(t *testing.T) {
+	if _, err := os.Stat(upstreamDir); err != nil {
+		t.Logf("upstream check not run: %v (it needs ../shared/spec/opensandbox)", err)
+		return
+	}
+	st := &specTransport{life: loadRouter(t, "sandbox-lifecycle.yml"),
+		execd: loadRouter(t, "execd-api.yaml"), seen: map[string]bool{}}
+	srv := opensandboxtest.New(t)
+	c := config(srv)
+	c.HTTPClient = &http.Client{Transport: st}
+	c.Thread, c.TTL = "spec", 120e9
+	ctx := context.Background()
+	s, err := opensandbox.Open(ctx, c)
+	require.NoError(t, err)
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
+	res, err := h.ExecuteCommand(ctx, "echo hi; exit 2", sandbox.ExecOptions{Env: map[string]string{"A": "1"}, Workdir: "."})
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.ExitCode)
+	require.NoError(t, h.WriteFile(ctx, "d/f.txt", []byte("x"), sandbox.WriteOptions{}))
+	_, err = h.ReadFile(ctx, "d/f.txt")
+	require.NoError(t, err)
+	_, err = h.ListDirectory(ctx, "d")
+	require.NoError(t, err)
+	require.NoError(t, h.DeleteFile(ctx, "d"))
+	task, err := h.StartBackground(ctx, "sleep 30", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	_, err = h.ReadBackgroundOutput(ctx, task.ID, 0, 10)
+	require.NoError(t, err)
+	require.NoError(t, h.KillBackground(ctx, task.ID, false))
+	_, err = h.ExecutePython(ctx, "print(1)", sandbox.PythonOptions{})
+	require.NoError(t, err)
+	_, err = s.Execd().Metrics(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.Lifecycle().Pause(ctx, s.ID()))
+	require.NoError(t, s.Lifecycle().Resume(ctx, s.ID()))
+	require.NoError(t, h.Close(ctx))
+	require.NoError(t, s.Lifecycle().Delete(ctx, s.ID()))
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, p := range st.problems {
+		t.Error(p)
+	}
+	t.Logf("operations checked against the upstream documents: %d", len(st.seen))
+}
