@@ -48,7 +48,7 @@ func checkSession(cfg sandbox.Config, o SessionOptions) error {
 	if !o.Enabled {
 		return nil
 	}
-	if !usesBwrap(cfg) {
+	if !usesBwrap(cfg) || cfg.Local.Isolation.Linux == sandbox.IsolationGvisor {
 		return &sandbox.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),
 			Reason: "the session sandbox needs bwrap isolation on Linux; fix: use isolation auto/bwrap or fresh_per_command"}
 	}

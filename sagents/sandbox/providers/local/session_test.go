@@ -123,3 +123,17 @@ func TestSessionFromConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, res.Stdout)
 }
+
+// TestSessionRefusesGvisor: the session sandbox is a bwrap one; asking for
+// it with isolation gvisor is a config error naming the fix, not a
+// session under the wrong isolation.
+func TestSessionRefusesGvisor(t *testing.T) {
+	no := false
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
+	cfg.Local.Isolation.Linux = sandbox.IsolationGvisor
+	cfg.Local.FreshPerCommand = &no
+	_, err := local.NewWithOptions(context.Background(), cfg, local.Options{})
+	var ce *sandbox.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Contains(t, err.Error(), "fresh_per_command")
+}
