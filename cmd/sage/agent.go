@@ -81,7 +81,7 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	return 0
 }
 
-func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, error) {
+func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int, runErr error) {
 	obs := observability.New()
 	if af.trace {
 		obs.Register(observability.NewConsoleHandler(env.stderr))
@@ -115,12 +115,28 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	if err != nil {
 		return exitUsage, err
 	}
+	// The run starts before the sandbox, so its acquire and release are
+	// traced inside it (the agent's own run nests under this one).
+	in := []observability.Message{{Role: "user", Content: task}}
+	ctx = obs.ChainStart(ctx, observability.ChainInfo{SessionID: af.session, Name: "sage agent", Inputs: in})
+	var answer string
+	defer func() {
+		if runErr != nil {
+			obs.ChainError(ctx, runErr)
+			return
+		}
+		obs.ChainEnd(ctx, observability.ChainResult{Outputs: []observability.Message{{Role: "assistant", Content: answer}}})
+	}()
 	cfg.Observer = obs
 	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return exitSandboxError, err
 	}
-	defer h.Close(context.WithoutCancel(ctx))
+	defer func() {
+		if cerr := h.Close(context.WithoutCancel(ctx)); cerr != nil && runErr == nil {
+			fmt.Fprintf(env.stderr, "sage agent: closing the sandbox: %v\n", cerr)
+		}
+	}()
 
 	ag, err := af.agent(ctx, h, client, obs, env)
 	if err != nil {
@@ -131,6 +147,7 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (int, e
 	if err != nil {
 		return 1, err
 	}
+	answer = res.Answer
 	cached := ""
 	if res.Usage.Cached > 0 {
 		cached = fmt.Sprintf(" (%.0f%% of the input read from the provider's prompt cache)", res.Usage.CachedShare()*100)

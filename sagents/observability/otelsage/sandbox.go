@@ -33,6 +33,12 @@ type sandboxSpanKey struct{}
 // a trace of its own. Commands and file contents are never recorded;
 // paths are.
 func (h *Handler) SandboxStart(ctx context.Context, op observability.SandboxOp) (context.Context, error) {
+	if st := stateOf(ctx); st != nil && st.wf != nil && !trace.SpanFromContext(ctx).IsRecording() {
+		// Directly under a workflow run (the CLI acquiring the sandbox
+		// before its agent starts): the workflow is more than its agent
+		// then, and its span starts here.
+		ctx = st.wf.child(ctx, h.tracer, "sandbox", op.Op)
+	}
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil
 	}
