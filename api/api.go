@@ -8,3 +8,9 @@ import _ "embed"
 //
 //go:embed aio-subset.openapi.yaml
 var AIOSubset []byte
+
+// OpenSandboxSubset is the OpenAPI 3.0 document (YAML) of the OpenSandbox
+// lifecycle and execd operations the "opensandbox" provider calls.
+//
+//go:embed opensandbox-subset.openapi.yaml
+var OpenSandboxSubset []byte

@@ -114,8 +114,10 @@ func options(route *routers.Route) *openapi3filter.Options {
 const uploadMetadataQuirk = `error at "/metadata": at '/metadata': got object, want string`
 
 // TestUpstreamSpec runs the provider through the fake with every
-// exchange checked against the upstream OpenAPI documents. It runs only
-// where ../shared holds them (never in a user's clone).
+// exchange checked against the upstream OpenAPI documents, in addition
+// to the check against the project's own subset that the fake makes in
+// every test. It runs only where ../shared holds them (never in a
+// user's clone).
 func TestUpstreamSpec(t *testing.T) {
 	if _, err := os.Stat(upstreamDir); err != nil {
 		t.Logf("upstream check not run: %v (it needs ../shared/spec/opensandbox)", err)

@@ -43,7 +43,7 @@ type command struct {
 
 func newExecd(s *Server, sb *Sandbox) *Execd {
 	e := &Execd{s: s, sb: sb, cmds: map[string]*command{}, contexts: map[string]*pyContext{}}
-	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
+	e.srv = httptest.NewServer(validated(http.HandlerFunc(e.serve), s.record))
 	if s.ExecdDown {
 		e.srv.Close()
 	}

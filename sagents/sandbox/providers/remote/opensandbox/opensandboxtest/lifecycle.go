@@ -57,7 +57,7 @@ type Sandbox struct {
 func New(t testing.TB) *Server {
 	s := &Server{APIKey: "lifecycle-key", ExecdToken: "execd-token", ReadyAfter: 1, t: t,
 		root: t.TempDir(), sandboxes: map[string]*Sandbox{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewServer(validated(http.HandlerFunc(s.serve), s.record))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(func() {
 		s.srv.Close()
@@ -71,6 +71,13 @@ func New(t testing.TB) *Server {
 		}
 	})
 	return s
+}
+
+// record keeps a violation found by the OpenAPI check.
+func (s *Server) record(msg string) {
+	s.mu.Lock()
+	s.bad = append(s.bad, "OpenAPI subset: "+msg)
+	s.mu.Unlock()
 }
 
 // violation answers 400 and records why.

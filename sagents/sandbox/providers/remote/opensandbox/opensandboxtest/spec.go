@@ -1,0 +1,238 @@
+package opensandboxtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+
+	"github.com/sage-go/sage/api"
+)
+
+// maxChecked bounds the bodies the validator keeps: an exchange larger
+// than this is reported rather than checked.
+const maxChecked = 16 << 20
+
+// Spec is the project's own OpenAPI document of the OpenSandbox subset
+// the provider uses (api/opensandbox-subset.openapi.yaml).
+type Spec struct {
+	doc    *openapi3.T
+	router routers.Router
+	event  *openapi3.Schema
+}
+
+var (
+	specOnce sync.Once
+	spec     *Spec
+	specErr  error
+)
+
+// LoadSpec loads and checks the embedded document once.
+func LoadSpec() (*Spec, error) {
+	specOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(api.OpenSandboxSubset)
+		if err == nil {
+			err = doc.Validate(context.Background())
+		}
+		if err != nil {
+			specErr = fmt.Errorf("api/opensandbox-subset.openapi.yaml: %w", err)
+			return
+		}
+		r, err := legacy.NewRouter(doc)
+		if err != nil {
+			specErr = fmt.Errorf("api/opensandbox-subset.openapi.yaml: %w", err)
+			return
+		}
+		spec = &Spec{doc: doc, router: r, event: doc.Components.Schemas["StreamEvent"].Value}
+	})
+	return spec, specErr
+}
+
+func specOptions() *openapi3filter.Options {
+	return &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+}
+
+// CheckRequest validates one request (whose body is body) and returns
+// what CheckResponse needs to validate its answer.
+func (s *Spec) CheckRequest(r *http.Request, body []byte) (*openapi3filter.RequestValidationInput, error) {
+	c := r.Clone(context.Background())
+	c.Body = io.NopCloser(bytes.NewReader(body))
+	c.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	route, params, err := s.router.FindRoute(c)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: not an operation of the subset: %w", r.Method, r.URL.Path, err)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: c, PathParams: params, Route: route, Options: specOptions()}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		return in, fmt.Errorf("request %s %s: %w", r.Method, r.URL.Path, err)
+	}
+	return in, nil
+}
+
+// CheckResponse validates the answer to a request CheckRequest accepted.
+// An event stream must be declared for the operation and each of its data
+// lines must be a StreamEvent.
+func (s *Spec) CheckResponse(in *openapi3filter.RequestValidationInput, status int, h http.Header, body []byte) error {
+	what := fmt.Sprintf("answer %d to %s %s", status, in.Request.Method, in.Request.URL.Path)
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "text/event-stream" {
+		resp := in.Route.Operation.Responses.Status(status)
+		if resp == nil || resp.Value.Content.Get(mt) == nil {
+			return fmt.Errorf("%s: an event stream is not documented here", what)
+		}
+		return s.checkEvents(what, body)
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: h,
+		Body: io.NopCloser(bytes.NewReader(body)), Options: specOptions()}
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (s *Spec) checkEvents(what string, body []byte) error {
+	var errs []error
+	for _, line := range strings.Split(string(body), "\n") {
+		if err := s.checkEventLine(what, line); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkEventLine validates one line of an event stream: a data line must
+// hold one StreamEvent.
+func (s *Spec) checkEventLine(what, line string) error {
+	data, ok := strings.CutPrefix(line, "data:")
+	if !ok {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &v); err != nil {
+		return fmt.Errorf("%s: event data is not JSON: %w", what, err)
+	}
+	if err := s.event.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("%s: event %s: %w", what, data, err)
+	}
+	return nil
+}
+
+// validated serves h and reports every exchange that does not match the
+// subset document.
+func validated(h http.Handler, report func(string)) http.Handler {
+	sp, err := LoadSpec()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err != nil {
+			report(err.Error())
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, rerr := io.ReadAll(io.LimitReader(r.Body, maxChecked+1))
+		r.Body.Close()
+		if rerr != nil || len(body) > maxChecked {
+			report(fmt.Sprintf("%s %s: body unreadable or over %d bytes (%v)", r.Method, r.URL.Path, maxChecked, rerr))
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		in, verr := sp.CheckRequest(r, body)
+		if verr != nil {
+			report(verr.Error())
+		}
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		if in != nil {
+			what := fmt.Sprintf("answer to %s %s", r.Method, r.URL.Path)
+			rec.line = func(l string) {
+				if err := sp.checkEventLine(what, l); err != nil {
+					report(err.Error())
+				}
+			}
+		}
+		h.ServeHTTP(rec, r)
+		rec.endStream()
+		switch {
+		case in == nil:
+		case rec.over:
+			report(fmt.Sprintf("answer to %s %s: over %d bytes, not checked", r.Method, r.URL.Path, maxChecked))
+		default:
+			if err := sp.CheckResponse(in, rec.status, w.Header(), rec.body.Bytes()); err != nil {
+				report(err.Error())
+			}
+		}
+	})
+}
+
+// recorder keeps a copy of what a handler answers; it flushes, so event
+// streams still reach the client as they are written. An event stream is
+// checked line by line as it is written (line) and only its content type
+// and status are left for CheckResponse, since a stream may be long.
+type recorder struct {
+	http.ResponseWriter
+	status  int
+	body    bytes.Buffer
+	over    bool
+	line    func(string)
+	stream  bool
+	partial []byte
+	decided bool
+}
+
+func (r *recorder) decide() {
+	if !r.decided {
+		r.decided = true
+		mt, _, _ := mime.ParseMediaType(r.Header().Get("Content-Type"))
+		r.stream = mt == "text/event-stream" && r.line != nil
+	}
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.decide()
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.decide()
+	switch {
+	case r.stream:
+		r.partial = append(r.partial, b...)
+		for {
+			i := bytes.IndexByte(r.partial, '\n')
+			if i < 0 {
+				break
+			}
+			r.line(string(r.partial[:i]))
+			r.partial = r.partial[i+1:]
+		}
+		if len(r.partial) > maxChecked {
+			r.over, r.partial = true, nil
+		}
+	case r.body.Len()+len(b) > maxChecked:
+		r.over = true
+	default:
+		r.body.Write(b)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// endStream checks a last event line that lacked its newline.
+func (r *recorder) endStream() {
+	if r.stream && len(r.partial) > 0 {
+		r.line(string(r.partial))
+	}
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
