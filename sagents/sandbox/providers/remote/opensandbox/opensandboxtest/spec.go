@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 
@@ -30,6 +31,32 @@ type Spec struct {
 	doc    *openapi3.T
 	router routers.Router
 	event  *openapi3.Schema
+
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (s *Spec) mark(op string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[op] = true
+}
+
+// Unchecked lists, sorted, the operations of the document that no fake in
+// this process has validated an exchange of yet.
+func (s *Spec) Unchecked() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, item := range s.doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if !s.seen[op.OperationID] {
+				out = append(out, op.OperationID)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 var (
@@ -54,7 +81,7 @@ func LoadSpec() (*Spec, error) {
 			specErr = fmt.Errorf("api/opensandbox-subset.openapi.yaml: %w", err)
 			return
 		}
-		spec = &Spec{doc: doc, router: r, event: doc.Components.Schemas["StreamEvent"].Value}
+		spec = &Spec{doc: doc, router: r, event: doc.Components.Schemas["StreamEvent"].Value, seen: map[string]bool{}}
 	})
 	return spec, specErr
 }
@@ -147,6 +174,9 @@ func validated(h http.Handler, report func(string)) http.Handler {
 		in, verr := sp.CheckRequest(r, body)
 		if verr != nil {
 			report(verr.Error())
+		}
+		if in != nil {
+			sp.mark(in.Route.Operation.OperationID)
 		}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		if in != nil {
