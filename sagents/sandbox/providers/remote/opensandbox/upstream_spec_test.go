@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,21 @@ func TestUpstreamSpec(t *testing.T) {
 	}
 	st := &specTransport{life: loadRouter(t, "sandbox-lifecycle.yml"),
 		execd: loadRouter(t, "execd-api.yaml"), seen: map[string]bool{}}
+	// Every operation of the project's subset exists upstream.
+	sp, err := opensandboxtest.LoadSpec()
+	require.NoError(t, err)
+	for _, op := range sp.Operations() {
+		method, path, _ := strings.Cut(op, " ")
+		path = regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(path, "1")
+		router := st.execd
+		if p, ok := strings.CutPrefix(path, "/v1/"); ok {
+			router, path = st.life, "/"+p
+		}
+		req, err := http.NewRequest(method, "http://127.0.0.1"+path, nil)
+		require.NoError(t, err)
+		_, _, err = router.FindRoute(req)
+		assert.NoError(t, err, "subset operation %s is not upstream", op)
+	}
 	exercise(t, &http.Client{Transport: st})
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -42,6 +42,18 @@ func (s *Spec) mark(op string) {
 	s.seen[op] = true
 }
 
+// Operations lists the document's operations as "METHOD /path", sorted.
+func (s *Spec) Operations() []string {
+	var out []string
+	for path, item := range s.doc.Paths.Map() {
+		for method := range item.Operations() {
+			out = append(out, method+" "+path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Unchecked lists, sorted, the operations of the document that no fake in
 // this process has validated an exchange of yet.
 func (s *Spec) Unchecked() []string {
