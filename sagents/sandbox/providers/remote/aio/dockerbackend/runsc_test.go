@@ -5,10 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/go-connections/nat"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -57,42 +54,7 @@ func TestUnknownRuntimeFailsAtNew(t *testing.T) {
 	assert.Empty(t, f.containers(t))
 }
 
-// BenchmarkFirst200Runc and BenchmarkFirst200Runsc: create, start and
-// poll the sandbox image until its first HTTP 200, under the default
-// runtime (the baseline) and under gVisor.
-func BenchmarkFirst200Runc(b *testing.B)  { benchFirst200(b, "") }
+// BenchmarkFirst200Runsc is BenchmarkBaselineDockerRun under gVisor (the
+// Docker runtime runsc): create, start and poll the sandbox image until
+// its first HTTP 200.
 func BenchmarkFirst200Runsc(b *testing.B) { benchFirst200(b, "runsc") }
-
-func benchFirst200(b *testing.B, runtime string) {
-	f := benchFixture(b)
-	if runtime != "" {
-		if _, err := dockerbackend.NewChecked(context.Background(), dockerbackend.Options{Client: f.cli, Runtime: runtime}); err != nil {
-			unavailable(b, "%v", err)
-		}
-	}
-	ctx := context.Background()
-	port := nat.Port("8080/tcp")
-	for i := 0; b.Loop(); i++ {
-		resp, err := f.cli.ContainerCreate(ctx, &container.Config{Image: aio.DefaultImage, Env: []string{aio.TokenEnv + "=t"},
-			ExposedPorts: nat.PortSet{port: {}}, Labels: map[string]string{dockerbackend.LabelPrefix: f.prefix}},
-			&container.HostConfig{Runtime: runtime, PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1", HostPort: "0"}}}}, nil, nil,
-			f.prefix+"-rt-"+strconv.Itoa(i))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := f.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		ins, err := f.cli.ContainerInspect(ctx, resp.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		url := "http://127.0.0.1:" + ins.NetworkSettings.Ports[port][0].HostPort
-		if err := aio.WaitReady(ctx, url, aio.ReadyOptions{Token: "t", First: 10 * time.Millisecond, Max: 10 * time.Millisecond}); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		_ = f.cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true})
-		b.StartTimer()
-	}
-}
