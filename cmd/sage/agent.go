@@ -11,7 +11,6 @@ import (
 	"github.com/sage-go/sage/sagents/agent/replay"
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/observability"
-	"github.com/sage-go/sage/sagents/observability/otelsage"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/tools"
 )
@@ -82,20 +81,15 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int, runErr error) {
-	obs := observability.New()
+	var handlers []observability.Handler
 	if af.trace {
-		obs.Register(observability.NewConsoleHandler(env.stderr))
+		handlers = append(handlers, observability.NewConsoleHandler(env.stderr))
 	}
-	// An OTLP endpoint turns on traces and metrics (OTEL_METRICS_EXPORTER
-	// and OTEL_TRACES_EXPORTER=none turn either off).
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" ||
-		os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "" {
-		shutdown, err := otelsage.Setup(ctx, otelsage.WithManager(obs))
-		if err != nil {
-			return exitSandboxError, fmt.Errorf("opentelemetry: %w", err)
-		}
-		defer shutdown(context.WithoutCancel(ctx))
+	obs, shutdown, err := observer(ctx, handlers...)
+	if err != nil {
+		return exitSandboxError, err
 	}
+	defer shutdown()
 	client, closeModel, err := af.client(obs, env)
 	if err != nil {
 		return exitUsage, err

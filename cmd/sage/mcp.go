@@ -70,10 +70,12 @@ func (hostApprover) Approve(_ context.Context, req tools.ApprovalRequest) (bool,
 	return false, "needs approval (" + req.Verdict.Reason + "); the sage server runs such commands only when started with --approve-all", nil
 }
 
-// observer returns the observability Manager of a server: OTLP traces and
-// metrics when OTEL_EXPORTER_OTLP_*ENDPOINT is set, nothing otherwise.
-func observer(ctx context.Context) (*observability.Manager, func(), error) {
+// observer returns an observability Manager with handlers registered and,
+// when OTEL_EXPORTER_OTLP_*ENDPOINT is set, OTLP traces and metrics (the
+// OTEL_* variables turn either off); the func shuts the export down.
+func observer(ctx context.Context, handlers ...observability.Handler) (*observability.Manager, func(), error) {
 	obs := observability.New()
+	obs.Register(handlers...)
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" &&
 		os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") == "" {
 		return obs, func() {}, nil
