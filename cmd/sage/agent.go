@@ -83,7 +83,7 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int, runErr error) {
 	var handlers []observability.Handler
 	if af.trace {
-		handlers = append(handlers, observability.NewConsoleHandler(env.stderr))
+		handlers = append(handlers, observability.NewConsoleHandler(env.stderr, observability.ConsoleOptions{}))
 	}
 	obs, shutdown, err := observer(ctx, handlers...)
 	if err != nil {

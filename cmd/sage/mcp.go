@@ -74,13 +74,13 @@ func (hostApprover) Approve(_ context.Context, req tools.ApprovalRequest) (bool,
 // when OTEL_EXPORTER_OTLP_*ENDPOINT is set, OTLP traces and metrics (the
 // OTEL_* variables turn either off); the func shuts the export down.
 func observer(ctx context.Context, handlers ...observability.Handler) (*observability.Manager, func(), error) {
-	obs := observability.New()
+	obs := observability.New(observability.Options{})
 	obs.Register(handlers...)
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" &&
 		os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") == "" {
 		return obs, func() {}, nil
 	}
-	shutdown, err := otelsage.Setup(ctx, otelsage.WithManager(obs))
+	shutdown, err := otelsage.Setup(ctx, otelsage.SetupOptions{Manager: obs})
 	if err != nil {
 		return nil, nil, fmt.Errorf("opentelemetry: %w", err)
 	}

@@ -26,7 +26,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	obs := observability.New(observability.WithHandlers(observability.NewConsoleHandler(os.Stderr)))
+	obs := observability.New(observability.Options{Handlers: []observability.Handler{observability.NewConsoleHandler(os.Stderr, observability.ConsoleOptions{})}})
 
 	model, err := replay.Start() // a labelled replay; no model needed
 	if err != nil {

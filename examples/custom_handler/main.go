@@ -86,7 +86,7 @@ func turn(m *observability.Manager, session string, tokens int64, failTool bool)
 
 func run(stdout, stderr io.Writer) {
 	bill := newTokenBill()
-	m := observability.New(observability.WithHandlers(bill, observability.NewConsoleHandler(stderr)))
+	m := observability.New(observability.Options{Handlers: []observability.Handler{bill, observability.NewConsoleHandler(stderr, observability.ConsoleOptions{})}})
 	defer m.Shutdown(context.Background())
 
 	turn(m, "alice", 400, false)

@@ -116,7 +116,7 @@ func toolReply(calls ...[3]string) llmtest.Reply {
 func setup(t *testing.T, srvURL string) (*agent.Agent, *recorder, *sandbox.Sandbox, *bytes.Buffer) {
 	t.Helper()
 	rec := &recorder{}
-	obs := observability.New(observability.WithHandlers(rec))
+	obs := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })

@@ -39,7 +39,7 @@ func tenTurns(t *testing.T, mode llm.PromptCacheMode) ([][]byte, *agent.Result, 
 	srv := llmtest.New(t, replies...)
 
 	rec := &recorder{}
-	obs := observability.New(observability.WithHandlers(rec))
+	obs := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })

@@ -27,7 +27,7 @@ func TestObserverSeesToolCallsAndParams(t *testing.T) {
 	)
 	rec := &llmRecorder{}
 	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
-		Observer: observability.New(observability.WithHandlers(rec)), Retry: llm.RetryPolicy{MaxAttempts: 1}})
+		Observer: observability.New(observability.Options{Handlers: []observability.Handler{rec}}), Retry: llm.RetryPolicy{MaxAttempts: 1}})
 	require.NoError(t, err)
 	temp, seed := float32(0.7), 7
 	req := llm.Request{Temperature: &temp}
@@ -89,7 +89,7 @@ func TestObserverSeesEmbeddings(t *testing.T) {
 	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
 		Embedding:          llm.ModelConfig{BaseURL: srv.URL, Model: "embed-model"},
 		EmbeddingBatchSize: 2, EmbeddingDimensions: 2,
-		Observer: observability.New(observability.WithHandlers(rec)), Retry: llm.RetryPolicy{MaxAttempts: 1}})
+		Observer: observability.New(observability.Options{Handlers: []observability.Handler{rec}}), Retry: llm.RetryPolicy{MaxAttempts: 1}})
 	require.NoError(t, err)
 	_, err = c.Embed(context.Background(), []string{"a", "b", "c"})
 	require.Error(t, err)

@@ -50,7 +50,7 @@ func TestObserverEvents(t *testing.T) {
 	)
 	rec := &llmRecorder{}
 	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
-		Observer: observability.New(observability.WithHandlers(rec)), Retry: llm.RetryPolicy{MaxAttempts: 1}})
+		Observer: observability.New(observability.Options{Handlers: []observability.Handler{rec}}), Retry: llm.RetryPolicy{MaxAttempts: 1}})
 	require.NoError(t, err)
 	ctx := context.Background()
 	req := llm.Request{}

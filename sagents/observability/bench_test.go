@@ -22,10 +22,10 @@ func benchDispatch(b *testing.B, m *observability.Manager) {
 
 // BenchmarkDispatch measures one llm start/end pair through the Manager.
 func BenchmarkDispatch(b *testing.B) {
-	quiet := observability.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	b.Run("handlers=0", func(b *testing.B) { benchDispatch(b, observability.New(quiet)) })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b.Run("handlers=0", func(b *testing.B) { benchDispatch(b, observability.New(observability.Options{Logger: quiet})) })
 	b.Run("handlers=1-noop", func(b *testing.B) {
-		benchDispatch(b, observability.New(quiet, observability.WithHandlers(observability.Base{})))
+		benchDispatch(b, observability.New(observability.Options{Logger: quiet, Handlers: []observability.Handler{observability.Base{}}}))
 	})
 	b.Run("handlers=nil-manager", func(b *testing.B) { benchDispatch(b, nil) })
 }

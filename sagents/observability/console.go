@@ -25,24 +25,19 @@ type ConsoleHandler struct {
 	wmu   sync.Mutex
 }
 
-// ConsoleOption configures a [ConsoleHandler].
-type ConsoleOption func(*ConsoleHandler)
-
-// ConsoleWithMessages also lists message runs in the tree.
-func ConsoleWithMessages(on bool) ConsoleOption {
-	return func(h *ConsoleHandler) { h.messages = on }
+// ConsoleOptions configures a [ConsoleHandler]. The zero value prints
+// chains, agents, model calls and tools.
+type ConsoleOptions struct {
+	// Messages also lists message runs in the tree.
+	Messages bool
 }
 
 // NewConsoleHandler returns a handler printing to w (os.Stderr when nil).
-func NewConsoleHandler(w io.Writer, opts ...ConsoleOption) *ConsoleHandler {
+func NewConsoleHandler(w io.Writer, opts ConsoleOptions) *ConsoleHandler {
 	if w == nil {
 		w = os.Stderr
 	}
-	h := &ConsoleHandler{w: w, nodes: make(map[uint64]*consoleNode)}
-	for _, o := range opts {
-		o(h)
-	}
-	return h
+	return &ConsoleHandler{w: w, nodes: make(map[uint64]*consoleNode), messages: opts.Messages}
 }
 
 type consoleNode struct {

@@ -15,7 +15,7 @@ import (
 
 func TestConsoleHandlerPrintsTree(t *testing.T) {
 	var buf bytes.Buffer
-	m, _ := quietManager(t, observability.NewConsoleHandler(&buf))
+	m, _ := quietManager(t, observability.NewConsoleHandler(&buf, observability.ConsoleOptions{}))
 	ctx := m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "sess-1", Name: "research"})
 	actx := m.AgentStart(ctx, observability.AgentInfo{Name: "planner", Step: "plan"})
 	lctx := m.LLMStart(actx, observability.LLMRequest{Model: "gpt-4o", ModelType: observability.ModelStandard})
@@ -58,7 +58,7 @@ func TestConsoleHandlerPrintsTree(t *testing.T) {
 // the chat: the agent and the chain say only that they failed.
 func TestConsoleHandlerPrintsAnErrorOnce(t *testing.T) {
 	var buf bytes.Buffer
-	m, _ := quietManager(t, observability.NewConsoleHandler(&buf))
+	m, _ := quietManager(t, observability.NewConsoleHandler(&buf, observability.ConsoleOptions{}))
 	err := errors.New("connection refused")
 	ctx := m.ChainStart(context.Background(), observability.ChainInfo{Name: "run"})
 	actx := m.AgentStart(ctx, observability.AgentInfo{Name: "sage"})
@@ -70,4 +70,18 @@ func TestConsoleHandlerPrintsAnErrorOnce(t *testing.T) {
 	t.Logf("\n%s", out)
 	assert.Equal(t, 1, strings.Count(out, "connection refused"), out)
 	assert.Equal(t, 3, strings.Count(out, "ERROR["), out)
+}
+
+// Message runs are left out of the tree unless Messages asks for them.
+func TestConsoleHandlerMessages(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		var buf bytes.Buffer
+		m, _ := quietManager(t, observability.NewConsoleHandler(&buf, observability.ConsoleOptions{Messages: on}))
+		ctx := m.ChainStart(context.Background(), observability.ChainInfo{Name: "run"})
+		mctx := m.MessageStart(ctx, observability.Message{Role: "user-turn"})
+		m.MessageEnd(mctx, observability.Message{Role: "user-turn"})
+		m.ChainEnd(ctx, observability.ChainResult{})
+		assert.Equal(t, on, strings.Contains(buf.String(), "user-turn"), "Messages=%v:\n%s", on, buf.String())
+		assert.Contains(t, buf.String(), "run")
+	}
 }

@@ -26,37 +26,36 @@ type Manager struct {
 	shutdownOnce sync.Once
 }
 
-// Option configures a [Manager].
-type Option func(*Manager)
-
-// WithLogger sets the logger used for handler panics, handler errors and
-// misuse (an end without a matching start). The default is slog.Default().
-func WithLogger(l *slog.Logger) Option {
-	return func(m *Manager) {
-		if l != nil {
-			m.log = l
-		}
-	}
-}
-
-// WithLogInterval sets the minimum interval between two log records about
-// the same handler and event; records in between are counted and the count
-// is reported with the next record. The default is 10s.
-func WithLogInterval(d time.Duration) Option {
-	return func(m *Manager) { m.lim.every = d }
-}
-
-// WithHandlers registers handlers at construction.
-func WithHandlers(hs ...Handler) Option {
-	return func(m *Manager) { m.Register(hs...) }
+// Options configures a [Manager]. The zero value is ready to use.
+type Options struct {
+	// Logger receives handler panics, handler errors and misuse (an end
+	// without a matching start). Nil means slog.Default().
+	Logger *slog.Logger
+	// LogInterval is the minimum interval between two log records about
+	// the same handler and event; records in between are counted and the
+	// count is reported with the next record. Zero means 10s; a negative
+	// interval logs every record.
+	LogInterval time.Duration
+	// Handlers are registered at construction.
+	Handlers []Handler
 }
 
 // New returns a Manager.
-func New(opts ...Option) *Manager {
-	m := &Manager{log: slog.Default()}
-	m.lim.every = 10 * time.Second
-	for _, o := range opts {
-		o(m)
+func New(opts Options) *Manager {
+	m := &Manager{log: opts.Logger}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	switch {
+	case opts.LogInterval < 0:
+		m.lim.every = 0
+	case opts.LogInterval == 0:
+		m.lim.every = 10 * time.Second
+	default:
+		m.lim.every = opts.LogInterval
+	}
+	if len(opts.Handlers) > 0 {
+		m.Register(opts.Handlers...)
 	}
 	return m
 }

@@ -113,8 +113,8 @@ func quietManager(t *testing.T, hs ...observability.Handler) (*observability.Man
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	lw := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
-	m := observability.New(observability.WithLogger(slog.New(slog.NewTextHandler(lw, nil))),
-		observability.WithHandlers(hs...))
+	m := observability.New(observability.Options{Logger: slog.New(slog.NewTextHandler(lw, nil)),
+		Handlers: hs})
 	return m, &buf
 }
 
@@ -212,8 +212,8 @@ func TestPanickingHandlerIsolated(t *testing.T) {
 
 func TestRateLimitReportsSuppressed(t *testing.T) {
 	var buf bytes.Buffer
-	m := observability.New(observability.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))),
-		observability.WithLogInterval(0), observability.WithHandlers(panicker{}))
+	m := observability.New(observability.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil)),
+		LogInterval: -1, Handlers: []observability.Handler{panicker{}}})
 	for range 3 {
 		m.ChainStart(context.Background(), observability.ChainInfo{})
 	}
@@ -290,7 +290,7 @@ func TestNilAndEmptyManager(t *testing.T) {
 	nilM.ToolError(ctx, errors.New("x"))
 	assert.NoError(t, nilM.Shutdown(ctx))
 
-	m := observability.New()
+	m := observability.New(observability.Options{})
 	msgs := []observability.Message{{Role: "user"}}
 	allocs := testing.AllocsPerRun(100, func() {
 		c := m.ChainStart(ctx, observability.ChainInfo{SessionID: "s", Name: "n"})

@@ -33,7 +33,7 @@ func (r *toolRecorder) ToolError(_ context.Context, err error) error {
 func TestObserverSeesToolDescription(t *testing.T) {
 	h := open(t, sandbox.Passthrough)
 	rec := &toolRecorder{}
-	m := manager(t, h, tools.Options{Observer: observability.New(observability.WithHandlers(rec))})
+	m := manager(t, h, tools.Options{Observer: observability.New(observability.Options{Handlers: []observability.Handler{rec}})})
 	var want string
 	for _, d := range m.Definitions() {
 		if d.Function.Name == "file_read" {

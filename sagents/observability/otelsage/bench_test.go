@@ -46,8 +46,7 @@ func raw(b *testing.B, tp trace.TracerProvider) {
 }
 
 func viaHandler(b *testing.B, tp trace.TracerProvider) {
-	h, err := sageotel.NewHandler(sageotel.WithTracerProvider(tp), sageotel.WithMeterProvider(noop.NewMeterProvider()),
-		sageotel.WithCaptureContent(false))
+	h, err := sageotel.NewHandler(sageotel.HandlerOptions{TracerProvider: tp, MeterProvider: noop.NewMeterProvider(), CaptureContent: new(false)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -60,12 +59,11 @@ func viaHandler(b *testing.B, tp trace.TracerProvider) {
 }
 
 func viaManager(b *testing.B, tp trace.TracerProvider) {
-	h, err := sageotel.NewHandler(sageotel.WithTracerProvider(tp), sageotel.WithMeterProvider(noop.NewMeterProvider()),
-		sageotel.WithCaptureContent(false))
+	h, err := sageotel.NewHandler(sageotel.HandlerOptions{TracerProvider: tp, MeterProvider: noop.NewMeterProvider(), CaptureContent: new(false)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := observability.New(observability.WithHandlers(h))
+	m := observability.New(observability.Options{Handlers: []observability.Handler{h}})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -88,12 +86,11 @@ func BenchmarkSpanPair(b *testing.B) {
 func BenchmarkSpanPairRatio(b *testing.B) {
 	tp := benchProvider()
 	tr := tp.Tracer("raw")
-	h, err := sageotel.NewHandler(sageotel.WithTracerProvider(tp), sageotel.WithMeterProvider(noop.NewMeterProvider()),
-		sageotel.WithCaptureContent(false))
+	h, err := sageotel.NewHandler(sageotel.HandlerOptions{TracerProvider: tp, MeterProvider: noop.NewMeterProvider(), CaptureContent: new(false)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := observability.New(observability.WithHandlers(h))
+	m := observability.New(observability.Options{Handlers: []observability.Handler{h}})
 	ctx := context.Background()
 	const chunk = 256
 	var rawT, hT, mT time.Duration

@@ -48,7 +48,7 @@
 //	sage.llm.prompt_cache.hit_ratio             1        chat calls with input: share read from the cache
 //
 // OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental ([SemconvOptInEnv],
-// or [WithLatestExperimental]) switches the token metrics to the latest
+// or [HandlerOptions].LatestExperimental) switches the token metrics to the latest
 // development conventions instead of the release's: counters
 // gen_ai.client.inference.usage.{input,output,cache_read.input,
 // cache_write.input,reasoning.output}_tokens with gen_ai.token.modality

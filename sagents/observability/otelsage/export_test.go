@@ -223,9 +223,8 @@ func TestSetupExportsTracesAndMetrics(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			t.Setenv("OTEL_SERVICE_NAME", "export-test")
-			m := observability.New(observability.WithLogger(quiet()))
-			shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-				sageotel.WithLogger(quiet()))
+			m := observability.New(observability.Options{Logger: quiet()})
+			shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Logger: quiet()})
 			require.NoError(t, err)
 			emit(m)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -260,9 +259,8 @@ func TestSetupExportersNone(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.addr)
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	t.Setenv("OTEL_TRACES_EXPORTER", "none")
-	m := observability.New(observability.WithLogger(quiet()))
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-		sageotel.WithLogger(quiet()))
+	m := observability.New(observability.Options{Logger: quiet()})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Logger: quiet()})
 	require.NoError(t, err)
 	emit(m)
 	require.NoError(t, shutdown(context.Background()))
@@ -277,10 +275,8 @@ func TestSetupUnreachableMetrics(t *testing.T) {
 	clearOTLPEnv(t)
 	logs := &syncBuffer{}
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	m := observability.New(observability.WithLogger(quiet()))
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-		sageotel.WithEndpoint("http://"+closedPort(t)), sageotel.WithExportTimeout(300*time.Millisecond),
-		sageotel.WithLogger(slogTo(logs)))
+	m := observability.New(observability.Options{Logger: quiet()})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: "http://" + closedPort(t), ExportTimeout: 300 * time.Millisecond, Logger: slogTo(logs)})
 	require.NoError(t, err)
 	emit(m)
 	start := time.Now()
@@ -312,9 +308,8 @@ func TestSetupExistingProviderMeansNoOTLPMetrics(t *testing.T) {
 			r := startReceiver(t, sageotel.ProtocolGRPC)
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.addr)
 			t.Setenv("OTEL_METRICS_EXPORTER", tc.env)
-			m := observability.New(observability.WithLogger(quiet()))
-			shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-				sageotel.WithExistingTracerProvider(sdktrace.NewTracerProvider()), sageotel.WithLogger(quiet()))
+			m := observability.New(observability.Options{Logger: quiet()})
+			shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, TracerProvider: sdktrace.NewTracerProvider(), Logger: quiet()})
 			require.NoError(t, err)
 			emit(m)
 			require.NoError(t, shutdown(context.Background()))

@@ -60,7 +60,7 @@ var conversation = []observability.Message{
 // conventions' message schema, tool_call parts included, and every
 // tool_call_response id points at a tool_call.
 func TestCapturedMessagesKeepToolCalls(t *testing.T) {
-	f := newFixture(t, nil, sageotel.WithCaptureContent(true), sageotel.WithMaxContentLength(64))
+	f := newFixture(t, nil, sageotel.HandlerOptions{CaptureContent: new(true), MaxContentLength: 64})
 	ctx := f.m.LLMStart(context.Background(), observability.LLMRequest{Model: "m", Messages: conversation})
 	f.m.LLMEnd(ctx, observability.LLMResponse{FinishReasons: []string{"tool_calls", "length"}, Messages: []observability.Message{
 		{Role: "assistant", Content: "Two files.", ToolCalls: []observability.ToolCallRef{
@@ -97,7 +97,7 @@ func TestCapturedMessagesKeepToolCalls(t *testing.T) {
 // TestAgentMessagesAreOutputs: the agent's output message says why it
 // finished.
 func TestAgentOutputFinishReason(t *testing.T) {
-	f := newFixture(t, nil, sageotel.WithCaptureContent(true))
+	f := newFixture(t, nil, sageotel.HandlerOptions{CaptureContent: new(true)})
 	ctx := f.m.AgentStart(context.Background(), observability.AgentInfo{Name: "a",
 		Inputs: []observability.Message{{Role: "user", Content: "hi"}}})
 	f.m.AgentEnd(ctx, observability.AgentResult{Outputs: []observability.Message{{Role: "assistant", Content: "hello"}}})

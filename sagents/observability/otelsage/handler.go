@@ -106,44 +106,26 @@ type Handler struct {
 
 var _ observability.Handler = (*Handler)(nil)
 
-// Option configures a [Handler].
-type Option func(*handlerConfig)
-
-type handlerConfig struct {
-	tp       trace.TracerProvider
-	mp       metric.MeterProvider
-	capture  *bool
-	maxLen   int
-	provider string
-	latest   *bool
-}
-
-// WithTracerProvider sets the TracerProvider (default: the global one).
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *handlerConfig) { c.tp = tp }
-}
-
-// WithMeterProvider sets the MeterProvider (default: the global one).
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *handlerConfig) { c.mp = mp }
-}
-
-// WithCaptureContent turns the capture of message content, tool arguments
-// and tool results on or off, overriding CaptureContentEnv.
-func WithCaptureContent(on bool) Option {
-	return func(c *handlerConfig) { c.capture = &on }
-}
-
-// WithMaxContentLength caps each captured content attribute at n bytes
-// (DefaultMaxContentLength when n <= 0).
-func WithMaxContentLength(n int) Option {
-	return func(c *handlerConfig) { c.maxLen = n }
-}
-
-// WithDefaultProvider sets gen_ai.provider.name for model calls whose event
-// does not name one (default "openai").
-func WithDefaultProvider(name string) Option {
-	return func(c *handlerConfig) { c.provider = name }
+// HandlerOptions configures a [Handler]. The zero value uses the global
+// providers and follows the environment.
+type HandlerOptions struct {
+	// TracerProvider defaults to the global one.
+	TracerProvider trace.TracerProvider
+	// MeterProvider defaults to the global one.
+	MeterProvider metric.MeterProvider
+	// CaptureContent turns the capture of message content, tool arguments
+	// and tool results on or off (new(true)); nil follows
+	// CaptureContentEnv.
+	CaptureContent *bool
+	// MaxContentLength caps each captured content attribute in bytes
+	// (DefaultMaxContentLength when <= 0).
+	MaxContentLength int
+	// DefaultProvider is gen_ai.provider.name for model calls whose event
+	// names none ("openai" when empty).
+	DefaultProvider string
+	// LatestExperimental chooses the latest development GenAI conventions
+	// (true) or the pinned release (false); nil follows [SemconvOptInEnv].
+	LatestExperimental *bool
 }
 
 // CaptureContentFromEnv reports whether CaptureContentEnv asks for content
@@ -174,11 +156,21 @@ var (
 	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 )
 
+type handlerConfig struct {
+	tp       trace.TracerProvider
+	mp       metric.MeterProvider
+	capture  *bool
+	maxLen   int
+	provider string
+	latest   *bool
+}
+
 // NewHandler returns an OpenTelemetry handler.
-func NewHandler(opts ...Option) (*Handler, error) {
-	c := handlerConfig{provider: "openai"}
-	for _, o := range opts {
-		o(&c)
+func NewHandler(opts HandlerOptions) (*Handler, error) {
+	c := handlerConfig{tp: opts.TracerProvider, mp: opts.MeterProvider, capture: opts.CaptureContent,
+		maxLen: opts.MaxContentLength, provider: opts.DefaultProvider, latest: opts.LatestExperimental}
+	if c.provider == "" {
+		c.provider = "openai"
 	}
 	if c.tp == nil {
 		c.tp = otelapi.GetTracerProvider()

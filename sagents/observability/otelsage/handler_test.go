@@ -51,15 +51,21 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newFixture(t *testing.T, extra []observability.Handler, opts ...sageotel.Option) *fixture {
+// newFixture records what a handler made with opts (its providers are the
+// fixture's) exports.
+func newFixture(t *testing.T, extra []observability.Handler, opts ...sageotel.HandlerOptions) *fixture {
 	t.Helper()
 	f := &fixture{rec: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), logs: &syncBuffer{}}
 	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.rec))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
-	h, err := sageotel.NewHandler(append([]sageotel.Option{
-		sageotel.WithTracerProvider(f.tp), sageotel.WithMeterProvider(mp)}, opts...)...)
+	var o sageotel.HandlerOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	o.TracerProvider, o.MeterProvider = f.tp, mp
+	h, err := sageotel.NewHandler(o)
 	require.NoError(t, err)
-	f.m = observability.New(observability.WithLogger(slog.New(slog.NewTextHandler(f.logs, nil))))
+	f.m = observability.New(observability.Options{Logger: slog.New(slog.NewTextHandler(f.logs, nil))})
 	f.m.Register(extra...)
 	f.m.Register(h)
 	return f
@@ -243,7 +249,7 @@ func TestContentCapture(t *testing.T) {
 	})
 	t.Run("option-truncates", func(t *testing.T) {
 		t.Setenv(sageotel.CaptureContentEnv, "")
-		f := newFixture(t, nil, sageotel.WithCaptureContent(true), sageotel.WithMaxContentLength(8))
+		f := newFixture(t, nil, sageotel.HandlerOptions{CaptureContent: new(true), MaxContentLength: 8})
 		ctx := f.m.ToolStart(context.Background(), observability.ToolCall{Name: "py", Arguments: strings.Repeat("é", 10)})
 		f.m.ToolEnd(ctx, observability.ToolResult{Result: strings.Repeat("x", 100)})
 		s := f.rec.Ended()[0]
@@ -253,7 +259,7 @@ func TestContentCapture(t *testing.T) {
 	})
 	t.Run("option-off-beats-env", func(t *testing.T) {
 		t.Setenv(sageotel.CaptureContentEnv, "true")
-		f := newFixture(t, nil, sageotel.WithCaptureContent(false))
+		f := newFixture(t, nil, sageotel.HandlerOptions{CaptureContent: new(false)})
 		ctx := f.m.ToolStart(context.Background(), observability.ToolCall{Name: "py", Arguments: "secret"})
 		f.m.ToolEnd(ctx, observability.ToolResult{Result: "secret"})
 		_, has := attrs(f.rec.Ended()[0])["gen_ai.tool.call.arguments"]

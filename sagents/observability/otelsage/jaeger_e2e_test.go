@@ -484,10 +484,8 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	defer model.Close()
 
 	service := fmt.Sprintf("sage-e2e-%d", time.Now().UnixNano())
-	m := observability.New()
-	shutdown, err := sageotel.Setup(context.Background(),
-		sageotel.WithEndpoint(endpoint), sageotel.WithProtocol(protocol), sageotel.WithServiceName(service),
-		sageotel.WithManager(m), sageotel.WithoutGlobal(), sageotel.WithExportTimeout(10*time.Second))
+	m := observability.New(observability.Options{})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Endpoint: endpoint, Protocol: protocol, ServiceName: service, Manager: m, NoGlobal: true, ExportTimeout: 10 * time.Second})
 	require.NoError(t, err)
 
 	// One user turn: chain -> agent -> llm, tool ok, tool failing, llm.

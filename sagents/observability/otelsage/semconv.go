@@ -57,12 +57,6 @@ func optsIn(v, want string) bool {
 	return false
 }
 
-// WithLatestExperimental chooses the latest development GenAI conventions
-// (true) or the pinned release (false), overriding [SemconvOptInEnv].
-func WithLatestExperimental(on bool) Option {
-	return func(c *handlerConfig) { c.latest = &on }
-}
-
 // tokenMetrics records token usage in one version of the conventions.
 type tokenMetrics interface {
 	record(ctx context.Context, set attribute.Set, u observability.Usage, known, embeddings bool)

@@ -91,7 +91,7 @@ func TestSemconvOptIn(t *testing.T) {
 func TestSemconvOptInFailedCall(t *testing.T) {
 	t.Setenv(sageotel.SemconvOptInEnv, "")
 	for _, latest := range []bool{false, true} {
-		f := newFixture(t, nil, sageotel.WithLatestExperimental(latest))
+		f := newFixture(t, nil, sageotel.HandlerOptions{LatestExperimental: new(latest)})
 		ctx := f.m.LLMStart(context.Background(), observability.LLMRequest{Model: "m"})
 		f.m.LLMError(ctx, errors.New("boom"))
 		sums, _ := tokenMetrics(t, f)

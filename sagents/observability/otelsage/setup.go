@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -55,17 +54,8 @@ const DefaultExportTimeout = 5 * time.Second
 // The returned shutdown flushes and stops everything Setup created. It is
 // idempotent and, when ctx has no deadline, bounded by the export timeout
 // (plus a second).
-func Setup(ctx context.Context, opts ...SetupOption) (shutdown func(context.Context) error, err error) {
-	c := setupConfig{exportTimeout: DefaultExportTimeout, log: slog.Default()}
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.exportTimeout <= 0 {
-		c.exportTimeout = DefaultExportTimeout
-	}
-	if c.log == nil {
-		c.log = slog.Default()
-	}
+func Setup(ctx context.Context, opts SetupOptions) (shutdown func(context.Context) error, err error) {
+	c := opts.config()
 	s := &setup{c: &c}
 	if err := s.build(ctx); err != nil {
 		_ = s.close(ctx)
@@ -275,11 +265,12 @@ func (s *setup) handler() error {
 	if s.c.manager == nil {
 		return nil
 	}
-	hopts := []Option{WithTracerProvider(s.tp)}
+	hopts := s.c.handler
+	hopts.TracerProvider = s.tp
 	if s.mp != nil {
-		hopts = append(hopts, WithMeterProvider(s.mp))
+		hopts.MeterProvider = s.mp
 	}
-	h, err := NewHandler(append(hopts, s.c.handlerOpts...)...)
+	h, err := NewHandler(hopts)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -100,9 +101,8 @@ func TestSetupFromEnv(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 			t.Setenv("OTEL_SERVICE_NAME", "env-service")
 			t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-			m := observability.New(observability.WithLogger(quiet()))
-			shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-				sageotel.WithLogger(quiet()))
+			m := observability.New(observability.Options{Logger: quiet()})
+			shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Logger: quiet()})
 			require.NoError(t, err)
 			emit(m)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -119,9 +119,8 @@ func TestSetupOptionsOverrideEnv(t *testing.T) {
 	col := startCollector(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", closedPort(t))
 	t.Setenv("OTEL_SERVICE_NAME", "env-service")
-	m := observability.New(observability.WithLogger(quiet()))
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-		sageotel.WithEndpoint(col.addr), sageotel.WithServiceName("opt-service"), sageotel.WithLogger(quiet()))
+	m := observability.New(observability.Options{Logger: quiet()})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: col.addr, ServiceName: "opt-service", Logger: quiet()})
 	require.NoError(t, err)
 	emit(m)
 	require.NoError(t, shutdown(context.Background()))
@@ -131,9 +130,8 @@ func TestSetupOptionsOverrideEnv(t *testing.T) {
 func TestSetupSamplerFromEnv(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
 	rec := tracetest.NewSpanRecorder()
-	m := observability.New(observability.WithLogger(quiet()))
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-		sageotel.WithEndpoint(closedPort(t)), sageotel.WithSpanProcessor(rec), sageotel.WithLogger(quiet()))
+	m := observability.New(observability.Options{Logger: quiet()})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: closedPort(t), SpanProcessors: []sdktrace.SpanProcessor{rec}, Logger: quiet()})
 	require.NoError(t, err)
 	emit(m)
 	require.NoError(t, shutdown(context.Background()))
@@ -144,10 +142,8 @@ func TestSetupSamplerFromEnv(t *testing.T) {
 // dropped, counted, and the failure is logged once.
 func TestSetupUnreachableCollector(t *testing.T) {
 	logs := &syncBuffer{}
-	m := observability.New(observability.WithLogger(quiet()))
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-		sageotel.WithEndpoint(closedPort(t)), sageotel.WithExportTimeout(300*time.Millisecond),
-		sageotel.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	m := observability.New(observability.Options{Logger: quiet()})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: closedPort(t), ExportTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(t, err)
 
 	done := make(chan struct{})
@@ -176,10 +172,8 @@ func TestSetupUnreachableCollector(t *testing.T) {
 func TestSetupPrometheusEndpoint(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	m := observability.New(observability.WithLogger(quiet()))
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.WithManager(m), sageotel.WithoutGlobal(),
-		sageotel.WithEndpoint(closedPort(t)), sageotel.WithExportTimeout(200*time.Millisecond),
-		sageotel.WithPrometheusListener(ln), sageotel.WithLogger(quiet()))
+	m := observability.New(observability.Options{Logger: quiet()})
+	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: closedPort(t), ExportTimeout: 200 * time.Millisecond, PrometheusListener: ln, Logger: quiet()})
 	require.NoError(t, err)
 	defer func() { _ = shutdown(context.Background()) }()
 	emit(m)

@@ -91,7 +91,7 @@ func (r *recorder) SandboxError(_ context.Context, err error) error {
 // Manager as sandbox runs, nested under the tool run of the context.
 func TestSandboxEvents(t *testing.T) {
 	rec := &recorder{}
-	m := observability.New(observability.WithHandlers(rec))
+	m := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	s, _ := sandboxtest.NewFake()
 	s = sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Passthrough, Observer: m}, s.Driver())
 	ctx := m.ToolStart(context.Background(), observability.ToolCall{Name: "file_read"})
