@@ -69,13 +69,6 @@ func New(t testing.TB, replies ...Reply) *Server {
 	return s
 }
 
-// Enqueue appends replies to the script.
-func (s *Server) Enqueue(r ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.q = append(s.q, r...)
-}
-
 // SetFallback sets the reply function used when the script is empty.
 func (s *Server) SetFallback(f func(Request) Reply) {
 	s.mu.Lock()
