@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+
 	// The aio provider's Docker backend and Redis state store.
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
@@ -63,30 +64,30 @@ func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 
 // cliProvider builds the provider the CLI's remote mode uses, from the
 // environment; keep, so that listing never stops anything.
-func cliProvider() (*aio.Provider, error) {
+func cliProvider() (*orchestrator.Provider, error) {
 	cfg, err := sandbox.ConfigFromEnv()
 	if err != nil {
 		return nil, err
 	}
-	pc := map[string]any{aio.KeyShutdownPolicy: aio.PolicyKeep}
+	pc := map[string]any{orchestrator.KeyShutdownPolicy: orchestrator.PolicyKeep}
 	for k, v := range cfg.Remote.ProviderConfig {
 		pc[k] = v
 	}
 	cfg.Remote.ProviderConfig = pc
-	return aio.ProviderFromConfig(cfg.Remote, aio.ProviderOptions{})
+	return orchestrator.ProviderFromConfig(cfg.Remote, orchestrator.ProviderOptions{})
 }
 
-func sandboxRows(ctx context.Context, p *aio.Provider) ([]sandboxRow, error) {
+func sandboxRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, error) {
 	running, err := p.Backend().ListRunning(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]aio.SandboxInfo{}
+	byID := map[string]orchestrator.SandboxInfo{}
 	for _, r := range running {
 		byID[r.SandboxID] = r
 	}
-	var stored map[string]aio.SandboxInfo
-	if l, ok := p.Store().(aio.Lister); ok {
+	var stored map[string]orchestrator.SandboxInfo
+	if l, ok := p.Store().(orchestrator.Lister); ok {
 		if stored, err = l.List(ctx); err != nil {
 			return nil, err
 		}
@@ -107,7 +108,7 @@ func sandboxRows(ctx context.Context, p *aio.Provider) ([]sandboxRow, error) {
 // row merges the stored record with what runs. Idle time counts from
 // last_used_at, when a process last created or adopted the sandbox
 // (in-process activity is not shared between processes).
-func row(thread string, st, run aio.SandboxInfo, running bool) sandboxRow {
+func row(thread string, st, run orchestrator.SandboxInfo, running bool) sandboxRow {
 	r := sandboxRow{ThreadID: thread, SandboxID: st.SandboxID, URL: st.URL, BackendID: st.ContainerID, Owner: st.Owner, Running: running}
 	if running {
 		r.URL, r.BackendID = run.URL, run.ContainerID
@@ -123,7 +124,7 @@ func row(thread string, st, run aio.SandboxInfo, running bool) sandboxRow {
 	return r
 }
 
-func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) int {
+func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSON bool) int {
 	rows, err := sandboxRows(ctx, p)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
@@ -151,7 +152,7 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) i
 	return 0
 }
 
-func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []string, all, purge bool) int {
+func sandboxRm(ctx context.Context, env *cliEnv, p *orchestrator.Provider, threads []string, all, purge bool) int {
 	if all {
 		rows, err := sandboxRows(ctx, p)
 		if err != nil {
@@ -178,7 +179,7 @@ func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []stri
 
 // rmThread releases one thread's sandbox and says where its files are
 // (or deletes them with purge). A thread nobody knows is an error.
-func rmThread(ctx context.Context, env *cliEnv, p *aio.Provider, t string, purge bool) error {
+func rmThread(ctx context.Context, env *cliEnv, p *orchestrator.Provider, t string, purge bool) error {
 	if purge {
 		if err := p.PurgeThread(ctx, t); err != nil {
 			return err
@@ -191,7 +192,7 @@ func rmThread(ctx context.Context, env *cliEnv, p *aio.Provider, t string, purge
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("sage sandbox rm %s: %w", t, aio.ErrNoThread)
+		return fmt.Errorf("sage sandbox rm %s: %w", t, orchestrator.ErrNoThread)
 	}
 	if err := p.ReleaseThread(ctx, t); err != nil {
 		return err
