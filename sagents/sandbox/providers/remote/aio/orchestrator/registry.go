@@ -32,7 +32,7 @@ var (
 // under name, as database/sql drivers do. Backend packages call it from
 // init:
 //
-//	func init() { aio.RegisterBackend("docker", newFromConfig) }
+//	func init() { orchestrator.RegisterBackend("docker", newFromConfig) }
 //
 // Import the package (for its side effect) to use it:
 // ".../aio/dockerbackend" registers "docker", the provisioner client
