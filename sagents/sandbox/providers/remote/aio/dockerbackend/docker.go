@@ -31,6 +31,10 @@ const (
 	// share a Docker engine (and even a prefix) never see each other's
 	// containers.
 	LabelInstallation = "sage.sandbox.installation"
+	// LabelPool is the pool slot id of a container started for the warm
+	// pool (its first sandbox id); once claimed, the container's name
+	// carries the thread's sandbox id.
+	LabelPool = "sage.sandbox.pool"
 )
 
 // DefaultPrefix is the default container name prefix.
@@ -229,6 +233,9 @@ func (b *Backend) spec(req orchestrator.CreateRequest) (*container.Config, *cont
 		Labels: map[string]string{LabelManaged: "1", LabelID: req.SandboxID, LabelThread: req.ThreadID,
 			LabelOwner: req.Owner, LabelPrefix: b.o.Prefix, LabelInstallation: b.o.Installation},
 	}
+	if req.PoolSlot != "" {
+		cfg.Labels[LabelPool] = req.PoolSlot
+	}
 	hc := &container.HostConfig{
 		PortBindings: nat.PortMap{port: []nat.PortBinding{{HostIP: b.o.HostIP, HostPort: "0"}}},
 		Mounts:       binds(req),
@@ -271,6 +278,10 @@ func (b *Backend) toInfo(ins container.InspectResponse) (orchestrator.SandboxInf
 		info.ThreadID = ins.Config.Labels[LabelThread]
 		info.Owner = ins.Config.Labels[LabelOwner]
 		info.Token = tokenFrom(ins.Config.Env)
+		if slot := ins.Config.Labels[LabelPool]; slot != "" {
+			info.PoolSlot = slot
+			info.SandboxID = b.idFromName(info.ContainerName, slot)
+		}
 	}
 	if t, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil {
 		info.CreatedAt = t
@@ -364,7 +375,7 @@ func (b *Backend) Discover(ctx context.Context, sandboxID string) (orchestrator.
 }
 
 func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
-	list, err := b.list(ctx, filters.Arg("label", LabelID+"="+sandboxID))
+	list, err := b.list(ctx, false, filters.Arg("label", LabelID+"="+sandboxID))
 	if err != nil || len(list) == 0 {
 		return orchestrator.SandboxInfo{}, false, err
 	}
@@ -372,12 +383,13 @@ func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (orches
 }
 
 // ListRunning lists the running containers with this backend's prefix
-// and installation.
+// and installation, except the warm pool's unclaimed ones (ListPool).
 func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
-	return b.list(ctx)
+	return b.list(ctx, false)
 }
 
-func (b *Backend) list(ctx context.Context, fs ...filters.KeyValuePair) ([]orchestrator.SandboxInfo, error) {
+// list lists running containers (the unclaimed pool's when pooled).
+func (b *Backend) list(ctx context.Context, pooled bool, fs ...filters.KeyValuePair) ([]orchestrator.SandboxInfo, error) {
 	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(append(fs, b.scope()...)...)})
 	if err != nil {
 		return nil, fmt.Errorf("docker: list: %w", err)
@@ -391,7 +403,7 @@ func (b *Backend) list(ctx context.Context, fs ...filters.KeyValuePair) ([]orche
 		if err != nil {
 			return nil, fmt.Errorf("docker: inspect %s: %w", c.ID, err)
 		}
-		if info, err := b.toInfo(ins); err == nil && ins.State != nil && ins.State.Running {
+		if info, err := b.toInfo(ins); err == nil && ins.State != nil && ins.State.Running && pooled == unclaimed(info) {
 			out = append(out, info)
 		}
 	}

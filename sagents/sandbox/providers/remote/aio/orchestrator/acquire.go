@@ -46,6 +46,8 @@ type Provider struct {
 	shutErr  error
 	stopReap chan struct{}
 	reapDone chan struct{}
+
+	pool *pool // nil without a warm pool
 }
 
 type entry struct {
@@ -71,6 +73,9 @@ func NewProvider(o ProviderOptions) (*Provider, error) {
 	}
 	p := &Provider{o: o, byThread: map[string]*entry{}, bySandbox: map[string]*entry{},
 		locks: map[string]*threadLock{}, stopReap: make(chan struct{}), reapDone: make(chan struct{})}
+	if o.PoolSize > 0 {
+		p.startPool()
+	}
 	if o.IdleTimeout > 0 {
 		go p.reap()
 	} else {
@@ -283,10 +288,16 @@ func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) 
 	if err := aioapi.WaitReady(rctx, info.URL, aioapi.ReadyOptions{Token: info.Token}); err != nil {
 		return nil, err
 	}
+	return p.open(rctx, info)
+}
+
+// open opens a Handle on a ready sandbox, its requests counted as the
+// entry's activity.
+func (p *Provider) open(ctx context.Context, info SandboxInfo) (*entry, error) {
 	e := &entry{info: info}
 	e.act.onUse = func() { p.touchBackend(e) }
 	e.touch()
-	h, err := aiodriver.Open(rctx, aiodriver.OpenOptions{ServerURL: info.URL, Token: info.Token, SandboxID: info.SandboxID,
+	h, err := aiodriver.Open(ctx, aiodriver.OpenOptions{ServerURL: info.URL, Token: info.Token, SandboxID: info.SandboxID,
 		Timeout: p.o.Timeout, Env: p.o.Env, Transport: e.act.transport(nil)})
 	if err != nil {
 		return nil, err

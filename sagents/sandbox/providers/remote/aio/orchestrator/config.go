@@ -34,6 +34,8 @@ const (
 	KeyStateStoreAddr    = "state_store_addr" // a directory, or redis://host:port/db
 	KeyShutdownPolicy    = "shutdown_policy"  // release (default) or keep
 	KeyHome              = "home"             // default SAGE_HOME
+	KeyPoolSize          = "pool_size"        // warm pool: started, unassigned sandboxes (0: none)
+	KeyMaxSandboxes      = "max_sandboxes"    // bound on held plus pooled sandboxes (0: none)
 	// KeyInstallationID separates deployments sharing an engine (docker;
 	// default: derived from home).
 	KeyInstallationID = "installation_id"
@@ -43,7 +45,8 @@ const (
 // ProviderConfig keys (above), then the environment: SAGE_PROVISIONER_URL
 // and SAGE_PROVISIONER_API_KEY, SAGE_AIO_STATE_STORE and
 // SAGE_AIO_STATE_ADDR, SAGE_AIO_IMAGE, SAGE_AIO_CONTAINER_PREFIX,
-// SAGE_AIO_IDLE_TIMEOUT, SAGE_AIO_RUNTIME. The backend is "provisioner" when a provisioner
+// SAGE_AIO_IDLE_TIMEOUT, SAGE_AIO_RUNTIME, SAGE_AIO_POOL_SIZE,
+// SAGE_AIO_MAX_SANDBOXES. The backend is "provisioner" when a provisioner
 // URL is set, else "docker"; either must be registered (import its
 // package).
 func ProviderFromConfig(rc sandbox.RemoteConfig, base ProviderOptions) (*Provider, error) {
@@ -82,7 +85,8 @@ func withEnvDefaults(rc sandbox.RemoteConfig) map[string]any {
 	envKeys := map[string]string{KeyProvisionerURL: "SAGE_PROVISIONER_URL", KeyProvisionerAPIKey: "SAGE_PROVISIONER_API_KEY",
 		KeyStateStore: "SAGE_AIO_STATE_STORE", KeyStateStoreAddr: "SAGE_AIO_STATE_ADDR", KeyImage: "SAGE_AIO_IMAGE",
 		KeyContainerPrefix: "SAGE_AIO_CONTAINER_PREFIX", KeyIdleTimeout: "SAGE_AIO_IDLE_TIMEOUT",
-		KeyInstallationID: "SAGE_AIO_INSTALLATION_ID", KeyRuntime: "SAGE_AIO_RUNTIME"}
+		KeyInstallationID: "SAGE_AIO_INSTALLATION_ID", KeyRuntime: "SAGE_AIO_RUNTIME",
+		KeyPoolSize: "SAGE_AIO_POOL_SIZE", KeyMaxSandboxes: "SAGE_AIO_MAX_SANDBOXES"}
 	for k, env := range envKeys {
 		if _, set := pc[k]; !set {
 			if v := os.Getenv(env); v != "" {
@@ -118,6 +122,8 @@ func applyConfig(o *ProviderOptions, pc map[string]any) error {
 	}
 	set(intKey(pc, KeyPort, &o.Port))
 	set(intKey(pc, KeyMemoryMB, &o.MemoryMB))
+	set(intKey(pc, KeyPoolSize, &o.PoolSize))
+	set(intKey(pc, KeyMaxSandboxes, &o.MaxSandboxes))
 	set(floatKey(pc, KeyCPUs, &o.CPUs))
 	set(durKey(pc, KeyIdleTimeout, &o.IdleTimeout))
 	set(durKey(pc, KeyReapInterval, &o.ReapInterval))

@@ -16,6 +16,17 @@ func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, er
 	if err := stillHeld(ctx, threadID); err != nil {
 		return nil, err
 	}
+	if threadID != "" {
+		if e := p.claim(ctx, threadID, sid); e != nil {
+			return e, p.commit(ctx, e)
+		}
+		if err := p.detachStale(threadID); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.checkLimit(); err != nil {
+		return nil, err
+	}
 	mounts, err := p.threadMounts(threadID)
 	if err != nil {
 		return nil, err
@@ -37,10 +48,22 @@ func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, er
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("sandbox %s: %w", sid, err), p.destroy(ctx, info))
 	}
+	if err := p.commit(ctx, e); err != nil {
+		return nil, err
+	}
+	p.o.Logger.Debug("aio: created sandbox", "thread", threadID, "sandbox", sid, "url", info.URL)
+	return e, nil
+}
+
+// commit saves e's state (for a thread) and caches it; on failure
+// nothing is left behind: the handle is closed, the state removed and the
+// sandbox destroyed.
+func (p *Provider) commit(ctx context.Context, e *entry) error {
+	info, threadID := e.info, e.info.ThreadID
 	if threadID != "" {
 		if err := p.o.Store.Save(ctx, threadID, info); err != nil {
 			e.h.Close(context.WithoutCancel(ctx))
-			return nil, errors.Join(err, p.destroy(ctx, info))
+			return errors.Join(err, p.destroy(ctx, info))
 		}
 	}
 	if err := p.cache(e); err != nil { // shut down meanwhile: leave nothing behind
@@ -49,10 +72,9 @@ func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, er
 		if threadID != "" {
 			rerr = p.o.Store.Remove(context.WithoutCancel(ctx), threadID)
 		}
-		return nil, errors.Join(err, p.destroy(ctx, info), rerr)
+		return errors.Join(err, p.destroy(ctx, info), rerr)
 	}
-	p.o.Logger.Debug("aio: created sandbox", "thread", threadID, "sandbox", sid, "url", info.URL)
-	return e, nil
+	return nil
 }
 
 func (p *Provider) request(threadID, sid string, mounts []sandbox.VolumeMount) CreateRequest {
@@ -94,6 +116,29 @@ func (p *Provider) destroy(ctx context.Context, info SandboxInfo) error {
 	defer cancel()
 	if err := p.o.Backend.Destroy(dctx, info); err != nil {
 		return fmt.Errorf("destroy %s: %w", info.SandboxID, err)
+	}
+	if info.PoolSlot != "" {
+		if err := p.detachSlot(info.ThreadID, info.PoolSlot); err != nil {
+			return fmt.Errorf("destroy %s: %w", info.SandboxID, err)
+		}
+	}
+	return nil
+}
+
+// ErrTooManySandboxes is returned (wrapped) when a new sandbox would
+// exceed max_sandboxes.
+var ErrTooManySandboxes = errors.New("aio: max_sandboxes reached")
+
+// checkLimit refuses a new sandbox when this process holds MaxSandboxes.
+func (p *Provider) checkLimit() error {
+	if p.o.MaxSandboxes <= 0 {
+		return nil
+	}
+	p.mu.RLock()
+	n := len(p.bySandbox)
+	p.mu.RUnlock()
+	if n >= p.o.MaxSandboxes {
+		return fmt.Errorf("%w: this process holds %d (release one, or raise max_sandboxes)", ErrTooManySandboxes, n)
 	}
 	return nil
 }

@@ -26,6 +26,11 @@ type SandboxInfo struct {
 	// LastUsed is when a process last created or adopted it (processes
 	// do not share their in-memory activity); zero if unknown.
 	LastUsed time.Time `json:"last_used_at,omitempty"`
+	// PoolSlot is set on a sandbox started for the warm pool: its
+	// /mnt/user-data is the host directory Home/pool/<PoolSlot>/user-data,
+	// into which a claiming thread's files are moved (and moved back when
+	// the sandbox is destroyed). Unclaimed, SandboxID == PoolSlot.
+	PoolSlot string `json:"pool_slot,omitempty"`
 }
 
 // CreateRequest asks a backend for a new sandbox.
@@ -43,6 +48,21 @@ type CreateRequest struct {
 	// (the sage-sandbox image reads it from SAGE_SANDBOXD_TOKEN, which the
 	// provider puts in Env too).
 	Token string
+	// PoolSlot marks a warm-pool sandbox (labelled so; see Pooler).
+	PoolSlot string
+}
+
+// Pooler is implemented by backends that can keep a warm pool of
+// started, unassigned sandboxes (CreateRequest.PoolSlot set).
+type Pooler interface {
+	// Claim hands the unclaimed pool sandbox pooled to thread threadID
+	// under the id sandboxID: from then on Discover(sandboxID) finds it
+	// and ListPool does not list it. It fails if the sandbox is gone or
+	// another sandbox already has that id.
+	Claim(ctx context.Context, pooled SandboxInfo, sandboxID, threadID string) (SandboxInfo, error)
+	// ListPool lists this backend's running, unclaimed pool sandboxes
+	// (of every owner).
+	ListPool(ctx context.Context) ([]SandboxInfo, error)
 }
 
 // Backend runs sandbox containers: Docker directly, or a provisioner

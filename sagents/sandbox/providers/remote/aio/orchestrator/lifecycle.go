@@ -251,7 +251,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 			p.shutErr = fmt.Errorf("aio: shutdown: waiting for the reaper: %w", ctx.Err())
 			return
 		}
-		p.shutErr = p.shutdownEntries(ctx)
+		p.shutErr = errors.Join(p.stopPool(ctx), p.shutdownEntries(ctx))
 	})
 	return p.shutErr
 }

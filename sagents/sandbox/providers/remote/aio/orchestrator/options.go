@@ -72,7 +72,13 @@ type ProviderOptions struct {
 	// TouchInterval is how often, at most, a used sandbox is touched on a
 	// backend that implements Toucher (default DefaultTouchInterval).
 	TouchInterval time.Duration
-	Logger        *slog.Logger
+	// PoolSize is how many started, ready, unassigned sandboxes the warm
+	// pool keeps (0: no pool); the backend must implement Pooler.
+	PoolSize int
+	// MaxSandboxes bounds the sandboxes this process holds plus its pool
+	// (0: no limit); PoolSize may not exceed it.
+	MaxSandboxes int
+	Logger       *slog.Logger
 }
 
 func (o *ProviderOptions) defaults() error {
@@ -85,6 +91,9 @@ func (o *ProviderOptions) defaults() error {
 	case PolicyRelease, PolicyKeep:
 	default:
 		return &sandbox.ConfigError{Field: "shutdown_policy", Value: o.ShutdownPolicy, Reason: "want release or keep"}
+	}
+	if err := o.checkPool(); err != nil {
+		return err
 	}
 	if o.IdleTimeout < 0 || o.ReapInterval < 0 || o.ReadyTimeout < 0 {
 		return &sandbox.ConfigError{Field: "idle_timeout", Reason: "durations must not be negative"}

@@ -21,13 +21,14 @@ type sandboxInfoJSON struct {
 	Backend       string          `json:"backend,omitempty"`
 	CreatedAt     json.RawMessage `json:"created_at,omitempty"`
 	LastUsed      json.RawMessage `json:"last_used_at,omitempty"`
+	PoolSlot      string          `json:"pool_slot,omitempty"`
 }
 
 // MarshalJSON writes the seed format (created_at in Unix seconds).
 func (s SandboxInfo) MarshalJSON() ([]byte, error) {
 	w := sandboxInfoJSON{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL,
 		ContainerName: s.ContainerName, ContainerID: s.ContainerID, Owner: s.Owner,
-		Token: s.Token, Backend: s.Backend}
+		Token: s.Token, Backend: s.Backend, PoolSlot: s.PoolSlot}
 	if !s.CreatedAt.IsZero() {
 		w.CreatedAt = unixSeconds(s.CreatedAt)
 	}
@@ -47,7 +48,7 @@ func (s *SandboxInfo) UnmarshalJSON(b []byte) error {
 	}
 	*s = SandboxInfo{SandboxID: w.SandboxID, ThreadID: w.ThreadID, URL: w.URL,
 		ContainerName: w.ContainerName, ContainerID: w.ContainerID, Owner: w.Owner,
-		Token: w.Token, Backend: w.Backend}
+		Token: w.Token, Backend: w.Backend, PoolSlot: w.PoolSlot}
 	if s.URL == "" {
 		s.URL = w.BaseURL
 	}
