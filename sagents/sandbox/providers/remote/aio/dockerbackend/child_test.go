@@ -37,6 +37,8 @@ func runChild(mode string) int {
 	switch mode {
 	case "acquire":
 		return childAcquire(b, store, thread)
+	case "pool":
+		return childPool(b, store)
 	case "hold-lock":
 		if _, err := store.Lock(context.Background(), thread); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -20,7 +20,8 @@ type pool struct {
 	filling int
 	closed  bool
 
-	kick chan struct{} // a slot was claimed (buffered, 1)
+	changed chan struct{} // closed and replaced when idle grows
+	kick    chan struct{} // a slot was claimed (buffered, 1)
 	stop chan struct{}
 	done chan struct{}
 }
@@ -42,8 +43,35 @@ func (p *Provider) Pool() PoolStats {
 	return PoolStats{Size: p.o.PoolSize, Idle: len(p.pool.idle), Filling: p.pool.filling}
 }
 
+// WaitPool blocks until at least n pool sandboxes are idle (at most
+// pool_size), e.g. to warm up before serving; it fails when ctx ends or
+// the provider has no pool or shuts down.
+func (p *Provider) WaitPool(ctx context.Context, n int) error {
+	if p.pool == nil {
+		return fmt.Errorf("aio: wait for the warm pool: pool_size is 0")
+	}
+	n = min(n, p.o.PoolSize)
+	for {
+		p.pool.mu.Lock()
+		idle, closed, ch := len(p.pool.idle), p.pool.closed, p.pool.changed
+		p.pool.mu.Unlock()
+		switch {
+		case idle >= n:
+			return nil
+		case closed:
+			return fmt.Errorf("aio: wait for the warm pool: %w", sandbox.ErrClosed)
+		}
+		select {
+		case <-ch:
+		case <-p.pool.stop:
+		case <-ctx.Done():
+			return fmt.Errorf("aio: wait for the warm pool (%d of %d idle): %w", idle, n, ctx.Err())
+		}
+	}
+}
+
 func (p *Provider) startPool() {
-	p.pool = &pool{kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	p.pool = &pool{changed: make(chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go p.fill()
 }
 
@@ -111,6 +139,8 @@ func (p *Provider) addSlot(info SandboxInfo, err error) bool {
 	closed := p.pool.closed
 	if err == nil && !closed {
 		p.pool.idle = append(p.pool.idle, info)
+		close(p.pool.changed)
+		p.pool.changed = make(chan struct{})
 	}
 	p.pool.mu.Unlock()
 	if err == nil && closed {
