@@ -33,12 +33,15 @@ type sandboxRow struct {
 	IdleText  string        `json:"idle"`
 	Owner     string        `json:"owner"`
 	Running   bool          `json:"running"`
+	// Pool marks an unassigned warm-pool sandbox (ls --pool).
+	Pool bool `json:"pool,omitempty"`
 }
 
 func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("sage sandbox "+args[0], map[string]string{
-		"ls": "sage sandbox ls [--json]", "rm": "sage sandbox rm [--purge] THREAD... | --all"}[args[0]])
+		"ls": "sage sandbox ls [--json] [--pool]", "rm": "sage sandbox rm [--purge] THREAD... | --all"}[args[0]])
 	asJSON := fs.Bool("json", false, "ls: print JSON")
+	poolOnly := fs.Bool("pool", false, "ls: list the warm pool's unassigned sandboxes (pool_size) instead")
 	all := fs.Bool("all", false, "rm: release every sandbox")
 	purge := fs.Bool("purge", false, "rm: also delete the threads' files (SAGE_HOME/threads/THREAD)")
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
@@ -57,7 +60,7 @@ func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer p.Shutdown(context.WithoutCancel(ctx))
 	if args[0] == "ls" {
-		return sandboxLs(ctx, env, p, *asJSON)
+		return sandboxLs(ctx, env, p, *asJSON, *poolOnly)
 	}
 	return sandboxRm(ctx, env, p, rest, *all, *purge)
 }
@@ -73,6 +76,7 @@ func cliProvider() (*orchestrator.Provider, error) {
 	for k, v := range cfg.Remote.ProviderConfig {
 		pc[k] = v
 	}
+	pc[orchestrator.KeyPoolSize] = "0" // the CLI only looks: it keeps no pool of its own
 	cfg.Remote.ProviderConfig = pc
 	return orchestrator.ProviderFromConfig(cfg.Remote, orchestrator.ProviderOptions{})
 }
@@ -124,8 +128,32 @@ func row(thread string, st, run orchestrator.SandboxInfo, running bool) sandboxR
 	return r
 }
 
-func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSON bool) int {
-	rows, err := sandboxRows(ctx, p)
+// poolRows lists the warm pools' unassigned sandboxes (every process's).
+func poolRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, error) {
+	pl, ok := p.Backend().(orchestrator.Pooler)
+	if !ok {
+		return nil, fmt.Errorf("sage sandbox ls --pool: the %T backend keeps no warm pool", p.Backend())
+	}
+	slots, err := pl.ListPool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := []sandboxRow{}
+	for _, s := range slots {
+		r := row("", s, s, true)
+		r.Pool = true
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].SandboxID < rows[j].SandboxID })
+	return rows, nil
+}
+
+func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSON, poolOnly bool) int {
+	list := sandboxRows
+	if poolOnly {
+		list = poolRows
+	}
+	rows, err := list(ctx, p)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -145,6 +173,9 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSO
 			id = id[:12]
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.ThreadID, r.SandboxID, r.URL, id, r.IdleText, r.Owner, r.Running)
+	}
+	if poolOnly {
+		fmt.Fprintf(tw, "%d unassigned pool sandboxes\n", len(rows))
 	}
 	if err := tw.Flush(); err != nil {
 		return fail(env, exitSandboxError, err)

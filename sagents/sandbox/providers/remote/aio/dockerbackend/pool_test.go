@@ -2,8 +2,10 @@ package dockerbackend_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -247,4 +249,36 @@ func catOwner(ctx context.Context, p *orchestrator.Provider, sid string) (string
 		return "", err
 	}
 	return res.Stdout, nil
+}
+
+// `sage sandbox ls --pool` counts the unassigned pool sandboxes (and
+// plain ls does not list them as threads).
+func TestSandboxLsPool(t *testing.T) {
+	f := newFixture(t)
+	p := f.provider(t, pooled(2))
+	require.NoError(t, p.WaitPool(ctxT(t), 2))
+	bin, err := staticSage()
+	require.NoError(t, err)
+	run := func(args ...string) string {
+		cmd := exec.Command(bin, append([]string{"sandbox", "ls"}, args...)...)
+		cmd.Env = append(os.Environ(), "SAGE_HOME="+f.home, "SAGE_AIO_CONTAINER_PREFIX="+f.prefix,
+			"SAGE_AIO_INSTALLATION_ID="+f.backend(t).Installation(), "SAGE_AIO_POOL_SIZE=3")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	out := run("--pool")
+	assert.Contains(t, out, "2 unassigned pool sandboxes")
+	var rows []struct {
+		SandboxID string `json:"sandbox_id"`
+		Pool      bool   `json:"pool"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(run("--pool", "--json")), &rows))
+	require.Len(t, rows, 2)
+	for _, r := range rows {
+		assert.True(t, r.Pool)
+		assert.True(t, strings.HasPrefix(r.SandboxID, "pool-"), r.SandboxID)
+	}
+	assert.NotContains(t, run(), "pool-", "plain ls lists threads, not the pool")
+	assert.Len(t, f.poolContainers(t), 2, "the CLI started no pool of its own (SAGE_AIO_POOL_SIZE is ignored by it)")
 }
