@@ -22,8 +22,8 @@ type pool struct {
 
 	changed chan struct{} // closed and replaced when idle grows
 	kick    chan struct{} // a slot was claimed (buffered, 1)
-	stop chan struct{}
-	done chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // PoolStats counts the warm pool of a Provider.
