@@ -68,7 +68,7 @@ func TestPoolConfigErrors(t *testing.T) {
 	info, ok := p.Info(sid)
 	require.True(t, ok)
 	assert.Empty(t, info.PoolSlot, "the claim failed: a sandbox created as without a pool")
-	assert.GreaterOrEqual(t, fb.creates.Load(), int64(3), "two slots, then the fallback")
+	assert.GreaterOrEqual(t, fb.creates.Load(), int32(3), "two slots, then the fallback")
 	require.NoError(t, p.Shutdown(context.Background()))
 	assert.Zero(t, fb.count(), "Shutdown destroyed the pool and the thread's sandbox")
 	assert.FileExists(t, filepath.Join(home, "threads", "t1", "user-data", "workspace", "f"))
