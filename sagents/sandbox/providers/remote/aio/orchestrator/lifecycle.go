@@ -108,6 +108,7 @@ func (p *Provider) releaseStored(ctx context.Context, threadID string) error {
 		return err
 	}
 	if found {
+		info.ThreadID = threadID // a claimed pool sandbox's labels do not say
 		if err := p.destroy(ctx, info); err != nil {
 			return err
 		}

@@ -41,6 +41,9 @@ func (p *Provider) slotMounts(slot string) ([]sandbox.VolumeMount, error) {
 }
 
 func (p *Provider) removeSlot(slot string) error {
+	if !sandbox.ValidID(slot) {
+		return fmt.Errorf("pool slot %q: not a valid slot id", slot)
+	}
 	if err := os.RemoveAll(filepath.Join(p.o.Home, "pool", slot)); err != nil {
 		return fmt.Errorf("remove pool slot directory: %w", err)
 	}
@@ -86,7 +89,17 @@ func (p *Provider) attachSlot(threadID, slot string) error {
 	if err := os.Symlink(dir, base); err != nil {
 		return undo(errors.Join(fmt.Errorf("pool slot %s: %w", slot, err), os.Mkdir(base, 0o755)))
 	}
+	// Whoever destroys the sandbox later may know only its slot (the
+	// backend's labels say nothing of the thread): the marker, outside
+	// what the sandbox sees, says whose files these are.
+	if err := os.WriteFile(p.slotMarker(slot), []byte(threadID), 0o600); err != nil {
+		return undo(errors.Join(fmt.Errorf("pool slot %s: %w", slot, err), os.Remove(base), os.Mkdir(base, 0o755)))
+	}
 	return nil
+}
+
+func (p *Provider) slotMarker(slot string) string {
+	return filepath.Join(p.o.Home, "pool", slot, "thread")
 }
 
 // detachSlot moves a destroyed pool sandbox's thread files back from its
@@ -94,6 +107,12 @@ func (p *Provider) attachSlot(threadID, slot string) error {
 // slot directory.
 func (p *Provider) detachSlot(threadID, slot string) error {
 	var errs []error
+	if !sandbox.ValidID(slot) {
+		return fmt.Errorf("pool slot %q: not a valid slot id", slot)
+	}
+	if b, err := os.ReadFile(p.slotMarker(slot)); err == nil && len(b) <= 64 {
+		threadID = string(b)
+	}
 	if threadID != "" && sandbox.ValidID(threadID) {
 		base, dir := p.threadData(threadID), p.slotDir(slot)
 		if target, err := os.Readlink(base); err == nil && target == dir {
