@@ -98,6 +98,12 @@ func TestPoolClaimAttachesThreadFiles(t *testing.T) {
 	}
 	assert.NoDirExists(t, filepath.Join(f.home, "pool", info.PoolSlot), "the slot directory is removed")
 
+	// Another process (which knows the sandbox only from the backend and
+	// the store) releases pool-b: its files move back too.
+	q := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
+	require.NoError(t, q.ReleaseThread(ctxT(t), "pool-b"))
+	assert.FileExists(t, filepath.Join(p.ThreadDir("pool-b"), "user-data", "workspace", "other.txt"))
+
 	require.NoError(t, p.Shutdown(ctxT(t)))
 	assert.Empty(t, f.containers(t), "Shutdown reaps the pool (and releases the threads)")
 	left, _ := os.ReadDir(filepath.Join(f.home, "pool"))
