@@ -130,6 +130,7 @@ func (p *Provider) forgetLocked(e *entry) {
 	if t := e.info.ThreadID; t != "" && p.byThread[t] == e {
 		delete(p.byThread, t)
 	}
+	p.kickPool()
 }
 
 // releaseEntry closes e's handle and destroys an anonymous sandbox.

@@ -197,11 +197,20 @@ func (p *Provider) takeSlot() (SandboxInfo, bool) {
 	}
 	info := p.pool.idle[len(p.pool.idle)-1]
 	p.pool.idle = p.pool.idle[:len(p.pool.idle)-1]
+	p.kickPool()
+	return info, true
+}
+
+// kickPool asks the filler to top the pool up (a slot was claimed, or a
+// sandbox released under max_sandboxes).
+func (p *Provider) kickPool() {
+	if p.pool == nil {
+		return
+	}
 	select {
 	case p.pool.kick <- struct{}{}:
 	default:
 	}
-	return info, true
 }
 
 // claim gives the thread a pool sandbox: its files are moved into the
