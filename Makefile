@@ -46,13 +46,13 @@ bench: setup
 	$(BENCH) -bench 'ExecTrue' ./sagents/sandbox/providers/passthrough/ | tee $(BIN)/bench-passthrough.txt
 	$(BENCH) -bench 'True' ./sagents/sandbox/providers/local/ | tee $(BIN)/bench-local.txt
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory' -benchtime 1x -count 1 ./sagents/sandbox/providers/local/ | tee -a $(BIN)/bench-local.txt
-	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/ | tee $(BIN)/bench-remote.txt
+	$(BENCH) -bench 'ExecTrue|HTTPOverhead' ./sagents/sandbox/providers/remote/aio/aiodriver/ | tee $(BIN)/bench-remote.txt
 	$(BENCH) -bench 'ExecdTrue|ExecTrue' ./sagents/sandbox/providers/remote/opensandbox/ | tee $(BIN)/bench-opensandbox.txt
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
 	$(BENCH) -bench 'FileRead' ./sagents/mcpserver/ | tee $(BIN)/bench-mcp.txt
 	$(GO) test -run '^$$' -bench Transfer100MB -benchtime 5x -count 3 ./sagents/sandbox/providers/local/egress/ | tee $(BIN)/bench-egress.txt
-	$(GO) test -run '^$$' -bench 'BaselineDockerRun|AcquireNew|AcquireRecovered|First200Runsc' -benchtime 8x -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee $(BIN)/bench-aio.txt
+	$(GO) test -run '^$$' -bench 'BaselineDockerRun|AcquireNew|AcquirePooled|AcquireRecovered|First200Runsc' -benchtime 8x -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee $(BIN)/bench-aio.txt
 	$(GO) test -run '^$$' -bench 'AcquireCached' -benchmem -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee -a $(BIN)/bench-aio.txt
 	@echo; echo "== ratios (median of 5)"
 	@fail=0; \
@@ -65,6 +65,7 @@ bench: setup
 	bash scripts/bench-ratio.sh $(BIN)/bench-mcp.txt BenchmarkDirectFileRead BenchmarkMCPFileRead || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-opensandbox.txt BenchmarkBaselineExecdTrue BenchmarkOpenSandboxExecTrue 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkAcquireNew BenchmarkAcquirePooled 0.1 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkLocalExecTrue BenchmarkGvisorExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkFirst200Runsc || fail=$$((fail+1)); \
 	if [ $$fail -gt 0 ]; then echo "bench: $$fail ratio(s) NOT met or missing"; exit 1; fi

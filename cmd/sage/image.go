@@ -4,8 +4,8 @@ import (
 	"context"
 	"os"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 func init() {
@@ -19,7 +19,7 @@ func init() {
 func runImage(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("sage image build", "sage image build [--tag T] [--binary SAGE] [--busybox PATH] [--python PATH|none] [--force]")
 	o := dockerbackend.BuildOptions{}
-	fs.StringVar(&o.Tag, "tag", aio.DefaultImage, "image `tag`")
+	fs.StringVar(&o.Tag, "tag", orchestrator.DefaultImage, "image `tag`")
 	fs.StringVar(&o.SageBinary, "binary", "", "static sage `binary` to put in the image (default: this executable, which must be built with CGO_ENABLED=0)")
 	fs.StringVar(&o.Busybox, "busybox", "/bin/busybox", "static busybox `path` (Debian: busybox-static)")
 	python := fs.String("python", "auto", "host python3 to copy into the image with its standard library and shared libraries (`path`); auto: /usr/bin/python3 when it exists; none: no Python")

@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend" // registers backend "docker"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
 )
 
@@ -104,7 +104,7 @@ func (f *provisionerFlags) check() error {
 	return nil
 }
 
-func (f *provisionerFlags) serverOptions(b aio.Backend, logger *slog.Logger) provisioner.Options {
+func (f *provisionerFlags) serverOptions(b orchestrator.Backend, logger *slog.Logger) provisioner.Options {
 	return provisioner.Options{Backend: b, BackendName: f.backend, APIKey: f.apiKey, Logger: logger,
 		Mounts:   provisioner.MountPolicy{Prefixes: f.mountPrefixes, DropUnlisted: f.dropUnlisted},
 		Defaults: provisioner.Defaults{Image: f.image, Port: f.port, MemoryMB: f.memoryMB, CPUs: f.cpus}}
@@ -112,9 +112,9 @@ func (f *provisionerFlags) serverOptions(b aio.Backend, logger *slog.Logger) pro
 
 // openBackend returns the backend and, for kubernetes with --idle-ttl,
 // the reaper loop to run.
-func (f *provisionerFlags) openBackend(logger *slog.Logger) (aio.Backend, func(context.Context), error) {
+func (f *provisionerFlags) openBackend(logger *slog.Logger) (orchestrator.Backend, func(context.Context), error) {
 	if f.backend == "docker" {
-		b, err := aio.NewBackend("docker", f.dockerConfig())
+		b, err := orchestrator.NewBackend("docker", f.dockerConfig())
 		return b, nil, err
 	}
 	return f.openKubernetes(logger)

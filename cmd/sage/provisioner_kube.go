@@ -8,14 +8,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner/kube"
 )
 
 // openKubernetes is the kubernetes backend (left out of builds tagged
 // sage_nokube, such as the one make demo makes: it is 280 of sage's
 // 880 packages).
-func (f *provisionerFlags) openKubernetes(logger *slog.Logger) (aio.Backend, func(context.Context), error) {
+func (f *provisionerFlags) openKubernetes(logger *slog.Logger) (orchestrator.Backend, func(context.Context), error) {
 	cs, err := kube.Connect(f.kubecfg)
 	if err != nil {
 		return nil, nil, err

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+
 	// The aio provider's Docker backend and Redis state store.
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
@@ -32,12 +33,15 @@ type sandboxRow struct {
 	IdleText  string        `json:"idle"`
 	Owner     string        `json:"owner"`
 	Running   bool          `json:"running"`
+	// Pool marks an unassigned warm-pool sandbox (ls --pool).
+	Pool bool `json:"pool,omitempty"`
 }
 
 func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("sage sandbox "+args[0], map[string]string{
-		"ls": "sage sandbox ls [--json]", "rm": "sage sandbox rm [--purge] THREAD... | --all"}[args[0]])
+		"ls": "sage sandbox ls [--json] [--pool]", "rm": "sage sandbox rm [--purge] THREAD... | --all"}[args[0]])
 	asJSON := fs.Bool("json", false, "ls: print JSON")
+	poolOnly := fs.Bool("pool", false, "ls: list the warm pool's unassigned sandboxes (pool_size) instead")
 	all := fs.Bool("all", false, "rm: release every sandbox")
 	purge := fs.Bool("purge", false, "rm: also delete the threads' files (SAGE_HOME/threads/THREAD)")
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
@@ -56,37 +60,38 @@ func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer p.Shutdown(context.WithoutCancel(ctx))
 	if args[0] == "ls" {
-		return sandboxLs(ctx, env, p, *asJSON)
+		return sandboxLs(ctx, env, p, *asJSON, *poolOnly)
 	}
 	return sandboxRm(ctx, env, p, rest, *all, *purge)
 }
 
 // cliProvider builds the provider the CLI's remote mode uses, from the
 // environment; keep, so that listing never stops anything.
-func cliProvider() (*aio.Provider, error) {
+func cliProvider() (*orchestrator.Provider, error) {
 	cfg, err := sandbox.ConfigFromEnv()
 	if err != nil {
 		return nil, err
 	}
-	pc := map[string]any{aio.KeyShutdownPolicy: aio.PolicyKeep}
+	pc := map[string]any{orchestrator.KeyShutdownPolicy: orchestrator.PolicyKeep}
 	for k, v := range cfg.Remote.ProviderConfig {
 		pc[k] = v
 	}
+	pc[orchestrator.KeyPoolSize] = "0" // the CLI only looks: it keeps no pool of its own
 	cfg.Remote.ProviderConfig = pc
-	return aio.ProviderFromConfig(cfg.Remote, aio.ProviderOptions{})
+	return orchestrator.ProviderFromConfig(cfg.Remote, orchestrator.ProviderOptions{})
 }
 
-func sandboxRows(ctx context.Context, p *aio.Provider) ([]sandboxRow, error) {
+func sandboxRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, error) {
 	running, err := p.Backend().ListRunning(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]aio.SandboxInfo{}
+	byID := map[string]orchestrator.SandboxInfo{}
 	for _, r := range running {
 		byID[r.SandboxID] = r
 	}
-	var stored map[string]aio.SandboxInfo
-	if l, ok := p.Store().(aio.Lister); ok {
+	var stored map[string]orchestrator.SandboxInfo
+	if l, ok := p.Store().(orchestrator.Lister); ok {
 		if stored, err = l.List(ctx); err != nil {
 			return nil, err
 		}
@@ -107,7 +112,7 @@ func sandboxRows(ctx context.Context, p *aio.Provider) ([]sandboxRow, error) {
 // row merges the stored record with what runs. Idle time counts from
 // last_used_at, when a process last created or adopted the sandbox
 // (in-process activity is not shared between processes).
-func row(thread string, st, run aio.SandboxInfo, running bool) sandboxRow {
+func row(thread string, st, run orchestrator.SandboxInfo, running bool) sandboxRow {
 	r := sandboxRow{ThreadID: thread, SandboxID: st.SandboxID, URL: st.URL, BackendID: st.ContainerID, Owner: st.Owner, Running: running}
 	if running {
 		r.URL, r.BackendID = run.URL, run.ContainerID
@@ -123,8 +128,32 @@ func row(thread string, st, run aio.SandboxInfo, running bool) sandboxRow {
 	return r
 }
 
-func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) int {
-	rows, err := sandboxRows(ctx, p)
+// poolRows lists the warm pools' unassigned sandboxes (every process's).
+func poolRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, error) {
+	pl, ok := p.Backend().(orchestrator.Pooler)
+	if !ok {
+		return nil, fmt.Errorf("sage sandbox ls --pool: the %T backend keeps no warm pool", p.Backend())
+	}
+	slots, err := pl.ListPool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows := []sandboxRow{}
+	for _, s := range slots {
+		r := row("", s, s, true)
+		r.Pool = true
+		rows = append(rows, r)
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].SandboxID < rows[j].SandboxID })
+	return rows, nil
+}
+
+func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSON, poolOnly bool) int {
+	list := sandboxRows
+	if poolOnly {
+		list = poolRows
+	}
+	rows, err := list(ctx, p)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -145,13 +174,16 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *aio.Provider, asJSON bool) i
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.ThreadID, r.SandboxID, r.URL, id, r.IdleText, r.Owner, r.Running)
 	}
+	if poolOnly {
+		fmt.Fprintf(tw, "%d unassigned pool sandboxes\n", len(rows))
+	}
 	if err := tw.Flush(); err != nil {
 		return fail(env, exitSandboxError, err)
 	}
 	return 0
 }
 
-func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []string, all, purge bool) int {
+func sandboxRm(ctx context.Context, env *cliEnv, p *orchestrator.Provider, threads []string, all, purge bool) int {
 	if all {
 		rows, err := sandboxRows(ctx, p)
 		if err != nil {
@@ -178,7 +210,7 @@ func sandboxRm(ctx context.Context, env *cliEnv, p *aio.Provider, threads []stri
 
 // rmThread releases one thread's sandbox and says where its files are
 // (or deletes them with purge). A thread nobody knows is an error.
-func rmThread(ctx context.Context, env *cliEnv, p *aio.Provider, t string, purge bool) error {
+func rmThread(ctx context.Context, env *cliEnv, p *orchestrator.Provider, t string, purge bool) error {
 	if purge {
 		if err := p.PurgeThread(ctx, t); err != nil {
 			return err
@@ -191,7 +223,7 @@ func rmThread(ctx context.Context, env *cliEnv, p *aio.Provider, t string, purge
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("sage sandbox rm %s: %w", t, aio.ErrNoThread)
+		return fmt.Errorf("sage sandbox rm %s: %w", t, orchestrator.ErrNoThread)
 	}
 	if err := p.ReleaseThread(ctx, t); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
@@ -79,7 +79,7 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 		return exitUsage
 	}
 	if f.token == "" && !f.noToken {
-		tok, created, err := aioserver.LoadOrCreateToken(aio.TokenFile())
+		tok, created, err := aioserver.LoadOrCreateToken(aioapi.TokenFile())
 		if err != nil {
 			return fail(env, exitSandboxError, err)
 		}
@@ -89,7 +89,7 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 			verb = "saved"
 		}
 		fmt.Fprintf(env.stderr, "sage sandboxd: clients must send \"Authorization: Bearer %s\" (%s in %s, where sage finds it for loopback URLs; --no-token turns this off)\n",
-			tok, verb, aio.TokenFile())
+			tok, verb, aioapi.TokenFile())
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, nil))
 	h, err := f.openSandbox(ctx, logger)

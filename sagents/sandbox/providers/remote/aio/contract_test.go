@@ -10,6 +10,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/spectest"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -53,7 +54,7 @@ func TestConfigErrors(t *testing.T) {
 	// Without a server URL the provider orchestrates; this test binary
 	// registers no backend, which the error says.
 	cfg = sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: aio.ProviderName,
-		ProviderConfig: map[string]any{aio.KeyHome: t.TempDir()}}}
+		ProviderConfig: map[string]any{orchestrator.KeyHome: t.TempDir()}}}
 	_, err = sandbox.New(context.Background(), cfg)
 	assert.ErrorContains(t, err, `backend "docker" is not registered`)
 }

@@ -19,7 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/spectest"
 )
 
@@ -128,7 +129,7 @@ func startDaemon(t testing.TB, home, token string, extra ...string) *daemon {
 	require.True(t, ok, "unexpected first line %q", line)
 	d.url = addr
 	if d.token == "" && !slices.Contains(extra, "--no-token") {
-		d.token, err = aio.ReadTokenFile(filepath.Join(home, "sandboxd", "token"))
+		d.token, err = aioapi.ReadTokenFile(filepath.Join(home, "sandboxd", "token"))
 		require.NoError(t, err)
 	}
 	waitReady(t, d.url, d.token)
@@ -187,7 +188,7 @@ func openRemote(t testing.TB, d *daemon, v *spectest.Validator) *sandbox.Sandbox
 		require.NoError(t, err)
 		return h
 	}
-	h, err := aio.Open(context.Background(), aio.OpenOptions{ServerURL: d.url, Token: d.token, Transport: v.Transport(t, aio.NewTransport())})
+	h, err := aiodriver.Open(context.Background(), aiodriver.OpenOptions{ServerURL: d.url, Token: d.token, Transport: v.Transport(t, aioapi.NewTransport())})
 	require.NoError(t, err)
 	return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, h)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 )
 
 // TestSandboxdTokenByDefault: a loopback sandboxd without --token makes a
@@ -51,8 +53,8 @@ func TestSandboxdTokenByDefault(t *testing.T) {
 	assert.Equal(t, d.token, d2.token, "an existing token is reused")
 
 	t.Setenv("SAGE_HOME", t.TempDir())
-	_, err = aio.Open(context.Background(), aio.OpenOptions{ServerURL: d.url})
-	var ae *aio.APIError
+	_, err = aiodriver.Open(context.Background(), aiodriver.OpenOptions{ServerURL: d.url})
+	var ae *aioapi.APIError
 	require.True(t, errors.As(err, &ae), "%v", err)
 	assert.Equal(t, http.StatusUnauthorized, ae.Status)
 }
@@ -73,12 +75,12 @@ func TestSandboxdNoToken(t *testing.T) {
 func TestReadTokenFileRefusesAReadableFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(p, []byte("abc\n"), 0o644))
-	_, err := aio.ReadTokenFile(p)
+	_, err := aioapi.ReadTokenFile(p)
 	assert.ErrorContains(t, err, "chmod 600")
 	require.NoError(t, os.Chmod(p, 0o600))
-	tok, err := aio.ReadTokenFile(p)
+	tok, err := aioapi.ReadTokenFile(p)
 	require.NoError(t, err)
 	assert.Equal(t, "abc", tok)
-	_, err = aio.ReadTokenFile(p + ".missing")
+	_, err = aioapi.ReadTokenFile(p + ".missing")
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
@@ -132,7 +132,7 @@ func TestConcurrentOpensOfOneThreadShareASandbox(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	c := config(srv)
 	c.Thread, c.Keep = "busy", true
-	c.Locker = aio.NewFileStore(t.TempDir())
+	c.Locker = orchestrator.NewFileStore(t.TempDir())
 	ids := make(chan string, 4)
 	var wg sync.WaitGroup
 	for range 4 {

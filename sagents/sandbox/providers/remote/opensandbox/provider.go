@@ -7,7 +7,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // ProviderName is the remote provider name this package registers.
@@ -36,7 +36,7 @@ func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, err
 	if c.Thread != "" {
 		// The aio provider's file store: a flock per thread under
 		// $SAGE_HOME/opensandbox/threads/<thread>.
-		c.Locker = aio.NewFileStore(filepath.Join(sandbox.Home(), "opensandbox"))
+		c.Locker = orchestrator.NewFileStore(filepath.Join(sandbox.Home(), "opensandbox"))
 	}
 	s, err := Open(ctx, c)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
@@ -211,18 +212,18 @@ func TestListingsAreBounded(t *testing.T) {
 	for i := range 120 {
 		require.NoError(t, os.WriteFile(filepath.Join(f.ws, "d", fmt.Sprintf("f%03d.txt", i)), nil, 0o644))
 	}
-	c, err := aio.NewClient(f.ts.URL, aio.ClientOptions{Transport: f.v.Transport(t, http.DefaultTransport)})
+	c, err := aioapi.NewClient(f.ts.URL, aioapi.ClientOptions{Transport: f.v.Transport(t, http.DefaultTransport)})
 	require.NoError(t, err)
 	ctx := context.Background()
-	res, err := c.ListFiles(ctx, aio.FileListRequest{Path: f.ws + "/d"})
+	res, err := c.ListFiles(ctx, aioapi.FileListRequest{Path: f.ws + "/d"})
 	require.NoError(t, err)
 	assert.True(t, res.Truncated)
 	assert.LessOrEqual(t, len(res.Files), 50)
-	found, err := c.FindFiles(ctx, aio.FileFindRequest{Path: f.ws, Glob: "*.txt"})
+	found, err := c.FindFiles(ctx, aioapi.FileFindRequest{Path: f.ws, Glob: "*.txt"})
 	require.NoError(t, err)
 	assert.True(t, found.Truncated)
 	assert.LessOrEqual(t, len(found.Files), 50)
-	h, err := aio.Open(ctx, aio.OpenOptions{ServerURL: f.ts.URL, Transport: f.v.Transport(t, http.DefaultTransport)})
+	h, err := aiodriver.Open(ctx, aiodriver.OpenOptions{ServerURL: f.ts.URL, Transport: f.v.Transport(t, http.DefaultTransport)})
 	require.NoError(t, err)
 	defer h.Close(ctx)
 	list, truncated, err := h.ReadDir(ctx, "d", 1000)
@@ -240,9 +241,9 @@ func TestListingsAreBounded(t *testing.T) {
 	for i := range 120 {
 		require.NoError(t, os.WriteFile(filepath.Join(g.ws, "d", fmt.Sprintf("f%03d.txt", i)), nil, 0o644))
 	}
-	c, err = aio.NewClient(g.ts.URL, aio.ClientOptions{})
+	c, err = aioapi.NewClient(g.ts.URL, aioapi.ClientOptions{})
 	require.NoError(t, err)
-	res, err = c.ListFiles(ctx, aio.FileListRequest{Path: g.ws + "/d"})
+	res, err = c.ListFiles(ctx, aioapi.FileListRequest{Path: g.ws + "/d"})
 	require.NoError(t, err)
 	assert.False(t, res.Truncated, "control: under the limit")
 	assert.Len(t, res.Files, 120)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // requestError is a request the server refuses before doing anything.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // Output caps: the spec's default max_output_length, and the cap used when

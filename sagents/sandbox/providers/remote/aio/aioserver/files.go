@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // maxGrepFile bounds the files grep reads.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
@@ -26,13 +26,13 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		var exec aio.BashExecRequest
+		var exec aioapi.BashExecRequest
 		if err := aioserver.DecodeJSON(body, &exec, "command"); err == nil && !hasField(body, "command") {
 			t.Fatalf("accepted %q without command", body)
 		}
-		var write aio.FileWriteRequest
+		var write aioapi.FileWriteRequest
 		_ = aioserver.DecodeJSON(body, &write, "file", "content")
-		var list aio.FileListRequest
+		var list aioapi.FileListRequest
 		err := aioserver.DecodeJSON(body, &list, "path")
 		if err != nil && err.Error() == "" {
 			t.Fatal("empty error message")

@@ -10,7 +10,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // maxGlobDepth bounds how deep find and glob walk.

@@ -9,7 +9,7 @@ import (
 	"regexp"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 func (s *Server) fileGrep(w http.ResponseWriter, r *http.Request) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/internal/httpserve"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // ServeOptions configure Serve (the one options type of sage's servers).

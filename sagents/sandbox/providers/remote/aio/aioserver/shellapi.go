@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // shellExec is POST /v1/shell/exec: the command runs in the session's

@@ -9,8 +9,9 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/go-connections/nat"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Run: go test -run '^$' -bench . -benchtime 5x ./sagents/sandbox/providers/remote/aio/dockerbackend/
@@ -45,6 +46,32 @@ func BenchmarkAcquireNew(b *testing.B) {
 	}
 }
 
+// BenchmarkAcquirePooled acquires a new thread each time from a warm
+// pool of one (claim: move the thread's files into the slot, rename the
+// container, open, save state). Refilling the pool is not timed.
+func BenchmarkAcquirePooled(b *testing.B) {
+	f := benchFixture(b)
+	p := f.provider(b, pooled(1))
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		if err := p.WaitPool(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		sid, err := p.Acquire(ctx, "bench-pooled-"+strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if info, _ := p.Info(sid); info.PoolSlot == "" {
+			b.Fatal("the acquire did not claim a pool sandbox")
+		}
+		_ = p.Release(ctx, sid)
+		b.StartTimer()
+	}
+}
+
 // BenchmarkAcquireCached acquires a thread this process already holds.
 func BenchmarkAcquireCached(b *testing.B) {
 	f := benchFixture(b)
@@ -66,7 +93,7 @@ func BenchmarkAcquireCached(b *testing.B) {
 func BenchmarkAcquireRecovered(b *testing.B) {
 	f := benchFixture(b)
 	ctx := context.Background()
-	keep := func(o *aio.ProviderOptions) { o.ShutdownPolicy = aio.PolicyKeep }
+	keep := func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep }
 	if _, err := f.provider(b, keep).Acquire(ctx, "bench-recover"); err != nil {
 		b.Fatal(err)
 	}
@@ -96,7 +123,7 @@ func benchFirst200(b *testing.B, runtime string) {
 	ctx := context.Background()
 	port := nat.Port("8080/tcp")
 	for i := 0; b.Loop(); i++ {
-		resp, err := f.cli.ContainerCreate(ctx, &container.Config{Image: aio.DefaultImage, Env: []string{aio.TokenEnv + "=t"},
+		resp, err := f.cli.ContainerCreate(ctx, &container.Config{Image: orchestrator.DefaultImage, Env: []string{orchestrator.TokenEnv + "=t"},
 			ExposedPorts: nat.PortSet{port: {}}, Labels: map[string]string{dockerbackend.LabelPrefix: f.prefix}},
 			&container.HostConfig{Runtime: runtime, PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1", HostPort: "0"}}}}, nil, nil,
 			f.prefix+"-first-"+strconv.Itoa(i))
@@ -111,7 +138,7 @@ func benchFirst200(b *testing.B, runtime string) {
 			b.Fatal(err)
 		}
 		url := "http://127.0.0.1:" + ins.NetworkSettings.Ports[port][0].HostPort
-		if err := aio.WaitReady(ctx, url, aio.ReadyOptions{Token: "t", First: 10 * time.Millisecond, Max: 10 * time.Millisecond}); err != nil {
+		if err := aioapi.WaitReady(ctx, url, aioapi.ReadyOptions{Token: "t", First: 10 * time.Millisecond, Max: 10 * time.Millisecond}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
 )
 
@@ -24,7 +24,7 @@ func runChild(mode string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var store aio.StateStore = aio.NewFileStore(os.Getenv(homeEnv))
+	var store orchestrator.StateStore = orchestrator.NewFileStore(os.Getenv(homeEnv))
 	if u := os.Getenv(storeEnv); u != "" {
 		s, err := redisstore.Open(u, redisstore.Options{Prefix: "sage:test:" + os.Getenv(prefixEnv) + ":"})
 		if err != nil {
@@ -37,6 +37,8 @@ func runChild(mode string) int {
 	switch mode {
 	case "acquire":
 		return childAcquire(b, store, thread)
+	case "pool":
+		return childPool(b, store)
 	case "hold-lock":
 		if _, err := store.Lock(context.Background(), thread); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -45,7 +47,7 @@ func runChild(mode string) int {
 		fmt.Println("locked")
 		time.Sleep(time.Hour)
 	case "mid-create":
-		p, err := aio.NewProvider(aio.ProviderOptions{Backend: stallAfterCreate{b}, Store: store, Home: os.Getenv(homeEnv)})
+		p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: stallAfterCreate{b}, Store: store, Home: os.Getenv(homeEnv)})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -59,9 +61,9 @@ func runChild(mode string) int {
 
 // childAcquire: 64 goroutines acquire the thread; prints the sandbox id
 // once if all agree; leaves the sandbox running.
-func childAcquire(b aio.Backend, store aio.StateStore, thread string) int {
-	p, err := aio.NewProvider(aio.ProviderOptions{Backend: b, Store: store, Home: os.Getenv(homeEnv),
-		ShutdownPolicy: aio.PolicyKeep, ReadyTimeout: time.Minute})
+func childAcquire(b orchestrator.Backend, store orchestrator.StateStore, thread string) int {
+	p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Store: store, Home: os.Getenv(homeEnv),
+		ShutdownPolicy: orchestrator.PolicyKeep, ReadyTimeout: time.Minute})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -92,9 +94,9 @@ func childAcquire(b aio.Backend, store aio.StateStore, thread string) int {
 
 // stallAfterCreate creates the container, then says so and hangs, so the
 // test can kill -9 the process mid-create.
-type stallAfterCreate struct{ aio.Backend }
+type stallAfterCreate struct{ orchestrator.Backend }
 
-func (s stallAfterCreate) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+func (s stallAfterCreate) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	info, err := s.Backend.Create(ctx, req)
 	fmt.Println("created", err)
 	time.Sleep(time.Hour)

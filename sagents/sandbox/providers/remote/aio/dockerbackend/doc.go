@@ -1,7 +1,7 @@
 // Package dockerbackend runs AIO sandboxes as Docker containers through
 // the Docker Engine API (github.com/docker/docker/client; the docker CLI
 // is never run). Importing it registers the backend "docker" with
-// aio.RegisterBackend.
+// orchestrator.RegisterBackend.
 //
 // A sandbox's container is named <prefix>-<sandbox id> and labelled with
 // the sandbox id, the thread id, the owner id and the prefix. Its API

@@ -17,7 +17,7 @@ import (
 	"github.com/docker/go-connections/nat"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Labels set on every sandbox container.
@@ -31,6 +31,10 @@ const (
 	// share a Docker engine (and even a prefix) never see each other's
 	// containers.
 	LabelInstallation = "sage.sandbox.installation"
+	// LabelPool is the pool slot id of a container started for the warm
+	// pool (its first sandbox id); once claimed, the container's name
+	// carries the thread's sandbox id.
+	LabelPool = "sage.sandbox.pool"
 )
 
 // DefaultPrefix is the default container name prefix.
@@ -64,13 +68,13 @@ type Options struct {
 	Runtime string
 }
 
-// Backend is the Docker aio.Backend.
+// Backend is the Docker orchestrator.Backend.
 type Backend struct {
 	cli *client.Client
 	o   Options
 }
 
-var _ aio.Backend = (*Backend)(nil)
+var _ orchestrator.Backend = (*Backend)(nil)
 
 // New returns a Docker backend.
 func New(o Options) (*Backend, error) {
@@ -122,10 +126,10 @@ func (b *Backend) Name(sandboxID string) string { return b.o.Prefix + "-" + sand
 // it adopts the existing container (starting it if it was created but
 // never started, replacing it if it exited). Any failure after the
 // container exists removes it.
-func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	cfg, hc, err := b.spec(req)
 	if err != nil {
-		return aio.SandboxInfo{}, err
+		return orchestrator.SandboxInfo{}, err
 	}
 	name := b.Name(req.SandboxID)
 	for attempt := 0; ; attempt++ {
@@ -141,7 +145,7 @@ func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.Sandbo
 			if ctx.Err() != nil { // the daemon may have created it after we gave up
 				err = errors.Join(err, b.remove(ctx, name))
 			}
-			return aio.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", name, err)
+			return orchestrator.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", name, err)
 		}
 		return b.start(ctx, resp.ID, req)
 	}
@@ -149,10 +153,10 @@ func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.Sandbo
 
 // start starts a created container and reads its port; on failure the
 // container is removed, even if ctx was cancelled.
-func (b *Backend) start(ctx context.Context, id string, req aio.CreateRequest) (aio.SandboxInfo, error) {
+func (b *Backend) start(ctx context.Context, id string, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	info, err := b.startAndInspect(ctx, id)
 	if err != nil {
-		return aio.SandboxInfo{}, errors.Join(err, b.remove(ctx, id))
+		return orchestrator.SandboxInfo{}, errors.Join(err, b.remove(ctx, id))
 	}
 	if info.Token == "" {
 		info.Token = req.Token
@@ -160,13 +164,13 @@ func (b *Backend) start(ctx context.Context, id string, req aio.CreateRequest) (
 	return info, nil
 }
 
-func (b *Backend) startAndInspect(ctx context.Context, id string) (aio.SandboxInfo, error) {
+func (b *Backend) startAndInspect(ctx context.Context, id string) (orchestrator.SandboxInfo, error) {
 	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return aio.SandboxInfo{}, fmt.Errorf("docker: start %s: %w", id, err)
+		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: start %s: %w", id, err)
 	}
 	ins, err := b.cli.ContainerInspect(ctx, id)
 	if err != nil {
-		return aio.SandboxInfo{}, fmt.Errorf("docker: inspect %s: %w", id, err)
+		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: inspect %s: %w", id, err)
 	}
 	return b.toInfo(ins)
 }
@@ -176,28 +180,28 @@ func (b *Backend) startAndInspect(ctx context.Context, id string) (aio.SandboxIn
 // died between create and start, or it exited) is removed, and adopted
 // is false so that the caller creates a fresh one: the caller holds the
 // thread's state lock, so nobody else is about to start it.
-func (b *Backend) adopt(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+func (b *Backend) adopt(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
 	deadline := time.Now().Add(b.o.StartTimeout)
 	for {
 		ins, err := b.cli.ContainerInspect(ctx, b.Name(sandboxID))
 		if cerrdefs.IsNotFound(err) {
-			return aio.SandboxInfo{}, false, nil
+			return orchestrator.SandboxInfo{}, false, nil
 		}
 		if err != nil {
-			return aio.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
+			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
 		}
 		if ins.Config == nil || !b.ours(ins.Config.Labels) {
-			return aio.SandboxInfo{}, false, fmt.Errorf("docker: create %s: %w (fix: give each deployment its own container_prefix)", b.Name(sandboxID), ErrForeign)
+			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: create %s: %w (fix: give each deployment its own container_prefix)", b.Name(sandboxID), ErrForeign)
 		}
 		if ins.State == nil || !ins.State.Running {
-			return aio.SandboxInfo{}, false, b.remove(ctx, ins.ID)
+			return orchestrator.SandboxInfo{}, false, b.remove(ctx, ins.ID)
 		}
 		info, err := b.toInfo(ins)
 		if err == nil || time.Now().After(deadline) {
 			return info, err == nil, err
 		}
 		if err := sleep(ctx, 20*time.Millisecond); err != nil {
-			return aio.SandboxInfo{}, false, err
+			return orchestrator.SandboxInfo{}, false, err
 		}
 	}
 }
@@ -214,7 +218,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // spec builds the container's configuration.
-func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.HostConfig, error) {
+func (b *Backend) spec(req orchestrator.CreateRequest) (*container.Config, *container.HostConfig, error) {
 	if req.Port <= 0 || req.Port > 65535 {
 		return nil, nil, fmt.Errorf("docker: port %d out of range", req.Port)
 	}
@@ -228,6 +232,9 @@ func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.Hos
 		ExposedPorts: nat.PortSet{port: struct{}{}},
 		Labels: map[string]string{LabelManaged: "1", LabelID: req.SandboxID, LabelThread: req.ThreadID,
 			LabelOwner: req.Owner, LabelPrefix: b.o.Prefix, LabelInstallation: b.o.Installation},
+	}
+	if req.PoolSlot != "" {
+		cfg.Labels[LabelPool] = req.PoolSlot
 	}
 	hc := &container.HostConfig{
 		PortBindings: nat.PortMap{port: []nat.PortBinding{{HostIP: b.o.HostIP, HostPort: "0"}}},
@@ -246,7 +253,7 @@ func (b *Backend) spec(req aio.CreateRequest) (*container.Config, *container.Hos
 
 func ptr[T any](v T) *T { return &v }
 
-func binds(req aio.CreateRequest) []mount.Mount {
+func binds(req orchestrator.CreateRequest) []mount.Mount {
 	out := make([]mount.Mount, 0, len(req.Mounts))
 	for _, m := range req.Mounts {
 		out = append(out, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.SandboxPath, ReadOnly: m.ReadOnly})
@@ -264,13 +271,17 @@ func envList(env map[string]string) []string {
 
 // toInfo reads a running container's sandbox info: the published port,
 // the labels and the API token from its environment.
-func (b *Backend) toInfo(ins container.InspectResponse) (aio.SandboxInfo, error) {
-	info := aio.SandboxInfo{ContainerID: ins.ID, ContainerName: strings.TrimPrefix(ins.Name, "/"), Backend: "docker"}
+func (b *Backend) toInfo(ins container.InspectResponse) (orchestrator.SandboxInfo, error) {
+	info := orchestrator.SandboxInfo{ContainerID: ins.ID, ContainerName: strings.TrimPrefix(ins.Name, "/"), Backend: "docker"}
 	if ins.Config != nil {
 		info.SandboxID = ins.Config.Labels[LabelID]
 		info.ThreadID = ins.Config.Labels[LabelThread]
 		info.Owner = ins.Config.Labels[LabelOwner]
 		info.Token = tokenFrom(ins.Config.Env)
+		if slot := ins.Config.Labels[LabelPool]; slot != "" {
+			info.PoolSlot = slot
+			info.SandboxID = b.idFromName(info.ContainerName, slot)
+		}
 	}
 	if t, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil {
 		info.CreatedAt = t
@@ -298,7 +309,7 @@ func (b *Backend) toInfo(ins container.InspectResponse) (aio.SandboxInfo, error)
 
 func tokenFrom(env []string) string {
 	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, aio.TokenEnv+"="); ok {
+		if v, ok := strings.CutPrefix(kv, orchestrator.TokenEnv+"="); ok {
 			return v
 		}
 	}
@@ -307,7 +318,7 @@ func tokenFrom(env []string) string {
 
 // Destroy force-removes the container (by id, else by name). A container
 // that is already gone is not an error.
-func (b *Backend) Destroy(ctx context.Context, info aio.SandboxInfo) error {
+func (b *Backend) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
 	ref := info.ContainerID
 	if ref == "" {
 		ref = b.Name(info.SandboxID)
@@ -330,7 +341,7 @@ func isRemovalInProgress(err error) bool {
 }
 
 // IsAlive reports whether the container runs.
-func (b *Backend) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, error) {
+func (b *Backend) IsAlive(ctx context.Context, info orchestrator.SandboxInfo) (bool, error) {
 	ref := info.ContainerID
 	if ref == "" {
 		ref = b.Name(info.SandboxID)
@@ -348,67 +359,25 @@ func (b *Backend) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, erro
 // Discover finds the sandbox's running container by name, else by
 // label, among this backend's prefix and installation only. A container
 // that exists but does not run is not found.
-func (b *Backend) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+func (b *Backend) Discover(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
 	ins, err := b.cli.ContainerInspect(ctx, b.Name(sandboxID))
 	if cerrdefs.IsNotFound(err) {
 		return b.discoverByLabel(ctx, sandboxID)
 	}
 	if err != nil {
-		return aio.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
+		return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
 	}
 	if ins.Config == nil || !b.ours(ins.Config.Labels) || ins.State == nil || !ins.State.Running {
-		return aio.SandboxInfo{}, false, nil
+		return orchestrator.SandboxInfo{}, false, nil
 	}
 	info, err := b.toInfo(ins)
 	return info, err == nil, err
 }
 
-func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
-	list, err := b.list(ctx, filters.Arg("label", LabelID+"="+sandboxID))
+func (b *Backend) discoverByLabel(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
+	list, err := b.list(ctx, false, filters.Arg("label", LabelID+"="+sandboxID))
 	if err != nil || len(list) == 0 {
-		return aio.SandboxInfo{}, false, err
+		return orchestrator.SandboxInfo{}, false, err
 	}
 	return list[0], true, nil
-}
-
-// ListRunning lists the running containers with this backend's prefix
-// and installation.
-func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
-	return b.list(ctx)
-}
-
-func (b *Backend) list(ctx context.Context, fs ...filters.KeyValuePair) ([]aio.SandboxInfo, error) {
-	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(append(fs, b.scope()...)...)})
-	if err != nil {
-		return nil, fmt.Errorf("docker: list: %w", err)
-	}
-	out := make([]aio.SandboxInfo, 0, len(cs))
-	for _, c := range cs {
-		ins, err := b.cli.ContainerInspect(ctx, c.ID)
-		if cerrdefs.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("docker: inspect %s: %w", c.ID, err)
-		}
-		if info, err := b.toInfo(ins); err == nil && ins.State != nil && ins.State.Running {
-			out = append(out, info)
-		}
-	}
-	return out, nil
-}
-
-// RemoveAll force-removes every container (running or not) with this
-// backend's prefix and installation; tests and `sage sandbox rm --all`
-// use it.
-func (b *Backend) RemoveAll(ctx context.Context) (int, error) {
-	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(b.scope()...)})
-	if err != nil {
-		return 0, fmt.Errorf("docker: list: %w", err)
-	}
-	var errs []error
-	for _, c := range cs {
-		errs = append(errs, b.remove(ctx, c.ID))
-	}
-	return len(cs), errors.Join(errs...)
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Issue 15, fault 1: a provider with another prefix, or the same prefix
@@ -47,7 +47,7 @@ func TestNoCrossDeploymentAdoption(t *testing.T) {
 	n, err := other.RemoveAll(ctxT(t))
 	require.NoError(t, err)
 	assert.Zero(t, n, "RemoveAll crossed installations")
-	_, err = other.Create(ctxT(t), aio.CreateRequest{SandboxID: sid, Image: aio.DefaultImage, Port: aio.DefaultPort})
+	_, err = other.Create(ctxT(t), orchestrator.CreateRequest{SandboxID: sid, Image: orchestrator.DefaultImage, Port: orchestrator.DefaultPort})
 	require.ErrorIs(t, err, dockerbackend.ErrForeign)
 	assert.Len(t, a.containers(t), 1, "A's sandbox survives")
 	assert.Equal(t, "hi\n", exec1(t, pa, sid, "echo hi"))
@@ -58,7 +58,7 @@ func TestNoCrossDeploymentAdoption(t *testing.T) {
 // task; the control shows the same provider does reap an unused one.
 func TestReaperCountsActivity(t *testing.T) {
 	f := newFixture(t)
-	p := f.provider(t, func(o *aio.ProviderOptions) {
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) {
 		o.IdleTimeout, o.ReapInterval = time.Second, 100*time.Millisecond
 	})
 	sid, err := p.Acquire(ctxT(t), "t-busy")
@@ -87,7 +87,7 @@ func TestReaperCountsActivity(t *testing.T) {
 // is slow to become ready is not destroyed.
 func TestSlowReadyForeignSandboxSurvives(t *testing.T) {
 	f := newFixture(t)
-	owner := f.provider(t, func(o *aio.ProviderOptions) { o.ShutdownPolicy = aio.PolicyKeep })
+	owner := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
 	sid, err := owner.Acquire(ctxT(t), "t-slow")
 	require.NoError(t, err)
 	info, _ := owner.Info(sid)
@@ -95,7 +95,7 @@ func TestSlowReadyForeignSandboxSurvives(t *testing.T) {
 	require.NoError(t, err, string(out))
 	t.Cleanup(func() { _ = exec.Command("docker", "unpause", info.ContainerID).Run() })
 
-	other := f.provider(t, func(o *aio.ProviderOptions) { o.ReadyTimeout = time.Second })
+	other := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ReadyTimeout = time.Second })
 	_, err = other.Acquire(ctxT(t), "t-slow")
 	require.Error(t, err)
 	require.NoError(t, exec.Command("docker", "unpause", info.ContainerID).Run())
@@ -108,7 +108,7 @@ func TestSlowReadyForeignSandboxSurvives(t *testing.T) {
 	require.NoError(t, owner.Shutdown(ctxT(t)))
 	require.NoError(t, exec.Command("docker", "pause", info.ContainerID).Run())
 	// 5 s: enough for the replacement to start on a loaded machine.
-	third := f.provider(t, func(o *aio.ProviderOptions) { o.ReadyTimeout = 5 * time.Second })
+	third := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ReadyTimeout = 5 * time.Second })
 	_, err = third.Acquire(ctxT(t), "t-slow")
 	require.NoError(t, err, "an unowned sandbox that is not ready is replaced")
 	cs = f.containers(t)
@@ -122,7 +122,7 @@ func TestAdvertiseHost(t *testing.T) {
 	f := newFixture(t)
 	b, err := dockerbackend.New(dockerbackend.Options{Client: f.cli, Prefix: f.prefix, AdvertiseHost: "localhost"})
 	require.NoError(t, err)
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.Backend = b })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Backend = b })
 	sid, err := p.Acquire(ctxT(t), "t-adv")
 	require.NoError(t, err)
 	info, _ := p.Info(sid)

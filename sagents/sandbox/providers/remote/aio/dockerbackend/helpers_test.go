@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
 )
 
@@ -163,9 +163,9 @@ func (f *fixture) backend(t testing.TB) *dockerbackend.Backend {
 	return b
 }
 
-func (f *fixture) stateStore(t testing.TB) aio.StateStore {
+func (f *fixture) stateStore(t testing.TB) orchestrator.StateStore {
 	if f.store == "" {
-		return aio.NewFileStore(f.home)
+		return orchestrator.NewFileStore(f.home)
 	}
 	s, err := redisstore.Open(f.store, redisstore.Options{Prefix: "sage:test:" + f.prefix + ":"})
 	require.NoError(t, err)
@@ -173,13 +173,13 @@ func (f *fixture) stateStore(t testing.TB) aio.StateStore {
 	return s
 }
 
-func (f *fixture) provider(t testing.TB, mod ...func(*aio.ProviderOptions)) *aio.Provider {
+func (f *fixture) provider(t testing.TB, mod ...func(*orchestrator.ProviderOptions)) *orchestrator.Provider {
 	t.Helper()
-	o := aio.ProviderOptions{Backend: f.backend(t), Store: f.stateStore(t), Home: f.home, ReadyTimeout: 20 * time.Second}
+	o := orchestrator.ProviderOptions{Backend: f.backend(t), Store: f.stateStore(t), Home: f.home, ReadyTimeout: 20 * time.Second}
 	for _, m := range mod {
 		m(&o)
 	}
-	p, err := aio.NewProvider(o)
+	p, err := orchestrator.NewProvider(o)
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
 	return p

@@ -26,7 +26,7 @@ const ImageLabel = "sage.sandbox.context-sha256"
 
 // BuildOptions configure BuildImage.
 type BuildOptions struct {
-	// Tag names the image (default aio.DefaultImage, sage-sandbox:dev).
+	// Tag names the image (default orchestrator.DefaultImage, sage-sandbox:dev).
 	Tag string
 	// SageBinary is a statically linked sage for linux (CGO_ENABLED=0).
 	SageBinary string

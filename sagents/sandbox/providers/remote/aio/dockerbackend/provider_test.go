@@ -19,6 +19,8 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -28,7 +30,7 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func exec1(t *testing.T, p *aio.Provider, sid, cmd string) string {
+func exec1(t *testing.T, p *orchestrator.Provider, sid, cmd string) string {
 	t.Helper()
 	h, ok := p.Get(sid)
 	require.True(t, ok)
@@ -43,7 +45,7 @@ func TestAcquireCreatesOneSandboxPerThread(t *testing.T) {
 	p := f.provider(t)
 	sid, err := p.Acquire(ctxT(t), "thread-a")
 	require.NoError(t, err)
-	assert.Equal(t, aio.SandboxIDFor("thread-a"), sid)
+	assert.Equal(t, orchestrator.SandboxIDFor("thread-a"), sid)
 	assert.Len(t, sid, 16)
 	out := exec1(t, p, sid, "pwd; echo hi > /mnt/user-data/outputs/x; ls /mnt/user-data")
 	assert.Equal(t, "/mnt/user-data/workspace\noutputs\nuploads\nworkspace\n", out)
@@ -64,7 +66,7 @@ func TestAcquireCreatesOneSandboxPerThread(t *testing.T) {
 	}
 
 	_, err = p.Acquire(ctxT(t), "../etc")
-	var ite *aio.InvalidThreadError
+	var ite *orchestrator.InvalidThreadError
 	assert.ErrorAs(t, err, &ite)
 	assert.NoDirExists(t, filepath.Join(f.home, "etc"))
 
@@ -109,7 +111,7 @@ func testConcurrentProcesses(t *testing.T, f *fixture) {
 	close(results)
 	for r := range results {
 		require.NoError(t, r.err)
-		assert.Equal(t, aio.SandboxIDFor("shared-thread"), r.id)
+		assert.Equal(t, orchestrator.SandboxIDFor("shared-thread"), r.id)
 	}
 	require.Len(t, f.containers(t), 1, "exactly one container for the thread")
 	// The sandbox outlived the children (keep) and is found again.
@@ -163,7 +165,7 @@ func TestKilledMidCreate(t *testing.T) {
 // (Discover) and a new one is created; the stale record is replaced.
 func TestContainerRemovedBehindOurBack(t *testing.T) {
 	f := newFixture(t)
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.ShutdownPolicy = aio.PolicyKeep })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
 	sid, err := p.Acquire(ctxT(t), "t-gone")
 	require.NoError(t, err)
 	old, _ := p.Info(sid)
@@ -184,7 +186,7 @@ func TestContainerRemovedBehindOurBack(t *testing.T) {
 // recreated.
 func TestRecoverAfterRestart(t *testing.T) {
 	f := newFixture(t)
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.ShutdownPolicy = aio.PolicyKeep })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
 	sid, err := p.Acquire(ctxT(t), "t-keep")
 	require.NoError(t, err)
 	exec1(t, p, sid, "echo kept > /tmp/marker")
@@ -233,7 +235,7 @@ func TestUnwritableStateDir(t *testing.T) {
 
 func TestDockerCreateFailure(t *testing.T) {
 	f := newFixture(t)
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.Image = "sage-sandbox-no-such-image:none" })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Image = "sage-sandbox-no-such-image:none" })
 	_, err := p.Acquire(ctxT(t), "t-noimage")
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "create")
@@ -245,10 +247,10 @@ func TestDockerCreateFailure(t *testing.T) {
 func TestReadinessNeverReached(t *testing.T) {
 	f := newFixture(t)
 	// Nothing listens on 9999 inside the container.
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.Port = 9999; o.ReadyTimeout = 1500 * time.Millisecond })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Port = 9999; o.ReadyTimeout = 1500 * time.Millisecond })
 	start := time.Now()
 	_, err := p.Acquire(ctxT(t), "t-notready")
-	require.ErrorIs(t, err, aio.ErrNotReady)
+	require.ErrorIs(t, err, aioapi.ErrNotReady)
 	assert.Less(t, time.Since(start), 15*time.Second)
 	assert.Empty(t, f.containers(t), "the container is destroyed")
 	_, ok, _ := p.Store().Load(ctxT(t), "t-notready")
@@ -257,10 +259,10 @@ func TestReadinessNeverReached(t *testing.T) {
 
 func TestIdleReaper(t *testing.T) {
 	f := newFixture(t)
-	reaping := f.provider(t, func(o *aio.ProviderOptions) {
+	reaping := f.provider(t, func(o *orchestrator.ProviderOptions) {
 		o.IdleTimeout, o.ReapInterval = 300*time.Millisecond, 100*time.Millisecond
 	})
-	never := f.provider(t, func(o *aio.ProviderOptions) { o.IdleTimeout, o.ReapInterval = 0, 100*time.Millisecond })
+	never := f.provider(t, func(o *orchestrator.ProviderOptions) { o.IdleTimeout, o.ReapInterval = 0, 100*time.Millisecond })
 	kept, err := never.Acquire(ctxT(t), "t-never")
 	require.NoError(t, err)
 	sid, err := reaping.Acquire(ctxT(t), "t-idle")
@@ -279,7 +281,7 @@ func TestRedisStoppedMidTest(t *testing.T) {
 	srv := startRedis(t)
 	f := newFixture(t)
 	f.store = srv.url
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.ShutdownPolicy = aio.PolicyKeep })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
 	_, err := p.Acquire(ctxT(t), "t-redis")
 	require.NoError(t, err)
 	require.NoError(t, p.Shutdown(ctxT(t)))
@@ -330,12 +332,12 @@ type remoteDriver interface {
 // the sandbox when done with it.
 type released struct {
 	remoteDriver
-	p   *aio.Provider
+	p   *orchestrator.Provider
 	sid string
 }
 
 func (r released) Close(ctx context.Context) error {
-	if err := r.p.Release(ctx, r.sid); !errors.Is(err, aio.ErrNotCached) {
+	if err := r.p.Release(ctx, r.sid); !errors.Is(err, orchestrator.ErrNotCached) {
 		return err
 	}
 	return nil
@@ -346,8 +348,8 @@ func (r released) Close(ctx context.Context) error {
 func TestSandboxNewOrchestrates(t *testing.T) {
 	f := newFixture(t)
 	cfg := sandbox.Config{Mode: sandbox.Remote, SandboxID: "t-new", Remote: sandbox.RemoteConfig{Provider: aio.ProviderName,
-		ProviderConfig: map[string]any{aio.KeyContainerPrefix: f.prefix, aio.KeyHome: f.home, aio.KeyShutdownPolicy: "keep",
-			aio.KeyEnvironment: map[string]any{"GREETING": "${SAGE_TEST_UNSET_VAR:-hello}"}}}}
+		ProviderConfig: map[string]any{orchestrator.KeyContainerPrefix: f.prefix, orchestrator.KeyHome: f.home, orchestrator.KeyShutdownPolicy: "keep",
+			orchestrator.KeyEnvironment: map[string]any{"GREETING": "${SAGE_TEST_UNSET_VAR:-hello}"}}}}
 	h, err := sandbox.New(ctxT(t), cfg)
 	require.NoError(t, err)
 	res, err := h.ExecuteCommand(ctxT(t), "echo $GREETING", sandbox.ExecOptions{})
@@ -356,15 +358,15 @@ func TestSandboxNewOrchestrates(t *testing.T) {
 	require.NoError(t, h.Close(ctxT(t)))
 	assert.Len(t, f.containers(t), 1)
 
-	cfg.Remote.ProviderConfig[aio.KeyShutdownPolicy] = "release"
+	cfg.Remote.ProviderConfig[orchestrator.KeyShutdownPolicy] = "release"
 	h, err = sandbox.New(ctxT(t), cfg)
 	require.NoError(t, err)
 	require.NoError(t, h.Close(ctxT(t)))
 	assert.Empty(t, f.containers(t))
 
-	cfg.Remote.ProviderConfig[aio.KeyEnvironment] = map[string]any{"X": "$SAGE_TEST_UNSET_VAR"}
+	cfg.Remote.ProviderConfig[orchestrator.KeyEnvironment] = map[string]any{"X": "$SAGE_TEST_UNSET_VAR"}
 	_, err = sandbox.New(ctxT(t), cfg)
-	var me *aio.MissingEnvError
+	var me *orchestrator.MissingEnvError
 	require.ErrorAs(t, err, &me)
 	assert.Empty(t, f.containers(t))
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Provider config keys this backend reads (besides container_prefix,
@@ -16,17 +16,17 @@ const (
 	KeyAdvertiseHost = "advertise_host" // the host in sandbox URLs (default: host_ip)
 )
 
-// BackendName is the name this package registers with aio.RegisterBackend.
+// BackendName is the name this package registers with orchestrator.RegisterBackend.
 const BackendName = "docker"
 
-func init() { aio.RegisterBackend(BackendName, fromConfig) }
+func init() { orchestrator.RegisterBackend(BackendName, fromConfig) }
 
 // fromConfig reads container_prefix, installation_id (default: one
 // derived from home) and runtime from the provider config; a runtime the
 // engine does not have is an error here, before any sandbox is made.
-func fromConfig(cfg map[string]any) (aio.Backend, error) {
+func fromConfig(cfg map[string]any) (orchestrator.Backend, error) {
 	o := Options{}
-	if v, ok := cfg[aio.KeyContainerPrefix]; ok && v != nil {
+	if v, ok := cfg[orchestrator.KeyContainerPrefix]; ok && v != nil {
 		o.Prefix = strings.TrimSpace(fmt.Sprint(v))
 	}
 	if v, ok := cfg[KeyHostIP]; ok && v != nil {
@@ -35,13 +35,13 @@ func fromConfig(cfg map[string]any) (aio.Backend, error) {
 	if v, ok := cfg[KeyAdvertiseHost]; ok && v != nil {
 		o.AdvertiseHost = strings.TrimSpace(fmt.Sprint(v))
 	}
-	if v, ok := cfg[aio.KeyInstallationID]; ok && v != nil {
+	if v, ok := cfg[orchestrator.KeyInstallationID]; ok && v != nil {
 		o.Installation = strings.TrimSpace(fmt.Sprint(v))
 	}
-	if v, ok := cfg[aio.KeyHome]; ok && v != nil && o.Installation == "" {
+	if v, ok := cfg[orchestrator.KeyHome]; ok && v != nil && o.Installation == "" {
 		o.Installation = InstallationFor(strings.TrimSpace(fmt.Sprint(v)))
 	}
-	if v, ok := cfg[aio.KeyRuntime]; ok && v != nil {
+	if v, ok := cfg[orchestrator.KeyRuntime]; ok && v != nil {
 		o.Runtime = strings.TrimSpace(fmt.Sprint(v))
 	}
 	if o.Runtime == "" {

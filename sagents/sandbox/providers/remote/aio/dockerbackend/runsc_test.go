@@ -12,6 +12,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // requireRunsc fails (or skips with SAGE_TEST_ALLOW_SKIP=1) when the
@@ -34,7 +35,7 @@ func TestRunscKernel(t *testing.T) {
 		backend *dockerbackend.Backend
 		gvisor  bool
 	}{{b, true}, {f.backend(t), false}} {
-		p := f.provider(t, func(o *aio.ProviderOptions) { o.Backend = tc.backend })
+		p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Backend = tc.backend })
 		sid, err := p.Acquire(ctxT(t), "kernel-"+strconv.FormatBool(tc.gvisor))
 		require.NoError(t, err)
 		out := exec1(t, p, sid, "cat /proc/version")
@@ -47,7 +48,7 @@ func TestRunscKernel(t *testing.T) {
 func TestUnknownRuntimeFailsAtNew(t *testing.T) {
 	f := newFixture(t)
 	cfg := sandbox.Config{Mode: sandbox.Remote, SandboxID: "t-rt", Remote: sandbox.RemoteConfig{Provider: aio.ProviderName,
-		ProviderConfig: map[string]any{aio.KeyContainerPrefix: f.prefix, aio.KeyHome: f.home, aio.KeyRuntime: "sage-no-such-runtime"}}}
+		ProviderConfig: map[string]any{orchestrator.KeyContainerPrefix: f.prefix, orchestrator.KeyHome: f.home, orchestrator.KeyRuntime: "sage-no-such-runtime"}}}
 	_, err := sandbox.New(ctxT(t), cfg)
 	require.ErrorIs(t, err, dockerbackend.ErrUnknownRuntime)
 	assert.Contains(t, err.Error(), "daemon.json")

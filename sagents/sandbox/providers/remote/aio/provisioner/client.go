@@ -11,7 +11,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // BackendName is the name the client registers under with the aio
@@ -21,7 +22,7 @@ const BackendName = "provisioner"
 // maxAnswerBytes bounds an answer read into memory.
 const maxAnswerBytes = 8 << 20
 
-func init() { aio.RegisterBackend(BackendName, backendFromConfig) }
+func init() { orchestrator.RegisterBackend(BackendName, backendFromConfig) }
 
 // Config keys and environment variables the registered factory reads.
 const (
@@ -31,9 +32,9 @@ const (
 	EnvAPIKey    = "SAGE_PROVISIONER_API_KEY"
 )
 
-// backendFromConfig is the aio.BackendFactory: provisioner_url and
+// backendFromConfig is the orchestrator.BackendFactory: provisioner_url and
 // provisioner_api_key from the provider config, else from the environment.
-func backendFromConfig(cfg map[string]any) (aio.Backend, error) {
+func backendFromConfig(cfg map[string]any) (orchestrator.Backend, error) {
 	u, key := configString(cfg, ConfigURL, EnvURL), configString(cfg, ConfigAPIKey, EnvAPIKey)
 	if u == "" {
 		return nil, fmt.Errorf("provisioner: no URL: set %s in the provider config or $%s", ConfigURL, EnvURL)
@@ -50,12 +51,12 @@ func configString(cfg map[string]any, key, env string) string {
 
 // ClientOptions configure a Client.
 type ClientOptions struct {
-	// Transport replaces the default (aio.NewTransport: keep-alive, no
+	// Transport replaces the default (aioapi.NewTransport: keep-alive, no
 	// proxy for loopback and private addresses).
 	Transport http.RoundTripper
 }
 
-// Client speaks the provisioner API. It implements aio.Backend and is
+// Client speaks the provisioner API. It implements orchestrator.Backend and is
 // safe for concurrent use; deadlines come from each call's context.
 type Client struct {
 	base   *url.URL
@@ -63,7 +64,7 @@ type Client struct {
 	hc     *http.Client
 }
 
-var _ aio.Backend = (*Client)(nil)
+var _ orchestrator.Backend = (*Client)(nil)
 
 // NewClient returns a client for the provisioner at baseURL
 // (http[s]://host[:port][/prefix]); apiKey is sent as X-API-Key when set.
@@ -78,13 +79,13 @@ func NewClient(baseURL, apiKey string, opts ...ClientOptions) (*Client, error) {
 		o = opts[0]
 	}
 	if o.Transport == nil {
-		o.Transport = aio.NewTransport()
+		o.Transport = aioapi.NewTransport()
 	}
 	return &Client{base: u, apiKey: apiKey, hc: &http.Client{Transport: o.Transport}}, nil
 }
 
-// NewClientBackend is NewClient as an aio.Backend.
-func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (aio.Backend, error) {
+// NewClientBackend is NewClient as an orchestrator.Backend.
+func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (orchestrator.Backend, error) {
 	c, err := NewClient(baseURL, apiKey, opts...)
 	if err != nil {
 		return nil, err
@@ -94,12 +95,12 @@ func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (aio.Backen
 
 // Create asks for a sandbox (POST /api/sandboxes). The provisioner's own
 // configuration decides image, port and resources; req's are not sent.
-func (c *Client) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+func (c *Client) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	body := CreateBody{SandboxID: req.SandboxID, ThreadID: req.ThreadID, ExtraMounts: mountsToWire(req.Mounts),
 		Owner: req.Owner, Env: req.Env, Token: req.Token}
 	var out Sandbox
 	if err := c.do(ctx, http.MethodPost, "/api/sandboxes", body, &out); err != nil {
-		return aio.SandboxInfo{}, err
+		return orchestrator.SandboxInfo{}, err
 	}
 	info := fromWire(out)
 	info.Token = req.Token
@@ -107,7 +108,7 @@ func (c *Client) Create(ctx context.Context, req aio.CreateRequest) (aio.Sandbox
 }
 
 // Destroy removes it (DELETE /api/sandboxes/{id}); 404 is not an error.
-func (c *Client) Destroy(ctx context.Context, info aio.SandboxInfo) error {
+func (c *Client) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
 	err := c.do(ctx, http.MethodDelete, sandboxPath(info.SandboxID), nil, nil)
 	if IsNotFound(err) {
 		return nil
@@ -124,19 +125,19 @@ func (c *Client) Get(ctx context.Context, sandboxID string) (Sandbox, error) {
 }
 
 // Discover finds a running sandbox by id; not found is ok false, nil.
-func (c *Client) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+func (c *Client) Discover(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
 	s, err := c.Get(ctx, sandboxID)
 	if IsNotFound(err) {
-		return aio.SandboxInfo{}, false, nil
+		return orchestrator.SandboxInfo{}, false, nil
 	}
 	if err != nil {
-		return aio.SandboxInfo{}, false, err
+		return orchestrator.SandboxInfo{}, false, err
 	}
 	return fromWire(s), true, nil
 }
 
 // IsAlive reports whether the provisioner still runs it.
-func (c *Client) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, error) {
+func (c *Client) IsAlive(ctx context.Context, info orchestrator.SandboxInfo) (bool, error) {
 	_, ok, err := c.Discover(ctx, info.SandboxID)
 	return ok, err
 }
@@ -150,12 +151,12 @@ func (c *Client) Touch(ctx context.Context, sandboxID string) error {
 }
 
 // ListRunning lists the provisioner's sandboxes (GET /api/sandboxes).
-func (c *Client) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
+func (c *Client) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
 	var out SandboxList
 	if err := c.do(ctx, http.MethodGet, "/api/sandboxes", nil, &out); err != nil {
 		return nil, err
 	}
-	infos := make([]aio.SandboxInfo, 0, len(out.Sandboxes))
+	infos := make([]orchestrator.SandboxInfo, 0, len(out.Sandboxes))
 	for _, s := range out.Sandboxes {
 		infos = append(infos, fromWire(s))
 	}

@@ -15,10 +15,10 @@
 //
 // The package has three parts:
 //
-//   - Client (client.go): an aio.Backend over the API, registered with the
+//   - Client (client.go): an orchestrator.Backend over the API, registered with the
 //     aio provider as backend "provisioner". Non-2xx answers are *APIError
 //     values; a 404 matches ErrNotFound and fs.ErrNotExist.
-//   - Server (server.go, mounts.go): an http.Handler over any aio.Backend.
+//   - Server (server.go, mounts.go): an http.Handler over any orchestrator.Backend.
 //     It validates sandbox and thread ids (sandbox.ValidID), applies the
 //     host-mount policy, fills image, port and resources from its own
 //     configuration (clients do not choose them), and serialises calls per

@@ -11,39 +11,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// memBackend is an in-memory aio.Backend.
+// memBackend is an in-memory orchestrator.Backend.
 type memBackend struct {
 	mu        sync.Mutex
-	boxes     map[string]aio.SandboxInfo
-	reqs      []aio.CreateRequest
-	destroyed []aio.SandboxInfo
+	boxes     map[string]orchestrator.SandboxInfo
+	reqs      []orchestrator.CreateRequest
+	destroyed []orchestrator.SandboxInfo
 	createErr error
 	checkErr  error
 }
 
-func newMem() *memBackend { return &memBackend{boxes: map[string]aio.SandboxInfo{}} }
+func newMem() *memBackend { return &memBackend{boxes: map[string]orchestrator.SandboxInfo{}} }
 
-func (m *memBackend) Create(_ context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+func (m *memBackend) Create(_ context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.reqs = append(m.reqs, req)
 	if m.createErr != nil {
-		return aio.SandboxInfo{}, m.createErr
+		return orchestrator.SandboxInfo{}, m.createErr
 	}
 	if info, ok := m.boxes[req.SandboxID]; ok {
 		return info, nil
 	}
-	info := aio.SandboxInfo{SandboxID: req.SandboxID, ThreadID: req.ThreadID, Owner: req.Owner,
+	info := orchestrator.SandboxInfo{SandboxID: req.SandboxID, ThreadID: req.ThreadID, Owner: req.Owner,
 		URL: fmt.Sprintf("http://sandbox-%s:%d", req.SandboxID, req.Port), ContainerName: "c-" + req.SandboxID,
 		ContainerID: "id-" + req.SandboxID, CreatedAt: time.Unix(1700000000, 0).UTC()}
 	m.boxes[req.SandboxID] = info
 	return info, nil
 }
 
-func (m *memBackend) Destroy(_ context.Context, info aio.SandboxInfo) error {
+func (m *memBackend) Destroy(_ context.Context, info orchestrator.SandboxInfo) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.destroyed = append(m.destroyed, info)
@@ -51,24 +51,24 @@ func (m *memBackend) Destroy(_ context.Context, info aio.SandboxInfo) error {
 	return nil
 }
 
-func (m *memBackend) IsAlive(_ context.Context, info aio.SandboxInfo) (bool, error) {
+func (m *memBackend) IsAlive(_ context.Context, info orchestrator.SandboxInfo) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, ok := m.boxes[info.SandboxID]
 	return ok, nil
 }
 
-func (m *memBackend) Discover(_ context.Context, id string) (aio.SandboxInfo, bool, error) {
+func (m *memBackend) Discover(_ context.Context, id string) (orchestrator.SandboxInfo, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	info, ok := m.boxes[id]
 	return info, ok, nil
 }
 
-func (m *memBackend) ListRunning(context.Context) ([]aio.SandboxInfo, error) {
+func (m *memBackend) ListRunning(context.Context) ([]orchestrator.SandboxInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []aio.SandboxInfo
+	var out []orchestrator.SandboxInfo
 	for _, v := range m.boxes {
 		out = append(out, v)
 	}

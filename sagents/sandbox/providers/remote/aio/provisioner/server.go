@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Defaults are the sandbox settings the provisioner applies to every
@@ -32,7 +32,7 @@ type Checker interface {
 
 // Options configure a Server.
 type Options struct {
-	Backend aio.Backend
+	Backend orchestrator.Backend
 	// BackendName is reported by /health ("kubernetes", "docker").
 	BackendName string
 	// APIKey, when set, is required in X-API-Key on /api/ requests.
@@ -134,19 +134,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 // createRequest validates the body and adds the server's defaults.
-func (s *Server) createRequest(b CreateBody) (aio.CreateRequest, error) {
+func (s *Server) createRequest(b CreateBody) (orchestrator.CreateRequest, error) {
 	if err := validateBody(b); err != nil {
-		return aio.CreateRequest{}, err
+		return orchestrator.CreateRequest{}, err
 	}
 	mounts, dropped, err := s.opts.Mounts.apply(b.ExtraMounts)
 	if err != nil {
-		return aio.CreateRequest{}, err
+		return orchestrator.CreateRequest{}, err
 	}
 	for _, m := range dropped {
 		s.opts.Logger.Warn("provisioner: dropping a mount outside the allowed prefixes", "sandbox", b.SandboxID, "host_path", m.HostPath)
 	}
 	d := s.opts.Defaults
-	return aio.CreateRequest{SandboxID: b.SandboxID, ThreadID: b.ThreadID, Owner: b.Owner, Image: d.Image, Port: d.Port,
+	return orchestrator.CreateRequest{SandboxID: b.SandboxID, ThreadID: b.ThreadID, Owner: b.Owner, Image: d.Image, Port: d.Port,
 		Mounts: mounts, Env: b.Env, MemoryMB: d.MemoryMB, CPUs: d.CPUs, Token: b.Token}, nil
 }
 
@@ -221,7 +221,7 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !found {
-		info = aio.SandboxInfo{SandboxID: id}
+		info = orchestrator.SandboxInfo{SandboxID: id}
 	}
 	if err := s.opts.Backend.Destroy(r.Context(), info); err != nil {
 		s.opts.Logger.Error("provisioner: destroy failed", "sandbox", id, "err", err)

@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 func TestClientServerLifecycle(t *testing.T) {
 	mem := newMem()
 	c, _ := startServer(t, mem, nil)
 	ctx := context.Background()
-	req := aio.CreateRequest{SandboxID: "0123456789abcdef", ThreadID: "thread-1", Owner: "proc-1", Image: "ignored", Port: 1,
+	req := orchestrator.CreateRequest{SandboxID: "0123456789abcdef", ThreadID: "thread-1", Owner: "proc-1", Image: "ignored", Port: 1,
 		Mounts: []sandbox.VolumeMount{{HostPath: "/srv/sage/threads/thread-1/user-data/workspace", SandboxPath: "/mnt/user-data/workspace"},
 			{HostPath: "/srv/sage/skills", SandboxPath: "/mnt/skills", ReadOnly: true}},
 		Env: map[string]string{"A": "1"}, Token: "tok"}
@@ -172,7 +172,7 @@ func TestBadInput(t *testing.T) {
 func TestMountPolicyDrop(t *testing.T) {
 	mem := newMem()
 	c, _ := startServer(t, mem, func(o *Options) { o.Mounts.DropUnlisted = true })
-	_, err := c.Create(context.Background(), aio.CreateRequest{SandboxID: "s1",
+	_, err := c.Create(context.Background(), orchestrator.CreateRequest{SandboxID: "s1",
 		Mounts: []sandbox.VolumeMount{{HostPath: "/etc", SandboxPath: "/mnt/etc"}, {HostPath: "/srv/sage", SandboxPath: "/mnt/s"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestBackendErrors(t *testing.T) {
 		{context.DeadlineExceeded, 504},
 	} {
 		mem.createErr = tc.err
-		_, err := c.Create(context.Background(), aio.CreateRequest{SandboxID: "s1"})
+		_, err := c.Create(context.Background(), orchestrator.CreateRequest{SandboxID: "s1"})
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Status != tc.status || !strings.Contains(ae.Message, tc.err.Error()) {
 			t.Fatalf("%v: got %v", tc.err, err)
@@ -257,10 +257,10 @@ func TestKeyedMutexPrunes(t *testing.T) {
 
 func TestRegisteredBackend(t *testing.T) {
 	t.Setenv(EnvURL, "")
-	if _, err := aio.NewBackend(BackendName, map[string]any{}); err == nil || !strings.Contains(err.Error(), EnvURL) {
+	if _, err := orchestrator.NewBackend(BackendName, map[string]any{}); err == nil || !strings.Contains(err.Error(), EnvURL) {
 		t.Fatalf("no URL: %v", err)
 	}
-	b, err := aio.NewBackend(BackendName, map[string]any{ConfigURL: "http://127.0.0.1:1", ConfigAPIKey: "x"})
+	b, err := orchestrator.NewBackend(BackendName, map[string]any{ConfigURL: "http://127.0.0.1:1", ConfigAPIKey: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestRegisteredBackend(t *testing.T) {
 	}
 	t.Setenv(EnvURL, "http://127.0.0.1:2")
 	t.Setenv(EnvAPIKey, "y")
-	b, err = aio.NewBackend(BackendName, nil)
+	b, err = orchestrator.NewBackend(BackendName, nil)
 	if err != nil || b.(*Client).apiKey != "y" || b.(*Client).base.Port() != "2" {
 		t.Fatalf("from env: %v", err)
 	}

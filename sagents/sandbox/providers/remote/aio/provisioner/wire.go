@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Mount is one extra mount of a create request.
@@ -69,13 +69,13 @@ const (
 	StatusRunning = "Running"
 )
 
-func toWire(info aio.SandboxInfo) Sandbox {
+func toWire(info orchestrator.SandboxInfo) Sandbox {
 	return Sandbox{SandboxID: info.SandboxID, URL: info.URL, Status: StatusRunning, ThreadID: info.ThreadID,
 		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt}
 }
 
-func fromWire(s Sandbox) aio.SandboxInfo {
-	return aio.SandboxInfo{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL, ContainerName: s.ContainerName,
+func fromWire(s Sandbox) orchestrator.SandboxInfo {
+	return orchestrator.SandboxInfo{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL, ContainerName: s.ContainerName,
 		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName}
 }
 

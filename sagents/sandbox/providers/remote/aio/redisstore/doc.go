@@ -1,6 +1,6 @@
 // Package redisstore is the aio provider's Redis state store, for
 // processes on several hosts. Importing it registers the state store
-// "redis" with aio.RegisterStateStore (address: a redis:// URL).
+// "redis" with orchestrator.RegisterStateStore (address: a redis:// URL).
 //
 // State is JSON (the seed format) under sage:sandbox:<thread>. The
 // thread's lock is sage:sandbox:<thread>:lock, taken with SET NX PX and a

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
 )
 
@@ -37,13 +37,13 @@ func TestLostLockFencesWrites(t *testing.T) {
 	held, unlock, err := s.LockFenced(ctx, "t")
 	require.NoError(t, err)
 	defer unlock()
-	require.NoError(t, s.Save(held, "t", aio.SandboxInfo{SandboxID: "mine", URL: "http://a"}), "control: the holder writes")
+	require.NoError(t, s.Save(held, "t", orchestrator.SandboxInfo{SandboxID: "mine", URL: "http://a"}), "control: the holder writes")
 
 	// Another process takes the lock (as after an expiry).
 	require.NoError(t, rdb.Set(ctx, prefix+"t:lock", "someone-else", time.Minute).Err())
-	err = s.Save(held, "t", aio.SandboxInfo{SandboxID: "late", URL: "http://b"})
-	require.ErrorIs(t, err, aio.ErrLockLost)
-	require.ErrorIs(t, s.Remove(held, "t"), aio.ErrLockLost)
+	err = s.Save(held, "t", orchestrator.SandboxInfo{SandboxID: "late", URL: "http://b"})
+	require.ErrorIs(t, err, orchestrator.ErrLockLost)
+	require.ErrorIs(t, s.Remove(held, "t"), orchestrator.ErrLockLost)
 	got, ok, err := s.Load(ctx, "t")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -51,7 +51,7 @@ func TestLostLockFencesWrites(t *testing.T) {
 
 	select {
 	case <-held.Done():
-		assert.ErrorIs(t, context.Cause(held), aio.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(held), orchestrator.ErrLockLost)
 	case <-time.After(2 * time.Second):
 		t.Fatal("the held context was not cancelled after the lock was lost")
 	}
@@ -75,7 +75,7 @@ func TestUnrenewableLockIsLost(t *testing.T) {
 	stopRedisServer(t, srv)
 	select {
 	case <-held.Done():
-		assert.ErrorIs(t, context.Cause(held), aio.ErrLockLost)
+		assert.ErrorIs(t, context.Cause(held), orchestrator.ErrLockLost)
 	case <-time.After(3 * time.Second):
 		t.Fatal("the lock was not reported lost")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // Name is the state store name this package registers.
@@ -24,7 +24,7 @@ const Name = "redis"
 const DefaultAddr = "redis://127.0.0.1:6379/0"
 
 func init() {
-	aio.RegisterStateStore(Name, func(addr string) (aio.StateStore, error) { return Open(addr, Options{}) })
+	orchestrator.RegisterStateStore(Name, func(addr string) (orchestrator.StateStore, error) { return Open(addr, Options{}) })
 }
 
 // Options configure Open.
@@ -39,15 +39,15 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Store is the Redis aio.StateStore.
+// Store is the Redis orchestrator.StateStore.
 type Store struct {
 	rdb *redis.Client
 	o   Options
 }
 
 var (
-	_ aio.StateStore   = (*Store)(nil)
-	_ aio.FencedLocker = (*Store)(nil)
+	_ orchestrator.StateStore   = (*Store)(nil)
+	_ orchestrator.FencedLocker = (*Store)(nil)
 )
 
 // Open connects to a redis:// URL ("" means DefaultAddr). It does not
@@ -87,13 +87,13 @@ func (s *Store) Close() error { return s.rdb.Close() }
 
 func (s *Store) key(threadID string) (string, error) {
 	if !sandbox.ValidID(threadID) {
-		return "", fmt.Errorf("redisstore: %w", &aio.InvalidThreadError{ThreadID: threadID})
+		return "", fmt.Errorf("redisstore: %w", &orchestrator.InvalidThreadError{ThreadID: threadID})
 	}
 	return s.o.Prefix + threadID, nil
 }
 
 // Save stores info as JSON.
-func (s *Store) Save(ctx context.Context, threadID string, info aio.SandboxInfo) error {
+func (s *Store) Save(ctx context.Context, threadID string, info orchestrator.SandboxInfo) error {
 	k, err := s.key(threadID)
 	if err != nil {
 		return err
@@ -110,22 +110,22 @@ func (s *Store) Save(ctx context.Context, threadID string, info aio.SandboxInfo)
 
 // Load reads the thread's state; a missing key is a miss and a corrupt
 // value is logged and treated as one. An unreachable Redis is an error.
-func (s *Store) Load(ctx context.Context, threadID string) (aio.SandboxInfo, bool, error) {
+func (s *Store) Load(ctx context.Context, threadID string) (orchestrator.SandboxInfo, bool, error) {
 	k, err := s.key(threadID)
 	if err != nil {
-		return aio.SandboxInfo{}, false, err
+		return orchestrator.SandboxInfo{}, false, err
 	}
 	data, err := s.rdb.Get(ctx, k).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return aio.SandboxInfo{}, false, nil
+		return orchestrator.SandboxInfo{}, false, nil
 	}
 	if err != nil {
-		return aio.SandboxInfo{}, false, fmt.Errorf("redisstore: load %s: %w", threadID, err)
+		return orchestrator.SandboxInfo{}, false, fmt.Errorf("redisstore: load %s: %w", threadID, err)
 	}
-	var info aio.SandboxInfo
+	var info orchestrator.SandboxInfo
 	if err := json.Unmarshal(data, &info); err != nil || info.SandboxID == "" {
 		s.o.Logger.Warn("redisstore: ignoring unreadable sandbox state", "key", k, "err", err)
-		return aio.SandboxInfo{}, false, nil
+		return orchestrator.SandboxInfo{}, false, nil
 	}
 	return info, true, nil
 }
@@ -143,8 +143,8 @@ func (s *Store) Remove(ctx context.Context, threadID string) error {
 }
 
 // List returns every thread with readable state.
-func (s *Store) List(ctx context.Context) (map[string]aio.SandboxInfo, error) {
-	out := map[string]aio.SandboxInfo{}
+func (s *Store) List(ctx context.Context) (map[string]orchestrator.SandboxInfo, error) {
+	out := map[string]orchestrator.SandboxInfo{}
 	iter := s.rdb.Scan(ctx, 0, s.o.Prefix+"*", 100).Iterator()
 	for iter.Next(ctx) {
 		thread := iter.Val()[len(s.o.Prefix):]
@@ -176,11 +176,11 @@ func (s *Store) Lock(ctx context.Context, threadID string) (func(), error) {
 }
 
 // LockFenced is Lock that also returns a context derived from ctx,
-// cancelled with cause aio.ErrLockLost when the lock is lost: another
+// cancelled with cause orchestrator.ErrLockLost when the lock is lost: another
 // token holds it, or renewal failed for a whole TTL. Save and Remove
 // under that context write only while the lock holds its token (checked
 // by Redis in the same script), so a former holder's late write is
-// refused with aio.ErrLockLost.
+// refused with orchestrator.ErrLockLost.
 func (s *Store) LockFenced(ctx context.Context, threadID string) (context.Context, func(), error) {
 	k, err := s.key(threadID)
 	if err != nil {
@@ -214,7 +214,7 @@ type fenceKey struct{}
 
 // holdLock renews the lock until the returned (idempotent) unlock runs,
 // which stops renewing and deletes the lock if it is still ours. It calls lost with
-// aio.ErrLockLost once the lock is another's or could not be renewed
+// orchestrator.ErrLockLost once the lock is another's or could not be renewed
 // for a whole TTL.
 func (s *Store) holdLock(k, token string, lost context.CancelCauseFunc) func() {
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -236,7 +236,7 @@ func (s *Store) holdLock(k, token string, lost context.CancelCauseFunc) func() {
 					renewed = time.Now()
 				case err == nil || time.Since(renewed) >= s.o.LockTTL:
 					s.o.Logger.Warn("redisstore: lock lost; stopping its holder", "key", k, "err", err)
-					lost(aio.ErrLockLost)
+					lost(orchestrator.ErrLockLost)
 					return
 				default:
 					s.o.Logger.Warn("redisstore: could not renew lock", "key", k, "err", err)
@@ -277,7 +277,7 @@ func (s *Store) write(ctx context.Context, threadID, k string, data []byte) erro
 		return s.rdb.Set(ctx, k, data, 0).Err()
 	}
 	if ctx.Err() != nil {
-		if c := context.Cause(ctx); errors.Is(c, aio.ErrLockLost) {
+		if c := context.Cause(ctx); errors.Is(c, orchestrator.ErrLockLost) {
 			return c
 		}
 		return ctx.Err()
@@ -290,7 +290,7 @@ func (s *Store) write(ctx context.Context, threadID, k string, data []byte) erro
 		n, err = fencedSet.Run(ctx, s.rdb, []string{k, f.key}, f.token, data).Int()
 	}
 	if err == nil && n == -1 {
-		return fmt.Errorf("thread %s: %w", threadID, aio.ErrLockLost)
+		return fmt.Errorf("thread %s: %w", threadID, orchestrator.ErrLockLost)
 	}
 	return err
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore"
 )
 
@@ -34,7 +34,7 @@ func TestSaveLoadRemove(t *testing.T) {
 	_, ok, err := s.Load(ctx, "t1")
 	require.NoError(t, err)
 	assert.False(t, ok)
-	require.NoError(t, s.Save(ctx, "t1", aio.SandboxInfo{SandboxID: "sid", URL: "http://x", CreatedAt: time.Now()}))
+	require.NoError(t, s.Save(ctx, "t1", orchestrator.SandboxInfo{SandboxID: "sid", URL: "http://x", CreatedAt: time.Now()}))
 	info, ok, err := s.Load(ctx, "t1")
 	require.NoError(t, err)
 	require.True(t, ok)

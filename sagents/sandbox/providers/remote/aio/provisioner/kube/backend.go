@@ -11,17 +11,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// Backend runs sandboxes as Pods and Services. It implements aio.Backend
+// Backend runs sandboxes as Pods and Services. It implements orchestrator.Backend
 // and is safe for concurrent use.
 type Backend struct {
 	o   Options
 	res resources
 }
 
-var _ aio.Backend = (*Backend)(nil)
+var _ orchestrator.Backend = (*Backend)(nil)
 
 // New checks opts and returns the backend.
 func New(opts Options) (*Backend, error) {
@@ -40,7 +40,7 @@ func (b *Backend) services() serviceClient { return b.o.Client.CoreV1().Services
 // exists and is ours. It does not wait for the Pod to be ready; the
 // provider polls the URL. If the Service cannot be made, a Pod created by
 // this call is deleted again.
-func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.SandboxInfo, error) {
+func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	if req.Image == "" {
 		req.Image = b.o.Image
 	}
@@ -49,19 +49,19 @@ func (b *Backend) Create(ctx context.Context, req aio.CreateRequest) (aio.Sandbo
 	}
 	pod, created, err := b.createPod(ctx, req)
 	if err != nil {
-		return aio.SandboxInfo{}, err
+		return orchestrator.SandboxInfo{}, err
 	}
 	svc, err := b.createService(ctx, req, pod)
 	if err != nil {
 		if created {
 			b.deleteQuietly(ctx, pod.Name)
 		}
-		return aio.SandboxInfo{}, err
+		return orchestrator.SandboxInfo{}, err
 	}
 	return b.info(pod, svc)
 }
 
-func (b *Backend) createPod(ctx context.Context, req aio.CreateRequest) (*corev1.Pod, bool, error) {
+func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest) (*corev1.Pod, bool, error) {
 	want := b.buildPod(req)
 	pod, err := b.pods().Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
@@ -85,7 +85,7 @@ func (b *Backend) createPod(ctx context.Context, req aio.CreateRequest) (*corev1
 	return pod, false, nil
 }
 
-func (b *Backend) createService(ctx context.Context, req aio.CreateRequest, pod *corev1.Pod) (*corev1.Service, error) {
+func (b *Backend) createService(ctx context.Context, req orchestrator.CreateRequest, pod *corev1.Pod) (*corev1.Service, error) {
 	want := b.buildService(req, pod)
 	svc, err := b.services().Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
@@ -116,7 +116,7 @@ func (b *Backend) adoptable(m *metav1.ObjectMeta, sandboxID string) error {
 }
 
 // Destroy deletes the Pod and the Service; NotFound is fine.
-func (b *Backend) Destroy(ctx context.Context, info aio.SandboxInfo) error {
+func (b *Backend) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
 	if info.SandboxID == "" {
 		return errors.New("kube: destroy: empty sandbox id")
 	}
@@ -146,28 +146,28 @@ func (b *Backend) deleteQuietly(ctx context.Context, name string) {
 
 // IsAlive reports whether the sandbox's Pod exists and has not failed,
 // finished or started deleting.
-func (b *Backend) IsAlive(ctx context.Context, info aio.SandboxInfo) (bool, error) {
+func (b *Backend) IsAlive(ctx context.Context, info orchestrator.SandboxInfo) (bool, error) {
 	pod, err := b.findPod(ctx, info.SandboxID)
 	return pod != nil, err
 }
 
 // Discover finds a live sandbox by label, with its URL, and records the
 // call as activity.
-func (b *Backend) Discover(ctx context.Context, sandboxID string) (aio.SandboxInfo, bool, error) {
+func (b *Backend) Discover(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
 	pod, err := b.findPod(ctx, sandboxID)
 	if err != nil || pod == nil {
-		return aio.SandboxInfo{}, false, err
+		return orchestrator.SandboxInfo{}, false, err
 	}
 	svc, err := b.services().Get(ctx, pod.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return aio.SandboxInfo{}, false, nil // half made: the next Create completes it
+		return orchestrator.SandboxInfo{}, false, nil // half made: the next Create completes it
 	}
 	if err != nil {
-		return aio.SandboxInfo{}, false, fmt.Errorf("kube: get service %s: %w", pod.Name, err)
+		return orchestrator.SandboxInfo{}, false, fmt.Errorf("kube: get service %s: %w", pod.Name, err)
 	}
 	info, err := b.info(pod, svc)
 	if err != nil {
-		return aio.SandboxInfo{}, false, err
+		return orchestrator.SandboxInfo{}, false, err
 	}
 	b.touch(ctx, pod)
 	return info, true, nil
@@ -189,7 +189,7 @@ func (b *Backend) findPod(ctx context.Context, sandboxID string) (*corev1.Pod, e
 }
 
 // ListRunning lists the live sandboxes that have a Service.
-func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
+func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
 	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
 	if err != nil {
 		return nil, fmt.Errorf("kube: list pods: %w", err)
@@ -202,7 +202,7 @@ func (b *Backend) ListRunning(ctx context.Context) ([]aio.SandboxInfo, error) {
 	for i := range svcs.Items {
 		byName[svcs.Items[i].Name] = &svcs.Items[i]
 	}
-	var out []aio.SandboxInfo
+	var out []orchestrator.SandboxInfo
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if svc := byName[p.Name]; svc != nil && alive(p) {
@@ -225,12 +225,12 @@ func (b *Backend) Check(ctx context.Context) error {
 	return nil
 }
 
-func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (aio.SandboxInfo, error) {
+func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (orchestrator.SandboxInfo, error) {
 	u, err := b.serviceURL(svc)
 	if err != nil {
-		return aio.SandboxInfo{}, err
+		return orchestrator.SandboxInfo{}, err
 	}
-	return aio.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
+	return orchestrator.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
 		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[AnnotationOwner],
 		CreatedAt: pod.CreationTimestamp.Time}, nil
 }

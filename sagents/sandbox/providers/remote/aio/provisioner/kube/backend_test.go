@@ -19,7 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 const ns = "sage-test"
@@ -52,8 +52,8 @@ func newTestBackend(t *testing.T, mutate func(*Options)) (*Backend, *fake.Client
 	return b, cs, clock
 }
 
-func req(id, thread string) aio.CreateRequest {
-	return aio.CreateRequest{SandboxID: id, ThreadID: thread, Owner: "proc-1", Image: "sage-sandbox:test", Port: 8080,
+func req(id, thread string) orchestrator.CreateRequest {
+	return orchestrator.CreateRequest{SandboxID: id, ThreadID: thread, Owner: "proc-1", Image: "sage-sandbox:test", Port: 8080,
 		Mounts: []sandbox.VolumeMount{{HostPath: "/srv/sage/threads/t/user-data", SandboxPath: "/mnt/user-data"},
 			{HostPath: "/srv/sage/skills", SandboxPath: "/mnt/skills", ReadOnly: true}},
 		Env: map[string]string{"B": "2", "A": "1"}, MemoryMB: 512, CPUs: 0.5, Token: "tok"}
@@ -290,7 +290,7 @@ func TestDiscoverListAndLiveness(t *testing.T) {
 	if _, ok, _ := b.Discover(ctx, "zzz"); ok {
 		t.Fatal("unknown discovered")
 	}
-	if ok, _ := b.IsAlive(ctx, aio.SandboxInfo{SandboxID: "bbb"}); ok {
+	if ok, _ := b.IsAlive(ctx, orchestrator.SandboxInfo{SandboxID: "bbb"}); ok {
 		t.Fatal("failed pod alive")
 	}
 	// Create completes a half-made sandbox.

@@ -1,4 +1,4 @@
-// Package kube is the provisioner's Kubernetes backend: an aio.Backend
+// Package kube is the provisioner's Kubernetes backend: an orchestrator.Backend
 // that runs each sandbox as a Pod plus a Service in one namespace, with
 // client-go.
 //

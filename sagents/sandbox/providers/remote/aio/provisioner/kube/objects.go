@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // selectorAll matches every object this backend manages.
@@ -25,7 +25,7 @@ func sandboxSelector(id string) string {
 	return selectorAll + "," + LabelSandbox + "=" + labelFor(id)
 }
 
-func (b *Backend) meta(req aio.CreateRequest) metav1.ObjectMeta {
+func (b *Backend) meta(req orchestrator.CreateRequest) metav1.ObjectMeta {
 	labels := map[string]string{LabelManagedBy: ManagedBy, LabelName: AppName, LabelSandbox: labelFor(req.SandboxID)}
 	ann := map[string]string{AnnotationSandboxID: req.SandboxID}
 	if req.ThreadID != "" {
@@ -38,7 +38,7 @@ func (b *Backend) meta(req aio.CreateRequest) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: objectName(b.o.NamePrefix, req.SandboxID), Namespace: b.o.Namespace, Labels: labels, Annotations: ann}
 }
 
-func (b *Backend) buildPod(req aio.CreateRequest) *corev1.Pod {
+func (b *Backend) buildPod(req orchestrator.CreateRequest) *corev1.Pod {
 	meta := b.meta(req)
 	meta.Annotations[AnnotationActivity] = b.o.Now().UTC().Format(time.RFC3339Nano)
 	vols, mounts := volumes(req)
@@ -55,7 +55,7 @@ func (b *Backend) buildPod(req aio.CreateRequest) *corev1.Pod {
 	}
 }
 
-func (b *Backend) container(req aio.CreateRequest, mounts []corev1.VolumeMount) corev1.Container {
+func (b *Backend) container(req orchestrator.CreateRequest, mounts []corev1.VolumeMount) corev1.Container {
 	return corev1.Container{
 		Name:            ContainerNm,
 		Image:           req.Image,
@@ -96,7 +96,7 @@ func probe(token string, initialDelay, period, failures int32) *corev1.Probe {
 		PeriodSeconds: period, TimeoutSeconds: 2, FailureThreshold: failures, SuccessThreshold: 1}
 }
 
-func (b *Backend) resources(req aio.CreateRequest) corev1.ResourceRequirements {
+func (b *Backend) resources(req orchestrator.CreateRequest) corev1.ResourceRequirements {
 	r := b.res
 	cpuLim, memLim := r.cpuLim, r.memLim
 	if req.CPUs > 0 {
@@ -132,7 +132,7 @@ func envVars(env map[string]string) []corev1.EnvVar {
 // allowedHostsEnv lets sandboxd serve the names clients reach it by (its
 // Service's cluster DNS names, the NodePort host): sandboxd answers only
 // loopback and listed Host values, against DNS rebinding.
-func (b *Backend) allowedHostsEnv(req aio.CreateRequest) corev1.EnvVar {
+func (b *Backend) allowedHostsEnv(req orchestrator.CreateRequest) corev1.EnvVar {
 	name, ns := objectName(b.o.NamePrefix, req.SandboxID), b.o.Namespace
 	hosts := []string{name, name + "." + ns, name + "." + ns + ".svc", name + "." + ns + ".svc." + b.o.ClusterDomain}
 	if b.o.ServiceType == corev1.ServiceTypeNodePort && b.o.NodeHost != "" {
@@ -144,7 +144,7 @@ func (b *Backend) allowedHostsEnv(req aio.CreateRequest) corev1.EnvVar {
 // volumes turns the request's mounts (already checked by the server's
 // allowlist) into hostPath volumes; nothing else from the host is
 // mounted.
-func volumes(req aio.CreateRequest) ([]corev1.Volume, []corev1.VolumeMount) {
+func volumes(req orchestrator.CreateRequest) ([]corev1.Volume, []corev1.VolumeMount) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	for i, m := range req.Mounts {
@@ -156,7 +156,7 @@ func volumes(req aio.CreateRequest) ([]corev1.Volume, []corev1.VolumeMount) {
 	return vols, mounts
 }
 
-func (b *Backend) buildService(req aio.CreateRequest, owner *corev1.Pod) *corev1.Service {
+func (b *Backend) buildService(req orchestrator.CreateRequest, owner *corev1.Pod) *corev1.Service {
 	meta := b.meta(req)
 	meta.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: owner.Name, UID: owner.UID}}
 	return &corev1.Service{

@@ -1,0 +1,56 @@
+package dockerbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+)
+
+// ListRunning lists the running containers with this backend's prefix
+// and installation, except the warm pool's unclaimed ones (ListPool).
+func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	return b.list(ctx, false)
+}
+
+// list lists running containers (the unclaimed pool's when pooled).
+func (b *Backend) list(ctx context.Context, pooled bool, fs ...filters.KeyValuePair) ([]orchestrator.SandboxInfo, error) {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{Filters: filters.NewArgs(append(fs, b.scope()...)...)})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list: %w", err)
+	}
+	out := make([]orchestrator.SandboxInfo, 0, len(cs))
+	for _, c := range cs {
+		ins, err := b.cli.ContainerInspect(ctx, c.ID)
+		if cerrdefs.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("docker: inspect %s: %w", c.ID, err)
+		}
+		if info, err := b.toInfo(ins); err == nil && ins.State != nil && ins.State.Running && pooled == unclaimed(info) {
+			out = append(out, info)
+		}
+	}
+	return out, nil
+}
+
+// RemoveAll force-removes every container (running or not) with this
+// backend's prefix and installation; tests and `sage sandbox rm --all`
+// use it.
+func (b *Backend) RemoveAll(ctx context.Context) (int, error) {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(b.scope()...)})
+	if err != nil {
+		return 0, fmt.Errorf("docker: list: %w", err)
+	}
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, b.remove(ctx, c.ID))
+	}
+	return len(cs), errors.Join(errs...)
+}

@@ -1,0 +1,35 @@
+// Package orchestrator is the orchestrating AIO provider: one sandbox
+// per conversation thread, shared by every process that uses the same
+// backend and state store.
+//
+// Its small interfaces are what the backends and stores implement:
+// SandboxInfo, CreateRequest, Backend (dockerbackend, the provisioner
+// client) and StateStore (FileStore, built in; redisstore), plus the
+// optional Toucher, Lister and FencedLocker. Backends and stores register
+// by name (RegisterBackend, RegisterStateStore) as database/sql drivers
+// do; import aio/dockerbackend for "docker", aio/redisstore for "redis"
+// and aio/provisioner for "provisioner".
+//
+// Acquire(ctx, thread) gives every process the same sandbox per thread:
+// the in-process cache; then, under the state store's lock, the saved
+// SandboxInfo confirmed by Backend.Discover (adopted, or removed if
+// stale); then a new sandbox (Backend.Create + WaitReady), destroyed
+// again on any failure. Sandbox ids are 16 hex digits of sha256(thread);
+// thread ids are validated before anything touches disk or a backend. An
+// idle reaper (IdleTimeout, 0 disables; requests in flight and running
+// background tasks count as use, and Toucher backends are touched) and an
+// idempotent Shutdown (policy release or keep) end them. A FencedLocker
+// store (redis) cancels the holder's context with ErrLockLost when its
+// lock is lost, and fences its writes.
+//
+// ProviderFromConfig reads the provider_config map and the SAGE_AIO_*
+// environment; NewDriver is what the remote provider "aio" (registered
+// by the parent package) calls when no server_url is given.
+//
+// Sandboxes created through the sage-sandbox image run `sage sandboxd
+// --mode passthrough` inside the container (the container is the
+// isolation boundary) and require a bearer token that the provider
+// generates per sandbox, passes in SAGE_SANDBOXD_TOKEN (TokenEnv) and
+// keeps in the saved state; sandboxd does not pass that variable on to
+// commands.
+package orchestrator

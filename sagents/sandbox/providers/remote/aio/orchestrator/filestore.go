@@ -1,0 +1,187 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// FileStore keeps state in DIR/threads/<thread>/sandbox.json and locks
+// with flock(2) on DIR/threads/<thread>/sandbox.lock: good for several
+// processes on one host, or hosts sharing one file system that honours
+// flock. DIR is usually SAGE_HOME.
+type FileStore struct {
+	dir    string
+	logger *slog.Logger
+	// poll is how often a blocked Lock retries (flock has no wait with a
+	// deadline).
+	poll time.Duration
+}
+
+var _ StateStore = (*FileStore)(nil)
+
+// NewFileStore returns a store rooted at dir ("" means SAGE_HOME).
+func NewFileStore(dir string) *FileStore {
+	if dir == "" {
+		dir = sandbox.Home()
+	}
+	return &FileStore{dir: dir, logger: slog.Default(), poll: 5 * time.Millisecond}
+}
+
+// WithLogger sets the logger that reports unreadable state files.
+func (s *FileStore) WithLogger(l *slog.Logger) *FileStore { s.logger = l; return s }
+
+// ThreadDir is DIR/threads/<thread>.
+func (s *FileStore) ThreadDir(threadID string) string {
+	return filepath.Join(s.dir, "threads", threadID)
+}
+
+func (s *FileStore) threadDir(threadID string) (string, error) {
+	if !sandbox.ValidID(threadID) {
+		return "", fmt.Errorf("aio: %w", &InvalidThreadError{ThreadID: threadID})
+	}
+	return s.ThreadDir(threadID), nil
+}
+
+// Save writes sandbox.json atomically: a temporary file in the same
+// directory, fsync, rename, fsync of the directory. The file is 0600: it
+// holds the sandbox's API token.
+func (s *FileStore) Save(_ context.Context, threadID string, info SandboxInfo) error {
+	dir, err := s.threadDir(threadID)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("aio: state: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("aio: state: %w", err)
+	}
+	if err := writeAtomic(dir, "sandbox.json", data); err != nil {
+		return fmt.Errorf("aio: state: save %s: %w", threadID, err)
+	}
+	return nil
+}
+
+func writeAtomic(dir, name string, data []byte) (err error) {
+	f, err := os.CreateTemp(dir, "."+name+".*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Load reads sandbox.json. A missing file is a miss; a corrupt or
+// unreadable one is logged and treated as a miss too (the provider then
+// confirms with the backend, so nothing is lost but the record).
+func (s *FileStore) Load(_ context.Context, threadID string) (SandboxInfo, bool, error) {
+	dir, err := s.threadDir(threadID)
+	if err != nil {
+		return SandboxInfo{}, false, err
+	}
+	p := filepath.Join(dir, "sandbox.json")
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return SandboxInfo{}, false, nil
+	}
+	var info SandboxInfo
+	if err == nil {
+		err = json.Unmarshal(data, &info)
+	}
+	if err == nil && info.SandboxID == "" {
+		err = errors.New("no sandbox_id")
+	}
+	if err != nil {
+		s.logger.Warn("aio: ignoring unreadable sandbox state", "path", p, "err", err)
+		return SandboxInfo{}, false, nil
+	}
+	return info, true, nil
+}
+
+// Remove deletes sandbox.json; the directory and the lock file stay (a
+// stable lock path avoids races with directory removal).
+func (s *FileStore) Remove(_ context.Context, threadID string) error {
+	dir, err := s.threadDir(threadID)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, "sandbox.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("aio: state: remove %s: %w", threadID, err)
+	}
+	return nil
+}
+
+// Lock takes an exclusive flock on sandbox.lock, retrying until ctx ends.
+// The kernel releases it when the holder dies, so a killed process never
+// leaves the thread locked.
+func (s *FileStore) Lock(ctx context.Context, threadID string) (func(), error) {
+	dir, err := s.threadDir(threadID)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("aio: state lock: %w", err)
+	}
+	fl := flock.New(filepath.Join(dir, "sandbox.lock"), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+	ok, err := fl.TryLockContext(ctx, s.poll)
+	if err != nil {
+		return nil, fmt.Errorf("aio: state lock %s: %w", threadID, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("aio: state lock %s: %w", threadID, ctx.Err())
+	}
+	return func() { _ = fl.Close() }, nil
+}
+
+// List returns every thread that has a readable sandbox.json.
+func (s *FileStore) List(ctx context.Context) (map[string]SandboxInfo, error) {
+	ents, err := os.ReadDir(filepath.Join(s.dir, "threads"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]SandboxInfo{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aio: state: %w", err)
+	}
+	out := map[string]SandboxInfo{}
+	for _, e := range ents {
+		if !e.IsDir() || !sandbox.ValidID(e.Name()) {
+			continue
+		}
+		if info, ok, _ := s.Load(ctx, e.Name()); ok {
+			out[e.Name()] = info
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package orchestrator
+
+import (
+	"context"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// SandboxInfo is what the orchestrating provider, its backends and its
+// state stores know of one sandbox. Its JSON is compatible with the seed
+// format (sandbox_id, sandbox_url, container_name, container_id,
+// created_at); legacy documents with base_url are read too.
+type SandboxInfo struct {
+	SandboxID     string `json:"sandbox_id"`
+	ThreadID      string `json:"thread_id,omitempty"`
+	URL           string `json:"sandbox_url"`
+	ContainerName string `json:"container_name,omitempty"`
+	ContainerID   string `json:"container_id,omitempty"`
+	Owner         string `json:"owner,omitempty"`
+	// Token is the bearer token the sandbox's API requires (empty: none).
+	Token string `json:"token,omitempty"`
+	// Backend names the backend that runs it ("docker", "provisioner").
+	Backend   string    `json:"backend,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// LastUsed is when a process last created or adopted it (processes
+	// do not share their in-memory activity); zero if unknown.
+	LastUsed time.Time `json:"last_used_at,omitempty"`
+	// PoolSlot is set on a sandbox started for the warm pool: its
+	// /mnt/user-data is the host directory Home/pool/<PoolSlot>/user-data,
+	// into which a claiming thread's files are moved (and moved back when
+	// the sandbox is destroyed). Unclaimed, SandboxID == PoolSlot.
+	PoolSlot string `json:"pool_slot,omitempty"`
+}
+
+// CreateRequest asks a backend for a new sandbox.
+type CreateRequest struct {
+	SandboxID string
+	ThreadID  string // empty for anonymous sandboxes
+	Owner     string // id of the process that creates it
+	Image     string
+	Port      int // the sandbox API port inside the container
+	Mounts    []sandbox.VolumeMount
+	Env       map[string]string
+	MemoryMB  int
+	CPUs      float64
+	// Token, when set, is the bearer token the sandbox's API must require
+	// (the sage-sandbox image reads it from SAGE_SANDBOXD_TOKEN, which the
+	// provider puts in Env too).
+	Token string
+	// PoolSlot marks a warm-pool sandbox (labelled so; see Pooler).
+	PoolSlot string
+}
+
+// Pooler is implemented by backends that can keep a warm pool of
+// started, unassigned sandboxes (CreateRequest.PoolSlot set).
+type Pooler interface {
+	// Claim hands the unclaimed pool sandbox pooled to thread threadID
+	// under the id sandboxID: from then on Discover(sandboxID) finds it
+	// and ListPool does not list it. It fails if the sandbox is gone or
+	// another sandbox already has that id.
+	Claim(ctx context.Context, pooled SandboxInfo, sandboxID, threadID string) (SandboxInfo, error)
+	// ListPool lists this backend's running, unclaimed pool sandboxes
+	// (of every owner).
+	ListPool(ctx context.Context) ([]SandboxInfo, error)
+}
+
+// Backend runs sandbox containers: Docker directly, or a provisioner
+// service (which may run them on Kubernetes).
+type Backend interface {
+	// Create starts a sandbox. It returns once the container runs; the
+	// provider then waits for its API to answer.
+	Create(ctx context.Context, req CreateRequest) (SandboxInfo, error)
+	// Destroy stops and removes it; a sandbox that is already gone is not
+	// an error.
+	Destroy(ctx context.Context, info SandboxInfo) error
+	// IsAlive reports whether it still runs.
+	IsAlive(ctx context.Context, info SandboxInfo) (bool, error)
+	// Discover finds a running sandbox by id (by name or label), with its
+	// current URL and container id.
+	Discover(ctx context.Context, sandboxID string) (SandboxInfo, bool, error)
+	// ListRunning lists the sandboxes this backend runs.
+	ListRunning(ctx context.Context) ([]SandboxInfo, error)
+}
+
+// StateStore persists thread -> sandbox mappings across processes and
+// hosts, with a cross-process lock per thread.
+type StateStore interface {
+	Save(ctx context.Context, threadID string, info SandboxInfo) error
+	// Load returns ok false when nothing (or nothing readable) is stored.
+	Load(ctx context.Context, threadID string) (info SandboxInfo, ok bool, err error)
+	Remove(ctx context.Context, threadID string) error
+	// Lock takes the thread's lock, waiting as long as ctx allows.
+	Lock(ctx context.Context, threadID string) (unlock func(), err error)
+}

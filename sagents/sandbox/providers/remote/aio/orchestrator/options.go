@@ -1,0 +1,136 @@
+package orchestrator
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Shutdown policies.
+const (
+	// PolicyRelease destroys, on Shutdown, the sandboxes this process
+	// created or adopted.
+	PolicyRelease = "release"
+	// PolicyKeep leaves them running (and their state saved) for other
+	// processes; Shutdown only closes this process's handles.
+	PolicyKeep = "keep"
+)
+
+// Defaults of ProviderOptions.
+const (
+	DefaultImage        = "sage-sandbox:dev"
+	DefaultPort         = 8080
+	DefaultReapInterval = 60 * time.Second
+	DefaultReadyTimeout = 60 * time.Second
+	// TokenEnv carries a sandbox's API token into its container.
+	TokenEnv = "SAGE_SANDBOXD_TOKEN"
+	// UserDataPath is where a thread's directories are mounted.
+	UserDataPath = "/mnt/user-data"
+	// SkillsPath is where the skills directory is mounted, read-only.
+	SkillsPath = "/mnt/skills"
+)
+
+// ProviderOptions configure NewProvider. Only Backend is required.
+type ProviderOptions struct {
+	Backend Backend
+	// Store persists thread -> sandbox; nil means a FileStore in Home.
+	Store StateStore
+	// Home holds threads/<id>/user-data (default sandbox.Home()).
+	Home string
+	// SkillsDir is mounted read-only at /mnt/skills when it exists
+	// (default Home/skills).
+	SkillsDir string
+	Image     string // default DefaultImage
+	Port      int    // the API port inside the sandbox, default 8080
+	Mounts    []sandbox.VolumeMount
+	// Env is the sandbox's environment, already resolved (ResolveEnv).
+	Env      map[string]string
+	MemoryMB int
+	CPUs     float64
+	// IdleTimeout releases sandboxes unused for that long; 0 disables
+	// the reaper.
+	IdleTimeout time.Duration
+	// ReapInterval is how often the reaper scans (default 60 s).
+	ReapInterval time.Duration
+	// ReadyTimeout bounds WaitReady after create or adoption (default
+	// 60 s).
+	ReadyTimeout time.Duration
+	// ShutdownPolicy is PolicyRelease (default) or PolicyKeep.
+	ShutdownPolicy string
+	// Owner identifies this process in labels and state (default
+	// host-pid-random).
+	Owner string
+	// Timeout is the default command timeout of the handles.
+	Timeout time.Duration
+	// LivenessInterval is how often a cache hit asks the backend whether
+	// the sandbox still runs (default DefaultLivenessInterval).
+	LivenessInterval time.Duration
+	// TouchInterval is how often, at most, a used sandbox is touched on a
+	// backend that implements Toucher (default DefaultTouchInterval).
+	TouchInterval time.Duration
+	// PoolSize is how many started, ready, unassigned sandboxes the warm
+	// pool keeps (0: no pool); the backend must implement Pooler.
+	PoolSize int
+	// MaxSandboxes bounds the sandboxes this process holds plus its pool
+	// (0: no limit); PoolSize may not exceed it.
+	MaxSandboxes int
+	Logger       *slog.Logger
+}
+
+func (o *ProviderOptions) defaults() error {
+	if o.Backend == nil {
+		return &sandbox.ConfigError{Field: "backend", Reason: "required by the aio provider"}
+	}
+	switch o.ShutdownPolicy {
+	case "":
+		o.ShutdownPolicy = PolicyRelease
+	case PolicyRelease, PolicyKeep:
+	default:
+		return &sandbox.ConfigError{Field: "shutdown_policy", Value: o.ShutdownPolicy, Reason: "want release or keep"}
+	}
+	if err := o.checkPool(); err != nil {
+		return err
+	}
+	if o.IdleTimeout < 0 || o.ReapInterval < 0 || o.ReadyTimeout < 0 {
+		return &sandbox.ConfigError{Field: "idle_timeout", Reason: "durations must not be negative"}
+	}
+	if o.Home == "" {
+		o.Home = sandbox.Home()
+	}
+	if o.Store == nil {
+		o.Store = NewFileStore(o.Home)
+	}
+	if o.SkillsDir == "" {
+		o.SkillsDir = filepath.Join(o.Home, "skills")
+	}
+	if o.Image == "" {
+		o.Image = DefaultImage
+	}
+	if o.Port == 0 {
+		o.Port = DefaultPort
+	}
+	if o.ReapInterval == 0 {
+		o.ReapInterval = DefaultReapInterval
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = DefaultReadyTimeout
+	}
+	if o.LivenessInterval <= 0 {
+		o.LivenessInterval = DefaultLivenessInterval
+	}
+	if o.TouchInterval <= 0 {
+		o.TouchInterval = DefaultTouchInterval
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package orchestrator_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+)
+
+// Two processes share one thread: the one that adopted the sandbox must
+// not destroy it on shutdown or when it finds it idle; its creator does.
+func TestOnlyTheOwnerDestroys(t *testing.T) {
+	b := newFakeBackend(t)
+	home := t.TempDir()
+	ctx := context.Background()
+	creator, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "creator"})
+	require.NoError(t, err)
+	_, err = creator.Acquire(ctx, "shared")
+	require.NoError(t, err)
+
+	adopter, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "adopter",
+		IdleTimeout: 50 * time.Millisecond, ReapInterval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	_, err = adopter.Acquire(ctx, "shared")
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), b.creates.Load(), "adopted, not created again")
+
+	time.Sleep(300 * time.Millisecond) // the adopter's reaper finds it idle
+	assert.Equal(t, 1, b.count(), "the adopter's reaper destroyed a sandbox it does not own")
+	require.NoError(t, adopter.Shutdown(ctx))
+	assert.Equal(t, 1, b.count(), "the adopter's shutdown destroyed a sandbox it does not own")
+
+	require.NoError(t, creator.Shutdown(ctx))
+	assert.Equal(t, 0, b.count(), "the creator releases what it created")
+}
+
+// A cache hit notices, within LivenessInterval, that the sandbox is gone
+// and creates a new one.
+func TestCacheHitNoticesAGoneSandbox(t *testing.T) {
+	b := newFakeBackend(t)
+	p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: t.TempDir(), LivenessInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	defer p.Shutdown(context.Background())
+	ctx := context.Background()
+	sid, err := p.Acquire(ctx, "t1")
+	require.NoError(t, err)
+	b.mu.Lock()
+	delete(b.running, sid) // removed behind our back
+	b.mu.Unlock()
+	time.Sleep(30 * time.Millisecond)
+	again, err := p.Acquire(ctx, "t1")
+	require.NoError(t, err)
+	assert.Equal(t, sid, again, "same deterministic id")
+	assert.Equal(t, int32(2), b.creates.Load(), "a new sandbox was created")
+	assert.Equal(t, 1, b.count())
+}
+
+// Shutdown is idempotent, and a closed provider acquires nothing.
+func TestShutdownAfterShutdownIsNoError(t *testing.T) {
+	b := newFakeBackend(t)
+	p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, p.Shutdown(context.Background()))
+	require.NoError(t, p.Shutdown(context.Background()))
+	_, err = p.Acquire(context.Background(), "late")
+	assert.Error(t, err)
+	assert.Equal(t, 0, b.count())
+}
