@@ -5,11 +5,15 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/sage-go/sage/internal/testenv"
 )
 
 // TestDirOpenProbe: on Linux the kernel refuses a symlink for
@@ -17,7 +21,10 @@ import (
 // under gVisor (runsc) the probe must say it follows.
 func TestDirOpenProbe(t *testing.T) {
 	v, _ := os.ReadFile("/proc/version")
-	gvisor := strings.Contains(strings.ToLower(string(v)), "gvisor")
+	// gVisor's /proc/version names it, or (older releases) is this fixed
+	// string.
+	gvisor := strings.Contains(strings.ToLower(string(v)), "gvisor") ||
+		strings.Contains(string(v), "4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016")
 	if got := dirOpenFollowsSymlinks(); got != (runtime.GOOS == "linux" && gvisor) {
 		t.Fatalf("dirOpenFollowsSymlinks() = %v on %s (gVisor %v)", got, runtime.GOOS, gvisor)
 	}
@@ -26,10 +33,22 @@ func TestDirOpenProbe(t *testing.T) {
 // TestResolveDirsConfines runs HostFS with the user-space directory walk
 // forced on (as under gVisor) against the directory-symlink escapes of
 // the contract suite, and checks symlinks inside keep working.
+//
+// "AsProbed" leaves the choice to the probe: on Linux os.Root alone
+// confines; run under runsc (go test -c, then runsc do ./sandbox.test
+// -test.run ResolveDirs) it is resolveDirs, and without it the escapes
+// succeed there.
 func TestResolveDirsConfines(t *testing.T) {
-	old := needResolveDirs
-	needResolveDirs = func() bool { return true }
-	t.Cleanup(func() { needResolveDirs = old })
+	t.Run("AsProbed", testResolveDirsConfines)
+	t.Run("Forced", func(t *testing.T) {
+		old := needResolveDirs
+		needResolveDirs = func() bool { return true }
+		t.Cleanup(func() { needResolveDirs = old })
+		testResolveDirsConfines(t)
+	})
+}
+
+func testResolveDirsConfines(t *testing.T) {
 	ws, outside := t.TempDir(), t.TempDir()
 	must := func(err error) {
 		t.Helper()
@@ -104,5 +123,30 @@ func TestResolveDirsResult(t *testing.T) {
 		if got, err := resolveDirs(root, rel); !errors.Is(err, errDirEscapes) {
 			t.Errorf("resolveDirs(%q) = %q, %v; want errDirEscapes", rel, got, err)
 		}
+	}
+}
+
+// TestResolveDirsUnderRunsc runs this file's tests again inside gVisor
+// (runsc do), where os.Root alone does not confine: without resolveDirs
+// the escapes of TestResolveDirsConfines succeed there.
+func TestResolveDirsUnderRunsc(t *testing.T) {
+	if os.Getenv("SAGE_TEST_IN_RUNSC") == "1" {
+		t.Skip("already inside runsc")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("gVisor is Linux-only")
+	}
+	runsc := testenv.Command(t, "runsc", testenv.SetupFix+" (it installs runsc)")
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root for runsc do", "run the tests as root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, runsc, "--network=none", "do", "--", os.Args[0], "-test.run", "^(TestDirOpenProbe|TestResolveDirsConfines|TestResolveDirsResult)$", "-test.v")
+	cmd.Env = append(os.Environ(), "SAGE_TEST_IN_RUNSC=1")
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestResolveDirsConfines") {
+		t.Fatalf("under runsc: %v\n%s", err, out)
 	}
 }
