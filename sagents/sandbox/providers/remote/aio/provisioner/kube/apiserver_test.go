@@ -17,7 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,25 +47,18 @@ type controlPlane struct {
 	logDir string
 }
 
-// kubeVersion is the Kubernetes release matching the linked client-go
-// (v0.N.M -> v1.N.M).
+// kubeVersion is the Kubernetes release matching the client-go in the
+// module's go.mod (v0.N.M -> v1.N.M), as .ci/setup.d/35-kube.sh derives it.
 func kubeVersion(t testing.TB) string {
-	bi, ok := debug.ReadBuildInfo()
-	if ok {
-		for _, m := range bi.Deps {
-			if m.Path == "k8s.io/client-go" {
-				v := m.Version
-				if m.Replace != nil {
-					v = m.Replace.Version
-				}
-				if strings.HasPrefix(v, "v0.") {
-					return "v1." + strings.TrimPrefix(v, "v0.")
-				}
-			}
-		}
+	data, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no k8s.io/client-go v0.x in the test binary's build info")
-	return ""
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/client-go v0\.(\d+\.\d+)\b`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("no k8s.io/client-go v0.N.M in go.mod")
+	}
+	return "v1." + string(m[1])
 }
 
 // controlPlaneBinaries finds kube-apiserver and etcd, or stops t through
