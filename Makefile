@@ -7,7 +7,7 @@ BIN       := bin
 GOFILES    = $(shell find . -name '*.go' -not -path './tools/*' -not -path './.cache/*')
 BENCHTIME ?= 1s
 
-.PHONY: all setup build build-lean test vet fmt-check cross unit bench demo clean
+.PHONY: all setup build build-lean test vet fmt-check cross unit bench demo clean kube
 
 all: build
 
@@ -79,5 +79,11 @@ demo:
 
 clean:
 	rm -rf $(BIN)
+
+# kube-apiserver (built at the version of go.mod's client-go) and etcd for
+# the Kubernetes backend's tests against a real API server; `make setup`
+# does it too.
+kube:
+	@bash scripts/step.sh setup "$$(sed -n 's/^# step: //p' .ci/setup.d/35-kube.sh)" bash .ci/setup.d/35-kube.sh
 
 -include mk/*.mk

@@ -18,8 +18,25 @@ test) glob='*.sh' ;;
 	;;
 esac
 prefix=${SAGE_STEP_PREFIX:-setup}
+# Steps marked "# parallel: yes" (long, independent Go builds) start in
+# the background; their lines print when they end, before setup.sh exits.
+bg=()
 for step in .ci/setup.d/$glob; do
 	[ -e "$step" ] || continue
 	label=$(sed -n 's/^# step: //p' "$step" | head -n 1)
+	if grep -q '^# parallel: yes' "$step"; then
+		out=$(mktemp)
+		bash scripts/step.sh "$prefix" "${label:-$(basename "$step")} (in parallel)" bash "$step" >"$out" 2>&1 &
+		bg+=("$!:$out")
+		continue
+	fi
 	bash scripts/step.sh "$prefix" "${label:-$(basename "$step")}" bash "$step"
 done
+rc=0
+[ ${#bg[@]} -eq 0 ] || echo "$prefix: waiting for ${#bg[@]} step(s) running in parallel"
+for job in ${bg[@]+"${bg[@]}"}; do
+	wait "${job%%:*}" || rc=1
+	cat "${job#*:}"
+	rm -f "${job#*:}"
+done
+exit $rc

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # step: jaeger v1.76.0 for the trace test (about 11 min the first time on 2 cores, cached after)
+# parallel: yes
 # Builds the pinned Jaeger (tools/jaeger) into the cache once, for the
 # end-to-end trace test. Quick when the binary is cached.
 set -euo pipefail

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # step: runsc (gVisor) for isolation gvisor and the Docker runtime runsc (about 3-15 min the first time, cached after)
+# parallel: yes
 # Builds a pinned runsc with Go into the cache once, installs it as
 # /usr/local/bin/runsc and registers it with the Docker Engine as the
 # runtime "runsc" (daemon.json, then SIGHUP: dockerd reloads its runtimes

@@ -58,6 +58,10 @@ func (h *HostFS) open(ctx context.Context, op, p string, write bool) (*os.Root, 
 	if err != nil {
 		return nil, loc, fmt.Errorf("sandbox: %s %q: open mount %s: %w", op, p, loc.Mount, err)
 	}
+	if loc, err = confineDirs(root, op, loc); err != nil {
+		root.Close()
+		return nil, loc, err
+	}
 	return root, loc, nil
 }
 

@@ -34,6 +34,12 @@
 // finished. Deletion uses the Pod's resourceVersion as a precondition, so
 // a touch that lands between the scan and the delete saves the sandbox.
 //
-// No real cluster runs in this project's CI: the tests use client-go's
-// fake clientset.
+// Tests. Most use client-go's fake clientset. TestRealAPIServer runs a
+// real kube-apiserver (built by `make kube` at the client-go's release)
+// and etcd on loopback: the deploy/kubernetes manifests applied with
+// strict server-side validation, the provisioner's own ServiceAccount
+// token and Role, Pod Security "restricted" admission, adoption, the
+// reaper's preconditions. No kubelet or controller-manager runs there:
+// readiness is a status the test writes, and nothing garbage-collects, so
+// Destroy's explicit deletes of both objects are what is checked.
 package kube

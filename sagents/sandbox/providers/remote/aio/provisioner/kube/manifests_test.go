@@ -15,7 +15,10 @@ import (
 )
 
 // manifestDir is deploy/kubernetes from this package's directory.
-const manifestDir = "../../../../../../../deploy/kubernetes"
+const manifestDir = repoRoot + "/deploy/kubernetes"
+
+// repoRoot is the repository from this package's directory.
+const repoRoot = "../../../../../../.."
 
 // TestManifestsDecodeStrictly decodes every document of the example
 // manifests into its typed object, refusing unknown or misspelt fields,

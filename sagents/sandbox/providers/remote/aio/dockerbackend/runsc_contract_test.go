@@ -1,0 +1,37 @@
+package dockerbackend_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// TestContractRunsc runs the contract suite through sandboxes of the
+// Docker runtime runsc (gVisor). The file API runs inside the sandbox,
+// on gVisor's kernel, whose openat(O_NOFOLLOW|O_DIRECTORY) follows
+// symlinks: without HostFS's own directory walk the Escapes cases "read
+// through dir symlink" and "write through dir symlink" leave the
+// workspace (ln -s / root_link; root_link/etc/passwd).
+func TestContractRunsc(t *testing.T) {
+	f := newFixture(t)
+	b := requireRunsc(t, f)
+	p := f.provider(t, func(o *aio.ProviderOptions) { o.Backend = b })
+	n := 0
+	sandboxtest.Run(t, sandboxtest.Options{
+		New: func(t *testing.T) *sandbox.Sandbox {
+			n++
+			sid, err := p.Acquire(ctxT(t), "contract-runsc-"+strconv.Itoa(n))
+			require.NoError(t, err)
+			h, ok := p.Get(sid)
+			require.True(t, ok)
+			return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, released{h.Driver().(remoteDriver), p, sid})
+		},
+		// gVisor's processes do not show in this host's /proc.
+		NoTaskPIDs: true,
+	})
+}
