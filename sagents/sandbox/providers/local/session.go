@@ -30,6 +30,7 @@ type sessionSlot struct {
 	live     *liveSession // nil: none running
 	started  int          // session sandboxes started so far
 	closed   bool
+	extra    []bind // binds calls needed, kept for the next session sandbox
 	idleStop *time.Timer
 }
 

@@ -48,6 +48,9 @@ type Request struct {
 	// CPUSeconds, for a gated command, is its RLIMIT_CPU (soft; hard one
 	// second above), set before it is released.
 	CPUSeconds int `json:"cpu_seconds,omitempty"`
+	// Pidfd asks for a pidfd of the command with the "started" reply
+	// (always sent for a gated command): the host learns its host pid.
+	Pidfd bool `json:"pidfd,omitempty"`
 }
 
 // Reply is one message to the host.
@@ -236,7 +239,7 @@ func (s *server) exec(req Request, files []*os.File) {
 		n := uint64(req.CPUSeconds)
 		unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: n, Max: n + 1}, nil)
 	}
-	if gateW != nil {
+	if gateW != nil || req.Pidfd {
 		pfd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
 			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid, Err: "pidfd: " + err.Error()})
