@@ -179,7 +179,10 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	if err != nil {
 		return nil, err
 	}
-	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true}
+	// One P: the supervisor only waits on its socket and its children,
+	// and every P costs memory (its mcache, a thread) in each session.
+	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true,
+		env: map[string]string{"GOMAXPROCS": "1"}}
 	if err := s.sessionBinds(&inv); err != nil {
 		return nil, err
 	}
