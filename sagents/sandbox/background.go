@@ -45,6 +45,13 @@ type Launch struct {
 	ExtraFiles []*os.File
 	Terminate  func()
 	Started    func(pid int) error
+	// Run, when set, starts the task instead of Path and Args (a driver
+	// whose tasks run inside a long-lived sandbox): it gets the task's
+	// log for stdout and stderr, and returns the host pid of the task's
+	// process-group leader and a function that waits for the leader's end
+	// and returns its exit code and signal name. It must not return
+	// before the task runs.
+	Run func(ctx context.Context, log *os.File) (pid int, wait func() (code int, signal string), err error)
 }
 
 // NewBackground keeps task logs in logDir (created on first use). grace
@@ -70,33 +77,36 @@ func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, erro
 	}
 	id := "bg-" + randomHex(6)
 	logPath := filepath.Join(b.dir, id+".log")
-	cmd, err := b.launch(l, logPath)
+	pid, wait, err := b.launch(ctx, l, logPath)
 	if err != nil {
 		os.Remove(logPath)
 		return nil, fmt.Errorf("sandbox: start background task: %w", err)
 	}
-	t := &bgTask{id: id, log: logPath, pgid: cmd.Process.Pid, terminate: l.Terminate, done: make(chan struct{})}
+	t := &bgTask{id: id, log: logPath, pgid: pid, terminate: l.Terminate, done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed { // closed while starting: leave nothing running
 		b.mu.Unlock()
 		killGroup(t.pgid, syscall.SIGKILL)
-		cmd.Wait()
+		wait()
 		return nil, ErrClosed
 	}
 	b.tasks[id] = t
 	b.mu.Unlock()
-	go t.reap(cmd)
+	go t.reap(wait)
 	return &BackgroundTask{ID: id, PID: t.pgid, LogPath: logPath}, nil
 }
 
 // launch starts the process with its output in the log and runs
 // l.Started, outside the lock (it may wait for a sandbox to come up).
-func (b *Background) launch(l Launch, logPath string) (*exec.Cmd, error) {
+func (b *Background) launch(ctx context.Context, l Launch, logPath string) (int, func() (int, string), error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer logf.Close()
+	if l.Run != nil {
+		return l.Run(ctx, logf)
+	}
 	cmd := &exec.Cmd{Path: l.Path, Args: l.Args, Dir: l.Dir, Env: l.Env, Stdout: logf, Stderr: logf, ExtraFiles: l.ExtraFiles}
 	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if l.SysProcAttr != nil {
@@ -104,17 +114,17 @@ func (b *Background) launch(l Launch, logPath string) (*exec.Cmd, error) {
 	}
 	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	closeFiles(l.ExtraFiles)
 	if l.Started != nil {
 		if err := l.Started(cmd.Process.Pid); err != nil {
 			killGroup(cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
-			return nil, err
+			return 0, nil, err
 		}
 	}
-	return cmd, nil
+	return cmd.Process.Pid, func() (int, string) { cmd.Wait(); return exitStatus(cmd.ProcessState) }, nil
 }
 
 func (b *Background) isClosed() bool {
@@ -129,10 +139,9 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
-func (t *bgTask) reap(cmd *exec.Cmd) {
-	cmd.Wait()
+func (t *bgTask) reap(wait func() (int, string)) {
+	code, sig := wait()
 	killGroup(t.pgid, syscall.SIGKILL)
-	code, sig := exitStatus(cmd.ProcessState)
 	t.state = BackgroundState{ExitCode: code, Signal: sig}
 	close(t.done)
 }

@@ -94,9 +94,12 @@ type LocalConfig struct {
 	// SeccompDeny lists more system calls the seccomp filter refuses
 	// (names as in syscalls(2)), on top of the built-in list.
 	SeccompDeny []string
-	// FreshPerCommand false runs every shell command of the sandbox in one
-	// long-lived session sandbox (/tmp, processes and localhost persist);
-	// nil or true starts a fresh sandbox per command.
+	// FreshPerCommand true starts a fresh sandbox per command. Nil (the
+	// default) runs every command, background task and Python or
+	// JavaScript call of the sandbox in one long-lived session sandbox
+	// (/tmp, processes and localhost persist) where bwrap isolates (Linux,
+	// isolation auto or bwrap), else fresh; false asks for the session
+	// sandbox and is a config error where it cannot run.
 	FreshPerCommand *bool
 	// IdleTimeout stops an idle session sandbox (the next command starts
 	// a new one); 0 means 15 minutes, negative never.

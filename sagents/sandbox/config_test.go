@@ -198,5 +198,5 @@ func TestConfigFromYAMLSession(t *testing.T) {
 	assert.Equal(t, 90*time.Second, c.Local.IdleTimeout)
 	c, err = ConfigFromYAML([]byte("sandbox:\n  local: {}\n"))
 	require.NoError(t, err)
-	assert.Nil(t, c.Local.FreshPerCommand, "unset: a fresh sandbox per command")
+	assert.Nil(t, c.Local.FreshPerCommand, "unset: the driver decides (a session sandbox where bwrap isolates)")
 }

@@ -22,9 +22,11 @@ func BenchmarkBareBwrapTrue(b *testing.B) {
 	}
 }
 
-// BenchmarkLocalExecTrue is Handle.ExecuteCommand of "true".
+// BenchmarkLocalExecTrue is Handle.ExecuteCommand of "true" with a fresh
+// sandbox per command (fresh_per_command: true; the session sandbox, the
+// default, has BenchmarkSessionExecTrue).
 func BenchmarkLocalExecTrue(b *testing.B) {
-	s := newLocal(b, nil)
+	s := newLocal(b, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
 	ctx := context.Background()
 	for b.Loop() {
 		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
@@ -40,7 +42,7 @@ var _ = local.DefaultPidsLimit
 // time limit: each command makes, joins and removes its own CPU cgroup
 // and runs a watchdog (root with writable cgroups only).
 func BenchmarkLocalExecTrueCPUBudget(b *testing.B) {
-	s := newLocal(b, func(c *sandbox.Config) { c.Local.CPUTimeLimit = 10 * time.Second })
+	s := newLocal(b, func(c *sandbox.Config) { c.Local.CPUTimeLimit = 10 * time.Second; c.Local.FreshPerCommand = &fresh })
 	ctx := context.Background()
 	for b.Loop() {
 		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})

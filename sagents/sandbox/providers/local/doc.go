@@ -104,8 +104,10 @@
 //
 // # Session sandbox
 //
-// With Options.Session (or sandbox.local.fresh_per_command: false), shell
-// commands run in one long-lived bwrap per Sandbox whose command is the
+// By default on Linux with bwrap (sandbox.local.fresh_per_command unset or
+// false, or Options.Session), shell commands, background tasks and
+// Python and JavaScript calls run in one long-lived bwrap per Sandbox
+// whose command is the
 // supervisor (package supervisor: this program re-executed, bound
 // read-only at /run/sage/bin/sage-supervisor, as the network bridge is).
 // bwrap starts through the same gate as any command (cgroups, rlimits;
@@ -118,7 +120,13 @@
 // command's process group only. The session stops when idle
 // (SessionOptions.IdleTimeout), on Close, or with this process (bwrap's
 // parent-death signal); a dead or idle session is replaced on the next
-// command and the result says SessionRestarted.
+// command and the result says SessionRestarted. A background task's
+// stdout and stderr are its log file, passed to the supervisor; its host
+// pid (from a pidfd) is what KillBackground signals. The session's binds
+// are fixed at its start: the venv directory (so a venv made later is
+// seen) and the code directory always; a call needing another bind
+// restarts the session with it. fresh_per_command: true keeps a fresh
+// sandbox per command.
 //
 // # macOS
 //

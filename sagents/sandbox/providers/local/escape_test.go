@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -123,11 +124,14 @@ func escapeConfig(w escapeWorld) func(*sandbox.Config) {
 var escapeNeeds = map[string]string{"CPU spin past the CPU-time limit": "cpuacct", "fill the private /tmp": "memory"}
 
 // TestEscapeSuite runs each attack through ExecuteCommand in local mode
-// and asserts it is blocked; the host side is checked afterwards.
+// with a fresh sandbox per command (fresh_per_command: true; the session
+// sandbox, the default, has TestSessionEscapeSuite) and asserts it is
+// blocked; the host side is checked afterwards.
 func TestEscapeSuite(t *testing.T) {
 	t.Setenv("SAGE_ESCAPE_SECRET", "hunter2")
 	w := newEscapeWorld(t)
-	s := newLocal(t, escapeConfig(w))
+	s := newLocal(t, func(c *sandbox.Config) { escapeConfig(w)(c); c.Local.FreshPerCommand = &fresh })
+	require.Zero(t, s.Driver().(*local.Sandbox).SessionPID())
 	cases := escapeCases(w, os.Getpid())
 	require.GreaterOrEqual(t, len(cases), 25)
 	for _, tc := range cases {

@@ -51,15 +51,20 @@ func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.Com
 	return s.run(ctx, inv, opts)
 }
 
-// StartBackground starts command inside the sandbox as a background task,
-// in its own sandbox instance (same workspace, mounts and limits). Its log
-// is in the session's runtime directory. opts.Timeout does not apply.
+// StartBackground starts command inside the sandbox as a background task:
+// in the session sandbox when sessions are on (a server it starts is
+// reachable from later commands, ps shows it), else in its own sandbox
+// instance (same workspace, mounts and limits). Its log is in the
+// session's runtime directory. opts.Timeout does not apply.
 func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
 	inv, err := s.prepare(opts, shell, "-c", command)
 	if err != nil {
 		return nil, err
 	}
 	s.py.addBinds(s, &inv)
+	if s.sess.opts.Enabled {
+		return s.sessionBackground(ctx, inv)
+	}
 	w, err := s.iso.wrap(inv)
 	if err != nil {
 		return nil, err

@@ -114,8 +114,12 @@ func TestWorkspaceUnderTmpStaysVisible(t *testing.T) {
 	assert.Equal(t, "new\n", string(got))
 }
 
+// TestTimeoutKillsTheWholeTree: with a fresh sandbox per command, a
+// timeout kills every process of the command, setsid ones included (in
+// the session sandbox it kills the command's process group, and, with a
+// CPU limit, everything in the command's CPU cgroup).
 func TestTimeoutKillsTheWholeTree(t *testing.T) {
-	s := newLocal(t, nil)
+	s := newLocal(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
 	start := time.Now()
 	res := run(t, s, "echo begun; (sleep 101 &); sleep 101 & setsid sleep 101 & wait", sandbox.ExecOptions{Timeout: time.Second})
 	assert.True(t, res.TimedOut)

@@ -126,7 +126,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
 		}
 	}
-	if cfg.Local.FreshPerCommand != nil && !*cfg.Local.FreshPerCommand && !opts.Session.Enabled {
+	if !opts.Session.Enabled && sessionByConfig(cfg) {
 		opts.Session = SessionOptions{Enabled: true, IdleTimeout: cfg.Local.IdleTimeout}
 	}
 	if err := checkSession(cfg, opts.Session); err != nil {
@@ -217,8 +217,8 @@ func (s *Sandbox) Limits() Limits { return s.limits }
 // quota image. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		err := s.Background.Close(ctx) // first: tasks in the session get their SIGTERM
 		s.stopSession()
-		err := s.Background.Close(ctx)
 		if cerr := s.iso.close(); err == nil {
 			err = cerr
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
-	_ "github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -37,9 +37,31 @@ func newLocal(t testing.TB, mutate func(*sandbox.Config)) *sandbox.Sandbox {
 	return h
 }
 
+// fresh is fresh_per_command: true.
+var fresh = true
+
+// TestContract runs the contract suite in local mode's default: the
+// session sandbox.
 func TestContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:                func(t *testing.T) *sandbox.Sandbox { return newLocal(t, nil) },
+		New: func(t *testing.T) *sandbox.Sandbox {
+			s := newLocal(t, nil)
+			require.True(t, s.Driver().(*local.Sandbox).SessionEnabled(), "the session sandbox is the default")
+			return s
+		},
+		HostProcesses:      true,
+		SignalsAsExitCodes: true,
+	})
+}
+
+// TestContractFreshPerCommand runs it with fresh_per_command: true.
+func TestContractFreshPerCommand(t *testing.T) {
+	sandboxtest.Run(t, sandboxtest.Options{
+		New: func(t *testing.T) *sandbox.Sandbox {
+			s := newLocal(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
+			require.False(t, s.Driver().(*local.Sandbox).SessionEnabled())
+			return s
+		},
 		HostProcesses:      true,
 		SignalsAsExitCodes: true,
 	})

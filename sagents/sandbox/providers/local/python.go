@@ -189,7 +189,9 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) er
 		return nil
 	}
 	defer opts.Step("creating the session's Python environment")()
-	os.RemoveAll(p.venvHost()) // a half-made venv from a crash
+	// A half-made venv from a crash goes; the directory itself stays (a
+	// running session sandbox has it bound).
+	clearDir(p.venvHost())
 	if err := os.MkdirAll(p.venvHost(), 0o755); err != nil {
 		return fmt.Errorf("local: venv: %w", err)
 	}
@@ -205,12 +207,12 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) er
 	}
 	addPrefix(&inv, p.base.BasePrefix, p.base.Executable)
 	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
-	res, err := s.run(ctx, inv, sandbox.ExecOptions{Timeout: VenvTimeout})
+	res, err := s.runInv(ctx, inv, sandbox.ExecOptions{Timeout: VenvTimeout})
 	if err == nil && !res.Success {
 		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr+res.Stdout))
 	}
 	if err != nil {
-		os.RemoveAll(p.venvHost())
+		clearDir(p.venvHost())
 		return fmt.Errorf("local: create venv: %w", err)
 	}
 	return nil
@@ -231,14 +233,21 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	if err := s.ensureVenv(ctx, opts); err != nil {
 		return nil, err
 	}
+	restarted := false // the session sandbox restarted for the install
 	if len(opts.Requirements) > 0 {
-		if res, err := s.pipInstall(ctx, opts); err != nil {
+		res, err := s.pipInstall(ctx, opts)
+		if err != nil {
 			return res, err
 		}
+		restarted = res.SessionRestarted
 	}
-	return s.runCodeFile(ctx, code, ".py", opts.ExecOptions, func(file string, inv *invocation) {
+	res, err := s.runCodeFile(ctx, code, ".py", opts.ExecOptions, func(file string, inv *invocation) {
 		inv.argv = []string{inv.venv + "/bin/python", file}
 	})
+	if res != nil && restarted {
+		res.SessionRestarted = true
+	}
+	return res, err
 }
 
 func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
@@ -255,7 +264,7 @@ func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*
 	if dir := localFindLinks(env["PIP_FIND_LINKS"]); dir != "" {
 		inv.binds = append(inv.binds, bind{host: dir, inside: dir, readOnly: true})
 	}
-	res, err := s.run(ctx, inv, sandbox.ExecOptions{Timeout: PipTimeout})
+	res, err := s.runInv(ctx, inv, sandbox.ExecOptions{Timeout: PipTimeout})
 	if err != nil {
 		return res, fmt.Errorf("local: pip install: %w", err)
 	}
@@ -342,5 +351,13 @@ func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts sandbo
 	inside := s.iso.place(dir, CodePath)
 	inv.binds = append(inv.binds, bind{host: dir, inside: inside, readOnly: true})
 	set(filepath.Join(inside, filepath.Base(f.Name())), &inv)
-	return s.run(ctx, inv, opts)
+	return s.runInv(ctx, inv, opts)
+}
+
+// clearDir removes what dir holds, not dir itself.
+func clearDir(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
 }

@@ -35,6 +35,10 @@ func rtSandbox(t *testing.T, mutate func(*sandbox.Config)) *Sandbox {
 		t.Fatal("bwrap is missing; fix: apt-get install bubblewrap")
 	}
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
+	if !rtSession { // a fresh sandbox per command, as before the session default
+		fresh := true
+		cfg.Local.FreshPerCommand = &fresh
+	}
 	if mutate != nil {
 		mutate(&cfg)
 	}

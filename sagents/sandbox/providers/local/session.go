@@ -11,8 +11,10 @@ import (
 // every shell command inside it, so /tmp, processes and localhost persist
 // from one command to the next.
 type SessionOptions struct {
-	// Enabled runs ExecuteCommand through the session sandbox; false keeps
-	// a fresh sandbox per command.
+	// Enabled runs commands, background tasks and Python and JavaScript
+	// calls through the session sandbox. False leaves the choice to the
+	// config (sandbox.local.fresh_per_command; unset: a session sandbox
+	// where bwrap isolates, else a fresh sandbox per command).
 	Enabled bool
 	// IdleTimeout stops the session sandbox after this long without a
 	// command; the next command starts a new one. 0 means
@@ -30,6 +32,7 @@ type sessionSlot struct {
 	live     *liveSession // nil: none running
 	started  int          // session sandboxes started so far
 	closed   bool
+	extra    []bind // binds calls needed, kept for the next session sandbox
 	idleStop *time.Timer
 }
 
@@ -43,6 +46,16 @@ func (o SessionOptions) idle() time.Duration {
 	return o.IdleTimeout
 }
 
+// sessionByConfig says whether cfg asks for the session sandbox: it is
+// the default wherever it can run (bwrap on Linux); fresh_per_command
+// true turns it off, false asks for it and is refused where it cannot run.
+func sessionByConfig(cfg sandbox.Config) bool {
+	if f := cfg.Local.FreshPerCommand; f != nil {
+		return !*f
+	}
+	return usesBwrap(cfg) && cfg.Local.Isolation.Linux != sandbox.IsolationGvisor
+}
+
 // checkSession refuses what the session sandbox cannot honour yet.
 func checkSession(cfg sandbox.Config, o SessionOptions) error {
 	if !o.Enabled {
@@ -54,3 +67,7 @@ func checkSession(cfg sandbox.Config, o SessionOptions) error {
 	}
 	return nil
 }
+
+// SessionEnabled reports whether this sandbox runs its commands in a
+// session sandbox.
+func (s *Sandbox) SessionEnabled() bool { return s.sess.opts.Enabled }

@@ -42,7 +42,7 @@ type liveSession struct {
 	cmd   *exec.Cmd
 	w     *wrapped
 	conn  *net.UnixConn
-	venv  string
+	binds []bind // what it shows besides the workspace and mounts
 	wmu   sync.Mutex
 	mu    sync.Mutex
 	next  uint64
@@ -58,7 +58,7 @@ type liveSession struct {
 // sessionRun runs inv in the session sandbox, starting it first when
 // none runs (or the last one died or went idle).
 func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
-	l, restarted, err := s.session(ctx)
+	l, restarted, err := s.session(ctx, inv.binds)
 	if err != nil {
 		return nil, err
 	}
@@ -67,15 +67,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		return nil, err
 	}
 	b := s.iso.(*bwrapIsolator)
-	extra := inv.env
-	if b.egress != nil {
-		extra = b.egress.withProxyEnv(extra)
-	}
-	var env []string
-	for k, v := range b.env(extra, l.venv) {
-		env = append(env, k+"="+v)
-	}
-	req := supervisor.Request{Op: "exec", Argv: inv.argv, Env: env, Dir: inv.chdir}
+	req := s.sessionRequest(inv)
 	// The command's own CPU budget: a cgroup it is put in before its
 	// first instruction, removed (with what is left in it) after it.
 	k, err := b.cg.command(s.limits.CPUTime)
@@ -95,8 +87,10 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 
 // session returns the running session sandbox, starting one when there
 // is none or the last one's supervisor is gone; restarted is true when it
-// replaced an earlier one.
-func (s *Sandbox) session(ctx context.Context) (*liveSession, bool, error) {
+// replaced an earlier one. A session sandbox's mounts are fixed at its
+// start: when need holds a bind the running one lacks (an interpreter
+// prefix, a pip find-links directory), it is replaced by one that has it.
+func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool, error) {
 	slot := &s.sess
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
@@ -104,11 +98,18 @@ func (s *Sandbox) session(ctx context.Context) (*liveSession, bool, error) {
 		return nil, false, sandbox.ErrClosed
 	}
 	if l := slot.live; l != nil {
+		missing := missingBinds(l.binds, need)
+		slot.extra = appendMissing(slot.extra, missing...)
 		select {
 		case <-l.dead:
 			l.stop()
 			slot.live = nil
 		default:
+			if len(missing) > 0 {
+				l.stop()
+				slot.live = nil
+				break
+			}
 			l.mu.Lock()
 			l.busy++
 			l.mu.Unlock()
@@ -178,8 +179,14 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	if err != nil {
 		return nil, err
 	}
-	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true}
-	s.py.addBinds(s, &inv)
+	// One P: the supervisor only waits on its socket and its children,
+	// and every P costs memory (its mcache, a thread) in each session.
+	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true,
+		env: map[string]string{"GOMAXPROCS": "1"}}
+	if err := s.sessionBinds(&inv); err != nil {
+		return nil, err
+	}
+	binds := append([]bind{}, inv.binds...)
 	inv.binds = append(inv.binds, bind{host: exe, inside: sandboxSupervisor, readOnly: true})
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -223,7 +230,7 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 		w.done()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
-	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), venv: inv.venv, used: time.Now(),
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(),
 		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
 	l.wsDev, l.wsIno, _ = workspaceID(s)
 	go l.read()

@@ -117,9 +117,13 @@ func TestSessionFromConfig(t *testing.T) {
 	sh(t, s, "echo kept > /tmp/f", sandbox.ExecOptions{})
 	res := sh(t, s, "cat /tmp/f", sandbox.ExecOptions{})
 	assert.Equal(t, "kept\n", res.Stdout)
-	fresh := newLocal(t, nil).Driver().(*local.Sandbox)
-	sh(t, fresh, "echo kept > /tmp/f", sandbox.ExecOptions{})
-	res, err := fresh.Exec(context.Background(), sandbox.ExecSpec{Command: "cat /tmp/f"})
+	def := newLocal(t, nil).Driver().(*local.Sandbox) // unset: the session sandbox
+	sh(t, def, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res = sh(t, def, "cat /tmp/f", sandbox.ExecOptions{})
+	assert.Equal(t, "kept\n", res.Stdout)
+	perCommand := newLocal(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh }).Driver().(*local.Sandbox)
+	sh(t, perCommand, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res, err := perCommand.Exec(context.Background(), sandbox.ExecSpec{Command: "cat /tmp/f"})
 	require.NoError(t, err)
 	assert.Empty(t, res.Stdout)
 }

@@ -232,6 +232,7 @@ func TestLimitCgroupsAreNotLeft(t *testing.T) {
 	os.Chmod(mount, 0o755)
 	s, err := newLocalErr(t, func(c *sandbox.Config) {
 		c.Local.CPUTimeLimit = time.Second
+		c.Local.FreshPerCommand = &fresh // bwrap per command: its failure path
 		c.Workspace = ws
 		c.Mounts = []sandbox.VolumeMount{{HostPath: mount, SandboxPath: "/mnt/m", ReadOnly: true}}
 	})

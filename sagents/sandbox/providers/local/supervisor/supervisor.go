@@ -5,23 +5,27 @@ package supervisor
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
-
-	"golang.org/x/sys/unix"
+	"unsafe"
 )
+
+// The supervisor imports nothing but a few early packages of the
+// standard library (no os/exec, no golang.org/x/sys): a program runs the
+// init functions of its packages in import-path order as their imports
+// become ready, so with few and early imports this package's init takes
+// over before most of the linking program's packages initialise (faster
+// start, fewer dirty pages per session sandbox).
 
 // Name is the executable name (argv[0]'s base) that makes a program
 // linking this package serve as the supervisor.
 const Name = "sage-supervisor"
 
 func init() {
-	if filepath.Base(os.Args[0]) == Name {
+	if len(os.Args) > 0 && os.Args[0][strings.LastIndexByte(os.Args[0], '/')+1:] == Name {
 		os.Exit(Main(os.Args[1:]))
 	}
 }
@@ -48,6 +52,9 @@ type Request struct {
 	// CPUSeconds, for a gated command, is its RLIMIT_CPU (soft; hard one
 	// second above), set before it is released.
 	CPUSeconds int `json:"cpu_seconds,omitempty"`
+	// Pidfd asks for a pidfd of the command with the "started" reply
+	// (always sent for a gated command): the host learns its host pid.
+	Pidfd bool `json:"pidfd,omitempty"`
 }
 
 // Reply is one message to the host.
@@ -81,22 +88,22 @@ type server struct {
 // status once the host closed it.
 func Main(args []string) int {
 	if len(args) != 2 || args[0] != "--fd" {
-		fmt.Fprintln(os.Stderr, Name+": usage: "+Name+" --fd N")
+		os.Stderr.WriteString(Name + ": usage: " + Name + " --fd N\n")
 		return ExitFailed
 	}
 	fd, err := strconv.Atoi(args[1])
 	if err != nil || fd < 3 {
-		fmt.Fprintln(os.Stderr, Name+": --fd wants a descriptor above 2")
+		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
 	// Nothing started here may inherit the channel, and no command may
 	// open it through /proc or ptrace this process.
-	unix.CloseOnExec(fd)
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		fmt.Fprintln(os.Stderr, Name+": prctl:", err)
+	syscall.CloseOnExec(fd)
+	if err := prctl(prSetDumpable, 0); err != nil {
+		os.Stderr.WriteString(Name + ": prctl: " + err.Error() + "\n")
 		return ExitFailed
 	}
-	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	prctl(prSetChildSubreaper, 1)
 	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}}
 	s.serve()
 	s.killAll()
@@ -105,10 +112,10 @@ func Main(args []string) int {
 
 func (s *server) serve() {
 	buf := make([]byte, MaxMessage)
-	oob := make([]byte, unix.CmsgSpace(4*MaxFiles))
+	oob := make([]byte, syscall.CmsgSpace(4*MaxFiles))
 	for {
-		n, oobn, _, _, err := unix.Recvmsg(s.fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
-		if errors.Is(err, unix.EINTR) {
+		n, oobn, _, _, err := syscall.Recvmsg(s.fd, buf, oob, syscall.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if err != nil || n == 0 {
@@ -138,13 +145,13 @@ func (s *server) serve() {
 }
 
 func parseFiles(oob []byte) []*os.File {
-	msgs, err := unix.ParseSocketControlMessage(oob)
+	msgs, err := syscall.ParseSocketControlMessage(oob)
 	if err != nil {
 		return nil
 	}
 	var out []*os.File
 	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
+		fds, err := syscall.ParseUnixRights(&m)
 		if err != nil {
 			continue
 		}
@@ -165,11 +172,11 @@ func (s *server) reply(r Reply, fds ...int) {
 	b, _ := json.Marshal(r)
 	var oob []byte
 	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
+		oob = syscall.UnixRights(fds...)
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	unix.Sendmsg(s.fd, b, oob, nil, 0)
+	syscall.Sendmsg(s.fd, b, oob, nil, 0)
 }
 
 // gateScript holds the command until the gate pipe (fd 3) says go.
@@ -203,26 +210,29 @@ func (s *server) exec(req Request, files []*os.File) {
 		defer gateR.Close()
 		argv = append([]string{"/bin/sh", "-c", gateScript, "sh"}, argv...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Dir = req.Env, req.Dir
+	attr := &os.ProcAttr{Dir: req.Dir, Env: req.Env, Files: []*os.File{files[0], files[1], files[2]},
+		Sys: &syscall.SysProcAttr{Setpgid: true}}
 	if gateR != nil {
-		cmd.ExtraFiles = []*os.File{gateR}
+		attr.Files = append(attr.Files, gateR)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	path, err := lookPath(argv[0], req.Env)
+	var proc *os.Process
+	if err == nil {
+		proc, err = os.StartProcess(path, argv, attr)
+	}
+	if err != nil {
 		code := 126
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) {
 			code = 127
 		}
 		if gateW != nil {
 			gateW.Close()
 		}
-		fmt.Fprintf(files[2], "%s: %v\n", req.Argv[0], err)
+		files[2].WriteString(req.Argv[0] + ": " + err.Error() + "\n")
 		s.reply(Reply{Op: "exited", ID: req.ID, Exit: code})
 		return
 	}
-	pid := cmd.Process.Pid
+	pid := proc.Pid
 	// Under memory pressure the session's commands go first, not the
 	// supervisor (raising a score needs no privilege; children inherit it).
 	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
@@ -234,30 +244,32 @@ func (s *server) exec(req Request, files []*os.File) {
 	s.mu.Unlock()
 	if gateW != nil && req.CPUSeconds > 0 {
 		n := uint64(req.CPUSeconds)
-		unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: n, Max: n + 1}, nil)
+		prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
 	}
-	if gateW != nil {
-		pfd, err := unix.PidfdOpen(pid, 0)
+	if gateW != nil || req.Pidfd {
+		pfd, err := pidfdOpen(pid)
 		if err != nil {
 			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid, Err: "pidfd: " + err.Error()})
 		} else {
 			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
-			unix.Close(pfd)
+			syscall.Close(pfd)
 		}
 	} else {
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
 	}
 	go func() {
-		cmd.Wait()
+		st, err := proc.Wait()
 		s.release(req.ID) // a gate never released: close it
 		s.mu.Lock()
 		delete(s.pgid, req.ID)
 		s.mu.Unlock()
-		r := Reply{Op: "exited", ID: req.ID}
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
+		if err != nil {
+			r.Err = err.Error()
+		} else if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			r.Signal, r.Exit = int(ws.Signal()), 128+int(ws.Signal())
 		} else {
-			r.Exit = cmd.ProcessState.ExitCode()
+			r.Exit = st.ExitCode()
 		}
 		s.reply(r)
 	}()
@@ -280,4 +292,56 @@ func (s *server) killAll() {
 	for _, pg := range s.pgid {
 		syscall.Kill(-pg, syscall.SIGKILL)
 	}
+}
+
+// lookPath finds name as the command's shell would: as given when it
+// holds a slash, else in the PATH of env.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range strings.Split(path, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", &os.PathError{Op: "exec", Path: name, Err: os.ErrNotExist}
+}
+
+const (
+	prSetDumpable       = 4  // PR_SET_DUMPABLE
+	prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER
+	sysPidfdOpen        = 434
+)
+
+func prctl(op, arg uintptr) error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, op, arg, 0, 0, 0, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+func pidfdOpen(pid int) (int, error) {
+	fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+func prlimit(pid, resource int, rl *syscall.Rlimit) error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(resource), uintptr(unsafe.Pointer(rl)), 0, 0, 0); e != 0 {
+		return e
+	}
+	return nil
 }

@@ -1,0 +1,242 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
+)
+
+// sessionBinds adds what every session sandbox shows besides the
+// workspace and the mounts: the session's venv directory (read-write, at
+// VenvPath, created empty when there is no venv yet, so a venv made later
+// by ExecutePython is seen by the running session), the code directory of
+// ExecutePython and ExecuteJavaScript (read-only, at CodePath), and the
+// binds that calls needed so far (interpreter prefixes, a local pip
+// find-links directory).
+func (s *Sandbox) sessionBinds(inv *invocation) error {
+	s.py.addBinds(s, inv) // the venv's base interpreter prefix, when the venv exists
+	venv, code := s.py.venvHost(), filepath.Join(s.runtimeDir, "code")
+	if err := os.MkdirAll(venv, 0o755); err != nil {
+		return fmt.Errorf("local: venv: %w", err)
+	}
+	if id := s.ident; id != nil { // the session's uid makes the venv inside
+		if err := os.Lchown(venv, id.uid, id.gid); err != nil {
+			return fmt.Errorf("local: venv: %w", err)
+		}
+	}
+	if err := os.MkdirAll(code, 0o755); err != nil {
+		return fmt.Errorf("local: code dir: %w", err)
+	}
+	inv.binds = appendMissing(inv.binds, bind{host: venv, inside: VenvPath}, bind{host: code, inside: CodePath, readOnly: true})
+	inv.binds = appendMissing(inv.binds, s.sess.extra...)
+	return nil
+}
+
+// appendMissing appends the binds of add that binds does not hold yet.
+func appendMissing(binds []bind, add ...bind) []bind {
+	for _, b := range add {
+		if !slices.Contains(binds, b) {
+			binds = append(binds, b)
+		}
+	}
+	return binds
+}
+
+// missingBinds are the binds of need that have is without.
+func missingBinds(have, need []bind) []bind {
+	var out []bind
+	for _, b := range need {
+		if !slices.Contains(have, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// sessionVenv is where the venv is inside the session sandbox, "" while
+// there is none.
+func (s *Sandbox) sessionVenv() string {
+	if fileExists(filepath.Join(s.py.venvHost(), "pyvenv.cfg")) {
+		return VenvPath
+	}
+	return ""
+}
+
+// runInv runs an invocation in the foreground: in the session sandbox
+// when sessions are on, else in a sandbox of its own.
+func (s *Sandbox) runInv(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	if s.sess.opts.Enabled {
+		return s.sessionRun(ctx, inv, opts)
+	}
+	return s.run(ctx, inv, opts)
+}
+
+// sessionRequest is the supervisor's exec request for inv: its argv,
+// working directory and environment (the venv on PATH once it exists,
+// the egress proxy's variables).
+func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
+	b := s.iso.(*bwrapIsolator)
+	extra := inv.env
+	if b.egress != nil {
+		extra = b.egress.withProxyEnv(extra)
+	}
+	venv := inv.venv
+	if venv == "" {
+		venv = s.sessionVenv()
+	}
+	var env []string
+	for k, v := range b.env(extra, venv) {
+		env = append(env, k+"="+v)
+	}
+	// The umask is the supervisor's own, inherited by every command.
+	return supervisor.Request{Op: "exec", Argv: inv.argv, Env: env, Dir: inv.chdir}
+}
+
+// sessionBackground starts a background task inside the session
+// sandbox: it shares the session's /tmp, processes and localhost, its
+// output goes to the task's log, and the session is not stopped for
+// idleness while it runs.
+func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandbox.BackgroundTask, error) {
+	l, _, err := s.session(ctx, inv.binds)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.sameWorkspace(s); err != nil {
+		l.idle()
+		return nil, err
+	}
+	b := s.iso.(*bwrapIsolator)
+	k, err := b.cg.command(s.limits.CPUTime)
+	if err != nil {
+		l.idle()
+		return nil, err
+	}
+	lim := &bgLimit{done: make(chan struct{})}
+	req := s.sessionRequest(inv)
+	ran := false
+	run := func(ctx context.Context, log *os.File) (int, func() (int, string), error) {
+		ran = true
+		pid, wait, err := l.startTask(ctx, req, log, k)
+		if err != nil {
+			k.release()
+			l.idle()
+			return 0, nil, err
+		}
+		return pid, func() (int, string) {
+			code, sig := wait()
+			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}
+			k.end(res)
+			k.release()
+			lim.exceeded = res.CPUTimeExceeded
+			l.idle()
+			return code, sig
+		}, nil
+	}
+	// Without a Terminate, KillBackground signals the task's process
+	// group by its host pid.
+	task, err := s.Background.Start(ctx, sandbox.Launch{Run: run})
+	if err != nil {
+		if !ran {
+			k.release()
+			l.idle()
+		}
+		return nil, err
+	}
+	s.bgCPU.Store(task.ID, lim)
+	go func() { s.Background.Wait(task.ID); close(lim.done) }()
+	return task, nil
+}
+
+// startTask starts req with stdin from /dev/null and stdout and stderr
+// to log, and returns the host pid of its process-group leader (from the
+// pidfd the supervisor sends) and a function that waits for its end.
+func (l *liveSession) startTask(ctx context.Context, req supervisor.Request, log *os.File, k *cmdCgroup) (int, func() (int, string), error) {
+	req.Gate, req.Pidfd = k != nil, true
+	if k != nil {
+		req.CPUSeconds = int((k.budget+1e9-1)/1e9) + 1
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer null.Close()
+	ch := make(chan supervisor.Reply, 2)
+	l.mu.Lock()
+	l.next++
+	req.ID = l.next
+	l.waits[req.ID] = ch
+	l.mu.Unlock()
+	forget := func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }
+	fail := func(err error) (int, func() (int, string), error) {
+		l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+		forget()
+		return 0, nil, err
+	}
+	if err := l.send(req, null, log, log); err != nil {
+		forget()
+		return 0, nil, fmt.Errorf("local: session sandbox: %w", err)
+	}
+	var r supervisor.Reply
+	select {
+	case r = <-ch:
+	case <-l.dead:
+		forget()
+		return 0, nil, fmt.Errorf("local: session sandbox ended while the task started: %w", io.ErrUnexpectedEOF)
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	switch {
+	case r.Op == "error":
+		forget()
+		return 0, nil, fmt.Errorf("local: session sandbox: %s", r.Err)
+	case r.Op == "exited": // could not start: the cause is in the log
+		forget()
+		return 0, nil, fmt.Errorf("local: session sandbox: the background task could not start (exit %d)", r.Exit)
+	case r.HostPid <= 0 && k == nil:
+		// Its pidfd names no process: it ended (and was reaped) before
+		// the host read it. Its "exited" follows.
+		select {
+		case r := <-ch:
+			forget()
+			return 0, func() (int, string) { return r.Exit, signalName(r.Signal) }, nil
+		case <-time.After(time.Second):
+		}
+		fallthrough
+	case r.HostPid <= 0:
+		return fail(fmt.Errorf("local: session sandbox: no host pid for the background task: %s", r.Err))
+	}
+	if k != nil {
+		if err := k.start(r.HostPid); err != nil {
+			return fail(err)
+		}
+		l.send(supervisor.Request{Op: "release", ID: req.ID})
+	}
+	return r.HostPid, func() (int, string) {
+		defer forget()
+		select {
+		case r := <-ch:
+			return r.Exit, signalName(r.Signal)
+		case <-l.dead:
+			return 128 + int(syscall.SIGKILL), "SIGKILL"
+		}
+	}, nil
+}
+
+func signalName(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return unix.SignalName(syscall.Signal(n))
+}

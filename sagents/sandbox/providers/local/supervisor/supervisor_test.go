@@ -1,0 +1,56 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"errors"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// The supervisor's init takes over before the linking program's other
+// packages initialise only while it imports nothing but early standard
+// packages (see the import block): a heavier import (os/exec,
+// golang.org/x/sys/unix, ...) would make every session sandbox run the
+// init functions of most of the sage binary first.
+func TestImportsStayEarly(t *testing.T) {
+	allowed := map[string]bool{"encoding/json": true, "errors": true, "os": true, "strconv": true,
+		"strings": true, "sync": true, "syscall": true, "unsafe": true}
+	f, err := parser.ParseFile(token.NewFileSet(), "supervisor.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range f.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		if !allowed[p] {
+			t.Errorf("supervisor.go imports %s: keep its imports to %v (the init order, see the import block)", p, allowed)
+		}
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "tool")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plain"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=/x", "PATH=/nonexistent:" + dir}
+	if got, err := lookPath("tool", env); err != nil || got != exe {
+		t.Errorf("lookPath(tool) = %q, %v; want %q", got, err, exe)
+	}
+	if got, err := lookPath("/bin/sh", env); err != nil || got != "/bin/sh" {
+		t.Errorf("lookPath(/bin/sh) = %q, %v", got, err)
+	}
+	for _, name := range []string{"plain", "missing"} {
+		if _, err := lookPath(name, env); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("lookPath(%s): %v, want os.ErrNotExist", name, err)
+		}
+	}
+}
