@@ -47,10 +47,10 @@ type Request struct {
 
 // Response is the last frame of a connection.
 type Response struct {
-	Result   *sandbox.CommandResult `json:"result,omitempty"`
-	Duration time.Duration          `json:"duration,omitempty"`
+	Result   *sandbox.CommandResult  `json:"result,omitempty"`
+	Duration time.Duration           `json:"duration,omitempty"`
 	Task     *sandbox.BackgroundTask `json:"task,omitempty"`
-	Info     *Info                  `json:"info,omitempty"`
+	Info     *Info                   `json:"info,omitempty"`
 	// Error and Kind describe a failure (see Error).
 	Error string `json:"error,omitempty"`
 	Kind  string `json:"kind,omitempty"`
