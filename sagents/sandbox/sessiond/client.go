@@ -57,6 +57,13 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Re
 	defer stop()
 	req.V = Version
 	if err := writeJSON(c, KindRequest, req); err != nil {
+		// The daemon may have answered already (a refusal).
+		if f, rerr := ReadFrame(c); rerr == nil && f.Kind == KindResponse {
+			var r Response
+			if json.Unmarshal(f.Payload, &r) == nil && r.Error != "" {
+				return r, &Error{Kind: r.Kind, Msg: r.Error}
+			}
+		}
 		return Response{}, ctxErr(ctx, fmt.Errorf("%w: %v", errNoAnswer, err))
 	}
 	if req.Stdin {

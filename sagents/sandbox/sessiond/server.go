@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -61,8 +62,10 @@ func Serving(dir string) (pid int, ok bool) {
 }
 
 // admit decides which peer uids are served: the server's own and root.
-// Only a test's control replaces it.
-var admit = func(uid int) bool { return uid == os.Geteuid() || uid == 0 }
+func admit(uid int) bool { return uid == os.Geteuid() || uid == 0 || admitAnyone.Load() }
+
+// admitAnyone switches the check off: only a test's control sets it.
+var admitAnyone atomic.Bool
 
 // Serve listens on the socket and serves until Shutdown, the idle
 // timeout or ctx ends; then it closes the sandbox, removes the socket,
@@ -254,6 +257,10 @@ func (s *Server) handle(c *net.UnixConn) {
 	uid, err := peerUID(c)
 	if err != nil || !admit(uid) {
 		s.logf("session %s: refused a connection from uid %d (%v)", s.Name, uid, err)
+		// Read the request first, so that the answer is not lost to a
+		// reset of the connection.
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		ReadFrame(c)
 		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session serves uid %d only", ErrRefused, os.Geteuid())))
 		c.Close()
 		return
