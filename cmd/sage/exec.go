@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,8 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 	var sf sandboxFlags
 	sf.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON instead of streaming output")
+	var df daemonFlags
+	df.register(fs)
 	if code, stop := parseFlags(env, fs, args); stop {
 		return code
 	}
@@ -30,6 +33,18 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 	cfg, err := sf.config()
 	if err != nil {
 		return fail(env, exitUsage, err)
+	}
+	sessionGiven := false
+	fs.Visit(func(f *flag.Flag) { sessionGiven = sessionGiven || f.Name == "session" })
+	if usesDaemon(sessionGiven, cfg) {
+		opts := sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}
+		if df.background {
+			opts.Stdin = nil
+		}
+		return execInDaemon(ctx, env, sf.session, cfg, df, opts, shellJoin(fs.Args()), *asJSON)
+	}
+	if df.background || df.idle.set {
+		return usageError(env, "sage exec", "--background and --idle-timeout need --session S in local mode on Linux (a session daemon)")
 	}
 	h, err := sandbox.New(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,34 @@
+// Package sessiond keeps a local session sandbox alive between command
+// lines: `sage exec --session S` run twice from a shell reaches the same
+// sandbox (/tmp, processes and localhost persist) through a small daemon.
+//
+// The daemon is the linking program re-executed in its own session and
+// process group, its stdio to a log. It owns one *sandbox.Sandbox (local
+// mode with the session sandbox on) and serves it on a unix socket in
+// the session's daemon directory, $SAGE_HOME/sessions/S/daemon (0700):
+//
+//	sock   the socket (0600); every connection's peer credentials are
+//	       checked: only the daemon's own uid, or root, is served
+//	info   the daemon's pid, start time and settings (JSON)
+//	lock   flock(2)ed by whoever starts or ends a daemon
+//	log    the daemon's stdout and stderr
+//
+// A client (Ensure) dials the socket; when nothing answers it takes the
+// lock, and either finds a daemon that is ending (it waits), one that
+// died (a stale socket and a dead pid: it says so on stderr and cleans up)
+// or none, and starts one. Two clients started at the same moment end up
+// in one daemon.
+//
+// The protocol is framed (see Frame): a one-byte kind, a four-byte
+// length and a payload whose size is capped per kind. A connection
+// carries one request (JSON), then for exec the command's stdin as data
+// frames; the daemon answers with the command's stdout and stderr as data
+// frames as they come, then one JSON response. Closing the connection
+// cancels the command.
+//
+// The daemon ends on Stop, after IdleTimeout without a request (0 means
+// never), or on SIGTERM; it then closes the sandbox (every process of the
+// session dies), removes the socket, the info and the lock file, and
+// keeps the workspace and the log. A library that opens a Sandbox itself
+// does not use this package: its session dies with its process.
+package sessiond

@@ -1,0 +1,109 @@
+package sessiond
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteFrame(&b, KindRequest, []byte(`{"op":"exec"}`)))
+	require.NoError(t, WriteFrame(&b, KindStdinEOF, nil))
+	require.NoError(t, writeChunks(&b, KindStdout, bytes.Repeat([]byte("x"), MaxChunk+10)))
+	f, err := ReadFrame(&b)
+	require.NoError(t, err)
+	assert.Equal(t, Frame{KindRequest, []byte(`{"op":"exec"}`)}, f)
+	f, err = ReadFrame(&b)
+	require.NoError(t, err)
+	assert.Equal(t, KindStdinEOF, f.Kind)
+	assert.Empty(t, f.Payload)
+	f, err = ReadFrame(&b)
+	require.NoError(t, err)
+	assert.Len(t, f.Payload, MaxChunk, "data is split into chunks of the cap")
+	f, err = ReadFrame(&b)
+	require.NoError(t, err)
+	assert.Len(t, f.Payload, 10)
+	_, err = ReadFrame(&b)
+	assert.Equal(t, io.EOF, err)
+}
+
+// A length over the kind's cap is refused from the header alone: no
+// allocation, no read of the payload.
+func TestFrameCaps(t *testing.T) {
+	for _, c := range []struct {
+		kind byte
+		n    uint32
+	}{{KindStdin, MaxChunk + 1}, {KindStdinEOF, 1}, {KindRequest, MaxRequest + 1}, {KindResponse, 1<<32 - 1}} {
+		h := []byte{c.kind, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(h[1:], c.n)
+		r := &countingReader{r: bytes.NewReader(h)}
+		_, err := ReadFrame(r)
+		assert.ErrorIs(t, err, ErrFrame, "%q %d", c.kind, c.n)
+		assert.Equal(t, headerSize, r.n, "only the header was read")
+		assert.ErrorIs(t, WriteFrame(io.Discard, c.kind, make([]byte, min(c.n, MaxResponse+1))), ErrFrame)
+	}
+	_, err := ReadFrame(bytes.NewReader([]byte{'?', 0, 0, 0, 0}))
+	assert.ErrorIs(t, err, ErrFrame, "unknown kind")
+	_, err = ReadFrame(bytes.NewReader([]byte{KindStdout, 0, 0, 0, 5, 'a'}))
+	assert.Equal(t, io.ErrUnexpectedEOF, err, "a payload cut short")
+	_, err = ReadFrame(bytes.NewReader([]byte{KindStdout, 0}))
+	assert.Equal(t, io.ErrUnexpectedEOF, err, "a header cut short")
+}
+
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func TestErrorKindsRoundTrip(t *testing.T) {
+	for _, sentinel := range []error{ErrSettings, ErrRefused, ErrStopped, ErrProtocol} {
+		r := errorResponse(errors.Join(errors.New("context"), sentinel))
+		assert.ErrorIs(t, &Error{Kind: r.Kind, Msg: r.Error}, sentinel)
+	}
+	r := errorResponse(errors.New("plain"))
+	assert.Empty(t, r.Kind)
+}
+
+// FuzzReadFrame: any bytes from a peer give a frame within its kind's cap
+// or an error, never a panic or an allocation over the cap; a frame read
+// writes back to the same bytes.
+func FuzzReadFrame(f *testing.F) {
+	var b bytes.Buffer
+	WriteFrame(&b, KindRequest, []byte(`{"v":1,"op":"exec","command":"true"}`))
+	f.Add(b.Bytes())
+	f.Add([]byte{KindStdinEOF, 0, 0, 0, 0})
+	f.Add([]byte{KindStdout, 0, 0, 0, 3, 'a', 'b', 'c', KindStderr, 0, 0})
+	f.Add([]byte{KindResponse, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		for {
+			before := r.Len()
+			fr, err := ReadFrame(r)
+			if err != nil {
+				return
+			}
+			if max := maxPayload(fr.Kind); max < 0 || len(fr.Payload) > max {
+				t.Fatalf("frame %q of %d bytes passed its cap %d", fr.Kind, len(fr.Payload), max)
+			}
+			var out bytes.Buffer
+			if err := WriteFrame(&out, fr.Kind, fr.Payload); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), data[len(data)-before:len(data)-r.Len()]) {
+				t.Fatal("a frame read does not write back to its bytes")
+			}
+		}
+	})
+}

@@ -1,0 +1,330 @@
+package sessiond
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Server serves one session's sandbox on the unix socket of its daemon
+// directory. Set the fields, then call Serve once.
+type Server struct {
+	Name    string           // the session
+	Dir     string           // its daemon directory (Dir)
+	Sandbox *sandbox.Sandbox // closed by the server when it ends
+	// Settings is the Fingerprint of the sandbox's config: a request made
+	// for other settings is refused.
+	Settings string
+	// IdleTimeout ends the server after this long without a request;
+	// 0 means never.
+	IdleTimeout time.Duration
+	// Logf, when set, receives one line per notable event.
+	Logf func(format string, a ...any)
+	// Ready, when set, is told "ok" and closed once the server listens
+	// (see ReadyFile).
+	Ready io.WriteCloser
+
+	mu       sync.Mutex
+	busy     int
+	last     time.Time
+	started  time.Time
+	ending   bool
+	ctx      context.Context // cancelled when the server ends: in-flight commands stop
+	cancel   context.CancelFunc
+	ln       *net.UnixListener
+	handlers sync.WaitGroup
+	waiters  []*net.UnixConn
+	end      chan struct{} // closed when the server begins to end
+	endOnce  sync.Once
+}
+
+// DefaultIdleTimeout is how long a daemon started by the CLI waits for a
+// request before it ends.
+const DefaultIdleTimeout = 15 * time.Minute
+
+// Serving returns the pid of the live daemon serving the session of dir,
+// if any.
+func Serving(dir string) (pid int, ok bool) {
+	rec, found, _ := readRecord(dir)
+	if found && rec.PID != os.Getpid() && rec.alive() {
+		return rec.PID, true
+	}
+	return 0, false
+}
+
+// admit decides which peer uids are served: the server's own and root.
+func admit(uid int) bool { return uid == os.Geteuid() || uid == 0 || admitAnyone.Load() }
+
+// admitAnyone switches the check off: only a test's control sets it.
+var admitAnyone atomic.Bool
+
+// Serve listens on the socket and serves until Shutdown, the idle
+// timeout or ctx ends; then it closes the sandbox, removes the socket,
+// the info file and the lock, and returns. A session already served by a
+// live daemon is refused.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := prepareDir(s.Dir); err != nil {
+		return err
+	}
+	if pid, ok := Serving(s.Dir); ok {
+		return fmt.Errorf("session %s is already served by pid %d", s.Name, pid)
+	}
+	removeLeftovers(s.Dir)
+	sock := filepath.Join(s.Dir, sockName)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return err
+	}
+	s.ln, s.started, s.last = ln, time.Now(), time.Now()
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.end = make(chan struct{})
+	start, _ := procStart(os.Getpid())
+	if err := writeRecord(s.Dir, record{PID: os.Getpid(), Start: start, Started: s.started, Settings: s.Settings}); err != nil {
+		ln.Close()
+		return err
+	}
+	s.logf("session %s: serving on %s (pid %d, idle timeout %v)", s.Name, sock, os.Getpid(), s.IdleTimeout)
+	if s.Ready != nil {
+		io.WriteString(s.Ready, "ok")
+		s.Ready.Close()
+	}
+	s.armIdle()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Shutdown()
+		case <-s.end:
+		}
+	}()
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			break
+		}
+		s.mu.Lock()
+		if s.ending {
+			s.mu.Unlock()
+			c.Close()
+			continue
+		}
+		s.handlers.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.handlers.Done()
+			s.handle(c)
+		}()
+	}
+	s.finish()
+	return nil
+}
+
+// Shutdown begins to end the server: no new connection, in-flight
+// commands cancelled. Serve returns once all is cleaned up.
+func (s *Server) Shutdown() {
+	s.endOnce.Do(func() {
+		s.mu.Lock()
+		s.ending = true
+		s.mu.Unlock()
+		close(s.end)
+		s.ln.Close() // unlinks the socket: new clients start a new daemon
+		s.cancel()
+	})
+}
+
+// finish closes the sandbox and removes the info and lock files, then
+// releases the clients waiting on Stop.
+func (s *Server) finish() {
+	waitTimeout(&s.handlers, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Sandbox.Close(ctx); err != nil {
+		s.logf("session %s: close the sandbox: %v", s.Name, err)
+	}
+	l, err := lock(ctx, s.Dir)
+	removeLeftovers(s.Dir)
+	if err == nil {
+		unlock(l, true)
+	} else {
+		s.logf("session %s: %v", s.Name, err)
+	}
+	s.logf("session %s: stopped", s.Name)
+	s.mu.Lock()
+	waiters := s.waiters
+	s.waiters = nil
+	s.mu.Unlock()
+	for _, c := range waiters {
+		c.Close()
+	}
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// armIdle checks for idleness after the timeout, and again after what
+// is left of it.
+func (s *Server) armIdle() {
+	s.mu.Lock()
+	d := s.IdleTimeout
+	s.mu.Unlock()
+	if d <= 0 {
+		return
+	}
+	var check func()
+	check = func() {
+		s.mu.Lock()
+		d := s.IdleTimeout
+		left := d - time.Since(s.last)
+		idle := d > 0 && s.busy == 0 && left <= 0
+		ending := s.ending
+		s.mu.Unlock()
+		switch {
+		case ending || d <= 0:
+		case idle:
+			s.logf("session %s: idle for %v, stopping", s.Name, d)
+			s.Shutdown()
+		default:
+			if left <= 0 {
+				left = d // busy: the end of the request re-checks after d
+			}
+			time.AfterFunc(left, check)
+		}
+	}
+	time.AfterFunc(d, check)
+}
+
+// setIdle replaces the idle timeout.
+func (s *Server) setIdle(d time.Duration) {
+	s.mu.Lock()
+	was := s.IdleTimeout
+	s.IdleTimeout = d
+	s.mu.Unlock()
+	if was <= 0 && d > 0 {
+		s.armIdle()
+	}
+}
+
+// enter and leave bracket a request that counts as use of the session.
+func (s *Server) enter() {
+	s.mu.Lock()
+	s.busy++
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *Server) leave() {
+	s.mu.Lock()
+	s.busy--
+	s.last = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *Server) info() *Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &Info{Name: s.Name, PID: os.Getpid(), Started: s.started, LastUsed: s.last, Busy: s.busy,
+		Workspace: s.Sandbox.HostWorkspacePath(), IdleTimeout: s.IdleTimeout, Settings: s.Settings,
+		MemoryBytes: treePSS(os.Getpid())}
+}
+
+func (s *Server) logf(format string, a ...any) {
+	if s.Logf != nil {
+		s.Logf(format, a...)
+	}
+}
+
+// handle serves one connection: one request.
+func (s *Server) handle(c *net.UnixConn) {
+	uid, err := peerUID(c)
+	if err != nil || !admit(uid) {
+		s.logf("session %s: refused a connection from uid %d (%v)", s.Name, uid, err)
+		// Read the request first, so that the answer is not lost to a
+		// reset of the connection.
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		ReadFrame(c)
+		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session serves uid %d only", ErrRefused, os.Geteuid())))
+		c.Close()
+		return
+	}
+	var req Request
+	if err := readJSON(c, KindRequest, &req); err != nil {
+		if !errors.Is(err, ErrFrame) && !errors.Is(err, ErrProtocol) {
+			c.Close()
+			return
+		}
+		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: %v", ErrProtocol, err)))
+		c.Close()
+		return
+	}
+	resp := s.serve(c, req)
+	if req.Op == OpStop && resp.Error == "" {
+		// The client learns that everything is gone when this connection
+		// closes, after the clean-up.
+		writeJSON(c, KindResponse, resp)
+		s.mu.Lock()
+		s.waiters = append(s.waiters, c)
+		s.mu.Unlock()
+		s.Shutdown()
+		return
+	}
+	writeJSON(c, KindResponse, resp)
+	c.Close()
+}
+
+func (s *Server) serve(c *net.UnixConn, req Request) Response {
+	if req.V != Version {
+		return errorResponse(fmt.Errorf("%w: this session's daemon speaks version %d, the client %d; fix: sage session stop %s", ErrProtocol, Version, req.V, s.Name))
+	}
+	if req.IdleTimeout != nil && *req.IdleTimeout >= 0 {
+		s.setIdle(*req.IdleTimeout)
+	}
+	switch req.Op {
+	case OpInfo:
+		return Response{Info: s.info()}
+	case OpStop:
+		return Response{}
+	case OpExec, OpBackground:
+	default:
+		return errorResponse(fmt.Errorf("%w: unknown op %q", ErrProtocol, req.Op))
+	}
+	if req.Settings != "" && req.Settings != s.Settings {
+		return errorResponse(fmt.Errorf("%w: session %s was started with other flags or SAGE_* settings; fix: sage session stop %s, or the same settings", ErrSettings, s.Name, s.Name))
+	}
+	s.enter()
+	defer s.leave()
+	if req.Op == OpBackground {
+		task, err := s.Sandbox.StartBackground(s.ctx, req.Command, sandbox.ExecOptions{Env: req.Env, Workdir: req.Workdir})
+		if err != nil {
+			return s.failed(err)
+		}
+		return Response{Task: task}
+	}
+	return s.exec(c, req)
+}
+
+// failed is the response to err, which says the session stopped when it did.
+func (s *Server) failed(err error) Response {
+	if s.ctx.Err() != nil {
+		err = fmt.Errorf("%w: %v", ErrStopped, err)
+	}
+	return errorResponse(err)
+}
