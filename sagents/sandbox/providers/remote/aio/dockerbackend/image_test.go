@@ -34,7 +34,8 @@ func TestFullImageTools(t *testing.T) {
 // on the Docker bridge's gateway, the host address containers reach.
 func serveWheel(t *testing.T) *pyindex.Server {
 	t.Helper()
-	gw, err := dockerbackend.BridgeGateway(ctxT(t), dockerClient(t))
+	cli := dockerClient(t) // first: it may build the image
+	gw, err := dockerbackend.BridgeGateway(ctxT(t), cli)
 	require.NoError(t, err)
 	name, whl, err := pyindex.Wheel("sage-tiny", "0.1.0", "def answer():\n    return 42\n")
 	require.NoError(t, err)
