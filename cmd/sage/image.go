@@ -46,6 +46,11 @@ func runImage(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(env, fs.Name(), "unexpected argument %q", fs.Arg(0))
 	}
+	switch full.From {
+	case dockerbackend.FromAuto, dockerbackend.FromDockerfile, dockerbackend.FromDebootstrap:
+	default:
+		return usageError(env, fs.Name(), "--from %q: want auto, dockerfile or debootstrap", full.From)
+	}
 	if *minimal && !flagSet(fs, "tag") {
 		o.Tag = MinimalImage
 	}
