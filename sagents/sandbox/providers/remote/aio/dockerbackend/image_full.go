@@ -173,6 +173,15 @@ func ensureBase(ctx context.Context, cli *client.Client, ref string, step func(s
 	return nil
 }
 
+// BaseImage names the image a debootstrap root file system of o is
+// imported as (o's defaults applied): BaseImageRepo:<key>.
+func BaseImage(o RootfsOptions) (string, error) {
+	if err := o.defaults(); err != nil {
+		return "", err
+	}
+	return BaseImageRepo + ":" + o.Key()[:16], nil
+}
+
 // importRootfs returns BaseImageRepo:<key>, importing the debootstrap
 // tarball (made first when missing) unless the image exists.
 func importRootfs(ctx context.Context, cli *client.Client, ro RootfsOptions, step func(string) func()) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/image"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -131,4 +132,44 @@ func TestMinimalImage(t *testing.T) {
 	if o.Python != "" {
 		assert.Equal(t, "7\n", exec1(t, p, sid, "python3 -c 'print(3+4)'"))
 	}
+}
+
+// The Dockerfile way (where a registry is reachable): FROM a base, with
+// the packages installed by apt-get in a RUN step; apt-get reaches the
+// Debian mirror from the build container.
+func TestFullImageFromDockerfile(t *testing.T) {
+	cli := dockerClient(t)
+	bin, err := staticSage()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// The debootstrap base when this machine made one (no registry),
+	// else debian:SUITE-slim from the registry. Not sage-sandbox:dev: other
+	// test runs may retag it meanwhile.
+	base, err := dockerbackend.BaseImage(dockerbackend.RootfsOptions{})
+	require.NoError(t, err)
+	if _, err := cli.ImageInspect(ctx, base); err != nil {
+		base = ""
+	}
+	tag := "sage-sandbox:test-dockerfile"
+	t.Cleanup(func() { _, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true}) })
+	var progress strings.Builder
+	built, err := dockerbackend.BuildFullImage(ctx, cli, dockerbackend.FullOptions{Tag: tag, SageBinary: bin,
+		From: dockerbackend.FromDockerfile, Base: base, Rootfs: dockerbackend.RootfsOptions{Packages: []string{"bash"}},
+		Progress: &progress, Force: true})
+	require.NoError(t, err, progress.String())
+	assert.True(t, built)
+	assert.Contains(t, progress.String(), "image: build "+tag+" on ")
+	hist, err := cli.ImageHistory(ctx, tag)
+	require.NoError(t, err)
+	var apt bool
+	for _, h := range hist {
+		apt = apt || strings.Contains(h.CreatedBy, "apt-get install -y --no-install-recommends bash")
+	}
+	assert.True(t, apt, "a RUN step installed the packages")
+	// Up to date: a second build does nothing.
+	built, err = dockerbackend.BuildFullImage(ctx, cli, dockerbackend.FullOptions{Tag: tag, SageBinary: bin,
+		From: dockerbackend.FromDockerfile, Base: base, Rootfs: dockerbackend.RootfsOptions{Packages: []string{"bash"}}})
+	require.NoError(t, err)
+	assert.False(t, built)
 }
