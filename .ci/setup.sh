@@ -3,7 +3,8 @@
 # need. `demo` runs only the .ci/setup.d/*-demo.sh steps (the packages the
 # demo uses); `test` (the default) runs every step in order: those
 # packages, the test packages, redis-server, Jaeger (about 11 minutes the
-# first time) and the sandbox image. Each step is idempotent and quick when
+# first time) and the sandbox images (the Debian one built in the
+# background meanwhile). Each step is idempotent and quick when
 # already done, and prints one line with its duration (the "# step:" line
 # of its script).
 set -euo pipefail

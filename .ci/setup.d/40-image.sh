@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# step: sandbox image sage-sandbox:dev (the first time about as long as the go build of sage, then seconds)
-# Builds the sandbox image sage-sandbox:dev (FROM scratch: a static sage
-# and busybox) through the Docker API, for the aio provider's Docker
-# tests. `sage image build` skips the build when the image's label holds
-# the same context hash, so this is quick when nothing changed.
+# step: sandbox images sage-sandbox:dev (Debian: waits for the background step the first time) and sage-sandbox:minimal (busybox, seconds)
+# Builds the sandbox images through the Docker API, no registry needed:
+# sage-sandbox:dev, Debian with python3 (venv, pip), git, curl, coreutils
+# and bash plus a static sage (debootstrap from the apt mirror when no
+# registry is reachable, cached in ~/.cache/sage/image), and
+# sage-sandbox:minimal (FROM scratch: static sage, busybox, the host's
+# python3). `sage image build` skips a build whose content hash matches
+# the image's label, so this is quick when nothing changed. With the
+# argument "full" only sage-sandbox:dev is built (25-image-bg.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -11,7 +15,10 @@ if ! docker info >/dev/null 2>&1 && [ ! -S /var/run/docker.sock ]; then
 	echo "no Docker Engine: the sandbox image is not built; the Docker tests fail until it is (or skip with SAGE_TEST_ALLOW_SKIP=1)" >&2
 	exit 0
 fi
-bin="${XDG_CACHE_HOME:-$HOME/.cache}/sage/sage-image-bin"
-mkdir -p "$(dirname "$bin")"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/sage"
+mkdir -p "$cache"
+bin="$cache/sage-image-bin-${1:-all}"
 CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/sage
-"$bin" image build --tag sage-sandbox:dev --binary "$bin"
+"$bin" image build --binary "$bin"
+[ "${1:-all}" = full ] && exit 0
+"$bin" image build --minimal --binary "$bin"

@@ -291,21 +291,24 @@ func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int
 // ExecutePython writes code to a file in the workspace (POST
 // /v1/file/write) and runs it with python3; the shell unlinks the file
 // before Python starts, Python reads it through /dev/fd/3.
-// Requirements are unsupported (nothing is installed on the caller's
-// behalf).
+// Requirements are pip-installed first into the sandbox's venv
+// (VenvPath), which this and later calls then run in; a failed install
+// is a *RequirementsError.
 func (h *Handle) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
-	if len(opts.Requirements) > 0 {
-		return nil, fmt.Errorf("aio: python requirements: %w", sandbox.ErrUnsupported)
-	}
 	if err := h.checkOpen(); err != nil {
 		return nil, err
+	}
+	if len(opts.Requirements) > 0 {
+		if res, err := h.installRequirements(ctx, opts); err != nil {
+			return res, err
+		}
 	}
 	f := path.Join(h.ws, ".sage-py-"+sandbox.NewID("code")+".py")
 	if err := h.writeBytes(ctx, f, []byte(code), false); err != nil {
 		return nil, fmt.Errorf("aio: stage python code: %w", err)
 	}
 	q := shellQuote(f)
-	cmd := "exec 3<" + q + " && rm -f -- " + q + " && exec python3 /dev/fd/3"
+	cmd := "exec 3<" + q + " && rm -f -- " + q + " && " + pythonExec
 	return h.Exec(ctx, sandbox.ExecSpec{Command: cmd, ExecOptions: opts.ExecOptions})
 }
 

@@ -1,0 +1,131 @@
+package dockerbackend
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
+)
+
+func TestAptMirror(t *testing.T) {
+	dir := t.TempDir()
+	assert.Equal(t, DefaultMirror, AptMirror(dir), "no sources")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sources.list.d"), 0o755))
+	// deb822, security first: skipped; the release's URI wins.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sources.list.d", "debian.sources"), []byte(`Types: deb
+URIs: http://security.example/debian-security
+Suites: bookworm-security
+Components: main
+
+# a comment
+Types: deb-src
+URIs: http://src.example/debian
+Suites: bookworm
+
+Types: deb
+URIs: http://mirror.example/debian/
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+`), 0o644))
+	assert.Equal(t, "http://mirror.example/debian", AptMirror(dir))
+	// A one-line sources.list comes first.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sources.list"), []byte(`# deb http://commented.example/debian bookworm main
+deb-src http://src.example/debian bookworm main
+deb http://deb.example/debian bookworm-updates main
+deb [arch=amd64 signed-by=/k.gpg] http://one.example/debian bookworm main contrib
+`), 0o644))
+	assert.Equal(t, "http://one.example/debian", AptMirror(dir))
+	// A disabled stanza is passed over.
+	assert.Equal(t, "", mirrorDeb822("Enabled: no\nTypes: deb\nURIs: http://x.example/debian\nSuites: bookworm\n"))
+}
+
+func FuzzAptSources(f *testing.F) {
+	f.Add("deb [x] http://a/debian bookworm main\n")
+	f.Add("Types: deb\nURIs: http://a/debian\nSuites: bookworm\n")
+	f.Add("deb [unterminated http://a bookworm")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, u := range []string{mirrorOneLine(s), mirrorDeb822(s)} {
+			if u != "" && !usableURI(u) {
+				t.Fatalf("unusable mirror %q from %q", u, s)
+			}
+		}
+	})
+}
+
+func TestHostSuite(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "os-release")
+	require.NoError(t, os.WriteFile(f, []byte("NAME=\"Debian\"\nVERSION_CODENAME=trixie\n"), 0o644))
+	assert.Equal(t, "trixie", hostSuite(f))
+	require.NoError(t, os.WriteFile(f, []byte("VERSION_CODENAME=\"bad name; rm\"\n"), 0o644))
+	assert.Equal(t, "bookworm", hostSuite(f))
+	assert.Equal(t, "bookworm", hostSuite(filepath.Join(t.TempDir(), "none")))
+}
+
+// The cache key is the inputs' hash: package order and duplicates do not
+// matter; suite, mirror and the package set do.
+func TestRootfsKey(t *testing.T) {
+	base := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", Packages: []string{"git", "python3"}}
+	same := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", Packages: []string{"python3", "git", "git"}}
+	assert.Equal(t, base.Key(), same.Key())
+	for _, other := range []RootfsOptions{
+		{Suite: "trixie", Mirror: base.Mirror, Packages: base.Packages},
+		{Suite: base.Suite, Mirror: "http://other/debian", Packages: base.Packages},
+		{Suite: base.Suite, Mirror: base.Mirror, Packages: []string{"git"}},
+	} {
+		assert.NotEqual(t, base.Key(), other.Key(), "%+v", other)
+	}
+	base.CacheDir = "/c"
+	assert.Equal(t, "/c/rootfs-"+base.Key()[:16]+".tar", base.Tarball())
+}
+
+func TestRootfsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for _, o := range []RootfsOptions{
+		{Packages: []string{"python3; rm -rf /"}},
+		{Packages: []string{"-o=evil"}},
+		{Suite: "../x"},
+		{Mirror: "ftp://x/debian"},
+	} {
+		o.CacheDir = dir
+		_, err := Rootfs(context.Background(), o, nil)
+		require.Error(t, err, "%+v", o)
+	}
+	ents, _ := os.ReadDir(dir)
+	assert.Empty(t, ents, "nothing left behind")
+}
+
+// A cached tarball is returned as is: no debootstrap runs (the program
+// named does not exist).
+func TestRootfsCached(t *testing.T) {
+	o := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", CacheDir: t.TempDir(), Debootstrap: "/nonexistent/debootstrap"}
+	require.NoError(t, o.defaults())
+	require.NoError(t, os.WriteFile(o.Tarball(), []byte("tar"), 0o644))
+	got, err := Rootfs(context.Background(), o, nil)
+	require.NoError(t, err)
+	assert.Equal(t, o.Tarball(), got)
+}
+
+// A debootstrap that fails leaves no tarball and no temporary tree, and
+// its error carries the program's output.
+func TestRootfsFailureLeavesNothing(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root (Rootfs runs debootstrap only as root)", "run the tests as root")
+	}
+	fake := filepath.Join(t.TempDir(), "debootstrap")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nmkdir -p \"$4/etc\"; echo 'E: Failed getting release file' >&2; exit 1\n"), 0o755))
+	o := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", CacheDir: t.TempDir(), Debootstrap: fake}
+	require.NoError(t, o.defaults())
+	_, err := Rootfs(context.Background(), o, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Failed getting release file")
+	ents, _ := os.ReadDir(o.CacheDir)
+	for _, e := range ents {
+		assert.Equal(t, filepath.Base(o.Tarball())+".lock", e.Name(), "left behind")
+	}
+}
