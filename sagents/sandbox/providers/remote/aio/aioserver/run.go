@@ -13,7 +13,9 @@ import (
 // goroutine: the request that started it may answer before it ends
 // (timeout), and later requests read its output so far, wait for it,
 // write to its stdin or kill it. Its live output is kept up to limit
-// bytes per stream (what arrives later is counted, not kept).
+// bytes per stream: the first limit bytes (what arrives later is counted,
+// not kept), or with window at least the last limit bytes (at most twice
+// that), offsets staying absolute (base counts what was dropped).
 type run struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -26,20 +28,38 @@ type run struct {
 	closeStdin func()
 
 	mu             sync.Mutex
-	stdout, stderr []byte
+	stdout, stderr stream
 	limit          int
+	window         bool
 	res            *sandbox.CommandResult
 	err            error
+}
+
+// stream is one output stream of a run: b holds bytes base.. of it.
+type stream struct {
+	b    []byte
+	base int64
+}
+
+// runSpec says how a run handles its streams: merge writes stderr to
+// stdout's pipe; stdin gives the command a pipe write feeds (else
+// /dev/null); limit bounds each stream kept; window keeps the last limit
+// bytes instead of the first, and keeps the live streams at the end (an
+// async command: readers follow it by absolute offsets).
+type runSpec struct {
+	merge, stdin, window bool
+	limit                int
 }
 
 // startRun runs command in sh. With withStdin, the command's stdin is a
 // pipe that write feeds (a terminal's stdin); otherwise /dev/null. The
 // run's context ends with parent or with stop.
-func startRun(parent context.Context, sh Shell, command string, opts sandbox.ExecOptions, merge, withStdin bool, limit int) (*run, error) {
+func startRun(parent context.Context, sh Shell, command string, opts sandbox.ExecOptions, spec runSpec) (*run, error) {
 	ctx, cancel := context.WithCancel(parent)
-	r := &run{cancel: cancel, done: make(chan struct{}), limit: limit, closeStdin: func() {}}
+	merge := spec.merge
+	r := &run{cancel: cancel, done: make(chan struct{}), limit: spec.limit, window: spec.window, closeStdin: func() {}}
 	var stdinR *os.File
-	if withStdin {
+	if spec.stdin {
 		pr, pw, err := os.Pipe()
 		if err != nil {
 			cancel()
@@ -59,7 +79,7 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 	opts.OnStdout = func(b []byte) { r.append(&r.stdout, b) }
 	if !merge {
 		opts.OnStderr = func(b []byte) { r.append(&r.stderr, b) }
-	} else if withStdin {
+	} else if spec.stdin {
 		opts.OnStderr = func([]byte) { go r.closeStdin() }
 	}
 	go func() {
@@ -68,11 +88,11 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 		res, err := sh.Exec(ctx, command, opts, merge)
 		r.mu.Lock()
 		r.res, r.err = res, err
-		if res != nil {
+		if res != nil && !r.window {
 			// The final streams are the reference: the shell has removed
 			// its own bookkeeping from them.
-			r.stdout = []byte(res.Stdout)
-			r.stderr = []byte(res.Stderr)
+			r.stdout = stream{b: []byte(res.Stdout)}
+			r.stderr = stream{b: []byte(res.Stderr)}
 		}
 		r.mu.Unlock()
 		if stdinR != nil {
@@ -83,11 +103,20 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 	return r, nil
 }
 
-func (r *run) append(dst *[]byte, b []byte) {
+func (r *run) append(dst *stream, b []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if room := r.limit - len(*dst); room > 0 {
-		*dst = append(*dst, b[:min(room, len(b))]...)
+	if !r.window {
+		if room := r.limit - len(dst.b); room > 0 {
+			dst.b = append(dst.b, b[:min(room, len(b))]...)
+		}
+		return
+	}
+	dst.b = append(dst.b, b...)
+	// Compact only past twice the window: copying stays amortised.
+	if over := len(dst.b) - r.limit; over > r.limit {
+		dst.base += int64(over)
+		dst.b = append(dst.b[:0:0], dst.b[over:]...)
 	}
 }
 
@@ -156,7 +185,10 @@ func (r *run) write(data []byte) error {
 // snapshot is the run's state: output so far and, once ended, its result.
 type runSnapshot struct {
 	stdout, stderr string
-	res            *sandbox.CommandResult
+	// outBase and errBase are the offsets of stdout's and stderr's first
+	// byte (non-zero once a window dropped output).
+	outBase, errBase int64
+	res              *sandbox.CommandResult
 	err            error
 	done           bool
 }
@@ -165,5 +197,6 @@ func (r *run) snapshot() runSnapshot {
 	done := r.finished()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return runSnapshot{stdout: string(r.stdout), stderr: string(r.stderr), res: r.res, err: r.err, done: done}
+	return runSnapshot{stdout: string(r.stdout.b), stderr: string(r.stderr.b), outBase: r.stdout.base, errBase: r.stderr.base,
+		res: r.res, err: r.err, done: done}
 }

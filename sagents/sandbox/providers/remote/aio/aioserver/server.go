@@ -129,6 +129,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/bash/exec", s.bashExec)
 	m.HandleFunc("POST /v1/bash/output", s.bashOutput)
 	m.HandleFunc("POST /v1/bash/kill", s.bashKill)
+	m.HandleFunc("POST /v1/bash/write", s.bashWrite)
 	m.HandleFunc("POST /v1/bash/sessions/create", s.bashCreate)
 	m.HandleFunc("POST /v1/bash/sessions/{session_id}/close", s.bashClose)
 	m.HandleFunc("POST /v1/file/read", s.fileRead)

@@ -40,7 +40,7 @@ func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	c, err := s.startCommand(r, sess, sess.shell, req.Command, opts, true, true, wait, opts.OutputLimit)
+	c, err := s.startCommand(r, sess, sess.shell, req.Command, opts, runSpec{merge: true, stdin: true, limit: opts.OutputLimit}, wait)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -89,7 +89,7 @@ func (s *Server) latestRun(w http.ResponseWriter, id string) (*command, bool) {
 		envelopeError(w, http.StatusNotFound, "no such session: "+id, nil, "")
 		return nil, false
 	}
-	if !found || c.run == nil {
+	if !found {
 		envelopeError(w, http.StatusNotFound, "session "+id+" has run no command", nil, "")
 		return nil, false
 	}
