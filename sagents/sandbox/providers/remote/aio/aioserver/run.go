@@ -189,8 +189,8 @@ type runSnapshot struct {
 	// byte (non-zero once a window dropped output).
 	outBase, errBase int64
 	res              *sandbox.CommandResult
-	err            error
-	done           bool
+	err              error
+	done             bool
 }
 
 func (r *run) snapshot() runSnapshot {
