@@ -71,6 +71,7 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	sessions *sessions
+	kernels  *kernels
 	history  editHistory
 	// base is the context of the commands the server runs; Close ends it.
 	base       context.Context
@@ -107,7 +108,8 @@ func New(opts Options) (*Server, error) {
 	if opts.NewShell == nil {
 		opts.NewShell = newReplayShell
 	}
-	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell)}
+	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell),
+		kernels: newKernels(opts.Handle)}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -143,6 +145,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/file/replace", s.fileReplace)
 	m.HandleFunc("POST /v1/file/search", s.fileSearch)
 	m.HandleFunc("POST /v1/file/str_replace_editor", s.strReplaceEditor)
+	m.HandleFunc("POST /v1/code/execute", s.codeExecute)
+	m.HandleFunc("POST /v1/jupyter/execute", s.jupyterExecute)
+	m.HandleFunc("POST /v1/nodejs/execute", s.nodejsExecute)
 	for pattern, h := range s.opts.Mounts {
 		m.Handle(pattern, h)
 	}
@@ -245,6 +250,7 @@ func (s *Server) Ready(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)
 	err := s.sessions.closeAll(ctx)
+	s.kernels.closeAll(ctx)
 	s.cancelBase()
 	return err
 }

@@ -208,7 +208,7 @@ func (f *fixture) doRaw(method, path, body string) (int, map[string]any) {
 // the same endpoint is used for routing.
 func (f *fixture) checkResponse(req *http.Request, resp *http.Response, raw []byte) {
 	stand := req.Clone(context.Background())
-	body := []byte(`{"command":"view","file":"x","content":"x","path":"x","glob":"*","pattern":"x","session_id":"x","id":"x","regex":"x","old_str":"x","new_str":"x","input":"x","press_enter":true}`)
+	body := []byte(`{"command":"view","file":"x","content":"x","path":"x","glob":"*","pattern":"x","session_id":"x","id":"x","regex":"x","old_str":"x","new_str":"x","input":"x","press_enter":true,"code":"x","language":"python"}`)
 	stand.Header.Set("Content-Type", "application/json")
 	if err := f.v.Check(stand, body, resp.StatusCode, resp.Header, raw); err != nil {
 		f.t.Errorf("response conformance: %v", err)
