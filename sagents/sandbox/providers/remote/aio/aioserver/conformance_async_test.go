@@ -96,3 +96,43 @@ func TestBashAsyncWindow(t *testing.T) {
 	assert.Equal(t, "END\n", out["stdout"])
 	assert.EqualValues(t, 6291456+4, out["offset"])
 }
+
+// Item 9: shell.exec_command(command=..., no_change_timeout=N) answers a
+// command whose output stalls with status no_change_timeout (it goes on);
+// exec_command(truncate=False) keeps all output, the default caps it at
+// the spec's 30000.
+func TestShellNoChangeTimeoutAndTruncate_SDKShell(t *testing.T) {
+	f := newFixture(t, nil)
+	start := time.Now()
+	st, m := f.post("/v1/shell/exec", `{"id":"n","command":"echo start; sleep 60","no_change_timeout":1}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	d := data(t, m)
+	assert.Equal(t, "no_change_timeout", d["status"])
+	assert.Equal(t, "start\n", d["output"])
+	assert.Nil(t, d["exit_code"])
+	assert.Less(t, time.Since(start), 30*time.Second)
+	st, m = f.post("/v1/shell/view", `{"id":"n"}`)
+	require.Equal(t, http.StatusOK, st)
+	assert.Equal(t, "running", data(t, m)["status"], "the command goes on")
+	st, _ = f.post("/v1/shell/kill", `{"id":"n"}`)
+	require.Equal(t, http.StatusOK, st)
+
+	st, m = f.post("/v1/shell/exec", `{"command":"for i in 1 2 3 4 5 6; do echo $i; sleep 0.3; done","no_change_timeout":3}`)
+	require.Equal(t, http.StatusOK, st)
+	d = data(t, m)
+	assert.Equal(t, "completed", d["status"], "control: output that keeps changing runs to the end")
+	assert.Equal(t, "1\n2\n3\n4\n5\n6\n", d["output"])
+
+	big := `head -c 40000 /dev/zero | tr '\\0' a`
+	st, m = f.post("/v1/shell/exec", `{"command":"`+big+`"}`)
+	require.Equal(t, http.StatusOK, st)
+	out := data(t, m)["output"].(string)
+	assert.Less(t, len(out), 30100, "the default caps output at 30000 bytes")
+	assert.Contains(t, out, "bytes omitted")
+	st, m = f.post("/v1/shell/exec", `{"command":"`+big+`","truncate":false}`)
+	require.Equal(t, http.StatusOK, st)
+	assert.Len(t, data(t, m)["output"], 40000, "truncate false keeps it all")
+	st, m = f.post("/v1/shell/exec", `{"command":"`+big+`","max_output_length":1000}`)
+	require.Equal(t, http.StatusOK, st)
+	assert.Less(t, len(data(t, m)["output"].(string)), 1100)
+}

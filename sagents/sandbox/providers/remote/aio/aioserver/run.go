@@ -29,6 +29,7 @@ type run struct {
 
 	mu             sync.Mutex
 	stdout, stderr stream
+	received       int64 // bytes of output seen, kept or not
 	limit          int
 	window         bool
 	res            *sandbox.CommandResult
@@ -106,6 +107,7 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 func (r *run) append(dst *stream, b []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.received += int64(len(b))
 	if !r.window {
 		if room := r.limit - len(dst.b); room > 0 {
 			dst.b = append(dst.b, b[:min(room, len(b))]...)
@@ -154,6 +156,33 @@ func (r *run) waitFor(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// waitQuiet waits like waitFor but also returns, with quiet set, once no
+// output has arrived for quiet (a shell's no_change_timeout).
+func (r *run) waitQuiet(ctx context.Context, d, quiet time.Duration) (ended, quietFor bool) {
+	if quiet <= 0 {
+		return r.waitFor(ctx, d), false
+	}
+	start := time.Now()
+	last, changed := int64(-1), start
+	for {
+		if r.waitFor(ctx, 25*time.Millisecond) {
+			return true, false
+		}
+		now := time.Now()
+		if ctx.Err() != nil || (d >= 0 && now.Sub(start) >= d) {
+			return false, false
+		}
+		r.mu.Lock()
+		n := r.received
+		r.mu.Unlock()
+		if n != last {
+			last, changed = n, now
+		} else if now.Sub(changed) >= quiet {
+			return false, true
+		}
 	}
 }
 
