@@ -153,6 +153,22 @@ type execPlan struct {
 	env     map[string]string
 	timeout time.Duration
 	limit   int
+	// onOut and onErr receive output as it arrives (ExecOptions.OnStdout
+	// and OnStderr); with either, the command is followed live.
+	onOut, onErr func([]byte)
+}
+
+// liveWait is how long POST /v1/bash/exec waits before answering running
+// when output is followed live; /v1/bash/output then long-polls.
+const liveWait = 0.05
+
+func (p *execPlan) emit(stdout, stderr string) {
+	if p.onOut != nil && stdout != "" {
+		p.onOut([]byte(stdout))
+	}
+	if p.onErr != nil && stderr != "" {
+		p.onErr([]byte(stderr))
+	}
 }
 
 func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOptions) (*execPlan, error) {
@@ -172,7 +188,8 @@ func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOpti
 	if err != nil {
 		return nil, err
 	}
-	p := &execPlan{command: command, dir: dir, env: mergeEnv(h.env, opts.Env), timeout: opts.Timeout, limit: opts.OutputLimit}
+	p := &execPlan{command: command, dir: dir, env: mergeEnv(h.env, opts.Env), timeout: opts.Timeout, limit: opts.OutputLimit,
+		onOut: opts.OnStdout, onErr: opts.OnStderr}
 	if p.timeout == 0 {
 		p.timeout = h.timeout
 	}
@@ -208,8 +225,9 @@ func (h *Handle) stageStdin(ctx context.Context, p *execPlan, r io.Reader) error
 
 // Exec runs spec.Command through POST /v1/bash/exec in a session no
 // other call uses meanwhile. The output limit is split between stdout and
-// stderr (max_output_length each); OnStdout and OnStderr receive the
-// output once the command ended (the API does not stream).
+// stderr (max_output_length each). With OnStdout or OnStderr, the exec
+// answers running after liveWait and /v1/bash/output long-polls from the
+// offsets, so the callbacks receive output while the command runs.
 func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
@@ -219,17 +237,7 @@ func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.Comm
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.run(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if opts.OnStdout != nil && res.Stdout != "" {
-		opts.OnStdout([]byte(res.Stdout))
-	}
-	if opts.OnStderr != nil && res.Stderr != "" {
-		opts.OnStderr([]byte(res.Stderr))
-	}
-	return res, nil
+	return h.run(ctx, p)
 }
 
 func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, error) {
@@ -240,10 +248,24 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 	start := time.Now()
 	secs := p.timeout.Seconds()
 	maxOut := max(p.limit/2, 1)
-	r, err := h.c.BashExec(ctx, BashExecRequest{SessionID: sid, Command: p.command, ExecDir: p.dir,
-		Env: p.env, HardTimeout: &secs, MaxOutputLength: &maxOut})
+	req := BashExecRequest{SessionID: sid, Command: p.command, ExecDir: p.dir,
+		Env: p.env, HardTimeout: &secs, MaxOutputLength: &maxOut}
+	if p.onOut != nil || p.onErr != nil {
+		wait := liveWait
+		req.Timeout = &wait
+	}
+	r, err := h.c.BashExec(ctx, req)
+	if err == nil {
+		p.emit(deref(r.Stdout), deref(r.Stderr))
+	}
 	if err == nil && (r.Status == StatusRunning || r.Status == StatusPending) {
-		r, err = h.follow(ctx, r, maxOut)
+		r, err = h.follow(ctx, r, maxOut, p)
+		if err != nil && ctx.Err() != nil {
+			// Answered running, the command outlives the request: end it.
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = h.c.BashKill(kctx, BashKillRequest{SessionID: sid, Signal: "SIGKILL"})
+			cancel()
+		}
 	}
 	if err != nil {
 		var ae *APIError
@@ -265,7 +287,7 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 // as still running ends, collecting its output: each stream keeps at most
 // limit bytes (head and tail, sandbox.BoundedBuffer), however long the
 // command talks.
-func (h *Handle) follow(ctx context.Context, r *BashExecResult, limit int) (*BashExecResult, error) {
+func (h *Handle) follow(ctx context.Context, r *BashExecResult, limit int, p *execPlan) (*BashExecResult, error) {
 	outBuf, errBuf := sandbox.NewBoundedBuffer(limit), sandbox.NewBoundedBuffer(limit)
 	_, _ = io.WriteString(outBuf, deref(r.Stdout))
 	_, _ = io.WriteString(errBuf, deref(r.Stderr))
@@ -279,6 +301,7 @@ func (h *Handle) follow(ctx context.Context, r *BashExecResult, limit int) (*Bas
 		}
 		_, _ = io.WriteString(outBuf, o.Stdout)
 		_, _ = io.WriteString(errBuf, o.Stderr)
+		p.emit(o.Stdout, o.Stderr)
 		off, eoff = o.Offset, o.StderrOffset
 		if o.Command != nil && o.Command.Status != StatusRunning && o.Command.Status != StatusPending {
 			r.Status, r.ExitCode = o.Command.Status, o.Command.ExitCode
