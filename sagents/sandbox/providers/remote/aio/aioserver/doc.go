@@ -14,14 +14,16 @@
 // /v1/file/str_replace_editor, GET /v1/file/download; POST
 // /v1/code/execute, /v1/jupyter/execute, /v1/nodejs/execute.
 //
-// Sessions: a /v1/shell session is one shell as far as its commands can
-// tell: the working directory and exported variables a command leaves are
-// there for the next (Options.NewShell; the default replays them through
-// the Handle). Its output is stdout and stderr in one pipe, in the order
-// written. Every sync exec runs in a goroutine of the server and is
-// recorded in its session (one is created when the request names none),
-// so a request's timeout can answer status running while the command goes
-// on, and /v1/bash/output, /v1/shell/view, wait, write and kill reach it.
+// Sessions: a /v1/shell session is one long-lived bash (NewLiveShell):
+// the working directory, variables, functions and background jobs a
+// command leaves are there for the next. Commands go in over the shell's
+// stdin with a sentinel protocol; where bash cannot run that way (no bash,
+// a remote Handle), the session replays its working directory and
+// exports on each command instead (NewReplayShell). Its output is stdout
+// and stderr in one pipe, in the order written. Every sync exec runs in a
+// goroutine of the server and is recorded in its session (one is created
+// when the request names none), so a request's timeout can answer status
+// running while the command goes on, and /v1/bash/output, /v1/shell/view, wait, write and kill reach it.
 // /v1/bash/exec commands do not share state (the remote Handle runs
 // unrelated commands in a pool of sessions); async_mode ones run the same
 // way with no time limit but hard_timeout, stdout and stderr apart (a

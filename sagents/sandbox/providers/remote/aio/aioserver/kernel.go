@@ -74,6 +74,10 @@ var errKernelTimeout = errors.New("execution timed out")
 
 // startKernel runs command (an interpreter reading the protocol) in dir.
 func startKernel(h *sandbox.Sandbox, lang, command, dir string) (*kernel, error) {
+	if h.Type() == sandbox.Remote {
+		// Its commands' stdin is read whole before they start.
+		return nil, fmt.Errorf("%w: code sessions need a sandbox whose commands read an open stdin; this one is remote", sandbox.ErrUnsupported)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err

@@ -54,10 +54,10 @@ type Options struct {
 	// past it the answer has truncated: true. 0 means
 	// sandbox.DefaultMaxEntries.
 	MaxEntries int
-	// NewShell opens the shell of each /v1/shell session; nil means one
-	// that replays the session's state (working directory, exported
-	// environment) on each command through the Handle. A sandbox with a
-	// long-lived shell per session can provide its own.
+	// NewShell opens the shell of each /v1/shell session; nil means
+	// NewLiveShell (one long-lived bash per session, fed over its stdin;
+	// where it cannot run, NewReplayShell, which replays the working
+	// directory and exported environment on each command).
 	NewShell ShellFactory
 	// Mounts are more handlers by ServeMux pattern (sandboxd's "/mcp"),
 	// served behind the same Host, Origin and token checks.
@@ -106,7 +106,7 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.NewShell == nil {
-		opts.NewShell = newReplayShell
+		opts.NewShell = NewLiveShell
 	}
 	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell),
 		kernels: newKernels(opts.Handle)}

@@ -45,6 +45,7 @@ func newFixture(t *testing.T, mod func(*aioserver.Options)) *fixture {
 	}
 	srv, err := aioserver.New(opts)
 	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close(context.Background()) }) // before the Handle's Close
 	require.NoError(t, srv.Ready(context.Background()))
 	ts := httptest.NewUnstartedServer(srv)
 	ts.Config.ReadHeaderTimeout = 300 * time.Millisecond
