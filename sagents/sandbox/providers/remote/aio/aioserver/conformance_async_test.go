@@ -136,3 +136,29 @@ func TestShellNoChangeTimeoutAndTruncate_SDKShell(t *testing.T) {
 	require.Equal(t, http.StatusOK, st)
 	assert.Less(t, len(data(t, m)["output"].(string)), 1100)
 }
+
+// bash.kill(session_id=..., signal="SIGKILL") on an async command kills
+// it with SIGKILL at once, not SIGTERM first (passthrough: the server
+// sees its pid); its stderr does not show the pid line the server uses.
+func TestBashKillForce_SDKBashKill(t *testing.T) {
+	f := newFixture(t, nil)
+	st, m := f.post("/v1/bash/exec", `{"command":"echo up; echo warn >&2; sleep 60","async_mode":true}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	d := data(t, m)
+	sid, cid := d["session_id"].(string), d["command_id"].(string)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		_, m = f.post("/v1/bash/output", `{"session_id":"`+sid+`","wait":true,"wait_timeout":1}`)
+		if data(t, m)["stdout"] == "up\n" {
+			break
+		}
+	}
+	start := time.Now()
+	st, m = f.post("/v1/bash/kill", `{"session_id":"`+sid+`","signal":"SIGKILL"}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	assert.Less(t, time.Since(start), 20*time.Second)
+	_, stderr, status := f.follow(sid, cid)
+	assert.Equal(t, "killed", status)
+	assert.Equal(t, "warn\n", stderr)
+	_, m = f.post("/v1/bash/output", `{"session_id":"`+sid+`"}`)
+	assert.EqualValues(t, -9, data(t, m)["command"].(map[string]any)["exit_code"], "SIGKILL, not SIGTERM")
+}

@@ -161,7 +161,7 @@ func (s *Server) bashStart(w http.ResponseWriter, r *http.Request, sess *session
 	}
 	// The callbacks keep the output; the final result's copy stays small.
 	opts.OutputLimit = 64 << 10
-	c, err := s.startCommand(r, sess, plainShell{s.h}, req.Command, opts, runSpec{stdin: true, window: true, limit: asyncWindow}, 0)
+	c, err := s.startCommand(r, sess, plainShell{s.h}, req.Command, opts, runSpec{stdin: true, window: true, limit: asyncWindow, pid: true}, 0)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -256,10 +256,13 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req, "session_id") {
 		return
 	}
+	force := false
 	switch req.Signal {
-	case "", "SIGTERM", "SIGKILL":
+	case "", "SIGTERM":
+	case "SIGKILL":
+		force = true
 	default:
-		s.fail(w, badArg("signal "+req.Signal+": sage sandboxd takes SIGTERM or SIGKILL (both: SIGTERM, then SIGKILL after the sandbox's grace period)"))
+		s.fail(w, badArg("signal "+req.Signal+": sage sandboxd takes SIGTERM (SIGKILL follows after the sandbox's grace period) or SIGKILL"))
 		return
 	}
 	c, known, found := s.sessions.command(req.SessionID, "")
@@ -269,8 +272,14 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 	}
 	if found {
 		// The Handle ends a cancelled command with SIGTERM, then SIGKILL
-		// after its grace period.
-		c.run.stop()
+		// after its grace period. SIGKILL is sent at once where the
+		// server sees the command's pid (an async command in a
+		// passthrough sandbox); elsewhere it takes the grace period.
+		if force {
+			c.run.kill(s.h.Type() == sandbox.Passthrough)
+		} else {
+			c.run.stop()
+		}
 		c.run.wait(r.Context())
 	}
 	ok(w, nil)

@@ -1,9 +1,13 @@
 package aioserver
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -31,6 +35,9 @@ type run struct {
 	stdout, stderr stream
 	received       int64 // bytes of output seen, kept or not
 	limit          int
+	pidLine        []byte // with runSpec.pid, until its newline arrived
+	wantPid        bool
+	pid            int
 	window         bool
 	res            *sandbox.CommandResult
 	err            error
@@ -50,7 +57,17 @@ type stream struct {
 type runSpec struct {
 	merge, stdin, window bool
 	limit                int
+	// pid: the command first writes pidMark, its shell's pid (the group
+	// leader's) and a newline to stderr; the run strips that line and
+	// keeps the pid (passthrough: a host pid the server can SIGKILL).
+	pid bool
 }
+
+// pidMark starts the line a command writes with runSpec.pid.
+const pidMark = "\x1esage-pid "
+
+// pidPrefix is the shell text that writes it.
+const pidPrefix = `printf '\036sage-pid %d\n' "$$" >&2` + "\n"
 
 // startRun runs command in sh. With withStdin, the command's stdin is a
 // pipe that write feeds (a terminal's stdin); otherwise /dev/null. The
@@ -58,7 +75,10 @@ type runSpec struct {
 func startRun(parent context.Context, sh Shell, command string, opts sandbox.ExecOptions, spec runSpec) (*run, error) {
 	ctx, cancel := context.WithCancel(parent)
 	merge := spec.merge
-	r := &run{cancel: cancel, done: make(chan struct{}), limit: spec.limit, window: spec.window, closeStdin: func() {}}
+	r := &run{cancel: cancel, done: make(chan struct{}), limit: spec.limit, window: spec.window, closeStdin: func() {}, wantPid: spec.pid}
+	if spec.pid {
+		command = pidPrefix + command
+	}
 	var stdinR *os.File
 	if spec.stdin {
 		pr, pw, err := os.Pipe()
@@ -79,7 +99,7 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 	}
 	opts.OnStdout = func(b []byte) { r.append(&r.stdout, b) }
 	if !merge {
-		opts.OnStderr = func(b []byte) { r.append(&r.stderr, b) }
+		opts.OnStderr = func(b []byte) { r.append(&r.stderr, r.takePid(b)) }
 	} else if spec.stdin {
 		opts.OnStderr = func([]byte) { go r.closeStdin() }
 	}
@@ -102,6 +122,43 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 		}
 	}()
 	return r, nil
+}
+
+// takePid strips the pid line from the start of stderr and keeps the pid.
+func (r *run) takePid(b []byte) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.wantPid {
+		return b
+	}
+	r.pidLine = append(r.pidLine, b...)
+	i := bytes.IndexByte(r.pidLine, '\n')
+	if i < 0 && len(r.pidLine) < 64 {
+		return nil
+	}
+	r.wantPid = false
+	line, rest := r.pidLine, []byte(nil)
+	if i >= 0 {
+		line, rest = r.pidLine[:i], r.pidLine[i+1:]
+	}
+	r.pidLine = nil
+	if n, err := strconv.Atoi(strings.TrimPrefix(string(line), pidMark)); err == nil && strings.HasPrefix(string(line), pidMark) && n > 1 {
+		r.pid = n
+		return rest
+	}
+	return append(line, rest...) // not the line: the command's own output
+}
+
+// kill ends the command at once with SIGKILL to its process group when
+// its pid is a host pid (hostPids: a passthrough sandbox), else as stop.
+func (r *run) kill(hostPids bool) {
+	r.mu.Lock()
+	pid := r.pid
+	r.mu.Unlock()
+	if hostPids && pid > 1 && !r.finished() {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	r.stop()
 }
 
 func (r *run) append(dst *stream, b []byte) {
