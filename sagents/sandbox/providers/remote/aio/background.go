@@ -26,8 +26,9 @@ type bgTask struct {
 
 // StartBackground runs command asynchronously (POST /v1/bash/exec with
 // async_mode) in a new session, stderr merged into stdout so the task has
-// one log, stdin /dev/null (sandboxd gives async commands a stdin pipe). opts.Timeout, Stdin and the callbacks do not apply. The
-// task's PID is not known (0).
+// one log, stdin /dev/null (sandboxd gives async commands a stdin pipe).
+// opts.Timeout, Stdin and the callbacks do not apply. The task's PID is
+// not known (0).
 func (h *Handle) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
