@@ -54,7 +54,12 @@ func (ss *sessions) checkDir(ctx context.Context, dir string) error {
 	if dir == "" {
 		return nil
 	}
-	res, err := ss.h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
+	return checkWorkdir(ctx, ss.h, dir)
+}
+
+// checkWorkdir runs `true` in dir: nil when h runs commands there.
+func checkWorkdir(ctx context.Context, h *sandbox.Sandbox, dir string) error {
+	res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}

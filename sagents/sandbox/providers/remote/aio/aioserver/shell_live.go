@@ -180,9 +180,16 @@ func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecO
 	if s.replay != nil || !merge || strings.IndexByte(command, 0) >= 0 {
 		return s.fallback().Exec(ctx, command, opts, merge)
 	}
-	if opts.Workdir != "" {
+	prevDir := s.dir
+	if opts.Workdir != "" && (opts.Workdir != s.dir || s.p == nil) {
 		if s.p != nil {
-			s.p.stop() // exec_dir: a new shell starts there, with the exports
+			// exec_dir: a new shell starts there, with the exports, once
+			// the Handle accepts the directory (a refused one leaves the
+			// running shell alone).
+			if err := checkWorkdir(ctx, s.h, opts.Workdir); err != nil {
+				return nil, err
+			}
+			s.p.stop()
 			s.p = nil
 		}
 		s.dir = opts.Workdir
@@ -230,7 +237,11 @@ func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecO
 	select {
 	case <-ended:
 	case <-p.done:
-		return s.died(ctx, p, out, start, command, opts)
+		res, err := s.died(ctx, p, out, start, command, opts)
+		if err != nil {
+			s.dir = prevDir // a refused exec_dir does not stick
+		}
+		return res, err
 	case <-t.C:
 		s.kill(p)
 		text, _ := out.Text()

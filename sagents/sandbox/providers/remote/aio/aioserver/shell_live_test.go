@@ -47,3 +47,19 @@ func TestLiveShellIsOneProcess(t *testing.T) {
 	assert.Equal(t, "__sage_run x y\na'b\\c\n", d["output"])
 	assert.EqualValues(t, 1, d["exit_code"])
 }
+
+// exec_dir outside the workspace is refused (403) and does not stick: the
+// session goes on where it was.
+func TestLiveShellRefusedExecDir(t *testing.T) {
+	f := newFixture(t, nil)
+	st, m := f.post("/v1/shell/exec", `{"id":"r","command":"cd /tmp 2>/dev/null; cd `+f.ws+`; X=1"}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	st, _ = f.post("/v1/shell/exec", `{"id":"r","command":"pwd","exec_dir":"/"}`)
+	assert.Equal(t, http.StatusForbidden, st)
+	st, m = f.post("/v1/shell/exec", `{"id":"r","command":"pwd","exec_dir":"`+f.ws+`"}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	assert.Equal(t, f.ws+"\n", data(t, m)["output"])
+	st, m = f.post("/v1/shell/exec", `{"id":"r","command":"echo $X; pwd"}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	assert.Equal(t, "1\n"+f.ws+"\n", data(t, m)["output"], "exec_dir equal to the current directory keeps the shell")
+}
