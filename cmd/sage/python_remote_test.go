@@ -12,8 +12,8 @@ import (
 
 	"github.com/sage-go/sage/internal/pyindex"
 	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -34,8 +34,8 @@ func TestPythonRemoteWithRequirements(t *testing.T) {
 		testenv.Missing(t, "a Docker Engine", testenv.SetupFix)
 	}
 	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, aio.DefaultImage); err != nil {
-		testenv.Missing(t, "the image "+aio.DefaultImage, "make image")
+	if _, err := cli.ImageInspect(ctx, orchestrator.DefaultImage); err != nil {
+		testenv.Missing(t, "the image "+orchestrator.DefaultImage, "make image")
 	}
 	gw, err := dockerbackend.BridgeGateway(ctx, cli)
 	require.NoError(t, err)

@@ -27,8 +27,9 @@ type bgTask struct {
 
 // StartBackground runs command asynchronously (POST /v1/bash/exec with
 // async_mode) in a new session, stderr merged into stdout so the task has
-// one log. opts.Timeout, Stdin and the callbacks do not apply. The
-// task's PID is not known (0).
+// one log, stdin /dev/null (sandboxd gives async commands a stdin pipe).
+// opts.Timeout, Stdin and the callbacks do not apply. The task's PID is
+// not known (0).
 func (h *Handle) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func (h *Handle) StartBackground(ctx context.Context, command string, opts sandb
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.c.BashExec(ctx, aioapi.BashExecRequest{SessionID: info.SessionID, Command: "exec 2>&1\n" + command,
+	r, err := h.c.BashExec(ctx, aioapi.BashExecRequest{SessionID: info.SessionID, Command: "exec </dev/null 2>&1\n" + command,
 		ExecDir: p.dir, Env: p.env, AsyncMode: true})
 	if err != nil {
 		_ = h.c.BashCloseSession(context.WithoutCancel(ctx), info.SessionID)

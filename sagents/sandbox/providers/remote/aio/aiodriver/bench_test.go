@@ -14,7 +14,7 @@ import (
 
 // inProcess serves a passthrough sandbox with aioserver on a loopback
 // httptest server (the same handler `sage sandboxd` runs).
-func inProcess(b *testing.B) (local *sandbox.Sandbox, url string) {
+func inProcess(b testing.TB) (local *sandbox.Sandbox, url string) {
 	b.Helper()
 	b.Setenv("SAGE_HOME", b.TempDir())
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: b.TempDir()})

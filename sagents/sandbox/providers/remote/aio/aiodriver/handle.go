@@ -151,6 +151,22 @@ type execPlan struct {
 	env     map[string]string
 	timeout time.Duration
 	limit   int
+	// onOut and onErr receive output as it arrives (ExecOptions.OnStdout
+	// and OnStderr); with either, the command is followed live.
+	onOut, onErr func([]byte)
+}
+
+// liveWait is how long POST /v1/bash/exec waits before answering running
+// when output is followed live; /v1/bash/output then long-polls.
+const liveWait = 0.05
+
+func (p *execPlan) emit(stdout, stderr string) {
+	if p.onOut != nil && stdout != "" {
+		p.onOut([]byte(stdout))
+	}
+	if p.onErr != nil && stderr != "" {
+		p.onErr([]byte(stderr))
+	}
 }
 
 func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOptions) (*execPlan, error) {
@@ -170,7 +186,8 @@ func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOpti
 	if err != nil {
 		return nil, err
 	}
-	p := &execPlan{command: command, dir: dir, env: mergeEnv(h.env, opts.Env), timeout: opts.Timeout, limit: opts.OutputLimit}
+	p := &execPlan{command: command, dir: dir, env: mergeEnv(h.env, opts.Env), timeout: opts.Timeout, limit: opts.OutputLimit,
+		onOut: opts.OnStdout, onErr: opts.OnStderr}
 	if p.timeout == 0 {
 		p.timeout = h.timeout
 	}
@@ -206,8 +223,9 @@ func (h *Handle) stageStdin(ctx context.Context, p *execPlan, r io.Reader) error
 
 // Exec runs spec.Command through POST /v1/bash/exec in a session no
 // other call uses meanwhile. The output limit is split between stdout and
-// stderr (max_output_length each); OnStdout and OnStderr receive the
-// output once the command ended (the API does not stream).
+// stderr (max_output_length each). With OnStdout or OnStderr, the exec
+// answers running after liveWait and /v1/bash/output long-polls from the
+// offsets, so the callbacks receive output while the command runs.
 func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
@@ -217,17 +235,7 @@ func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.Comm
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.run(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if opts.OnStdout != nil && res.Stdout != "" {
-		opts.OnStdout([]byte(res.Stdout))
-	}
-	if opts.OnStderr != nil && res.Stderr != "" {
-		opts.OnStderr([]byte(res.Stderr))
-	}
-	return res, nil
+	return h.run(ctx, p)
 }
 
 func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, error) {
@@ -238,10 +246,24 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 	start := time.Now()
 	secs := p.timeout.Seconds()
 	maxOut := max(p.limit/2, 1)
-	r, err := h.c.BashExec(ctx, aioapi.BashExecRequest{SessionID: sid, Command: p.command, ExecDir: p.dir,
-		Env: p.env, HardTimeout: &secs, MaxOutputLength: &maxOut})
+	req := aioapi.BashExecRequest{SessionID: sid, Command: p.command, ExecDir: p.dir,
+		Env: p.env, HardTimeout: &secs, MaxOutputLength: &maxOut}
+	if p.onOut != nil || p.onErr != nil {
+		wait := liveWait
+		req.Timeout = &wait
+	}
+	r, err := h.c.BashExec(ctx, req)
+	if err == nil {
+		p.emit(deref(r.Stdout), deref(r.Stderr))
+	}
 	if err == nil && (r.Status == aioapi.StatusRunning || r.Status == aioapi.StatusPending) {
-		r, err = h.follow(ctx, r, maxOut)
+		r, err = h.follow(ctx, r, maxOut, p)
+		if err != nil && ctx.Err() != nil {
+			// Answered running, the command outlives the request: end it.
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = h.c.BashKill(kctx, aioapi.BashKillRequest{SessionID: sid, Signal: "SIGKILL"})
+			cancel()
+		}
 	}
 	if err != nil {
 		var ae *aioapi.APIError
@@ -263,7 +285,7 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 // as still running ends, collecting its output: each stream keeps at most
 // limit bytes (head and tail, sandbox.BoundedBuffer), however long the
 // command talks.
-func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int) (*aioapi.BashExecResult, error) {
+func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int, p *execPlan) (*aioapi.BashExecResult, error) {
 	outBuf, errBuf := sandbox.NewBoundedBuffer(limit), sandbox.NewBoundedBuffer(limit)
 	_, _ = io.WriteString(outBuf, deref(r.Stdout))
 	_, _ = io.WriteString(errBuf, deref(r.Stderr))
@@ -277,6 +299,7 @@ func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int
 		}
 		_, _ = io.WriteString(outBuf, o.Stdout)
 		_, _ = io.WriteString(errBuf, o.Stderr)
+		p.emit(o.Stdout, o.Stderr)
 		off, eoff = o.Offset, o.StderrOffset
 		if o.Command != nil && o.Command.Status != aioapi.StatusRunning && o.Command.Status != aioapi.StatusPending {
 			r.Status, r.ExitCode = o.Command.Status, o.Command.ExitCode

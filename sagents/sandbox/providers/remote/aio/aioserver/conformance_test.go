@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 )
 
 // Conformance with what the AIO SDKs (agent_sandbox 0.0.31, Go and JS)
@@ -89,8 +91,15 @@ func TestFileGlob_SDKGlobFiles(t *testing.T) {
 
 // Item 3: DeerFlow's execute_command is client.shell.exec_command(
 // command=..., id=session) on one session; the session is one shell.
+// The default is one long-lived bash per session: unexported variables
+// and functions last too; the replay fallback keeps exports only.
 func TestShellSessionKeepsState_DeerFlowExecuteCommand(t *testing.T) {
-	f := newFixture(t, nil)
+	t.Run("live", func(t *testing.T) { testShellState(t, nil, "Y=unexported fn") })
+	t.Run("replay", func(t *testing.T) { testShellState(t, aioserver.NewReplayShell, "Y= ") })
+}
+
+func testShellState(t *testing.T, factory aioserver.ShellFactory, kept string) {
+	f := newFixture(t, func(o *aioserver.Options) { o.NewShell = factory })
 	sub := filepath.Join(f.ws, "sub")
 	require.NoError(t, os.Mkdir(sub, 0o755))
 	exec := func(id, cmd string) map[string]any {
@@ -103,9 +112,9 @@ func TestShellSessionKeepsState_DeerFlowExecuteCommand(t *testing.T) {
 		require.Equal(t, http.StatusOK, st, "%v", m)
 		return data(t, m)
 	}
-	exec("s1", "cd sub && export X=1 && Y=unexported")
-	d := exec("s1", `pwd; echo "X=$X Y=$Y"`)
-	assert.Equal(t, sub+"\nX=1 Y=\n", d["output"], "cwd and exported variables carry over")
+	exec("s1", "cd sub && export X=1 && Y=unexported; fn() { echo fn; }")
+	d := exec("s1", `pwd; echo "X=$X Y=$Y $(fn 2>/dev/null)"`)
+	assert.Equal(t, sub+"\nX=1 "+kept+"\n", d["output"], "cwd and exported variables carry over")
 	exec("s1", "cd .. ; export Z=2; exit 3")
 	d = exec("s1", `pwd; echo "$X$Z"`)
 	assert.Equal(t, f.ws+"\n12\n", d["output"], "state is kept when the command exits with a status")

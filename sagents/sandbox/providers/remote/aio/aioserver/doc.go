@@ -6,22 +6,35 @@
 // /v1/shell/wait, /v1/shell/kill, /v1/shell/write,
 // /v1/shell/sessions/create, GET and DELETE /v1/shell/sessions, DELETE
 // /v1/shell/sessions/{id}; POST /v1/bash/exec (sync and async),
-// /v1/bash/output, /v1/bash/kill, /v1/bash/sessions/create, GET
-// /v1/bash/sessions, POST /v1/bash/sessions/{id}/close; POST
-// /v1/file/read, /v1/file/write, /v1/file/list, /v1/file/upload,
-// /v1/file/find, /v1/file/glob, /v1/file/grep, GET /v1/file/download.
+// /v1/bash/output, /v1/bash/kill, /v1/bash/write,
+// /v1/bash/sessions/create, GET /v1/bash/sessions, POST
+// /v1/bash/sessions/{id}/close; POST /v1/file/read, /v1/file/write,
+// /v1/file/list, /v1/file/upload, /v1/file/find, /v1/file/glob,
+// /v1/file/grep, /v1/file/replace, /v1/file/search,
+// /v1/file/str_replace_editor, GET /v1/file/download; POST
+// /v1/code/execute, /v1/jupyter/execute, /v1/nodejs/execute.
 //
-// Sessions: a /v1/shell session is one shell as far as its commands can
-// tell: the working directory and exported variables a command leaves are
-// there for the next (Options.NewShell; the default replays them through
-// the Handle). Its output is stdout and stderr in one pipe, in the order
-// written. Every sync exec runs in a goroutine of the server and is
-// recorded in its session (one is created when the request names none),
-// so a request's timeout can answer status running while the command goes
-// on, and /v1/bash/output, /v1/shell/view, wait, write and kill reach it.
+// Sessions: a /v1/shell session is one long-lived bash (NewLiveShell):
+// the working directory, variables, functions and background jobs a
+// command leaves are there for the next. Commands go in over the shell's
+// stdin with a sentinel protocol; where bash cannot run that way (no bash,
+// a remote Handle), the session replays its working directory and
+// exports on each command instead (NewReplayShell). Its output is stdout
+// and stderr in one pipe, in the order written. Every sync exec runs in a
+// goroutine of the server and is recorded in its session (one is created
+// when the request names none), so a request's timeout can answer status
+// running while the command goes on, and /v1/bash/output, /v1/shell/view, wait, write and kill reach it.
 // /v1/bash/exec commands do not share state (the remote Handle runs
-// unrelated commands in a pool of sessions); async_mode ones are
-// background tasks of the Handle whose stdout and stderr share one log.
+// unrelated commands in a pool of sessions); async_mode ones run the same
+// way with no time limit but hard_timeout, stdout and stderr apart (a
+// window of their latest 4 MiB or more each, read by absolute offsets)
+// and a stdin /v1/bash/write feeds.
+//
+// Code: /v1/code/execute, /v1/jupyter/execute and (stateful)
+// /v1/nodejs/execute run code in one long-lived python3 or node per
+// session, started in the sandbox through the Handle and fed over its
+// stdin (see kernel): a variable set in one call is there in the next,
+// without re-running earlier code.
 //
 // Globs: find and glob match the path relative to the searched directory
 // with ** as zero or more directories (Python's recursive glob), using

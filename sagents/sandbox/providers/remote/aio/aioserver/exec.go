@@ -15,7 +15,13 @@ import (
 const (
 	defaultMaxOutput = 50000
 	uncappedOutput   = 32 << 20
-	outputChunk      = 1 << 20
+)
+
+// An async command runs at most asyncTimeout without hard_timeout, and
+// keeps a window of at least asyncWindow bytes of each stream.
+const (
+	asyncTimeout = 7 * 24 * time.Hour
+	asyncWindow  = 4 << 20
 )
 
 func (s *Server) execOptions(dir string, env map[string]string, hard *float64, maxOut *int) (sandbox.ExecOptions, error) {
@@ -79,7 +85,7 @@ func (p plainShell) Close(context.Context) error { return nil }
 // startCommand runs command in session sess and records it. When the
 // HTTP call waits until the end (wait < 0), the command is cancelled if
 // the client goes away; with a timeout it outlives the request.
-func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text string, opts sandbox.ExecOptions, merge, stdin bool, wait time.Duration, perStream int) (*command, error) {
+func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text string, opts sandbox.ExecOptions, spec runSpec, wait time.Duration) (*command, error) {
 	parent := s.base
 	if wait < 0 {
 		ctx, cancel := context.WithCancel(s.base)
@@ -88,7 +94,7 @@ func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text str
 		context.AfterFunc(r.Context(), cancel)
 		parent = ctx
 	}
-	rn, err := startRun(parent, sh, text, opts, merge, stdin, perStream)
+	rn, err := startRun(parent, sh, text, opts, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +124,10 @@ func (s *Server) bashExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.AsyncMode {
-		s.bashStart(w, r.Context(), sess, req, opts)
+		s.bashStart(w, r, sess, req, opts)
 		return
 	}
-	c, err := s.startCommand(r, sess, plainShell{s.h}, req.Command, opts, false, false, wait, opts.OutputLimit/2)
+	c, err := s.startCommand(r, sess, plainShell{s.h}, req.Command, opts, runSpec{limit: opts.OutputLimit / 2}, wait)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -145,17 +151,21 @@ func (s *Server) bashExec(w http.ResponseWriter, r *http.Request) {
 	ok(w, out)
 }
 
-// bashStart runs an async command as a background task of the Handle; its
-// stdout and stderr share the task's log, reported as stdout.
-func (s *Server) bashStart(w http.ResponseWriter, ctx context.Context, sess *session, req aio.BashExecRequest, opts sandbox.ExecOptions) {
-	opts.Timeout = 0
-	task, err := s.h.StartBackground(ctx, req.Command, opts)
+// bashStart runs an async command in the server, as a sync one that
+// nobody waits for: stdout and stderr stay apart (each keeps a window of
+// asyncWindow bytes, offsets absolute), its stdin is a pipe /v1/bash/write
+// feeds, and it runs until it ends, hard_timeout or a kill.
+func (s *Server) bashStart(w http.ResponseWriter, r *http.Request, sess *session, req aio.BashExecRequest, opts sandbox.ExecOptions) {
+	if req.HardTimeout == nil {
+		opts.Timeout = asyncTimeout
+	}
+	// The callbacks keep the output; the final result's copy stays small.
+	opts.OutputLimit = 64 << 10
+	c, err := s.startCommand(r, sess, plainShell{s.h}, req.Command, opts, runSpec{stdin: true, window: true, limit: asyncWindow, pid: true}, 0)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	c := &command{id: sandbox.NewID("cmd"), command: req.Command, taskID: task.ID}
-	s.sessions.add(sess.id, c)
 	empty := ""
 	ok(w, aio.BashExecResult{SessionID: sess.id, CommandID: c.id, Command: req.Command, Status: aio.StatusRunning,
 		Stdout: &empty, Stderr: &empty})
@@ -184,16 +194,7 @@ func (s *Server) bashOutput(w http.ResponseWriter, r *http.Request) {
 		ok(w, out)
 		return
 	}
-	var err error
-	if c.run != nil {
-		err = s.runOutput(r.Context(), &out, c, req)
-	} else {
-		err = s.fillOutput(r.Context(), &out, c, req)
-	}
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
+	s.runOutput(r.Context(), &out, c, req)
 	ok(w, out)
 }
 
@@ -211,14 +212,14 @@ func outputWait(req aio.BashOutputRequest) time.Duration {
 
 // runOutput reads a server-run command's output from the offsets (stdout
 // and stderr apart), waiting for news when asked.
-func (s *Server) runOutput(ctx context.Context, out *aio.BashOutputResult, c *command, req aio.BashOutputRequest) error {
+func (s *Server) runOutput(ctx context.Context, out *aio.BashOutputResult, c *command, req aio.BashOutputRequest) {
 	deadline := time.Now().Add(outputWait(req))
 	for {
 		snap := c.run.snapshot()
-		news := int64(len(snap.stdout)) > req.Offset || int64(len(snap.stderr)) > req.StderrOffset
+		news := snap.outBase+int64(len(snap.stdout)) > req.Offset || snap.errBase+int64(len(snap.stderr)) > req.StderrOffset
 		if news || snap.res != nil || snap.err != nil || !time.Now().Before(deadline) || ctx.Err() != nil {
-			out.Stdout, out.Offset = tail(snap.stdout, req.Offset)
-			out.Stderr, out.StderrOffset = tail(snap.stderr, req.StderrOffset)
+			out.Stdout, out.Offset = tail(snap.stdout, snap.outBase, req.Offset)
+			out.Stderr, out.StderrOffset = tail(snap.stderr, snap.errBase, req.StderrOffset)
 			info := &aio.BashCommandInfo{CommandID: c.id, Command: c.command, Status: aio.StatusRunning}
 			switch {
 			case snap.res != nil:
@@ -233,57 +234,21 @@ func (s *Server) runOutput(ctx context.Context, out *aio.BashOutputResult, c *co
 				info.Status = aio.StatusKilled
 			}
 			out.Command = info
-			return nil
+			return
 		}
-		c.run.waitFor(ctx, 50*time.Millisecond)
+		c.run.waitFor(ctx, 20*time.Millisecond)
 	}
 }
 
-// tail is s from offset on, and the next offset.
-func tail(s string, off int64) (string, int64) {
-	if off >= int64(len(s)) {
-		return "", max(off, int64(len(s)))
+// tail is the part of a stream from offset off on, given the stream's
+// kept bytes text starting at offset base, and the next offset. Bytes
+// before base are gone: reading starts at base.
+func tail(text string, base, off int64) (string, int64) {
+	end := base + int64(len(text))
+	if off >= end {
+		return "", off
 	}
-	return s[off:], int64(len(s))
-}
-
-// fillOutput reads a background task's log from the offset, long-polling
-// when asked, and adds its status.
-func (s *Server) fillOutput(ctx context.Context, out *aio.BashOutputResult, c *command, req aio.BashOutputRequest) error {
-	deadline := time.Now().Add(outputWait(req))
-	for {
-		o, err := s.h.ReadBackgroundOutput(ctx, c.taskID, req.Offset, outputChunk)
-		if err != nil {
-			return err
-		}
-		st, err := s.h.BackgroundStatus(ctx, c.taskID)
-		if err != nil {
-			return err
-		}
-		if o.Text != "" || !st.Alive || time.Now().After(deadline) || ctx.Err() != nil {
-			out.Stdout, out.Offset = o.Text, max(o.NextOffset, req.Offset)
-			out.Command = commandInfo(c, st)
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func commandInfo(c *command, st sandbox.BackgroundState) *aio.BashCommandInfo {
-	info := &aio.BashCommandInfo{CommandID: c.id, Command: c.command, Status: aio.StatusRunning}
-	if st.Alive {
-		return info
-	}
-	code := st.ExitCode
-	info.Status = aio.StatusCompleted
-	if st.Signal != "" {
-		info.Status = aio.StatusKilled
-		if code > 128 {
-			code = -(code - 128)
-		}
-	}
-	info.ExitCode = &code
-	return info
+	return text[max(off, base)-base:], end
 }
 
 func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +262,7 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 	case "SIGKILL":
 		force = true
 	default:
-		s.fail(w, badArg("signal "+req.Signal+": sage sandboxd sends SIGTERM (escalating to SIGKILL after a grace period) or SIGKILL"))
+		s.fail(w, badArg("signal "+req.Signal+": sage sandboxd takes SIGTERM (SIGKILL follows after the sandbox's grace period) or SIGKILL"))
 		return
 	}
 	c, known, found := s.sessions.command(req.SessionID, "")
@@ -305,15 +270,48 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 		envelopeError(w, http.StatusNotFound, "no such session: "+req.SessionID, nil, "")
 		return
 	}
-	switch {
-	case found && c.run != nil:
-		c.run.stop()
-		c.run.wait(r.Context())
-	case found:
-		if err := s.h.KillBackground(r.Context(), c.taskID, force); err != nil {
-			s.fail(w, err)
-			return
+	if found {
+		// The Handle ends a cancelled command with SIGTERM, then SIGKILL
+		// after its grace period. SIGKILL is sent at once where the
+		// server sees the command's pid (an async command in a
+		// passthrough sandbox); elsewhere it takes the grace period.
+		if force {
+			c.run.kill(s.h.Type() == sandbox.Passthrough)
+		} else {
+			c.run.stop()
 		}
+		c.run.wait(r.Context())
+	}
+	ok(w, nil)
+}
+
+// bashWriteRequest is POST /v1/bash/write.
+type bashWriteRequest struct {
+	SessionID string `json:"session_id"`
+	CommandID string `json:"command_id"`
+	Input     string `json:"input"`
+}
+
+// bashWrite is POST /v1/bash/write: input, as given (no newline added),
+// to the stdin of an async command (command_id, or the session's latest).
+// A sync command's stdin is /dev/null: writing to it is a 400.
+func (s *Server) bashWrite(w http.ResponseWriter, r *http.Request) {
+	var req bashWriteRequest
+	if !s.decode(w, r, &req, "session_id", "input") {
+		return
+	}
+	c, known, found := s.sessions.command(req.SessionID, req.CommandID)
+	switch {
+	case !known:
+		envelopeError(w, http.StatusNotFound, "no such session: "+req.SessionID, nil, "")
+		return
+	case !found:
+		envelopeError(w, http.StatusNotFound, "no such command in session "+req.SessionID+": "+req.CommandID, nil, "")
+		return
+	}
+	if err := c.run.write([]byte(req.Input)); err != nil {
+		s.fail(w, err)
+		return
 	}
 	ok(w, nil)
 }

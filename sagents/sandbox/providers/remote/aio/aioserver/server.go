@@ -54,10 +54,10 @@ type Options struct {
 	// past it the answer has truncated: true. 0 means
 	// sandbox.DefaultMaxEntries.
 	MaxEntries int
-	// NewShell opens the shell of each /v1/shell session; nil means one
-	// that replays the session's state (working directory, exported
-	// environment) on each command through the Handle. A sandbox with a
-	// long-lived shell per session can provide its own.
+	// NewShell opens the shell of each /v1/shell session; nil means
+	// NewLiveShell (one long-lived bash per session, fed over its stdin;
+	// where it cannot run, NewReplayShell, which replays the working
+	// directory and exported environment on each command).
 	NewShell ShellFactory
 	// Mounts are more handlers by ServeMux pattern (sandboxd's "/mcp"),
 	// served behind the same Host, Origin and token checks.
@@ -71,6 +71,7 @@ type Server struct {
 	mux      *http.ServeMux
 	ready    atomic.Bool
 	sessions *sessions
+	kernels  *kernels
 	history  editHistory
 	// base is the context of the commands the server runs; Close ends it.
 	base       context.Context
@@ -105,9 +106,10 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.NewShell == nil {
-		opts.NewShell = newReplayShell
+		opts.NewShell = NewLiveShell
 	}
-	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell)}
+	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell),
+		kernels: newKernels(opts.Handle)}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -129,6 +131,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/bash/exec", s.bashExec)
 	m.HandleFunc("POST /v1/bash/output", s.bashOutput)
 	m.HandleFunc("POST /v1/bash/kill", s.bashKill)
+	m.HandleFunc("POST /v1/bash/write", s.bashWrite)
 	m.HandleFunc("POST /v1/bash/sessions/create", s.bashCreate)
 	m.HandleFunc("POST /v1/bash/sessions/{session_id}/close", s.bashClose)
 	m.HandleFunc("POST /v1/file/read", s.fileRead)
@@ -142,6 +145,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/file/replace", s.fileReplace)
 	m.HandleFunc("POST /v1/file/search", s.fileSearch)
 	m.HandleFunc("POST /v1/file/str_replace_editor", s.strReplaceEditor)
+	m.HandleFunc("POST /v1/code/execute", s.codeExecute)
+	m.HandleFunc("POST /v1/jupyter/execute", s.jupyterExecute)
+	m.HandleFunc("POST /v1/nodejs/execute", s.nodejsExecute)
 	for pattern, h := range s.opts.Mounts {
 		m.Handle(pattern, h)
 	}
@@ -244,6 +250,7 @@ func (s *Server) Ready(ctx context.Context) error {
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)
 	err := s.sessions.closeAll(ctx)
+	s.kernels.closeAll(ctx)
 	s.cancelBase()
 	return err
 }

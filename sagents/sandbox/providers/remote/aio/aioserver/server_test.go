@@ -45,6 +45,7 @@ func newFixture(t *testing.T, mod func(*aioserver.Options)) *fixture {
 	}
 	srv, err := aioserver.New(opts)
 	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close(context.Background()) }) // before the Handle's Close
 	require.NoError(t, srv.Ready(context.Background()))
 	ts := httptest.NewUnstartedServer(srv)
 	ts.Config.ReadHeaderTimeout = 300 * time.Millisecond
@@ -208,7 +209,7 @@ func (f *fixture) doRaw(method, path, body string) (int, map[string]any) {
 // the same endpoint is used for routing.
 func (f *fixture) checkResponse(req *http.Request, resp *http.Response, raw []byte) {
 	stand := req.Clone(context.Background())
-	body := []byte(`{"command":"view","file":"x","content":"x","path":"x","glob":"*","pattern":"x","session_id":"x","id":"x","regex":"x","old_str":"x","new_str":"x","input":"x","press_enter":true}`)
+	body := []byte(`{"command":"view","file":"x","content":"x","path":"x","glob":"*","pattern":"x","session_id":"x","id":"x","regex":"x","old_str":"x","new_str":"x","input":"x","press_enter":true,"code":"x","language":"python"}`)
 	stand.Header.Set("Content-Type", "application/json")
 	if err := f.v.Check(stand, body, resp.StatusCode, resp.Header, raw); err != nil {
 		f.t.Errorf("response conformance: %v", err)

@@ -28,14 +28,12 @@ type session struct {
 	commands []*command
 }
 
-// command is a command of a session: a background task of the Handle
-// (async_mode on /v1/bash/exec) or a command the server runs itself
-// (run: every sync exec, so that it can outlive its request's timeout and
-// be read, waited for, written to and killed later).
+// command is a command of a session; the server runs every one itself
+// (run), so that it can outlive its request's timeout and be read, waited
+// for, written to and killed later.
 type command struct {
 	id      string
 	command string
-	taskID  string
 	run     *run
 }
 
@@ -56,7 +54,12 @@ func (ss *sessions) checkDir(ctx context.Context, dir string) error {
 	if dir == "" {
 		return nil
 	}
-	res, err := ss.h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
+	return checkWorkdir(ctx, ss.h, dir)
+}
+
+// checkWorkdir runs `true` in dir: nil when h runs commands there.
+func checkWorkdir(ctx context.Context, h *sandbox.Sandbox, dir string) error {
+	res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -107,8 +110,8 @@ func (ss *sessions) create(ctx context.Context, id, dir string) (*session, error
 	return s, nil
 }
 
-// evictLocked drops the least recently used session whose commands the
-// server runs have all finished and that has no background task.
+// evictLocked drops the least recently used session whose commands have
+// all finished.
 func (ss *sessions) evictLocked() bool {
 	var victim *session
 	for _, s := range ss.m {
@@ -129,7 +132,7 @@ func (ss *sessions) evictLocked() bool {
 
 func (s *session) busy() bool {
 	for _, c := range s.commands {
-		if c.taskID != "" || (c.run != nil && !c.run.finished()) {
+		if !c.run.finished() {
 			return true
 		}
 	}
@@ -169,7 +172,7 @@ func (ss *sessions) add(id string, c *command) {
 	s.commands = append(s.commands, c)
 	if len(s.commands) > maxCommandsPerSession {
 		for i, old := range s.commands {
-			if old.run != nil && old.run.finished() {
+			if old.run.finished() {
 				s.commands = append(s.commands[:i], s.commands[i+1:]...)
 				break
 			}
@@ -217,7 +220,7 @@ func (ss *sessions) view(s *session) sessionView {
 	v := sessionView{id: s.id, created: s.created, lastUsed: s.lastUsed, count: s.count}
 	sh := s.shell
 	for i := len(s.commands) - 1; i >= 0; i-- {
-		if c := s.commands[i]; c.run != nil && !c.run.finished() {
+		if c := s.commands[i]; !c.run.finished() {
 			cmd := c.command
 			v.current = &cmd
 			break
@@ -255,18 +258,10 @@ func (ss *sessions) kill(ctx context.Context, list []*session) error {
 	var errs []error
 	for _, s := range list {
 		for _, c := range s.commands {
-			if c.run != nil {
-				c.run.stop()
-				continue
-			}
-			if err := ss.h.KillBackground(ctx, c.taskID, true); err != nil && !errors.Is(err, sandbox.ErrUnknownTask) && !errors.Is(err, sandbox.ErrClosed) {
-				errs = append(errs, err)
-			}
+			c.run.stop()
 		}
 		for _, c := range s.commands {
-			if c.run != nil {
-				c.run.wait(ctx)
-			}
+			c.run.wait(ctx)
 		}
 		errs = append(errs, s.shell.Close(ctx))
 	}

@@ -27,9 +27,8 @@ type Shell interface {
 }
 
 // ShellFactory opens the Shell of a new session whose commands start in
-// dir. Options.NewShell lets a sandbox with a real long-lived shell (one
-// process per session) replace the default, which replays the state on
-// each command (see newReplayShell).
+// dir. The default, NewLiveShell, runs one long-lived bash per session;
+// NewReplayShell replays the state on each command.
 type ShellFactory func(ctx context.Context, h *sandbox.Sandbox, dir string) (Shell, error)
 
 // maxShellState bounds the state a replay shell keeps (working directory
@@ -52,7 +51,9 @@ type replayShell struct {
 	exports string // `export -p` of the last command
 }
 
-func newReplayShell(_ context.Context, h *sandbox.Sandbox, dir string) (Shell, error) {
+// NewReplayShell is a ShellFactory whose sessions replay their state
+// (replayShell); NewLiveShell falls back to it.
+func NewReplayShell(_ context.Context, h *sandbox.Sandbox, dir string) (Shell, error) {
 	return &replayShell{h: h, dir: dir}, nil
 }
 

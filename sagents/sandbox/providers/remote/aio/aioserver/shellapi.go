@@ -13,23 +13,38 @@ import (
 // pipe /v1/shell/write feeds. With timeout (the seconds this call waits)
 // a command still running is answered with status running at once and
 // goes on; /v1/shell/view, wait and kill reach it later. async_mode is the
-// same with a timeout of 0.
+// same with a timeout of 0. With no_change_timeout, a command whose output
+// has not changed for that many seconds is answered with status
+// no_change_timeout and goes on too (waiting for input, say). Output is
+// capped at 30000 bytes (head and tail kept) unless truncate is false or
+// max_output_length says otherwise.
 func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
 	var req shellExecRequest
 	if !s.decode(w, r, &req, "command") {
 		return
 	}
-	opts, err := s.execOptions(req.ExecDir, nil, req.HardTimeout, req.MaxOutputLength)
+	maxOut := req.MaxOutputLength
+	switch {
+	case req.Truncate != nil && !*req.Truncate:
+		uncapped := 0 // truncate false: all of it (up to the server's cap)
+		maxOut = &uncapped
+	case maxOut == nil:
+		def := shellMaxOutput
+		maxOut = &def
+	}
+	opts, err := s.execOptions(req.ExecDir, nil, req.HardTimeout, maxOut)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if req.Truncate != nil && !*req.Truncate {
-		opts.OutputLimit = 2 * uncappedOutput
-	}
 	wait, err := waitOf(req.Timeout)
 	if err != nil {
 		s.fail(w, err)
+		return
+	}
+	quiet, err := waitOf(req.NoChangeTimeout) // 0, like none: no such wait
+	if err != nil {
+		s.fail(w, badArg("no_change_timeout must be a non-negative number of seconds (at most a week)"))
 		return
 	}
 	if req.AsyncMode {
@@ -40,20 +55,35 @@ func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	c, err := s.startCommand(r, sess, sess.shell, req.Command, opts, true, true, wait, opts.OutputLimit)
+	outlive := wait
+	if quiet > 0 {
+		outlive = 0 // answered before its end, it goes on: not the request's
+	}
+	c, err := s.startCommand(r, sess, sess.shell, req.Command, opts, runSpec{merge: true, stdin: true, limit: opts.OutputLimit}, outlive)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	c.run.waitFor(r.Context(), wait)
+	_, quietFor := c.run.waitQuiet(r.Context(), wait, quiet)
 	snap := c.run.snapshot()
 	if snap.err != nil {
 		s.fail(w, snap.err)
 		return
 	}
 	status, code := shellStatus(snap)
+	if quietFor && status == aio.ShellRunning {
+		status = shellNoChange
+	}
 	ok(w, aio.ShellCommandResult{SessionID: sess.id, Command: req.Command, Status: status, Output: &snap.stdout, ExitCode: code})
 }
+
+// shellNoChange is the status of a command answered because its output
+// did not change for no_change_timeout seconds; it goes on running.
+const shellNoChange = "no_change_timeout"
+
+// shellMaxOutput is the spec's cap of a shell command's output (truncate
+// true, the default): 30000, in bytes here.
+const shellMaxOutput = 30000
 
 // shellExecRequest is POST /v1/shell/exec with the fields the SDKs send
 // besides the ones package aio's client uses.
@@ -89,7 +119,7 @@ func (s *Server) latestRun(w http.ResponseWriter, id string) (*command, bool) {
 		envelopeError(w, http.StatusNotFound, "no such session: "+id, nil, "")
 		return nil, false
 	}
-	if !found || c.run == nil {
+	if !found {
 		envelopeError(w, http.StatusNotFound, "session "+id+" has run no command", nil, "")
 		return nil, false
 	}

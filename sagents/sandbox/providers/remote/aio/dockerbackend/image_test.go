@@ -13,8 +13,9 @@ import (
 
 	"github.com/sage-go/sage/internal/pyindex"
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // The image runs what agents run: python3 with venv and pip, git, curl,
@@ -52,7 +53,7 @@ func serveWheel(t *testing.T) *pyindex.Server {
 func TestPythonRequirementsInContainer(t *testing.T) {
 	idx := serveWheel(t)
 	f := newFixture(t)
-	p := f.provider(t, func(o *aio.ProviderOptions) {
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) {
 		o.Env = map[string]string{"PIP_INDEX_URL": idx.URL, "PIP_TRUSTED_HOST": idx.Host}
 	})
 	sid, err := p.Acquire(ctxT(t), "py-reqs")
@@ -65,7 +66,7 @@ func TestPythonRequirementsInContainer(t *testing.T) {
 	res, err := h.ExecutePython(ctxT(t), "import sage_tiny, sys\nprint(sage_tiny.answer(), sys.prefix)", opts)
 	require.NoError(t, err)
 	require.True(t, res.Success, "%+v", res)
-	assert.Equal(t, "42 "+aio.VenvPath+"\n", res.Stdout)
+	assert.Equal(t, "42 "+aiodriver.VenvPath+"\n", res.Stdout)
 	assert.EqualValues(t, 1, idx.Downloads(), "the wheel came from the test's index")
 	assert.Equal(t, []string{"installing the Python requirements"}, steps)
 
@@ -82,7 +83,7 @@ func TestPythonRequirementsInContainer(t *testing.T) {
 	// A requirement the index does not have is a RequirementsError
 	// naming it; an option is refused before anything runs.
 	_, err = h.ExecutePython(ctxT(t), "print(1)", sandbox.PythonOptions{Requirements: []string{"no-such-pkg-xyz"}})
-	var re *aio.RequirementsError
+	var re *aiodriver.RequirementsError
 	require.ErrorAs(t, err, &re)
 	assert.Contains(t, err.Error(), "no-such-pkg-xyz")
 	_, err = h.ExecutePython(ctxT(t), "print(1)", sandbox.PythonOptions{Requirements: []string{"--index-url=http://evil/"}})
@@ -101,12 +102,12 @@ func TestPythonRequirementsNeedTheIndex(t *testing.T) {
 	require.NoError(t, err)
 	h, ok := p.Get(sid)
 	require.True(t, ok)
-	ctx, cancel := context.WithTimeout(context.Background(), aio.PipTimeout+time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), aiodriver.PipTimeout+time.Minute)
 	defer cancel()
 	_, err = h.ExecutePython(ctx, "import sage_tiny", sandbox.PythonOptions{Requirements: []string{"sage-tiny==0.1.0"},
 		ExecOptions: sandbox.ExecOptions{Env: map[string]string{"PIP_INDEX_URL": strings.Replace(idx.URL, "/simple/", "/nothing/", 1),
 			"PIP_TRUSTED_HOST": idx.Host}}})
-	var re *aio.RequirementsError
+	var re *aiodriver.RequirementsError
 	require.ErrorAs(t, err, &re)
 	assert.Zero(t, idx.Downloads())
 }
@@ -124,7 +125,7 @@ func TestMinimalImage(t *testing.T) {
 	}
 	_, err = dockerbackend.BuildImage(ctxT(t), f.cli, o)
 	require.NoError(t, err)
-	p := f.provider(t, func(po *aio.ProviderOptions) { po.Image = o.Tag })
+	p := f.provider(t, func(po *orchestrator.ProviderOptions) { po.Image = o.Tag })
 	sid, err := p.Acquire(ctxT(t), "minimal")
 	require.NoError(t, err)
 	out := exec1(t, p, sid, "ls --version 2>&1 | head -n 1; readlink /bin/ls")

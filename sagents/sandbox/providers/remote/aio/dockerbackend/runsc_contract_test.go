@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestContractRunsc(t *testing.T) {
 	f := newFixture(t)
 	b := requireRunsc(t, f)
-	p := f.provider(t, func(o *aio.ProviderOptions) { o.Backend = b })
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Backend = b })
 	n := 0
 	sandboxtest.Run(t, sandboxtest.Options{
 		New: func(t *testing.T) *sandbox.Sandbox {

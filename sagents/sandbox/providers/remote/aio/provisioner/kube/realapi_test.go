@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // realEnv is one control plane with the manifests applied, an admin
@@ -143,7 +143,7 @@ func testRBAC(t *testing.T, e *realEnv) {
 func testSecurityContext(t *testing.T, e *realEnv) {
 	ctx := context.Background()
 	b := e.backend(t, nil)
-	info, err := b.Create(ctx, aio.CreateRequest{SandboxID: "sec1", ThreadID: "thread/1", Owner: "proc-1", Token: "tok"})
+	info, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: "sec1", ThreadID: "thread/1", Owner: "proc-1", Token: "tok"})
 	if err != nil {
 		t.Fatalf("create (admitted by Pod Security %q): %v", "restricted", err)
 	}
@@ -185,12 +185,12 @@ func testSecurityContext(t *testing.T, e *realEnv) {
 	// sandbox and one with a hostPath mount are refused, and nothing is
 	// left behind.
 	root := e.backend(t, func(o *Options) { o.AllowRoot = true })
-	_, err = root.Create(ctx, aio.CreateRequest{SandboxID: "root1"})
+	_, err = root.Create(ctx, orchestrator.CreateRequest{SandboxID: "root1"})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "runAsNonRoot") {
 		t.Errorf("root sandbox in a restricted namespace: %v, want Forbidden naming runAsNonRoot", err)
 	}
 	e.gone(t, "sage-sandbox-root1")
-	_, err = b.Create(ctx, aio.CreateRequest{SandboxID: "mount1",
+	_, err = b.Create(ctx, orchestrator.CreateRequest{SandboxID: "mount1",
 		Mounts: []sandbox.VolumeMount{{HostPath: "/srv/sage/x", SandboxPath: "/mnt/x"}}})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "hostPath") {
 		t.Errorf("hostPath sandbox in a restricted namespace: %v, want Forbidden naming hostPath", err)
@@ -204,9 +204,11 @@ func testAdopt(t *testing.T, e *realEnv) {
 	// creates, the other adopts; both answer with the same Pod.
 	b1, b2 := e.backend(t, nil), e.backend(t, nil)
 	var wg sync.WaitGroup
-	infos, errs := make([]aio.SandboxInfo, 2), make([]error, 2)
+	infos, errs := make([]orchestrator.SandboxInfo, 2), make([]error, 2)
 	for i, b := range []*Backend{b1, b2} {
-		wg.Go(func() { infos[i], errs[i] = b.Create(ctx, aio.CreateRequest{SandboxID: "race1", ThreadID: "t-race"}) })
+		wg.Go(func() {
+			infos[i], errs[i] = b.Create(ctx, orchestrator.CreateRequest{SandboxID: "race1", ThreadID: "t-race"})
+		})
 	}
 	wg.Wait()
 	if errs[0] != nil || errs[1] != nil {
@@ -221,13 +223,13 @@ func testAdopt(t *testing.T, e *realEnv) {
 	}
 
 	// A Pod of the same name that is not ours is refused, and left alone.
-	foreign := b1.buildPod(aio.CreateRequest{SandboxID: "foreign", Image: "other:1", Port: 8080})
+	foreign := b1.buildPod(orchestrator.CreateRequest{SandboxID: "foreign", Image: "other:1", Port: 8080})
 	foreign.Labels, foreign.Annotations = map[string]string{"app": "someone-else"}, nil
 	made, err := e.admin.CoreV1().Pods(manifestNamespace).Create(ctx, foreign, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b1.Create(ctx, aio.CreateRequest{SandboxID: "foreign"})
+	_, err = b1.Create(ctx, orchestrator.CreateRequest{SandboxID: "foreign"})
 	if !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("create over a foreign pod: %v, want fs.ErrExist", err)
 	}
@@ -243,7 +245,7 @@ func testAdopt(t *testing.T, e *realEnv) {
 func testReadiness(t *testing.T, e *realEnv) {
 	ctx := context.Background()
 	b := e.backend(t, nil)
-	info, err := b.Create(ctx, aio.CreateRequest{SandboxID: "ready1"})
+	info, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: "ready1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,12 +269,12 @@ func testReadiness(t *testing.T, e *realEnv) {
 	e.setStatus(t, name, corev1.PodRunning, true)
 	alive(true)
 	running, err := b.ListRunning(ctx)
-	if err != nil || !slices.ContainsFunc(running, func(i aio.SandboxInfo) bool { return i.SandboxID == "ready1" }) {
+	if err != nil || !slices.ContainsFunc(running, func(i orchestrator.SandboxInfo) bool { return i.SandboxID == "ready1" }) {
 		t.Fatalf("ListRunning %v, %v: want ready1", running, err)
 	}
 	e.setStatus(t, name, corev1.PodFailed, false)
 	alive(false)
-	if _, err := b.Create(ctx, aio.CreateRequest{SandboxID: "ready1"}); !errors.Is(err, fs.ErrExist) {
+	if _, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: "ready1"}); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("create over a failed pod: %v, want fs.ErrExist", err)
 	}
 	reaped, err := b.Reap(ctx, ReapOptions{})
@@ -280,7 +282,7 @@ func testReadiness(t *testing.T, e *realEnv) {
 		t.Fatalf("Reap %v, %v: want %s (failed)", reaped, err, name)
 	}
 	e.gone(t, name)
-	if _, err := b.Create(ctx, aio.CreateRequest{SandboxID: "ready1"}); err != nil {
+	if _, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: "ready1"}); err != nil {
 		t.Fatalf("create after the reaper removed the failed pod: %v", err)
 	}
 }
@@ -289,7 +291,7 @@ func testReaper(t *testing.T, e *realEnv) {
 	ctx := context.Background()
 	b := e.backend(t, nil)
 	for _, id := range []string{"idle1", "busy1"} {
-		if _, err := b.Create(ctx, aio.CreateRequest{SandboxID: id}); err != nil {
+		if _, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -332,7 +334,7 @@ func testReaper(t *testing.T, e *realEnv) {
 func testDestroy(t *testing.T, e *realEnv) {
 	ctx := context.Background()
 	b := e.backend(t, nil)
-	info, err := b.Create(ctx, aio.CreateRequest{SandboxID: "gone1"})
+	info, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: "gone1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package aio
+package aiodriver
 
 import (
 	"context"
