@@ -1,0 +1,210 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
+)
+
+// read dispatches the supervisor's replies until it is gone.
+func (l *liveSession) read() {
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := l.conn.ReadMsgUnix(buf, oob)
+		if err != nil || n == 0 {
+			break
+		}
+		var r supervisor.Reply
+		jerr := json.Unmarshal(buf[:n], &r)
+		if oobn > 0 {
+			r.HostPid = pidfdHostPid(oob[:oobn])
+		}
+		if jerr != nil {
+			continue
+		}
+		l.mu.Lock()
+		ch := l.waits[r.ID]
+		l.mu.Unlock()
+		if ch != nil {
+			select {
+			case ch <- r:
+			default:
+			}
+		}
+	}
+	close(l.dead)
+}
+
+// pidfdHostPid reads the pid, as this process sees it, of the pidfd
+// the message carries (its fdinfo), and closes the pidfd.
+func pidfdHostPid(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if pid == 0 {
+				b, _ := readSmall("/proc/self/fdinfo/" + strconv.Itoa(fd))
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+						pid, _ = strconv.Atoi(strings.TrimSpace(v))
+					}
+				}
+			}
+			unix.Close(fd)
+		}
+	}
+	return pid
+}
+
+// stop ends the session sandbox: closing the control socket makes the
+// supervisor kill its commands and exit; whatever is left is killed.
+func (l *liveSession) stop() { l.once.Do(l.end) }
+
+func (l *liveSession) end() {
+	l.conn.Close()
+	done := make(chan struct{})
+	go func() { l.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	l.w.done()
+}
+
+func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	_, _, err = l.conn.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// idle marks a command done that never ran.
+func (l *liveSession) idle() {
+	l.mu.Lock()
+	l.busy--
+	l.used = time.Now()
+	l.mu.Unlock()
+}
+
+// exec runs one command in the session and waits for it, with its own
+// timeout: on expiry its process group gets SIGTERM, then SIGKILL.
+func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *sandbox.CommandResult, err error) {
+	req.Gate = k != nil
+	if k != nil { // RLIMIT_CPU: the per-process backstop, as in limits.go
+		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
+	}
+	defer l.idle()
+	var stdin *os.File
+	if opts.Stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, err
+		}
+	}
+	p, err := newPipes(opts, stdin)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	ch := make(chan supervisor.Reply, 2)
+	l.mu.Lock()
+	l.next++
+	req.ID = l.next
+	l.waits[req.ID] = ch
+	l.mu.Unlock()
+	defer func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }()
+	start := time.Now()
+	err = l.send(req, p.child...)
+	p.closeChild()
+	if err != nil {
+		return nil, fmt.Errorf("local: session sandbox: %w", err)
+	}
+	p.run(opts)
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	var kill <-chan time.Time
+	killed := false
+	for {
+		select {
+		case r := <-ch:
+			switch r.Op {
+			case "started":
+				if req.Gate {
+					if r.HostPid <= 0 {
+						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+						return nil, fmt.Errorf("local: session sandbox: no pid for the command's CPU cgroup: %s", r.Err)
+					}
+					if err := k.start(r.HostPid); err != nil {
+						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+						return nil, err
+					}
+					l.send(supervisor.Request{Op: "release", ID: req.ID})
+				}
+				continue
+			case "error":
+				return nil, fmt.Errorf("local: session sandbox: %s", r.Err)
+			}
+			res := p.result(time.Since(start))
+			res.ExitCode, res.Success = r.Exit, r.Exit == 0
+			if r.Signal > 0 {
+				res.Signal = unix.SignalName(syscall.Signal(r.Signal))
+			}
+			k.end(res)
+			if killed {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
+				}
+				res.TimedOut, res.Success = true, false
+			}
+			return res, nil
+		case <-l.dead:
+			res := p.result(time.Since(start))
+			res.ExitCode = -1
+			return res, fmt.Errorf("local: session sandbox ended while the command ran: %w", io.ErrUnexpectedEOF)
+		case <-runCtx.Done():
+			runCtx = context.Background()
+			killed = true
+			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGTERM)})
+			kill = time.After(sandbox.DefaultKillGrace)
+		case <-kill:
+			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+		}
+	}
+}
