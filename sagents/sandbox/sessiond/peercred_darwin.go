@@ -2,29 +2,13 @@
 
 package sessiond
 
-import (
-	"net"
+import "golang.org/x/sys/unix"
 
-	"golang.org/x/sys/unix"
-)
-
-// peerUID is the uid of the process at the other end of c
-// (LOCAL_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
-	raw, err := c.SyscallConn()
+// fdPeerUID reads LOCAL_PEERCRED of the connected socket fd.
+func fdPeerUID(fd int) (int, error) {
+	cred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
 		return -1, err
 	}
-	uid := -1
-	var cerr error
-	err = raw.Control(func(fd uintptr) {
-		var cred *unix.Xucred
-		if cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED); cerr == nil {
-			uid = int(cred.Uid)
-		}
-	})
-	if err == nil {
-		err = cerr
-	}
-	return uid, err
+	return int(cred.Uid), nil
 }
