@@ -152,13 +152,6 @@ func (ss *sessions) use(ctx context.Context, id string) (*session, error) {
 	return ss.create(ctx, id, "")
 }
 
-func (ss *sessions) get(id string) (*session, bool) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s, ok := ss.m[id]
-	return s, ok
-}
-
 // add records a command in session id.
 func (ss *sessions) add(id string, c *command) {
 	ss.mu.Lock()
