@@ -130,6 +130,17 @@ type shellIDRequest struct {
 	ID string `json:"id"`
 }
 
+// requestedRun decodes a shellIDRequest and finds its session's latest
+// command, answering the error itself when there is none.
+func (s *Server) requestedRun(w http.ResponseWriter, r *http.Request) (id string, c *command, found bool) {
+	var req shellIDRequest
+	if !s.decode(w, r, &req, "id") {
+		return "", nil, false
+	}
+	c, found = s.latestRun(w, req.ID)
+	return req.ID, c, found
+}
+
 type shellViewResult struct {
 	Output    string  `json:"output"`
 	SessionID string  `json:"session_id"`
@@ -141,17 +152,13 @@ type shellViewResult struct {
 // shellView is POST /v1/shell/view: the output of the session's latest
 // command so far, and its status.
 func (s *Server) shellView(w http.ResponseWriter, r *http.Request) {
-	var req shellIDRequest
-	if !s.decode(w, r, &req, "id") {
-		return
-	}
-	c, found := s.latestRun(w, req.ID)
+	id, c, found := s.requestedRun(w, r)
 	if !found {
 		return
 	}
 	snap := c.run.snapshot()
 	status, code := shellStatus(snap)
-	ok(w, shellViewResult{Output: snap.stdout, SessionID: req.ID, Status: status, Command: &c.command, ExitCode: code})
+	ok(w, shellViewResult{Output: snap.stdout, SessionID: id, Status: status, Command: &c.command, ExitCode: code})
 }
 
 type shellWaitRequest struct {
@@ -201,11 +208,7 @@ type shellKillResult struct {
 // shellKill is POST /v1/shell/kill: kill the latest command (SIGTERM,
 // then SIGKILL after the Handle's grace period) and wait for its end.
 func (s *Server) shellKill(w http.ResponseWriter, r *http.Request) {
-	var req shellIDRequest
-	if !s.decode(w, r, &req, "id") {
-		return
-	}
-	c, found := s.latestRun(w, req.ID)
+	_, c, found := s.requestedRun(w, r)
 	if !found {
 		return
 	}
