@@ -89,11 +89,16 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 }
 
 func (b *bwrapIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
-	b.virtualWS = cfg.VirtualWorkspace
-	if b.virtualWS == "" {
-		b.virtualWS = DefaultVirtualWorkspace
-	}
+	b.virtualWS = virtualWorkspaceOf(cfg)
 	return b.virtualWS
+}
+
+// virtualWorkspaceOf is where the workspace shows inside the sandbox.
+func virtualWorkspaceOf(cfg sandbox.Config) string {
+	if cfg.VirtualWorkspace != "" {
+		return cfg.VirtualWorkspace
+	}
+	return DefaultVirtualWorkspace
 }
 
 func (b *bwrapIsolator) close() error { return b.cg.remove() }

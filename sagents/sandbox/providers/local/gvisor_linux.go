@@ -122,10 +122,7 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 }
 
 func (g *gvisorIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
-	g.virtualWS = cfg.VirtualWorkspace
-	if g.virtualWS == "" {
-		g.virtualWS = DefaultVirtualWorkspace
-	}
+	g.virtualWS = virtualWorkspaceOf(cfg)
 	return g.virtualWS
 }
 
