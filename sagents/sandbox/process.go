@@ -148,8 +148,8 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 
 func (p *process) drain(onOut, onErr func([]byte)) {
 	done := make(chan struct{}, 2)
-	go func() { copyChunks(p.outR, p.stdout, onOut); done <- struct{}{} }()
-	go func() { copyChunks(p.errR, p.stderr, onErr); done <- struct{}{} }()
+	go func() { CopyOutput(p.outR, p.stdout, onOut); done <- struct{}{} }()
+	go func() { CopyOutput(p.errR, p.stderr, onErr); done <- struct{}{} }()
 	<-done
 	<-done
 	close(p.drained)
@@ -157,7 +157,9 @@ func (p *process) drain(onOut, onErr func([]byte)) {
 
 var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-func copyChunks(r io.Reader, buf *BoundedBuffer, on func([]byte)) {
+// CopyOutput reads a command's stream r until it ends, keeping what buf
+// bounds and handing each chunk to on (when not nil) as it arrives.
+func CopyOutput(r io.Reader, buf *BoundedBuffer, on func([]byte)) {
 	cp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(cp)
 	chunk := *cp

@@ -64,25 +64,9 @@ func (p *pipes) run(opts sandbox.ExecOptions) {
 		go func() { io.Copy(p.inW, p.stdin); p.inW.Close() }()
 	}
 	done := make(chan struct{}, 2)
-	go func() { copyOut(p.outR, p.stdout, opts.OnStdout); done <- struct{}{} }()
-	go func() { copyOut(p.errR, p.stderr, opts.OnStderr); done <- struct{}{} }()
+	go func() { sandbox.CopyOutput(p.outR, p.stdout, opts.OnStdout); done <- struct{}{} }()
+	go func() { sandbox.CopyOutput(p.errR, p.stderr, opts.OnStderr); done <- struct{}{} }()
 	go func() { <-done; <-done; close(p.drained) }()
-}
-
-func copyOut(r io.Reader, buf *sandbox.BoundedBuffer, on func([]byte)) {
-	chunk := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(chunk)
-		if n > 0 {
-			buf.Write(chunk[:n])
-			if on != nil {
-				on(chunk[:n])
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // result collects the output: what the command wrote, and what the pipes
