@@ -32,70 +32,62 @@ func (h *HostFS) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 		return res, err
 	}
 	defer root.Close()
-	c := copier{ctx: ctx, root: root, src: src, dst: loc.Rel, ignore: opts.Ignore, res: &res, owner: h.Owner}
-	err = filepath.WalkDir(src, c.visit)
+	c := copier{root: root, owner: h.Owner, res: &res}
+	err = WalkCopy(ctx, src, loc.Rel, opts.Ignore, &res, c.visit)
 	return res, mapFSError("copy", loc, err)
 }
 
-type copier struct {
-	ctx      context.Context
-	root     *os.Root
-	src, dst string
-	ignore   []string
-	res      *CopyResult
-	owner    *FileOwner
-}
-
-func (c *copier) visit(p string, d fs.DirEntry, err error) error {
-	if err != nil {
-		return err
-	}
-	if err := c.ctx.Err(); err != nil {
-		return err
-	}
-	rel, err := filepath.Rel(c.src, p)
-	if err != nil {
-		return err
-	}
-	rel = filepath.ToSlash(rel)
-	if rel != "." && c.ignored(rel) {
-		c.res.Ignored++
-		if d.IsDir() {
-			return filepath.SkipDir
-		}
-		return nil
-	}
-	target := path.Join(c.dst, rel)
-	switch {
-	case d.Type()&fs.ModeSymlink != 0:
-		c.res.SkippedSymlinks = append(c.res.SkippedSymlinks, rel)
-	case d.IsDir():
-		if err := mkdirAll(c.root, target, c.owner); err != nil {
-			return err
-		}
-		c.res.Dirs++
-	case d.Type().IsRegular():
-		if target == "." {
-			return fmt.Errorf("sandbox: copy: cannot replace the root of a mount with a file")
-		}
-		if dir := path.Dir(target); dir != "." {
-			if err := mkdirAll(c.root, dir, c.owner); err != nil {
-				return err
-			}
-		}
-		n, err := c.copyFile(p, target, d)
+// WalkCopy walks the host tree src for a copy to dst in a sandbox, the
+// part every mode's CopyFromHost shares: an entry whose base name or
+// slash path below src matches an ignore pattern is counted in
+// res.Ignored and skipped (a directory with all it holds); a symlink is
+// listed in res.SkippedSymlinks and not followed; other special files are
+// left out. visit gets each directory and regular file with its target,
+// dst joined with the slash path below src; a directory visit returns
+// nil is counted in res.Dirs (files are counted by visit, which knows
+// their size). ctx is checked before every entry.
+func WalkCopy(ctx context.Context, src, dst string, ignore []string, res *CopyResult,
+	visit func(hostPath, target string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		c.res.Files++
-		c.res.Bytes += n
-	}
-	return nil
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel != "." && copyIgnored(ignore, rel) {
+			res.Ignored++
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		target := path.Join(dst, rel)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			res.SkippedSymlinks = append(res.SkippedSymlinks, rel)
+		case d.IsDir():
+			if err := visit(p, target, d); err != nil {
+				return err
+			}
+			res.Dirs++
+		case d.Type().IsRegular():
+			return visit(p, target, d)
+		}
+		return nil
+	})
 }
 
-func (c *copier) ignored(rel string) bool {
+// copyIgnored reports whether an ignore pattern matches rel's base name
+// or rel itself.
+func copyIgnored(patterns []string, rel string) bool {
 	base := path.Base(rel)
-	for _, pat := range c.ignore {
+	for _, pat := range patterns {
 		if ok, _ := path.Match(pat, base); ok {
 			return true
 		}
@@ -104,6 +96,33 @@ func (c *copier) ignored(rel string) bool {
 		}
 	}
 	return false
+}
+
+type copier struct {
+	root  *os.Root
+	owner *FileOwner
+	res   *CopyResult
+}
+
+func (c *copier) visit(p, target string, d fs.DirEntry) error {
+	if d.IsDir() {
+		return mkdirAll(c.root, target, c.owner)
+	}
+	if target == "." {
+		return fmt.Errorf("sandbox: copy: cannot replace the root of a mount with a file")
+	}
+	if dir := path.Dir(target); dir != "." {
+		if err := mkdirAll(c.root, dir, c.owner); err != nil {
+			return err
+		}
+	}
+	n, err := c.copyFile(p, target, d)
+	if err != nil {
+		return err
+	}
+	c.res.Files++
+	c.res.Bytes += n
+	return nil
 }
 
 func (c *copier) copyFile(src, target string, d fs.DirEntry) (int64, error) {

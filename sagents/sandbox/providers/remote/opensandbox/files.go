@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -220,25 +219,9 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 	if err != nil {
 		return res, err
 	}
-	err = filepath.WalkDir(hostPath, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(hostPath, p)
-		rel = filepath.ToSlash(rel)
-		if rel != "." && ignored(opts.Ignore, rel) {
-			res.Ignored++
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		target := path.Join(dst, rel)
+	err = sandbox.WalkCopy(ctx, hostPath, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
 		switch {
-		case d.Type()&fs.ModeSymlink != 0:
-			res.SkippedSymlinks = append(res.SkippedSymlinks, rel)
 		case d.IsDir():
-			res.Dirs++
 			return s.execd.MakeDirs(ctx, map[string]Permission{target: {Mode: 755}})
 		case d.Type().IsRegular():
 			fi, err := d.Info()
@@ -261,16 +244,4 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 		return nil
 	})
 	return res, s.gone(ctx, err)
-}
-
-func ignored(patterns []string, rel string) bool {
-	for _, pat := range patterns {
-		if ok, _ := path.Match(pat, path.Base(rel)); ok {
-			return true
-		}
-		if ok, _ := path.Match(pat, rel); ok {
-			return true
-		}
-	}
-	return false
 }

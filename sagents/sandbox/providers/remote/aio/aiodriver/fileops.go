@@ -307,11 +307,8 @@ func (h *Handle) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 	if err != nil {
 		return res, fmt.Errorf("aio: copy: %w", err)
 	}
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return h.copyEntry(ctx, src, dst, p, d, opts.Ignore, &res)
+	err = sandbox.WalkCopy(ctx, src, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
+		return h.copyEntry(ctx, p, target, d, &res)
 	})
 	if err != nil {
 		return res, fmt.Errorf("aio: copy %s: %w", hostPath, err)
@@ -319,29 +316,10 @@ func (h *Handle) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 	return res, nil
 }
 
-func (h *Handle) copyEntry(ctx context.Context, src, dst, p string, d fs.DirEntry, ignore []string, res *sandbox.CopyResult) error {
-	rel, err := filepath.Rel(src, p)
-	if err != nil {
-		return err
-	}
-	rel = filepath.ToSlash(rel)
-	if rel != "." && ignored(rel, ignore) {
-		res.Ignored++
-		if d.IsDir() {
-			return filepath.SkipDir
-		}
-		return nil
-	}
-	target := path.Join(dst, rel)
-	switch {
-	case d.Type()&fs.ModeSymlink != 0:
-		res.SkippedSymlinks = append(res.SkippedSymlinks, rel)
-		return nil
-	case d.IsDir():
-		res.Dirs++
+// copyEntry makes a directory or uploads a regular file of a copy.
+func (h *Handle) copyEntry(ctx context.Context, p, target string, d fs.DirEntry, res *sandbox.CopyResult) error {
+	if d.IsDir() {
 		return h.MkdirAll(ctx, target)
-	case !d.Type().IsRegular():
-		return nil
 	}
 	f, err := os.Open(p)
 	if err != nil {
@@ -355,16 +333,4 @@ func (h *Handle) copyEntry(ctx context.Context, src, dst, p string, d fs.DirEntr
 	res.Files++
 	res.Bytes += up.FileSize
 	return nil
-}
-
-func ignored(rel string, patterns []string) bool {
-	for _, pat := range patterns {
-		if ok, _ := path.Match(pat, path.Base(rel)); ok {
-			return true
-		}
-		if ok, _ := path.Match(pat, rel); ok {
-			return true
-		}
-	}
-	return false
 }
