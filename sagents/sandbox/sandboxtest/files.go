@@ -2,8 +2,11 @@ package sandboxtest
 
 import (
 	"context"
+	"errors"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,6 +31,7 @@ func testFiles(t *testing.T, o Options) {
 		res := run(t, h, "cat a/b/file.txt", sandbox.ExecOptions{})
 		assert.Equal(t, "new", res.Stdout, "commands see what the file API wrote")
 	})
+	t.Run("copy from host", func(t *testing.T) { testCopyFromHost(t, h, c) })
 	t.Run("binary content", func(t *testing.T) {
 		data := []byte{0, 1, 2, 0xff, 0xfe, '\n', 0}
 		require.NoError(t, h.WriteFile(c, "bin.dat", data, sandbox.WriteOptions{}))
@@ -141,4 +145,34 @@ func testEscapes(t *testing.T, o Options) {
 		require.NoError(t, err)
 		assert.Equal(t, "mine", string(got))
 	})
+}
+
+// testCopyFromHost copies a host tree with an ignored file and a symlink:
+// every mode walks it the same way (sandbox.WalkCopy). A mode without the
+// capability must say ErrUnsupported.
+func testCopyFromHost(t *testing.T, h *sandbox.Sandbox, c context.Context) {
+	src := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(src, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "a.txt"), []byte("aa"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "sub", "b.txt"), []byte("bbb"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "skip.log"), []byte("x"), 0o644))
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(src, "link")))
+	res, err := h.CopyFromHost(c, src, "copied", sandbox.CopyOptions{Ignore: []string{"*.log"}})
+	if errors.Is(err, sandbox.ErrUnsupported) {
+		return
+	}
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Files)
+	assert.Equal(t, 2, res.Dirs, "the copy's root and sub")
+	assert.Equal(t, int64(5), res.Bytes)
+	assert.Equal(t, 1, res.Ignored)
+	assert.Equal(t, []string{"link"}, res.SkippedSymlinks)
+	got, err := h.ReadFile(c, "copied/sub/b.txt")
+	require.NoError(t, err)
+	assert.Equal(t, "bbb", string(got))
+	for _, name := range []string{"copied/skip.log", "copied/link"} {
+		ok, err := h.FileExists(c, name)
+		require.NoError(t, err)
+		assert.False(t, ok, name)
+	}
 }
