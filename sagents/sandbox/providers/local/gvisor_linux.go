@@ -156,7 +156,7 @@ func (g *gvisorIsolator) flags() []string {
 	if g.network == sandbox.NetworkOpen {
 		net = "host"
 	}
-	f := []string{"--root=" + g.state, "--platform=systrap", "--network=" + net, "--ignore-cgroups",
+	f := []string{"--root=" + g.state, "--platform=systrap", "--network=" + net, "--ignore-cgroups", "--oci-seccomp",
 		"--overlay2=root:memory", "--host-uds=" + map[bool]string{true: "open", false: "none"}[g.egress != nil]}
 	return f
 }

@@ -101,8 +101,24 @@ func GvisorSpec(o GvisorOptions) *specs.Spec {
 				{Type: specs.UTSNamespace}, {Type: specs.MountNamespace}, {Type: specs.NetworkNamespace}},
 			MaskedPaths:   []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"},
 			ReadonlyPaths: []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"},
+			Seccomp:       gvisorSeccomp(),
 		},
 	}
+}
+
+// gvisorSeccomp keeps commands from making namespaces inside gVisor's
+// kernel, as the bwrap filter does on the host's: unshare and setns fail
+// with EPERM, and so does clone with any namespace flag (one rule per
+// flag: OCI rules compare under a mask for equality only). runsc applies
+// it with --oci-seccomp.
+func gvisorSeccomp() *specs.LinuxSeccomp {
+	eperm := uint(1) // EPERM
+	rules := []specs.LinuxSyscall{{Names: []string{"unshare", "setns"}, Action: specs.ActErrno, ErrnoRet: &eperm}}
+	for _, flag := range []uint64{0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000} {
+		rules = append(rules, specs.LinuxSyscall{Names: []string{"clone"}, Action: specs.ActErrno, ErrnoRet: &eperm,
+			Args: []specs.LinuxSeccompArg{{Index: 0, Value: flag, ValueTwo: flag, Op: specs.OpMaskedEqual}}})
+	}
+	return &specs.LinuxSeccomp{DefaultAction: specs.ActAllow, Syscalls: rules}
 }
 
 func sizeOpt(opts []string, n int64) []string {

@@ -41,10 +41,10 @@ func newGvisor(t testing.TB, mutate func(*sandbox.Config)) *sandbox.Sandbox {
 	t.Helper()
 	requireGvisor(t)
 	return newLocal(t, func(c *sandbox.Config) {
-		c.Local.Isolation.Linux = sandbox.IsolationGvisor
 		if mutate != nil {
-			mutate(c)
+			mutate(c) // first: escapeConfig replaces c.Local whole
 		}
+		c.Local.Isolation.Linux = sandbox.IsolationGvisor
 	})
 }
 
