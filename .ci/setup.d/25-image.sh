@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# step: sandbox images sage-sandbox:dev (Debian: waits for the background step the first time) and sage-sandbox:minimal (busybox, seconds)
+# step: sandbox images sage-sandbox:dev (Debian by debootstrap: about 10 min the first time on a busy 2-core machine, network and dpkg bound; seconds after) and sage-sandbox:minimal (busybox, seconds)
+# parallel: yes
 # Builds the sandbox images through the Docker API, no registry needed:
 # sage-sandbox:dev, Debian with python3 (venv, pip), git, curl, coreutils
 # and bash plus a static sage (debootstrap from the apt mirror when no
 # registry is reachable, cached in ~/.cache/sage/image), and
 # sage-sandbox:minimal (FROM scratch: static sage, busybox, the host's
 # python3). `sage image build` skips a build whose content hash matches
-# the image's label, so this is quick when nothing changed. With the
-# argument "full" only sage-sandbox:dev is built (25-image-bg.sh).
+# the image's label, so this is quick when nothing changed. It runs in
+# parallel with the Go builds of the other long steps: debootstrap waits
+# on the network and dpkg, not the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -17,8 +19,7 @@ if ! docker info >/dev/null 2>&1 && [ ! -S /var/run/docker.sock ]; then
 fi
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/sage"
 mkdir -p "$cache"
-bin="$cache/sage-image-bin-${1:-all}"
+bin="$cache/sage-image-bin"
 CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/sage
 "$bin" image build --binary "$bin"
-[ "${1:-all}" = full ] && exit 0
 "$bin" image build --minimal --binary "$bin"
