@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
 func init() {
@@ -34,14 +34,13 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	sessionGiven := false
-	fs.Visit(func(f *flag.Flag) { sessionGiven = sessionGiven || f.Name == "session" })
-	if usesDaemon(sessionGiven, cfg) {
-		opts := sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}
+	if usesDaemon(sessionFlagGiven(fs), cfg) {
+		stdin := stdinIfPiped(env.stdin)
 		if df.background {
-			opts.Stdin = nil
+			stdin = nil
 		}
-		return execInDaemon(ctx, env, sf.session, cfg, df, opts, shellJoin(fs.Args()), *asJSON)
+		req := sessiond.Request{Op: sessiond.OpExec, Command: shellJoin(fs.Args()), Env: sf.env}
+		return execInDaemon(ctx, env, sf.session, cfg, df, req, stdin, *asJSON)
 	}
 	if df.background || df.idle.set {
 		return usageError(env, "sage exec", "--background and --idle-timeout need --session S in local mode on Linux (a session daemon)")
@@ -100,15 +99,6 @@ func exitCode(res *sandbox.CommandResult) int {
 		return exitSandboxError
 	}
 	return res.ExitCode
-}
-
-// openSandbox opens the sandbox the flags describe.
-func openSandbox(ctx context.Context, sf *sandboxFlags) (*sandbox.Sandbox, error) {
-	cfg, err := sf.config()
-	if err != nil {
-		return nil, err
-	}
-	return sandbox.New(ctx, cfg)
 }
 
 // stdinIfPiped passes stdin on only when it is not a terminal: a

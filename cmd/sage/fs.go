@@ -9,6 +9,7 @@ import (
 
 	"github.com/sage-go/sage/internal/termsafe"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
 func init() {
@@ -33,6 +34,8 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	items := fs.Int("max-items", 100, "maximum entries per directory (tree)")
 	hidden := fs.Bool("hidden", false, "include dot files (tree)")
 	maxEntries := fs.Int("max-entries", sandbox.DefaultMaxEntries, "entries read at most (ls, tree); the output says when it stopped there")
+	var df daemonFlags
+	df.registerIdle(fs)
 	pos, code, stop := parseFlagsInterspersed(env, fs, args[1:])
 	if stop {
 		return code
@@ -43,7 +46,25 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	if *maxEntries <= 0 {
 		return usageError(env, fs.Name(), "--max-entries %d: want a positive number", *maxEntries)
 	}
-	h, err := openSandbox(ctx, &sf)
+	switch op {
+	case "read", "write", "ls", "tree", "rm":
+	default:
+		fmt.Fprintf(env.stderr, "sage fs: unknown operation %q (want read, write, ls, tree or rm)\n", op)
+		return exitUsage
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return fail(env, exitSandboxError, err) // a bad setting is exitUsage (fail)
+	}
+	treeOpts := sandbox.TreeOptions{MaxDepth: *depth, MaxItems: *items, Hidden: *hidden, MaxEntries: *maxEntries}
+	if usesDaemon(sessionFlagGiven(fs), cfg) {
+		req := sessiond.FSRequest{Op: op, Path: pos[0], Append: *appendMode, MaxEntries: *maxEntries, Tree: treeOpts}
+		return fsInDaemon(ctx, env, sf.session, cfg, df.idle, req, *asJSON)
+	}
+	if df.idle.set {
+		return usageError(env, fs.Name(), "--idle-timeout needs --session S in local mode on Linux (a session daemon)")
+	}
+	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -64,22 +85,15 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 		var list []sandbox.FileInfo
 		var truncated bool
 		if list, truncated, err = h.ListDirectoryLimit(ctx, p, *maxEntries); err == nil {
-			err = printList(env.stdout, list, *asJSON)
-		}
-		if err == nil && truncated {
-			fmt.Fprintf(env.stderr, "sage fs ls: truncated: listed %d entries (the --max-entries limit); the directory holds more\n", len(list))
+			err = printListing(env, list, truncated, *asJSON)
 		}
 	case "tree":
 		var tree *sandbox.TreeNode
-		opts := sandbox.TreeOptions{MaxDepth: *depth, MaxItems: *items, Hidden: *hidden, MaxEntries: *maxEntries}
-		if tree, err = h.FileTree(ctx, p, opts); err == nil {
+		if tree, err = h.FileTree(ctx, p, treeOpts); err == nil {
 			err = printTree(env.stdout, tree, *asJSON)
 		}
 	case "rm":
 		err = h.DeleteFile(ctx, p)
-	default:
-		fmt.Fprintf(env.stderr, "sage fs: unknown operation %q (want read, write, ls, tree or rm)\n", op)
-		return exitUsage
 	}
 	if err != nil {
 		// Errors may quote names made inside the sandbox.
@@ -94,6 +108,16 @@ type escapedError struct{ err error }
 
 func (e escapedError) Error() string { return termsafe.Text(e.err.Error()) }
 func (e escapedError) Unwrap() error { return e.err }
+
+// printListing prints ls's answer, and says on stderr when it stopped at
+// --max-entries.
+func printListing(env *cliEnv, list []sandbox.FileInfo, truncated, asJSON bool) error {
+	err := printList(env.stdout, list, asJSON)
+	if err == nil && truncated {
+		fmt.Fprintf(env.stderr, "sage fs ls: truncated: listed %d entries (the --max-entries limit); the directory holds more\n", len(list))
+	}
+	return err
+}
 
 // printList prints one entry a line; names are quoted as ls quotes them
 // (termsafe.Name), so names made inside the sandbox cannot send escape

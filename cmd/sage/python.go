@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
 func init() {
@@ -33,6 +34,8 @@ func runPython(ctx context.Context, env *cliEnv, args []string) int {
 	fs.Var(&reqs, "requirements", "a pip `requirement` to install first (repeatable)")
 	code := fs.String("c", "", "the `code` to run")
 	asJSON := fs.Bool("json", false, "print the result as JSON instead of streaming output")
+	var df daemonFlags
+	df.registerIdle(fs)
 	if code, stop := parseFlags(env, fs, args); stop {
 		return code
 	}
@@ -43,6 +46,15 @@ func runPython(ctx context.Context, env *cliEnv, args []string) int {
 	cfg, err := sf.config()
 	if err != nil {
 		return fail(env, exitUsage, err)
+	}
+	if usesDaemon(sessionFlagGiven(fs), cfg) {
+		// The session's daemon runs it: same venv, /tmp and processes
+		// as sage exec --session.
+		req := sessiond.Request{Op: sessiond.OpPython, Code: src, Requirements: reqs, Env: sf.env}
+		return execInDaemon(ctx, env, sf.session, cfg, df, req, stdinIfPiped(env.stdin), *asJSON)
+	}
+	if df.idle.set {
+		return usageError(env, "sage python", "--idle-timeout needs --session S in local mode on Linux (a session daemon)")
 	}
 	h, err := sandbox.New(ctx, cfg)
 	if err != nil {

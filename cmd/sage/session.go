@@ -27,10 +27,11 @@ const describeTimeout = 5 * time.Second
 func runSession(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("sage session "+args[0], map[string]string{
 		"ls": "sage session ls [--json]", "stop": "sage session stop SESSION... | --all",
-		"serve": "sage session serve [--idle-timeout D] SESSION < config.json"}[args[0]])
+		"serve": "sage session serve [--idle-timeout D] [--trace] SESSION < config.json"}[args[0]])
 	asJSON := fs.Bool("json", false, "ls: print JSON")
 	all := fs.Bool("all", false, "stop: stop every live session")
 	idle := fs.Duration("idle-timeout", sessiond.DefaultIdleTimeout, "serve: stop after this long without a command (0 = never)")
+	trace := fs.Bool("trace", false, "serve: print each request's trace tree to the log (OTLP export follows OTEL_EXPORTER_OTLP_*ENDPOINT, as in every sage command)")
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
 	if stop {
 		return code
@@ -58,7 +59,7 @@ func runSession(ctx context.Context, env *cliEnv, args []string) int {
 	if *idle < 0 {
 		return usageError(env, fs.Name(), "--idle-timeout %v is negative (0 means never)", *idle)
 	}
-	return serveDaemon(ctx, env, rest[0], *idle)
+	return serveDaemon(ctx, env, rest[0], *idle, *trace)
 }
 
 // sessionRow is one line of `sage session ls`.

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
@@ -24,7 +25,19 @@ type daemonFlags struct {
 
 func (d *daemonFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.background, "background", false, "with --session: start the command as a background task of the session and print its id")
+	d.registerIdle(fs)
+}
+
+// registerIdle registers --idle-timeout alone (sage python, sage fs).
+func (d *daemonFlags) registerIdle(fs *flag.FlagSet) {
 	fs.Var(&d.idle, "idle-timeout", "with --session: stop the session's daemon after this `duration` without a command (default 15m, 0 = never)")
+}
+
+// sessionFlagGiven says whether --session was on the command line.
+func sessionFlagGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "session" })
+	return given
 }
 
 // usesDaemon says whether cfg runs through a session daemon: an explicit
@@ -64,27 +77,38 @@ func startOptions(env *cliEnv, name string, cfg sandbox.Config, idle time.Durati
 		}}, nil
 }
 
-// execInDaemon runs `sage exec` through the session's daemon.
-func execInDaemon(ctx context.Context, env *cliEnv, name string, cfg sandbox.Config, df daemonFlags,
-	opts sandbox.ExecOptions, command string, asJSON bool) int {
+// daemonRequest fills in what every request to session name's daemon
+// carries (settings, idle timeout) and sends it, starting the daemon when
+// none runs. A session started with other settings is a bad setting.
+func daemonRequest(ctx context.Context, env *cliEnv, name string, cfg sandbox.Config, idle optDuration,
+	req sessiond.Request, st sessiond.Streams) (sessiond.Response, error) {
 	cfg = daemonConfig(cfg)
-	so, err := startOptions(env, name, cfg, df.idle.or(sessiond.DefaultIdleTimeout))
+	so, err := startOptions(env, name, cfg, idle.or(sessiond.DefaultIdleTimeout))
 	if err != nil {
-		return fail(env, exitSandboxError, err)
+		return sessiond.Response{}, err
 	}
+	req.Settings = sessiond.Fingerprint(cfg)
+	if idle.set {
+		req.IdleTimeout = &idle.d
+	}
+	r, err := sessiond.Run(ctx, so, req, st)
+	if errors.Is(err, sessiond.ErrSettings) {
+		err = badSetting("%v", err)
+	}
+	return r, err
+}
+
+// execInDaemon runs `sage exec` (and `sage python`, req.Op) through the
+// session's daemon.
+func execInDaemon(ctx context.Context, env *cliEnv, name string, cfg sandbox.Config, df daemonFlags,
+	req sessiond.Request, stdin io.Reader, asJSON bool) int {
 	timeout := sandbox.CommandTimeout(0, cfg.Timeout)
-	req := sessiond.Request{Op: sessiond.OpExec, Settings: sessiond.Fingerprint(cfg), Command: command,
-		Env: opts.Env, Timeout: timeout, Stream: !asJSON, Stdin: opts.Stdin != nil}
-	if df.idle.set {
-		req.IdleTimeout = &df.idle.d
-	}
+	req.Timeout, req.Stream, req.Stdin = timeout, !asJSON, stdin != nil
 	if df.background {
 		req.Op = sessiond.OpBackground
 	}
-	r, err := sessiond.Run(ctx, so, req, sessiond.Streams{Stdin: opts.Stdin, Stdout: env.stdout, Stderr: env.stderr})
-	if errors.Is(err, sessiond.ErrSettings) {
-		return fail(env, exitUsage, badSetting("%v", err))
-	}
+	r, err := daemonRequest(ctx, env, name, cfg, df.idle, req,
+		sessiond.Streams{Stdin: stdin, Stdout: env.stdout, Stderr: env.stderr})
 	if df.background {
 		if err != nil {
 			return fail(env, exitSandboxError, err)
@@ -138,8 +162,11 @@ func (o optDuration) or(def time.Duration) time.Duration {
 }
 
 // serveDaemon is `sage session serve`: it reads the sandbox config as
-// JSON on stdin and serves the session until stopped or idle.
-func serveDaemon(ctx context.Context, env *cliEnv, name string, idle time.Duration) int {
+// JSON on stdin and serves the session until stopped or idle. Its
+// sandbox's events go to an observability Manager with the handlers of
+// its flags and environment (--trace, OTEL_EXPORTER_OTLP_*): one chain
+// run per request, and the sandbox's acquire as "sage session serve".
+func serveDaemon(ctx context.Context, env *cliEnv, name string, idle time.Duration, trace bool) int {
 	ready := sessiond.ReadyFile()
 	failed := func(err error) int {
 		if ready != nil {
@@ -160,15 +187,28 @@ func serveDaemon(ctx context.Context, env *cliEnv, name string, idle time.Durati
 	if err := dec.Decode(&cfg); err != nil {
 		return failed(fmt.Errorf("session %s: read the sandbox config (JSON) on stdin: %w", name, err))
 	}
-	h, err := sandbox.New(ctx, cfg)
+	var handlers []observability.Handler
+	if trace {
+		handlers = append(handlers, observability.NewConsoleHandler(env.stderr, observability.ConsoleOptions{}))
+	}
+	obs, shutdown, err := observer(ctx, handlers...)
 	if err != nil {
 		return failed(err)
 	}
+	defer shutdown()
+	cfg.Observer = obs
+	sctx := obs.ChainStart(ctx, observability.ChainInfo{SessionID: name, Name: "sage session serve"})
+	h, err := sandbox.New(sctx, cfg)
+	if err != nil {
+		obs.ChainError(sctx, err)
+		return failed(err)
+	}
+	obs.ChainEnd(sctx, observability.ChainResult{})
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(env.stderr, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, a...))
 	}
 	srv := &sessiond.Server{Name: name, Dir: dir, Sandbox: h, Settings: sessiond.Fingerprint(cfg),
-		IdleTimeout: idle, Logf: logf}
+		IdleTimeout: idle, Logf: logf, Observer: obs}
 	if ready != nil {
 		srv.Ready = ready
 	}

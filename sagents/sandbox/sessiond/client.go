@@ -40,7 +40,7 @@ type Streams struct {
 // req.Stream, the command's output goes to st as it comes; with
 // req.Stdin, st.Stdin is sent as the command's stdin. Ending ctx closes
 // the connection, which cancels the command. A failure the daemon
-// reports is an *Error.
+// reports is an *Error, or an *fs.PathError whose Err is one.
 func Call(ctx context.Context, dir string, req Request, st Streams) (Response, error) {
 	c, err := dial(dir)
 	if err != nil {
@@ -61,7 +61,7 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Re
 		if f, rerr := ReadFrame(c); rerr == nil && f.Kind == KindResponse {
 			var r Response
 			if json.Unmarshal(f.Payload, &r) == nil && r.Error != "" {
-				return r, &Error{Kind: r.Kind, Msg: r.Error}
+				return r, responseError(r)
 			}
 		}
 		return Response{}, ctxErr(ctx, fmt.Errorf("%w: %v", errNoAnswer, err))
@@ -97,7 +97,7 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Re
 				return Response{}, err
 			}
 			if r.Error != "" {
-				return r, &Error{Kind: r.Kind, Msg: r.Error}
+				return r, responseError(r)
 			}
 			return r, nil
 		default:

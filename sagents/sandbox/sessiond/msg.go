@@ -1,19 +1,24 @@
 package sessiond
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// Version is the protocol version; a daemon refuses a request of another.
-const Version = 1
+// Version is the protocol version; a daemon refuses a request of another,
+// naming both (a client and a daemon built from different sage versions
+// meet after an upgrade: stopping the session ends the old daemon).
+// Version 2 added python and fs, and file errors that keep their kind.
+const Version = 2
 
 // Request ops.
 const (
@@ -21,6 +26,8 @@ const (
 	OpBackground = "background" // start a background task, return its id
 	OpInfo       = "info"       // describe the daemon (Info)
 	OpStop       = "stop"       // end the daemon and every process of the session
+	OpPython     = "python"     // run Python code (Code), stream its output, return its result
+	OpFS         = "fs"         // a file operation (FS)
 )
 
 // Request is the first frame of a connection.
@@ -43,6 +50,38 @@ type Request struct {
 	Stream bool `json:"stream,omitempty"`
 	// IdleTimeout, when set, replaces the daemon's idle timeout (0: never).
 	IdleTimeout *time.Duration `json:"idle_timeout,omitempty"`
+	// Code and Requirements are OpPython's source and the pip
+	// requirements installed first.
+	Code         string   `json:"code,omitempty"`
+	Requirements []string `json:"requirements,omitempty"`
+	// FS is OpFS's operation.
+	FS *FSRequest `json:"fs,omitempty"`
+}
+
+// File operations of OpFS.
+const (
+	FSRead  = "read"  // the file's bytes come as KindStdout frames
+	FSWrite = "write" // its bytes are sent as stdin (Request.Stdin)
+	FSList  = "ls"
+	FSTree  = "tree"
+	FSRm    = "rm"
+)
+
+// FSRequest is one file operation on a sandbox path.
+type FSRequest struct {
+	Op     string `json:"op"`
+	Path   string `json:"path"`
+	Append bool   `json:"append,omitempty"` // write
+	// MaxEntries bounds ls (and tree, in Tree); 0: sandbox.DefaultMaxEntries.
+	MaxEntries int                 `json:"max_entries,omitempty"`
+	Tree       sandbox.TreeOptions `json:"tree"`
+}
+
+// FSResult is what ls and tree answer.
+type FSResult struct {
+	List      []sandbox.FileInfo `json:"list,omitempty"`
+	Truncated bool               `json:"truncated,omitempty"`
+	Tree      *sandbox.TreeNode  `json:"tree,omitempty"`
 }
 
 // Response is the last frame of a connection.
@@ -51,9 +90,14 @@ type Response struct {
 	Duration time.Duration           `json:"duration,omitempty"`
 	Task     *sandbox.BackgroundTask `json:"task,omitempty"`
 	Info     *Info                   `json:"info,omitempty"`
-	// Error and Kind describe a failure (see Error).
-	Error string `json:"error,omitempty"`
-	Kind  string `json:"kind,omitempty"`
+	FS       *FSResult               `json:"fs,omitempty"`
+	// Error and Kind describe a failure (see Error). PathOp and Path,
+	// when set, say the failure was an *fs.PathError: the client gets
+	// one back, with Error as its Err's text.
+	Error  string `json:"error,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	PathOp string `json:"path_op,omitempty"`
+	Path   string `json:"path,omitempty"`
 }
 
 // Info describes a running daemon.
@@ -87,8 +131,29 @@ var (
 	ErrNotRunning = errors.New("not running")
 )
 
-var kinds = map[string]error{"settings": ErrSettings, "refused": ErrRefused, "stopped": ErrStopped,
-	"protocol": ErrProtocol}
+// kinds are the error kinds that cross the socket, the most specific
+// first: an escape is "escape" (which is fs.ErrPermission too), not
+// "permission".
+var kinds = []struct {
+	name string
+	err  error
+}{
+	{"settings", ErrSettings}, {"refused", ErrRefused}, {"stopped", ErrStopped}, {"protocol", ErrProtocol},
+	{"escape", sandbox.ErrEscape}, {"read_only", sandbox.ErrReadOnly}, {"bad_path", sandbox.ErrBadPath},
+	{"unknown_task", sandbox.ErrUnknownTask}, {"unsupported", sandbox.ErrUnsupported},
+	{"isolation", sandbox.ErrIsolationUnavailable}, {"closed", sandbox.ErrClosed},
+	{"not_exist", fs.ErrNotExist}, {"permission", fs.ErrPermission}, {"exist", fs.ErrExist},
+	{"invalid", fs.ErrInvalid}, {"deadline", context.DeadlineExceeded},
+}
+
+func kindOf(err error) string {
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return ""
+}
 
 // Error is a failure the daemon reported; errors.Is matches the sentinel
 // of its kind.
@@ -99,17 +164,33 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-func (e *Error) Unwrap() error { return kinds[e.Kind] }
-
-// errorResponse turns err into a Response.
-func errorResponse(err error) Response {
-	r := Response{Error: err.Error()}
-	for k, sentinel := range kinds {
-		if errors.Is(err, sentinel) {
-			r.Kind = k
+func (e *Error) Unwrap() error {
+	for _, k := range kinds {
+		if k.name == e.Kind {
+			return k.err
 		}
 	}
-	return r
+	return nil
+}
+
+// errorResponse turns err into a Response. An *fs.PathError keeps its op
+// and path, and its Err's kind.
+func errorResponse(err error) Response {
+	if pe, ok := err.(*fs.PathError); ok && pe.Err != nil {
+		return Response{Error: pe.Err.Error(), Kind: kindOf(pe.Err), PathOp: pe.Op, Path: pe.Path}
+	}
+	return Response{Error: err.Error(), Kind: kindOf(err)}
+}
+
+// responseError is the error a failed response stands for: an *Error, or
+// an *fs.PathError around one, so that errors.Is(err, fs.ErrNotExist)
+// holds on the client as it did in the daemon, and the text is the same.
+func responseError(r Response) error {
+	e := &Error{Kind: r.Kind, Msg: r.Error}
+	if r.PathOp != "" {
+		return &fs.PathError{Op: r.PathOp, Path: r.Path, Err: e}
+	}
+	return e
 }
 
 // Fingerprint identifies a sandbox configuration: the daemon compares the

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -32,6 +33,12 @@ type Server struct {
 	// Ready, when set, is told "ok" and closed once the server listens
 	// (see ReadyFile).
 	Ready io.WriteCloser
+	// Observer, when set, receives one chain run per request ("sage
+	// exec", "sage python", "sage fs read", ...) holding the sandbox's
+	// events of that request: give the Sandbox the same Manager
+	// (sandbox.Config.Observer). A command that restarted the session
+	// adds a "session_restart" sandbox event.
+	Observer *observability.Manager
 
 	mu       sync.Mutex
 	busy     int
@@ -151,8 +158,13 @@ func (s *Server) finish() {
 	waitTimeout(&s.handlers, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.Sandbox.Close(ctx); err != nil {
+	cctx := s.Observer.ChainStart(ctx, observability.ChainInfo{SessionID: s.Name, Name: "sage session stop"})
+	err := s.Sandbox.Close(cctx)
+	if err != nil {
+		s.Observer.ChainError(cctx, err)
 		s.logf("session %s: close the sandbox: %v", s.Name, err)
+	} else {
+		s.Observer.ChainEnd(cctx, observability.ChainResult{})
 	}
 	l, err := lock(ctx, s.Dir)
 	removeLeftovers(s.Dir)
@@ -302,7 +314,7 @@ func (s *Server) serve(c *net.UnixConn, req Request) Response {
 		return Response{Info: s.info()}
 	case OpStop:
 		return Response{}
-	case OpExec, OpBackground:
+	case OpExec, OpBackground, OpPython, OpFS:
 	default:
 		return errorResponse(fmt.Errorf("%w: unknown op %q", ErrProtocol, req.Op))
 	}
@@ -311,14 +323,28 @@ func (s *Server) serve(c *net.UnixConn, req Request) Response {
 	}
 	s.enter()
 	defer s.leave()
-	if req.Op == OpBackground {
-		task, err := s.Sandbox.StartBackground(s.ctx, req.Command, sandbox.ExecOptions{Env: req.Env, Workdir: req.Workdir})
+	ctx, end := s.traced(req)
+	resp := s.dispatch(ctx, c, req)
+	end(resp)
+	return resp
+}
+
+func (s *Server) dispatch(ctx context.Context, c *net.UnixConn, req Request) Response {
+	switch req.Op {
+	case OpBackground:
+		task, err := s.Sandbox.StartBackground(ctx, req.Command, sandbox.ExecOptions{Env: req.Env, Workdir: req.Workdir})
 		if err != nil {
 			return s.failed(err)
 		}
 		return Response{Task: task}
+	case OpPython:
+		return s.python(ctx, c, req)
+	case OpFS:
+		return s.fileOp(ctx, c, req)
 	}
-	return s.exec(c, req)
+	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+		return s.Sandbox.ExecuteCommand(ctx, req.Command, opts)
+	})
 }
 
 // failed is the response to err, which says the session stopped when it did.

@@ -9,11 +9,12 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// exec runs req.Command, streaming its output to c as it comes; the
-// command is cancelled when c closes (the client went away) or the
-// server ends.
-func (s *Server) exec(c *net.UnixConn, req Request) Response {
-	ctx, cancel := context.WithCancel(s.ctx)
+// exec runs a command (run: a shell command line or Python code),
+// streaming its output to c as it comes; the command is cancelled when c
+// closes (the client went away) or the server ends (ctx).
+func (s *Server) exec(ctx context.Context, c *net.UnixConn, req Request,
+	run func(context.Context, sandbox.ExecOptions) (*sandbox.CommandResult, error)) Response {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	opts := sandbox.ExecOptions{Env: req.Env, Workdir: req.Workdir, Timeout: req.Timeout}
 	var pw *io.PipeWriter
@@ -29,7 +30,7 @@ func (s *Server) exec(c *net.UnixConn, req Request) Response {
 		opts.OnStdout = func(p []byte) { w.write(KindStdout, p) }
 		opts.OnStderr = func(p []byte) { w.write(KindStderr, p) }
 	}
-	res, err := s.Sandbox.ExecuteCommand(ctx, req.Command, opts)
+	res, err := run(ctx, opts)
 	if err != nil {
 		return s.failed(err)
 	}

@@ -1,0 +1,157 @@
+package sessiond
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// MaxWrite bounds the bytes one fs write sends through the socket: the
+// daemon holds them in memory before it writes the file.
+const MaxWrite = sandbox.MaxReadFileBytes
+
+// setupNoticeAfter is how long a Python set-up step (the venv, pip) runs
+// before a streamed call is told about it on stderr, as `sage python`
+// without a session says it.
+const setupNoticeAfter = 300 * time.Millisecond
+
+// python runs req.Code with req.Requirements installed first.
+func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Response {
+	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+		po := sandbox.PythonOptions{ExecOptions: opts, Requirements: req.Requirements}
+		if opts.OnStderr != nil {
+			po.OnSetup = stepNotice(opts.OnStderr)
+		}
+		return s.Sandbox.ExecutePython(ctx, req.Code, po)
+	})
+}
+
+// stepNotice says "sage: STEP..." through w when a set-up step is still
+// running after setupNoticeAfter.
+func stepNotice(w func([]byte)) func(string) func() {
+	return func(step string) func() {
+		var mu sync.Mutex
+		over := false
+		t := time.AfterFunc(setupNoticeAfter, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !over {
+				w([]byte("sage: " + step + "...\n"))
+			}
+		})
+		return func() {
+			t.Stop()
+			mu.Lock()
+			over = true
+			mu.Unlock()
+		}
+	}
+}
+
+// fileOp runs one file operation of the sandbox: read streams the file
+// as stdout frames, write takes it from stdin frames (MaxWrite at most).
+// Errors keep their *fs.PathError and kind (errorResponse).
+func (s *Server) fileOp(ctx context.Context, c *net.UnixConn, req Request) Response {
+	f := req.FS
+	if f == nil {
+		return errorResponse(fmt.Errorf("%w: fs request without an operation", ErrProtocol))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var pr *io.PipeReader
+	var pw *io.PipeWriter
+	if req.Stdin {
+		pr, pw = io.Pipe()
+		defer pr.Close()
+	}
+	go readInput(c, pw, cancel)
+	var err error
+	switch f.Op {
+	case FSRead:
+		var data []byte
+		if data, err = s.Sandbox.ReadFile(ctx, f.Path); err == nil {
+			if werr := writeChunks(c, KindStdout, data); werr != nil {
+				return s.failed(werr)
+			}
+		}
+	case FSWrite:
+		if pr == nil {
+			return errorResponse(fmt.Errorf("%w: fs write without stdin", ErrProtocol))
+		}
+		var data []byte
+		data, err = io.ReadAll(io.LimitReader(pr, MaxWrite+1))
+		switch {
+		case err != nil:
+			return s.failed(fmt.Errorf("fs write %s: the client's data did not arrive: %w", f.Path, err))
+		case len(data) > MaxWrite:
+			err = &fs.PathError{Op: "write", Path: f.Path, Err: fmt.Errorf("more than %d bytes (the cap of a write through a session)", MaxWrite)}
+		default:
+			err = s.Sandbox.WriteFile(ctx, f.Path, data, sandbox.WriteOptions{Append: f.Append})
+		}
+	case FSList:
+		var r FSResult
+		if r.List, r.Truncated, err = s.Sandbox.ListDirectoryLimit(ctx, f.Path, f.MaxEntries); err == nil {
+			return fsResponse(&r)
+		}
+	case FSTree:
+		var r FSResult
+		if r.Tree, err = s.Sandbox.FileTree(ctx, f.Path, f.Tree); err == nil {
+			return fsResponse(&r)
+		}
+	case FSRm:
+		err = s.Sandbox.DeleteFile(ctx, f.Path)
+	default:
+		return errorResponse(fmt.Errorf("%w: unknown fs operation %q", ErrProtocol, f.Op))
+	}
+	if err != nil {
+		return s.failed(err)
+	}
+	return Response{}
+}
+
+// fsResponse answers r, or says it is too large for one response frame.
+func fsResponse(r *FSResult) Response {
+	b, err := json.Marshal(r)
+	if err == nil && len(b) > MaxResponse-4096 {
+		err = fmt.Errorf("the answer (%d bytes) is over the %d bytes one answer of the session may carry; fix: a smaller --max-entries (or --depth, --max-items)", len(b), MaxResponse-4096)
+	}
+	if err != nil {
+		return errorResponse(err)
+	}
+	return Response{FS: r}
+}
+
+// traced starts the request's chain run on the Observer; end finishes it
+// with the response. Without an Observer (or handlers) both are no-ops.
+func (s *Server) traced(req Request) (context.Context, func(Response)) {
+	name := "sage " + req.Op
+	if req.Op == OpBackground {
+		name = "sage exec --background"
+	}
+	if req.Op == OpFS && req.FS != nil {
+		name = "sage fs " + req.FS.Op
+	}
+	ctx := s.Observer.ChainStart(s.ctx, observability.ChainInfo{SessionID: s.Name, Name: name})
+	return ctx, func(r Response) {
+		if r.Result != nil && r.Result.SessionRestarted {
+			// The sandbox's own session started again for this command
+			// (idle, dead, or a bind it needed): say so in the trace.
+			sctx := s.Observer.SandboxStart(ctx, observability.SandboxOp{Op: "session_restart",
+				Mode: string(s.Sandbox.Type()), SandboxID: s.Sandbox.ID()})
+			s.Observer.SandboxEnd(sctx, observability.SandboxResult{})
+		}
+		if r.Error != "" && r.PathOp == "" {
+			s.Observer.ChainError(ctx, responseError(r))
+			return
+		}
+		s.Observer.ChainEnd(ctx, observability.ChainResult{})
+	}
+}
