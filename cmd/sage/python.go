@@ -56,11 +56,21 @@ func runPython(ctx context.Context, env *cliEnv, args []string) int {
 	if df.idle.set {
 		return usageError(env, "sage python", "--idle-timeout needs --session S in local mode on Linux (a session daemon)")
 	}
-	h, err := sandbox.New(ctx, cfg)
+	ctx, obs, end, err := tracedRun(ctx, "sage python", sf.session)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
-	defer h.Close(context.WithoutCancel(ctx))
+	cfg.Observer = obs
+	h, err := sandbox.New(ctx, cfg)
+	if err != nil {
+		end(err)
+		return fail(env, exitSandboxError, err)
+	}
+	var runErr error
+	defer func() {
+		h.Close(context.WithoutCancel(ctx))
+		end(runErr)
+	}()
 	opts := sandbox.PythonOptions{Requirements: reqs, OnSetup: slowStepNotice(env.stderr, slowStepAfter),
 		ExecOptions: sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}}
 	if !*asJSON {
@@ -68,6 +78,7 @@ func runPython(ctx context.Context, env *cliEnv, args []string) int {
 		opts.OnStderr = func(p []byte) { env.stderr.Write(p) }
 	}
 	res, err := h.ExecutePython(ctx, src, opts)
+	runErr = err
 	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), *asJSON)
 }
 

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
 )
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -74,6 +79,30 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 	}
 	r := errorResponse(errors.New("plain"))
 	assert.Empty(t, r.Kind)
+
+	// File errors: the most specific kind wins (an escape is
+	// fs.ErrPermission too), and an *fs.PathError comes back whole.
+	for _, c := range []struct {
+		err  error
+		kind string
+		is   []error
+	}{
+		{sandbox.NewPathError("read", "/etc/x", sandbox.ErrEscape, "outside"), "escape", []error{sandbox.ErrEscape, fs.ErrPermission}},
+		{sandbox.NewPathError("write", "ro/x", sandbox.ErrReadOnly, "mount"), "read_only", []error{sandbox.ErrReadOnly, fs.ErrPermission}},
+		{&fs.PathError{Op: "open", Path: "/workspace/m", Err: syscall.ENOENT}, "not_exist", []error{fs.ErrNotExist}},
+		{&fs.PathError{Op: "open", Path: "f", Err: syscall.EACCES}, "permission", []error{fs.ErrPermission}},
+		{fmt.Errorf("task: %w", sandbox.ErrUnknownTask), "unknown_task", []error{sandbox.ErrUnknownTask, fs.ErrNotExist}},
+	} {
+		r := errorResponse(c.err)
+		assert.Equal(t, c.kind, r.Kind, c.err)
+		got := responseError(r)
+		assert.Equal(t, c.err.Error(), got.Error())
+		for _, sentinel := range c.is {
+			assert.ErrorIs(t, got, sentinel, c.err)
+		}
+		var pe *fs.PathError
+		assert.Equal(t, errors.As(c.err, &pe), errors.As(got, &pe), "a path error stays one: %v", c.err)
+	}
 }
 
 // FuzzReadFrame: any bytes from a peer give a frame within its kind's cap
@@ -82,6 +111,17 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 func FuzzReadFrame(f *testing.F) {
 	var b bytes.Buffer
 	WriteFrame(&b, KindRequest, []byte(`{"v":1,"op":"exec","command":"true"}`))
+	f.Add(b.Bytes())
+	for _, req := range []string{`{"v":2,"op":"python","code":"print(1)","requirements":["x==1"],"stream":true}`,
+		`{"v":2,"op":"fs","stdin":true,"fs":{"op":"write","path":"a","append":true}}`} {
+		b.Reset()
+		WriteFrame(&b, KindRequest, []byte(req))
+		WriteFrame(&b, KindStdin, []byte("data"))
+		WriteFrame(&b, KindStdinEOF, nil)
+		f.Add(b.Bytes())
+	}
+	b.Reset()
+	WriteFrame(&b, KindResponse, []byte(`{"error":"no such file or directory","kind":"not_exist","path_op":"read","path":"/workspace/x"}`))
 	f.Add(b.Bytes())
 	f.Add([]byte{KindStdinEOF, 0, 0, 0, 0})
 	f.Add([]byte{KindStdout, 0, 0, 0, 3, 'a', 'b', 'c', KindStderr, 0, 0})

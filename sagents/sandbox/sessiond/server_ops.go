@@ -18,6 +18,9 @@ import (
 // daemon holds them in memory before it writes the file.
 const MaxWrite = sandbox.MaxReadFileBytes
 
+// writeCap is MaxWrite; a test lowers it.
+var writeCap = MaxWrite
+
 // setupNoticeAfter is how long a Python set-up step (the venv, pip) runs
 // before a streamed call is told about it on stderr, as `sage python`
 // without a session says it.
@@ -87,12 +90,12 @@ func (s *Server) fileOp(ctx context.Context, c *net.UnixConn, req Request) Respo
 			return errorResponse(fmt.Errorf("%w: fs write without stdin", ErrProtocol))
 		}
 		var data []byte
-		data, err = io.ReadAll(io.LimitReader(pr, MaxWrite+1))
+		data, err = io.ReadAll(io.LimitReader(pr, int64(writeCap)+1))
 		switch {
 		case err != nil:
 			return s.failed(fmt.Errorf("fs write %s: the client's data did not arrive: %w", f.Path, err))
-		case len(data) > MaxWrite:
-			err = &fs.PathError{Op: "write", Path: f.Path, Err: fmt.Errorf("more than %d bytes (the cap of a write through a session)", MaxWrite)}
+		case len(data) > writeCap:
+			err = &fs.PathError{Op: "write", Path: f.Path, Err: fmt.Errorf("more than %d bytes (the cap of a write through a session): %w", writeCap, fs.ErrInvalid)}
 		default:
 			err = s.Sandbox.WriteFile(ctx, f.Path, data, sandbox.WriteOptions{Append: f.Append})
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
@@ -29,15 +30,22 @@ type served struct {
 // life cycle do not depend on the mode) until the test ends.
 func serve(t *testing.T, idle time.Duration) *served {
 	t.Helper()
+	return serveObserved(t, idle, nil)
+}
+
+// serveObserved is serve with obs as the sandbox's and the server's
+// Observer.
+func serveObserved(t *testing.T, idle time.Duration, obs *observability.Manager) *served {
+	t.Helper()
 	home := sandboxtest.TempDir(t)
 	dir, err := Dir(home, "t")
 	require.NoError(t, err)
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: filepath.Join(home, "ws")})
+	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: filepath.Join(home, "ws"), Observer: obs})
 	require.NoError(t, err)
 	rr, rw, err := os.Pipe()
 	require.NoError(t, err)
 	defer rr.Close()
-	s := &served{Server: &Server{Name: "t", Dir: dir, Sandbox: h, Settings: "want", IdleTimeout: idle, Ready: rw, Logf: t.Logf},
+	s := &served{Server: &Server{Name: "t", Dir: dir, Sandbox: h, Settings: "want", IdleTimeout: idle, Ready: rw, Logf: t.Logf, Observer: obs},
 		home: home, dir: dir, done: make(chan error, 1)}
 	go func() { s.done <- s.Serve(context.Background()) }()
 	said, _ := io.ReadAll(rr)

@@ -1,0 +1,224 @@
+package sessiond
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// Python runs in the daemon's sandbox: output streamed, exit status
+// kept, and what one call leaves in the sandbox the next one sees.
+func TestServerPython(t *testing.T) {
+	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3)")
+	s := serveObserved(t, 0, nil)
+	var out, errb bytes.Buffer
+	r, err := Call(context.Background(), s.dir, Request{Op: OpPython, Settings: "want", Stream: true, Stdin: true,
+		Code: "import sys; open('py.txt','w').write(sys.stdin.read()); print('out'); print('err', file=sys.stderr); sys.exit(4)"},
+		Streams{Stdin: strings.NewReader("from stdin"), Stdout: &out, Stderr: &errb})
+	require.NoError(t, err)
+	require.NotNil(t, r.Result)
+	assert.Equal(t, 4, r.Result.ExitCode)
+	assert.Equal(t, "out\n", out.String())
+	assert.Equal(t, "err\n", errb.String())
+	r, err = Call(context.Background(), s.dir, Request{Op: OpExec, Command: "cat py.txt"}, Streams{})
+	require.NoError(t, err)
+	assert.Equal(t, "from stdin", r.Result.Stdout, "an exec of the session sees what Python wrote")
+
+	_, err = Call(context.Background(), s.dir, Request{Op: OpPython, Settings: "other", Code: "print(1)"}, Streams{})
+	assert.ErrorIs(t, err, ErrSettings, "python follows the settings rule of exec")
+}
+
+// File operations through the daemon: their errors are the
+// *fs.PathError the sandbox returned, kind and text, on the client side.
+func TestServerFSKeepsErrorKinds(t *testing.T) {
+	s := serveObserved(t, 0, nil)
+	ctx := context.Background()
+	fsCall := func(f FSRequest, st Streams) (Response, error) {
+		req := Request{Op: OpFS, Settings: "want", FS: &f}
+		if st.Stdin != nil {
+			req.Stdin = true
+		}
+		return Call(ctx, s.dir, req, st)
+	}
+	_, err := fsCall(FSRequest{Op: FSWrite, Path: "d/f.txt"}, Streams{Stdin: strings.NewReader("data")})
+	require.NoError(t, err)
+	_, err = fsCall(FSRequest{Op: FSWrite, Path: "d/f.txt", Append: true}, Streams{Stdin: strings.NewReader("+more")})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	_, err = fsCall(FSRequest{Op: FSRead, Path: "d/f.txt"}, Streams{Stdout: &out})
+	require.NoError(t, err)
+	assert.Equal(t, "data+more", out.String())
+	r, err := fsCall(FSRequest{Op: FSList, Path: "d"}, Streams{})
+	require.NoError(t, err)
+	require.Len(t, r.FS.List, 1)
+	assert.Equal(t, "f.txt", r.FS.List[0].Name)
+	assert.EqualValues(t, 9, r.FS.List[0].Size)
+	r, err = fsCall(FSRequest{Op: FSTree, Path: ".", Tree: sandbox.TreeOptions{MaxDepth: 3}}, Streams{})
+	require.NoError(t, err)
+	assert.Equal(t, "ws/\n  d/\n    f.txt\n", r.FS.Tree.String())
+
+	for _, c := range []struct {
+		f    FSRequest
+		want []error
+	}{
+		{FSRequest{Op: FSRead, Path: "missing.txt"}, []error{fs.ErrNotExist}},
+		{FSRequest{Op: FSList, Path: "missing"}, []error{fs.ErrNotExist}},
+		{FSRequest{Op: FSRm, Path: "missing"}, []error{fs.ErrNotExist}},
+		{FSRequest{Op: FSRead, Path: "../../etc/passwd"}, []error{fs.ErrPermission, sandbox.ErrEscape}},
+		{FSRequest{Op: FSRead, Path: "/etc/passwd"}, []error{fs.ErrPermission, sandbox.ErrEscape}},
+	} {
+		_, err := fsCall(c.f, Streams{Stdout: &bytes.Buffer{}})
+		var pe *fs.PathError
+		require.ErrorAs(t, err, &pe, "%+v", c.f)
+		for _, w := range c.want {
+			assert.ErrorIs(t, err, w, "%+v", c.f)
+		}
+		// Control: the sandbox itself, in this process, fails the same way.
+		var direct error
+		switch c.f.Op {
+		case FSRead:
+			_, direct = s.Sandbox.ReadFile(ctx, c.f.Path)
+		case FSList:
+			_, direct = s.Sandbox.ListDirectory(ctx, c.f.Path)
+		case FSRm:
+			direct = s.Sandbox.DeleteFile(ctx, c.f.Path)
+		}
+		require.Error(t, direct)
+		assert.Equal(t, direct.Error(), err.Error(), "the text crosses the socket unchanged")
+		assert.False(t, errors.Is(err, ErrProtocol) || errors.Is(err, ErrStopped), "a file error is not the daemon's")
+	}
+	_, err = fsCall(FSRequest{Op: FSRm, Path: "d"}, Streams{})
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(s.home, "ws", "d"))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+
+	_, err = fsCall(FSRequest{Op: "chmod", Path: "x"}, Streams{})
+	assert.ErrorIs(t, err, ErrProtocol)
+	_, err = fsCall(FSRequest{Op: FSRead, Path: "d/f.txt"}, Streams{})
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = Call(ctx, s.dir, Request{Op: OpFS, Settings: "other", FS: &FSRequest{Op: FSRead, Path: "x"}}, Streams{})
+	assert.ErrorIs(t, err, ErrSettings, "fs follows the settings rule of exec")
+}
+
+// A write over the cap is refused and nothing is written; the control
+// at the cap is written.
+func TestServerFSWriteIsBounded(t *testing.T) {
+	s := serveObserved(t, 0, nil)
+	old := writeCap
+	writeCap = 1000
+	t.Cleanup(func() { writeCap = old })
+	for _, n := range []int{1000, 1001 + 3*MaxChunk} {
+		_, err := Call(context.Background(), s.dir, Request{Op: OpFS, Stdin: true, FS: &FSRequest{Op: FSWrite, Path: "big"}},
+			Streams{Stdin: bytes.NewReader(bytes.Repeat([]byte("x"), n))})
+		fi, serr := os.Stat(filepath.Join(s.home, "ws", "big"))
+		if n == 1000 {
+			require.NoError(t, err, "control: a write at the cap")
+			require.NoError(t, serr)
+			assert.EqualValues(t, 1000, fi.Size())
+			require.NoError(t, os.Remove(filepath.Join(s.home, "ws", "big")))
+			continue
+		}
+		var pe *fs.PathError
+		require.ErrorAs(t, err, &pe)
+		assert.ErrorIs(t, err, fs.ErrInvalid)
+		assert.Contains(t, err.Error(), "more than 1000 bytes")
+		assert.ErrorIs(t, serr, fs.ErrNotExist, "nothing written")
+	}
+}
+
+// recorder keeps the chain runs and the sandbox events, each sandbox
+// event with the chain it ran under.
+type recorder struct {
+	observability.Base
+	mu     sync.Mutex
+	events []string
+}
+
+type chainKey struct{}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	r.events = append(r.events, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.events...)
+}
+
+func (r *recorder) ChainStart(ctx context.Context, info observability.ChainInfo) (context.Context, error) {
+	r.add("chain " + info.Name + " session=" + info.SessionID)
+	return context.WithValue(ctx, chainKey{}, info.Name), nil
+}
+
+func (r *recorder) SandboxStart(ctx context.Context, op observability.SandboxOp) (context.Context, error) {
+	chain, _ := ctx.Value(chainKey{}).(string)
+	r.add(chain + ": " + op.Op + " " + op.Path)
+	return ctx, nil
+}
+func (r *recorder) SandboxEnd(context.Context, observability.SandboxResult) error { return nil }
+func (r *recorder) SandboxError(context.Context, error) error                     { return nil }
+
+// Every request is a chain run of the daemon's Observer, holding the
+// sandbox's events of that request; stopping closes the sandbox in a
+// run of its own.
+func TestServerTracesRequests(t *testing.T) {
+	rec := &recorder{}
+	obs := observability.New(observability.Options{})
+	obs.Register(rec)
+	s := serveObserved(t, 0, obs)
+	ctx := context.Background()
+	_, err := Call(ctx, s.dir, Request{Op: OpExec, Command: "true"}, Streams{})
+	require.NoError(t, err)
+	_, err = Call(ctx, s.dir, Request{Op: OpFS, Stdin: true, FS: &FSRequest{Op: FSWrite, Path: "a.txt"}}, Streams{Stdin: strings.NewReader("a")})
+	require.NoError(t, err)
+	_, err = Call(ctx, s.dir, Request{Op: OpFS, FS: &FSRequest{Op: FSRead, Path: "nope"}}, Streams{Stdout: &bytes.Buffer{}})
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = Call(ctx, s.dir, Request{Op: OpBackground, Command: "true"}, Streams{})
+	require.NoError(t, err)
+	_, err = Describe(ctx, s.dir)
+	require.NoError(t, err)
+	require.NoError(t, Stop(ctx, s.dir))
+	s.ended(t)
+	assert.Equal(t, []string{
+		": acquire ", // sandbox.New, by the test before the server (sage session serve runs it in a chain)
+		"chain sage exec session=t", "sage exec: exec ",
+		"chain sage fs write session=t", "sage fs write: write_file a.txt",
+		"chain sage fs read session=t", "sage fs read: read_file nope",
+		"chain sage exec --background session=t", "sage exec --background: start_background ",
+		"chain sage session stop session=t", "sage session stop: release ",
+	}, rec.got(), "info is not traced; the rest is, each under its request")
+
+}
+
+// A client of another protocol version (an old sage meeting a new daemon,
+// or the reverse) is refused with one line naming both versions and the
+// fix; nothing runs.
+func TestServerRefusesOldClients(t *testing.T) {
+	s := serve(t, 0)
+	c, err := dial(s.dir)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, writeJSON(c, KindRequest, Request{V: 1, Op: OpExec, Command: "touch ran"}))
+	var r Response
+	require.NoError(t, readJSON(c, KindResponse, &r))
+	assert.Equal(t, "protocol", r.Kind)
+	assert.Equal(t, "protocol error: this session's daemon speaks version 2, the client 1; fix: sage session stop t", r.Error)
+	_, err = os.Stat(filepath.Join(s.home, "ws", "ran"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing ran")
+}
