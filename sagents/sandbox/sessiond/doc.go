@@ -21,10 +21,20 @@
 //
 // The protocol is framed (see Frame): a one-byte kind, a four-byte
 // length and a payload whose size is capped per kind. A connection
-// carries one request (JSON), then for exec the command's stdin as data
-// frames; the daemon answers with the command's stdout and stderr as data
-// frames as they come, then one JSON response. Closing the connection
-// cancels the command.
+// carries one request (JSON), then for exec and python the command's
+// stdin, for an fs write the file's bytes (MaxWrite at most), as data
+// frames; the daemon answers with the command's stdout and stderr (an fs
+// read: the file) as data frames as they come, then one JSON response.
+// Closing the connection cancels the command. A request carries the
+// protocol Version; a daemon of another version refuses it with a
+// message naming both and the fix (stop the session). A failure is an
+// *Error whose kind errors.Is matches (ErrSettings, fs.ErrNotExist,
+// sandbox.ErrEscape, ...); a file operation's *fs.PathError comes back
+// as one, with the same text.
+//
+// Server.Observer gets one chain run per request ("sage exec", "sage
+// python", "sage fs read", ...) holding the sandbox's events of that
+// request, and "sage session stop" around the sandbox's release.
 //
 // The daemon ends on Stop, after IdleTimeout without a request (0 means
 // never), or on SIGTERM; it then closes the sandbox (every process of the
