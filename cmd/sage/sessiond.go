@@ -92,8 +92,11 @@ func daemonRequest(ctx context.Context, env *cliEnv, name string, cfg sandbox.Co
 		req.IdleTimeout = &idle.d
 	}
 	r, err := sessiond.Run(ctx, so, req, st)
-	if errors.Is(err, sessiond.ErrSettings) {
+	switch {
+	case errors.Is(err, sessiond.ErrSettings):
 		err = badSetting("%v", err)
+	case errors.Is(err, sessiond.ErrTooLarge):
+		err = badSetting("session %s: the command line, Python code and --env together are over the %d bytes one call carries; fix: write the code into the workspace (sage fs write --session %s prog.py < prog.py) and run it from there", name, sessiond.MaxRequest, name)
 	}
 	return r, err
 }

@@ -55,8 +55,15 @@ func Call(ctx context.Context, dir string, req Request, st Streams) (Response, e
 func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	req.V = Version
+	if req.V == 0 {
+		req.V = Version
+	}
 	if err := writeJSON(c, KindRequest, req); err != nil {
+		if errors.Is(err, ErrFrame) {
+			// Refused here, before a byte was sent: the daemon waits for a
+			// request that will not come, so do not wait for its answer.
+			return Response{}, fmt.Errorf("%w: %v", ErrTooLarge, err)
+		}
 		// The daemon may have answered already (a refusal).
 		if f, rerr := ReadFrame(c); rerr == nil && f.Kind == KindResponse {
 			var r Response
@@ -155,7 +162,7 @@ func Stop(ctx context.Context, dir string) error {
 		return err
 	}
 	defer c.Close()
-	if _, err := exchange(ctx, c, Request{Op: OpStop}, Streams{}); err != nil {
+	if _, err := exchange(ctx, c, Request{V: StableVersion, Op: OpStop}, Streams{}); err != nil {
 		return err
 	}
 	// The daemon closes the connection once it has cleaned up.
@@ -167,7 +174,7 @@ func Stop(ctx context.Context, dir string) error {
 
 // Describe asks the session's daemon about itself.
 func Describe(ctx context.Context, dir string) (*Info, error) {
-	r, err := Call(ctx, dir, Request{Op: OpInfo}, Streams{})
+	r, err := Call(ctx, dir, Request{V: StableVersion, Op: OpInfo}, Streams{})
 	if err != nil {
 		return nil, err
 	}

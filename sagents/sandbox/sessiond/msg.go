@@ -20,6 +20,12 @@ import (
 // Version 2 added python and fs, and file errors that keep their kind.
 const Version = 2
 
+// StableVersion is the oldest version whose info and stop requests are
+// those of Version: Describe and Stop send it, and a daemon serves info
+// and stop of any version from it on, so that `sage session ls` and `sage
+// session stop` work across an upgrade (the fix the refusal names).
+const StableVersion = 1
+
 // Request ops.
 const (
 	OpExec       = "exec"       // run a command, stream its output, return its result
@@ -129,6 +135,9 @@ var (
 	ErrProtocol = errors.New("protocol error")
 	// ErrNotRunning: no daemon serves the session.
 	ErrNotRunning = errors.New("not running")
+	// ErrTooLarge: a request over MaxRequest (a command, Python code or
+	// environment too large for one request frame); nothing was sent.
+	ErrTooLarge = errors.New("the request is too large for the session's socket")
 )
 
 // kinds are the error kinds that cross the socket, the most specific

@@ -303,7 +303,7 @@ func (s *Server) handle(c *net.UnixConn) {
 }
 
 func (s *Server) serve(c *net.UnixConn, req Request) Response {
-	if req.V != Version {
+	if req.V != Version && !(req.V >= StableVersion && req.V < Version && (req.Op == OpInfo || req.Op == OpStop)) {
 		return errorResponse(fmt.Errorf("%w: this session's daemon speaks version %d, the client %d; fix: sage session stop %s", ErrProtocol, Version, req.V, s.Name))
 	}
 	if req.IdleTimeout != nil && *req.IdleTimeout >= 0 {

@@ -30,9 +30,14 @@ const setupNoticeAfter = 300 * time.Millisecond
 func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Response {
 	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
 		po := sandbox.PythonOptions{ExecOptions: opts, Requirements: req.Requirements}
-		if opts.OnStderr != nil {
-			po.OnSetup = stepNotice(opts.OnStderr)
+		notice := opts.OnStderr
+		if notice == nil {
+			// Not streamed (--json): the notices still go to stderr, as
+			// without a session; nothing else writes frames then.
+			w := &frameWriter{c: c, cancel: func() {}}
+			notice = func(p []byte) { w.write(KindStderr, p) }
 		}
+		po.OnSetup = stepNotice(notice)
 		return s.Sandbox.ExecutePython(ctx, req.Code, po)
 	})
 }

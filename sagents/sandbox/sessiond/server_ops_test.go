@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +20,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // Python runs in the daemon's sandbox: output streamed, exit status
@@ -221,4 +225,69 @@ func TestServerRefusesOldClients(t *testing.T) {
 	assert.Equal(t, "protocol error: this session's daemon speaks version 2, the client 1; fix: sage session stop t", r.Error)
 	_, err = os.Stat(filepath.Join(s.home, "ws", "ran"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing ran")
+}
+
+// A request over MaxRequest is refused on the client before a byte is
+// sent, at once (the daemon would wait for it forever); the daemon is
+// still there for the next one.
+func TestClientRefusesOversizedRequest(t *testing.T) {
+	s := serve(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Call(ctx, s.dir, Request{Op: OpPython, Code: strings.Repeat("#", MaxRequest)}, Streams{})
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.NoError(t, ctx.Err(), "refused at once, not when the context ended")
+	r, err := Call(ctx, s.dir, Request{Op: OpExec, Command: "echo still"}, Streams{})
+	require.NoError(t, err, "control: a request under the cap")
+	assert.Equal(t, "still\n", r.Result.Stdout)
+}
+
+// A new client lists and stops a daemon of the previous version (here a
+// stand-in that answers as version 1 did: anything but v1 refused), so
+// the fix the refusal names works; a v2 daemon serves v1 info and stop.
+func TestInfoAndStopAcrossVersions(t *testing.T) {
+	home := sandboxtest.TempDir(t)
+	dir, err := Dir(home, "old")
+	require.NoError(t, err)
+	require.NoError(t, prepareDir(dir))
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, sockName), Net: "unix"})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.AcceptUnix()
+			if err != nil {
+				return
+			}
+			var req Request
+			if readJSON(c, KindRequest, &req) == nil {
+				switch {
+				case req.V != 1:
+					writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session's daemon speaks version 1, the client %d", ErrProtocol, req.V)))
+				case req.Op == OpInfo:
+					writeJSON(c, KindResponse, Response{Info: &Info{Name: "old", PID: 1}})
+				default:
+					writeJSON(c, KindResponse, Response{})
+				}
+			}
+			c.Close()
+		}
+	}()
+	ctx := context.Background()
+	_, err = Call(ctx, dir, Request{Op: OpExec, Command: "true"}, Streams{})
+	require.ErrorIs(t, err, ErrProtocol, "control: the stand-in refuses v2 as version 1 did")
+	info, err := Describe(ctx, dir)
+	require.NoError(t, err)
+	assert.Equal(t, "old", info.Name)
+	assert.NoError(t, Stop(ctx, dir))
+
+	s := serve(t, 0)
+	for _, op := range []string{OpInfo, OpStop} {
+		r, err := Call(ctx, s.dir, Request{V: StableVersion, Op: op}, Streams{})
+		require.NoError(t, err, op)
+		if op == OpInfo {
+			assert.Equal(t, "t", r.Info.Name)
+		}
+	}
+	s.ended(t)
 }
