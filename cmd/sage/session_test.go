@@ -127,7 +127,9 @@ func TestSessionAcrossCommandLines(t *testing.T) {
 	r = inSession(t, home, "two", "", "echo json", "--json")
 	assert.Contains(t, r.stdout, `"stdout": "json\n"`)
 
-	r = inSession(t, home, "two", "", "echo from-bg > bg.txt; sleep 300", "--background")
+	// A sleep of its own length, so another sleep on the machine is not taken for it.
+	bgSleep := "sleep " + strconv.Itoa(300+os.Getpid()%1000)
+	r = inSession(t, home, "two", "", "echo from-bg > bg.txt; "+bgSleep, "--background")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `^bg-[0-9a-f]+\n$`, r.stdout)
 	r = inSession(t, home, "two", "", "for i in $(seq 100); do cat bg.txt 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
@@ -145,7 +147,7 @@ func TestSessionAcrossCommandLines(t *testing.T) {
 	r = sage(t, home, "", "session", "stop", "two")
 	assert.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "stopped two\n", r.stdout)
-	assertNothingLeft(t, home, "two", rows[0].PID, "http.server "+port, "sleep 300")
+	assertNothingLeft(t, home, "two", rows[0].PID, "http.server "+port, bgSleep)
 	assert.Empty(t, sessionLsJSON(t, home))
 	b, err := os.ReadFile(filepath.Join(home, "sessions/two/workspace/index.txt"))
 	assert.NoError(t, err, "the workspace is kept")
