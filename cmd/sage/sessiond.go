@@ -28,12 +28,12 @@ func (d *daemonFlags) register(fs *flag.FlagSet) {
 }
 
 // usesDaemon says whether cfg runs through a session daemon: an explicit
-// --session in local mode with the session sandbox (Linux, bwrap), unless
-// fresh_per_command asks for a fresh sandbox per command.
+// --session in local mode with the session sandbox (Linux, bwrap or
+// gVisor), unless fresh_per_command asks for a fresh sandbox per command.
 func usesDaemon(sessionGiven bool, cfg sandbox.Config) bool {
 	iso := cfg.Local.Isolation.Linux
 	return sessionGiven && cfg.Mode == sandbox.Local && runtime.GOOS == "linux" &&
-		iso != sandbox.IsolationNone && iso != sandbox.IsolationGvisor &&
+		iso != sandbox.IsolationNone &&
 		(cfg.Local.FreshPerCommand == nil || !*cfg.Local.FreshPerCommand)
 }
 
