@@ -232,3 +232,44 @@ func killSession(t *testing.T, s *local.Sandbox) {
 	}
 	require.Zero(t, s.SessionPID(), "the dead session is noticed")
 }
+
+// TestSessionBridgeIsOutOfReach: with network allowlist the egress bridge
+// runs in the session sandbox above the supervisor and holds a copy of
+// the control socket (the supervisor inherits it through the bridge): a
+// command must not trace the bridge or read its descriptors, or it could
+// take the session's requests (other commands' stdio) off the channel.
+// The control: the same probes work against a process the command owns.
+func TestSessionBridgeIsOutOfReach(t *testing.T) {
+	requirePython(t)
+	for _, iso := range []string{"bwrap", sandbox.IsolationGvisor} {
+		t.Run(iso, func(t *testing.T) {
+			if iso == sandbox.IsolationGvisor {
+				useGvisorSessions(t)
+			}
+			s := newSession(t, local.SessionOptions{}, func(c *sandbox.Config) {
+				c.Local.Network = sandbox.NetworkAllowlist
+				c.Local.AllowedDomains = []string{"127.0.0.1:9"}
+			})
+			res := sh(t, s, `for p in /proc/[0-9]*; do case "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" in "/run/sage/bin/sage-netbridge "*) b=${p#/proc/};; esac; done
+test -n "$b" && echo found
+cat > /tmp/attach.py <<'PY'
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+pid = int(sys.argv[1])
+if pid == 0:  # the control: a child of its own
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+print("ATTACHED" if libc.ptrace(16, pid, 0, 0) == 0 else "refused")
+PY
+python3 /tmp/attach.py $b
+for f in /proc/$b/fd/*; do readlink $f; done 2>/dev/null | grep -q . && echo LISTED || echo unlisted
+python3 /tmp/attach.py 0
+sleep 30 & kid=$!
+for f in /proc/$kid/fd/*; do readlink $f; done 2>/dev/null | grep -q . && echo control-listed
+kill $kid`, sandbox.ExecOptions{})
+			assert.Equal(t, "found\nrefused\nunlisted\nATTACHED\ncontrol-listed\n", res.Stdout, res.Stderr)
+		})
+	}
+}
