@@ -41,11 +41,13 @@ import (
 // Limits: the host cgroups around runsc (memory, pids, CPU) hold the
 // whole session; the supervisor and so every command get RLIMIT_NPROC,
 // RLIMIT_FSIZE and RLIMIT_CORE from the spec; each command's CPU budget
-// is its RLIMIT_CPU inside gVisor's kernel (per process, set before the
-// command runs: soft at the budget, SIGXCPU; hard a second later,
-// SIGKILL), since every process of the session is a thread of the same
-// host processes (the Sentry) and a host cgroup cannot tell the commands
-// apart; its RLIMIT_AS is set the same way.
+// is its RLIMIT_CPU inside gVisor's kernel (set before the command runs:
+// soft at the budget, SIGXCPU; hard a second later, SIGKILL), since every
+// process of the session is a thread of the same host processes (the
+// Sentry) and a host cgroup cannot tell the commands apart; its RLIMIT_AS
+// is set the same way. So the budget holds per process, not for the
+// command's processes together as under bwrap, and the result's
+// LimitsEnforced says so (rlimit-per-process).
 
 // gvisorControlFD is the supervisor's control socket in a gVisor session
 // sandbox (runsc run --pass-fd=3:gvisorControlFD).
@@ -163,10 +165,16 @@ func gvisorCommandLimits(l Limits, argv []string) []string {
 
 // budgetEnd marks res as over its CPU budget when gVisor's kernel ended
 // it, or the foreground process its shell waited for, for its RLIMIT_CPU
-// (bwrap's budget is read from its cgroup, k.end).
+// (bwrap's budget is read from its cgroup, k.end), and says that the
+// budget holds per process.
 func (s *Sandbox) budgetEnd(res *sandbox.CommandResult) {
 	if _, ok := s.iso.(*gvisorIsolator); !ok || s.limits.CPUTime <= 0 {
 		return
+	}
+	if res.LimitsEnforced != nil {
+		le := *res.LimitsEnforced
+		le.CPUTime = sandbox.EnforcedPerProcess
+		res.LimitsEnforced = &le
 	}
 	if res.Signal == "SIGXCPU" || res.ExitCode == sigxcpuExit {
 		res.CPUTimeExceeded, res.Success = true, false
@@ -189,6 +197,7 @@ func (s *Sandbox) gvisorSessionBackground(ctx context.Context, inv invocation) (
 	}
 	req := s.sessionRequest(inv)
 	s.commandBudget(&req)
+	lim := &bgLimit{done: make(chan struct{})}
 	ran := false
 	var id uint64
 	run := func(ctx context.Context, log *os.File) (int, func() (int, string), error) {
@@ -201,14 +210,26 @@ func (s *Sandbox) gvisorSessionBackground(ctx context.Context, inv invocation) (
 			l.idle()
 			return 0, nil, err
 		}
-		return pid, func() (int, string) { defer l.idle(); return wait() }, nil
+		return pid, func() (int, string) {
+			defer l.idle()
+			code, sig := wait()
+			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}
+			s.budgetEnd(res)
+			lim.exceeded = res.CPUTimeExceeded
+			return code, sig
+		}, nil
 	}
 	signal := func(sig syscall.Signal) { l.send(supervisor.Request{Op: "signal", ID: id, Sig: int(sig)}) }
 	task, err := s.Background.Start(ctx, sandbox.Launch{Run: run, Signal: signal})
-	if err != nil && !ran {
-		l.idle()
+	if err != nil {
+		if !ran {
+			l.idle()
+		}
+		return nil, err
 	}
-	return task, err
+	s.bgCPU.Store(task.ID, lim)
+	go func() { s.Background.Wait(task.ID); close(lim.done) }()
+	return task, nil
 }
 
 // startTaskByID starts req with stdin from /dev/null and stdout and

@@ -273,3 +273,45 @@ kill $kid`, sandbox.ExecOptions{})
 		})
 	}
 }
+
+// TestGvisorSessionCPUTime: a command and a background task of a gVisor
+// session get their own CPU budget (RLIMIT_CPU inside gVisor: per
+// process, and the result says so), and the result or status says when
+// the budget killed them; a task within its budget ends normally (the
+// control).
+func TestGvisorSessionCPUTime(t *testing.T) {
+	s := newGvisor(t, func(c *sandbox.Config) { c.Local.CPUTimeLimit = time.Second })
+	require.True(t, s.Driver().(*local.Sandbox).SessionEnabled())
+	ctx := context.Background()
+	res, err := s.ExecuteCommand(ctx, "while :; do :; done", sandbox.ExecOptions{Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	assert.True(t, res.CPUTimeExceeded, "%+v", res)
+	assert.Equal(t, 152, res.ExitCode)
+	require.NotNil(t, res.LimitsEnforced)
+	assert.Equal(t, sandbox.EnforcedPerProcess, res.LimitsEnforced.CPUTime)
+	res, err = s.ExecuteCommand(ctx, "exit 0", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.False(t, res.CPUTimeExceeded)
+
+	wait := func(id string) sandbox.BackgroundState {
+		var st sandbox.BackgroundState
+		require.Eventually(t, func() bool {
+			var err error
+			st, err = s.BackgroundStatus(ctx, id)
+			return err == nil && !st.Alive
+		}, time.Minute, 50*time.Millisecond)
+		return st
+	}
+	task, err := s.StartBackground(ctx, "while :; do :; done; echo survived", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	st := wait(task.ID)
+	out, err := s.ReadBackgroundOutput(ctx, task.ID, 0, 0)
+	require.NoError(t, err)
+	assert.NotContains(t, out.Text, "survived")
+	assert.True(t, st.CPUTimeExceeded, "%+v", st)
+	assert.Equal(t, 152, st.ExitCode)
+
+	task, err = s.StartBackground(ctx, "echo fine", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.BackgroundState{}, wait(task.ID))
+}
