@@ -30,8 +30,11 @@ import (
 // to the supervisor as its descriptor 3 (runsc run --pass-fd): inside,
 // gVisor wraps it as a host-backed Unix socket that has no address, so no
 // process in the sandbox can connect to it, and the supervisor (not
-// dumpable, like under bwrap) is out of reach of ptrace and
-// /proc/PID/fd, which gVisor's kernel checks as Linux does. Descriptors
+// dumpable, like under bwrap; so is the egress bridge, which holds a copy
+// with network allowlist) is out of reach: gVisor's kernel refuses ptrace
+// and reading or opening its /proc/PID/fd links (unlike Linux it lists
+// their numbers and shows /proc/PID/fdinfo; a socket is never reopened
+// through /proc there). Descriptors
 // the host sends over it (each command's stdio pipes) become host-backed
 // files inside; nothing crosses the other way (gVisor refuses to send
 // descriptors to the host), so the supervisor sends no pidfd and the host
