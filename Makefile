@@ -67,6 +67,11 @@ bench: setup
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkAcquireNew BenchmarkAcquirePooled 0.1 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkLocalExecTrue BenchmarkGvisorExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkGvisorExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkGvisorSessionExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkGvisorSessionFirstExecTrue || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkGvisorExecTrue BenchmarkGvisorSessionExecTrue 0.3 || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkGvisorExecTrue BenchmarkGvisorSessionFirstExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkFirst200Runsc || fail=$$((fail+1)); \
 	if [ $$fail -gt 0 ]; then echo "bench: $$fail ratio(s) NOT met or missing"; exit 1; fi
 

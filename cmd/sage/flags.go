@@ -58,7 +58,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.limits.fileSize, "file-size", "local: largest file a command may write, in `MB` (default 1024, -1 for none)")
 	fs.Var(&f.limits.disk, "disk-quota", "local, as root: the workspace's disk quota in `MB`, its own loop-mounted file system (default $SAGE_LOCAL_DISK_QUOTA_MB or none; refused where it cannot be enforced)")
 	fs.StringVar(&f.limits.network, "network", "", "local: network `mode` off, allowlist or open (default off; allowlist when --allow-domain is given)")
-	fs.StringVar(&f.limits.iso, "isolation", "", "local: isolation `kind` on Linux: bwrap (default), gvisor (each command under runsc, a second kernel) or none")
+	fs.StringVar(&f.limits.iso, "isolation", "", "local: isolation `kind` on Linux: bwrap (default), gvisor (runsc, a second kernel: one sandbox per session, or per command with fresh_per_command) or none")
 	fs.Var(&f.limits.allow, "allow-domain", "local: with network allowlist, let commands reach `DOMAIN`, *.DOMAIN, an address, each with an optional :PORT or :* (repeatable)")
 	fs.Var(&f.limits.deny, "deny-domain", "local: with network allowlist, refuse `DOMAIN` even when allowed (repeatable; checked first)")
 }

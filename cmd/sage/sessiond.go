@@ -41,12 +41,12 @@ func sessionFlagGiven(fs *flag.FlagSet) bool {
 }
 
 // usesDaemon says whether cfg runs through a session daemon: an explicit
-// --session in local mode with the session sandbox (Linux, bwrap), unless
-// fresh_per_command asks for a fresh sandbox per command.
+// --session in local mode with the session sandbox (Linux, bwrap or
+// gVisor), unless fresh_per_command asks for a fresh sandbox per command.
 func usesDaemon(sessionGiven bool, cfg sandbox.Config) bool {
 	iso := cfg.Local.Isolation.Linux
 	return sessionGiven && cfg.Mode == sandbox.Local && runtime.GOOS == "linux" &&
-		iso != sandbox.IsolationNone && iso != sandbox.IsolationGvisor &&
+		iso != sandbox.IsolationNone &&
 		(cfg.Local.FreshPerCommand == nil || !*cfg.Local.FreshPerCommand)
 }
 

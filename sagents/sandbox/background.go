@@ -30,6 +30,7 @@ type bgTask struct {
 	id, log   string
 	pgid      int
 	terminate func()
+	signal    func(syscall.Signal) // nil: the signal goes to the process group pgid
 	done      chan struct{}
 	state     BackgroundState // valid once done is closed
 }
@@ -52,6 +53,11 @@ type Launch struct {
 	// and returns its exit code and signal name. It must not return
 	// before the task runs.
 	Run func(ctx context.Context, log *os.File) (pid int, wait func() (code int, signal string), err error)
+	// Signal, when set, delivers every signal to the task (SIGTERM unless
+	// Terminate is set, SIGKILL): for a task whose pid is not a host pid
+	// (one inside a gVisor sandbox), no signal then goes to a host process
+	// group, and the pid Run returns is only reported.
+	Signal func(sig syscall.Signal)
 }
 
 // NewBackground keeps task logs in logDir (created on first use). grace
@@ -82,11 +88,11 @@ func (b *Background) Start(ctx context.Context, l Launch) (*BackgroundTask, erro
 		os.Remove(logPath)
 		return nil, fmt.Errorf("sandbox: start background task: %w", err)
 	}
-	t := &bgTask{id: id, log: logPath, pgid: pid, terminate: l.Terminate, done: make(chan struct{})}
+	t := &bgTask{id: id, log: logPath, pgid: pid, terminate: l.Terminate, signal: l.Signal, done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed { // closed while starting: leave nothing running
 		b.mu.Unlock()
-		killGroup(t.pgid, syscall.SIGKILL)
+		t.kill1(syscall.SIGKILL)
 		wait()
 		return nil, ErrClosed
 	}
@@ -141,7 +147,7 @@ func closeFiles(fs []*os.File) {
 
 func (t *bgTask) reap(wait func() (int, string)) {
 	code, sig := wait()
-	killGroup(t.pgid, syscall.SIGKILL)
+	t.kill1(syscall.SIGKILL)
 	t.state = BackgroundState{ExitCode: code, Signal: sig}
 	close(t.done)
 }
@@ -213,6 +219,16 @@ func (b *Background) KillBackground(ctx context.Context, taskID string, force bo
 	return t.kill(ctx, force, b.grace)
 }
 
+// kill1 sends sig to the task: through its Launch's Signal, else to
+// its process group.
+func (t *bgTask) kill1(sig syscall.Signal) {
+	if t.signal != nil {
+		t.signal(sig)
+		return
+	}
+	killGroup(t.pgid, sig)
+}
+
 func (t *bgTask) kill(ctx context.Context, force bool, grace time.Duration) error {
 	select {
 	case <-t.done:
@@ -223,7 +239,7 @@ func (t *bgTask) kill(ctx context.Context, force bool, grace time.Duration) erro
 		if t.terminate != nil {
 			t.terminate()
 		} else {
-			killGroup(t.pgid, syscall.SIGTERM)
+			t.kill1(syscall.SIGTERM)
 		}
 		timer := time.NewTimer(grace)
 		defer timer.Stop()
@@ -234,7 +250,7 @@ func (t *bgTask) kill(ctx context.Context, force bool, grace time.Duration) erro
 		case <-ctx.Done():
 		}
 	}
-	killGroup(t.pgid, syscall.SIGKILL)
+	t.kill1(syscall.SIGKILL)
 	select {
 	case <-t.done:
 		return nil

@@ -30,8 +30,10 @@ const (
 	IsolationAuto     = "auto"
 	IsolationBwrap    = "bwrap"
 	IsolationSeatbelt = "seatbelt"
-	// IsolationGvisor runs each command under gVisor's runsc (Linux): a
-	// second kernel between the command and the host's.
+	// IsolationGvisor runs commands under gVisor's runsc (Linux): a
+	// second kernel between the commands and the host's; one runsc
+	// sandbox per session (the session sandbox), or per command with
+	// FreshPerCommand.
 	IsolationGvisor = "gvisor"
 	IsolationNone   = "none"
 )
@@ -94,9 +96,10 @@ type LocalConfig struct {
 	// FreshPerCommand true starts a fresh sandbox per command. Nil (the
 	// default) runs every command, background task and Python or
 	// JavaScript call of the sandbox in one long-lived session sandbox
-	// (/tmp, processes and localhost persist) where bwrap isolates (Linux,
-	// isolation auto or bwrap), else fresh; false asks for the session
-	// sandbox and is a config error where it cannot run.
+	// (/tmp, processes and localhost persist) where bwrap or gVisor
+	// isolates (Linux, isolation auto, bwrap or gvisor), else fresh; false
+	// asks for the session sandbox and is a config error where it cannot
+	// run.
 	FreshPerCommand *bool
 	// IdleTimeout stops an idle session sandbox (the next command starts
 	// a new one); 0 means 15 minutes, negative never.

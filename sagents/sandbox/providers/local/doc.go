@@ -104,8 +104,8 @@
 //
 // # Session sandbox
 //
-// By default on Linux with bwrap (sandbox.local.fresh_per_command unset or
-// false, or Options.Session), shell commands, background tasks and
+// By default on Linux with bwrap or gVisor (sandbox.local.fresh_per_command
+// unset or false, or Options.Session), shell commands, background tasks and
 // Python and JavaScript calls run in one long-lived bwrap per Sandbox
 // whose command is the
 // supervisor (package supervisor: this program re-executed, bound
@@ -126,7 +126,10 @@
 // are fixed at its start: the venv directory (so a venv made later is
 // seen) and the code directory always; a call needing another bind
 // restarts the session with it. fresh_per_command: true keeps a fresh
-// sandbox per command.
+// sandbox per command. With isolation gvisor the session sandbox is one
+// runsc sandbox whose init is the same supervisor (session_gvisor_linux.go:
+// the control socket donated with runsc run --pass-fd, no pidfds, the CPU
+// budget and address-space limit as each command's rlimits inside gVisor).
 //
 // # macOS
 //

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -163,9 +164,13 @@ func (g *gvisorIsolator) flags() []string {
 
 func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	inv.argv = withUmask(inv.argv, g.umaskCmd)
+	lim := g.limits
+	if inv.session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (session_gvisor_linux.go)
+		lim.CPUTime, lim.MemoryBytes = 0, 0
+	}
 	asByBridge := g.egress != nil
 	if asByBridge { // the bridge (a Go program) sets RLIMIT_AS on the command itself
-		inv = g.egress.bridge(inv, g.limits.MemoryBytes)
+		inv = g.egress.bridge(inv, lim.MemoryBytes)
 	}
 	var ro []string
 	if g.resolvDir != "" {
@@ -183,7 +188,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
 		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
-		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: g.limits.rlimits(asByBridge), Hostname: "sandbox"})
+		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.rlimits(asByBridge), Hostname: "sandbox"})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
@@ -201,7 +206,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
 	}
-	cmd, err := g.cg.command(g.limits.CPUTime)
+	cmd, err := g.cg.command(lim.CPUTime)
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +215,9 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 		own = append(own, cmd.procs())
 	}
 	args := append(g.flags(), "run", "--bundle="+bundle, id)
+	if inv.session { // the control socket: the caller's first extra file, the supervisor's fd 3
+		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(gvisorControlFD), "--bundle="+bundle, id)
+	}
 	path, argv, err := g.cg.trampoline(g.runsc, args, own...)
 	if err != nil {
 		cmd.release()
@@ -317,5 +325,7 @@ func GvisorSummary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	out, _ := exec.CommandContext(ctx, p, "--version").Output()
-	return fmt.Sprintf("%s works (%s); --isolation gvisor runs each command under it (about 10x the start-up cost of bwrap)", p, firstLines(string(out), 1)), nil
+	return fmt.Sprintf("%s works (%s); --isolation gvisor runs one runsc sandbox per session (the session sandbox, the default: "+
+		"its start, about 10x bwrap's, is paid once per session and every command is forked inside it), "+
+		"or one per command with fresh_per_command: true", p, firstLines(string(out), 1)), nil
 }

@@ -48,9 +48,14 @@ func newGvisor(t testing.TB, mutate func(*sandbox.Config)) *sandbox.Sandbox {
 	})
 }
 
+// TestGvisorContract runs the contract suite with a runsc sandbox per
+// command (fresh_per_command: true; the session sandbox, the default, has
+// TestGvisorSessionContract).
 func TestGvisorContract(t *testing.T) {
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:                func(t *testing.T) *sandbox.Sandbox { return newGvisor(t, nil) },
+		New: func(t *testing.T) *sandbox.Sandbox {
+			return newGvisor(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
+		},
 		SignalsAsExitCodes: true,
 	})
 }
@@ -61,7 +66,7 @@ func TestGvisorContract(t *testing.T) {
 func TestGvisorRunsOnItsOwnKernel(t *testing.T) {
 	host, err := os.ReadFile("/proc/version")
 	require.NoError(t, err)
-	g := newGvisor(t, nil)
+	g := newGvisor(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
 	res, err := g.ExecuteCommand(context.Background(), "cat /proc/version; dmesg 2>/dev/null | head -n 1", sandbox.ExecOptions{})
 	require.NoError(t, err)
 	require.True(t, res.Success, res.Stderr)
@@ -75,12 +80,13 @@ func TestGvisorRunsOnItsOwnKernel(t *testing.T) {
 }
 
 // TestGvisorEscapeSuite runs every attack of the escape suite under
-// gVisor.
+// gVisor with a runsc sandbox per command (the session sandbox has
+// TestGvisorSessionEscapeSuite).
 func TestGvisorEscapeSuite(t *testing.T) {
 	requireGvisor(t)
 	t.Setenv("SAGE_ESCAPE_SECRET", "hunter2")
 	w := newEscapeWorld(t)
-	s := newGvisor(t, escapeConfig(w))
+	s := newGvisor(t, func(c *sandbox.Config) { escapeConfig(w)(c); c.Local.FreshPerCommand = &fresh })
 	cases := escapeCases(w, os.Getpid())
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,10 +100,19 @@ func TestGvisorEscapeSuite(t *testing.T) {
 	assert.Zero(t, w.accepted.Load(), "the host service got a connection")
 }
 
+// TestGvisorLimitsAndMounts: limits, mounts, environment and uid, with a
+// runsc sandbox per command and in a gVisor session sandbox.
 func TestGvisorLimitsAndMounts(t *testing.T) {
+	for name, f := range map[string]*bool{"per command": &fresh, "session": nil} {
+		t.Run(name, func(t *testing.T) { testGvisorLimitsAndMounts(t, f) })
+	}
+}
+
+func testGvisorLimitsAndMounts(t *testing.T, freshPerCommand *bool) {
 	data := mkdir(t, sandboxtest.TempDir(t)+"/d")
 	require.NoError(t, os.WriteFile(data+"/f", []byte("mounted"), 0o644))
 	s := newGvisor(t, func(c *sandbox.Config) {
+		c.Local.FreshPerCommand = freshPerCommand
 		c.Local.FileSizeLimitMB = 1
 		c.Mounts = []sandbox.VolumeMount{{HostPath: data, SandboxPath: "/mnt/data", ReadOnly: true}}
 	})
@@ -129,10 +144,11 @@ func TestGvisorMissingRunscIsAnErrorNotAFallback(t *testing.T) {
 }
 
 // BenchmarkGvisorExecTrue is Handle.ExecuteCommand of "true" with
-// isolation gvisor (a runsc sandbox per command); make bench prints it
-// against BenchmarkLocalExecTrue (bwrap) from the same run.
+// isolation gvisor and a runsc sandbox per command (fresh_per_command:
+// true); make bench prints it against BenchmarkLocalExecTrue (bwrap) and
+// the gVisor session's benchmarks from the same run.
 func BenchmarkGvisorExecTrue(b *testing.B) {
-	s := newGvisor(b, nil)
+	s := newGvisor(b, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
 	ctx := context.Background()
 	for b.Loop() {
 		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
@@ -145,11 +161,19 @@ func BenchmarkGvisorExecTrue(b *testing.B) {
 // TestGvisorAllowlist: with network allowlist the command reaches an
 // allowed host service only through the egress bridge (a Unix socket into
 // gVisor, --host-uds=open), and a direct connection fails.
+// Both with a runsc sandbox per command and in a gVisor session sandbox.
 func TestGvisorAllowlist(t *testing.T) {
+	for name, f := range map[string]*bool{"per command": &fresh, "session": nil} {
+		t.Run(name, func(t *testing.T) { testGvisorAllowlist(t, f) })
+	}
+}
+
+func testGvisorAllowlist(t *testing.T, freshPerCommand *bool) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "HOSTSERVICE") }))
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	s := newGvisor(t, func(c *sandbox.Config) {
+		c.Local.FreshPerCommand = freshPerCommand
 		c.Local.Network = sandbox.NetworkAllowlist
 		c.Local.AllowedDomains = []string{"127.0.0.1:" + strconv.Itoa(port)}
 	})

@@ -14,7 +14,7 @@ type SessionOptions struct {
 	// Enabled runs commands, background tasks and Python and JavaScript
 	// calls through the session sandbox. False leaves the choice to the
 	// config (sandbox.local.fresh_per_command; unset: a session sandbox
-	// where bwrap isolates, else a fresh sandbox per command).
+	// where bwrap or gVisor isolates, else a fresh sandbox per command).
 	Enabled bool
 	// IdleTimeout stops the session sandbox after this long without a
 	// command; the next command starts a new one. 0 means
@@ -47,13 +47,13 @@ func (o SessionOptions) idle() time.Duration {
 }
 
 // sessionByConfig says whether cfg asks for the session sandbox: it is
-// the default wherever it can run (bwrap on Linux); fresh_per_command
+// the default wherever it can run (bwrap or gVisor on Linux); fresh_per_command
 // true turns it off, false asks for it and is refused where it cannot run.
 func sessionByConfig(cfg sandbox.Config) bool {
 	if f := cfg.Local.FreshPerCommand; f != nil {
 		return !*f
 	}
-	return usesBwrap(cfg) && cfg.Local.Isolation.Linux != sandbox.IsolationGvisor
+	return usesBwrap(cfg)
 }
 
 // checkSession refuses what the session sandbox cannot honour yet.
@@ -61,9 +61,9 @@ func checkSession(cfg sandbox.Config, o SessionOptions) error {
 	if !o.Enabled {
 		return nil
 	}
-	if !usesBwrap(cfg) || cfg.Local.Isolation.Linux == sandbox.IsolationGvisor {
+	if !usesBwrap(cfg) {
 		return &sandbox.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),
-			Reason: "the session sandbox needs bwrap isolation on Linux; fix: use isolation auto/bwrap or fresh_per_command"}
+			Reason: "the session sandbox needs bwrap or gvisor isolation on Linux; fix: use isolation auto/bwrap/gvisor or fresh_per_command"}
 	}
 	return nil
 }

@@ -63,11 +63,11 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		l.idle()
 		return nil, err
 	}
-	b := s.iso.(*bwrapIsolator)
 	req := s.sessionRequest(inv)
 	// The command's own CPU budget: a cgroup it is put in before its
-	// first instruction, removed (with what is left in it) after it.
-	k, err := b.cg.command(s.limits.CPUTime)
+	// first instruction, removed (with what is left in it) after it
+	// (under gVisor: its RLIMIT_CPU).
+	k, err := s.commandBudget(&req)
 	if err != nil {
 		l.idle()
 		return nil, err
@@ -78,6 +78,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		le := s.iso.limitsEnforced()
 		res.LimitsEnforced = &le
 		res.SessionRestarted = restarted
+		s.budgetEnd(res)
 	}
 	return res, err
 }
@@ -165,6 +166,9 @@ func (s *Sandbox) stopSession() {
 // startSession starts bwrap with the supervisor as its command, under the
 // same mounts, seccomp filter, uid, cgroups and rlimits as any command.
 func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) {
+	if g, ok := s.iso.(*gvisorIsolator); ok {
+		return s.startGvisorSession(ctx, g)
+	}
 	b, ok := s.iso.(*bwrapIsolator)
 	if !ok {
 		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)

@@ -87,7 +87,7 @@ func (s *Sandbox) runInv(ctx context.Context, inv invocation, opts sandbox.ExecO
 // working directory and environment (the venv on PATH once it exists,
 // the egress proxy's variables).
 func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
-	b := s.iso.(*bwrapIsolator)
+	b := s.sessionEnvIso()
 	extra := inv.env
 	if b.egress != nil {
 		extra = b.egress.withProxyEnv(extra)
@@ -109,6 +109,9 @@ func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
 // output goes to the task's log, and the session is not stopped for
 // idleness while it runs.
 func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandbox.BackgroundTask, error) {
+	if _, ok := s.iso.(*gvisorIsolator); ok {
+		return s.gvisorSessionBackground(ctx, inv)
+	}
 	l, _, err := s.session(ctx, inv.binds)
 	if err != nil {
 		return nil, err

@@ -92,7 +92,9 @@ func TestSessionBackgroundTaskKeepsSessionAwakeAndDiesOnClose(t *testing.T) {
 	st, err := s.BackgroundStatus(ctx, task.ID)
 	require.NoError(t, err)
 	assert.False(t, st.Alive)
-	assert.Error(t, syscallKill0(task.PID), "the task's process is gone after Close")
+	if sessionIsolation == "" { // under gVisor the pid is one inside its sandbox, gone with it
+		assert.Error(t, syscallKill0(task.PID), "the task's process is gone after Close")
+	}
 }
 
 // ExecutePython, pip installs and ExecuteJavaScript run in the session

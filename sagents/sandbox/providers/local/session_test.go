@@ -25,6 +25,10 @@ func newSession(t testing.TB, so local.SessionOptions, mutate func(*sandbox.Conf
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	if sessionIsolation != "" { // the session tests rerun under gVisor (session_gvisor_test.go)
+		requireGvisor(t)
+		cfg.Local.Isolation.Linux = sessionIsolation
+	}
 	so.Enabled = true
 	s, err := local.NewWithOptions(context.Background(), cfg, local.Options{Session: so})
 	require.NoError(t, err)
@@ -128,16 +132,25 @@ func TestSessionFromConfig(t *testing.T) {
 	assert.Empty(t, res.Stdout)
 }
 
-// TestSessionRefusesGvisor: the session sandbox is a bwrap one; asking for
-// it with isolation gvisor is a config error naming the fix, not a
-// session under the wrong isolation.
-func TestSessionRefusesGvisor(t *testing.T) {
+// TestSessionWithGvisor: with isolation gvisor, fresh_per_command false
+// or unset runs a gVisor session sandbox (one runsc per session: /tmp is
+// kept from one command to the next), true a runsc sandbox per command.
+func TestSessionWithGvisor(t *testing.T) {
 	no := false
-	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
-	cfg.Local.Isolation.Linux = sandbox.IsolationGvisor
-	cfg.Local.FreshPerCommand = &no
-	_, err := local.NewWithOptions(context.Background(), cfg, local.Options{})
-	var ce *sandbox.ConfigError
-	require.ErrorAs(t, err, &ce)
-	assert.Contains(t, err.Error(), "fresh_per_command")
+	for _, f := range []*bool{&no, nil} {
+		s := newGvisor(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = f }).Driver().(*local.Sandbox)
+		require.True(t, s.SessionEnabled(), "fresh_per_command %v", f)
+		sh(t, s, "echo kept > /tmp/f", sandbox.ExecOptions{})
+		pid := s.SessionPID()
+		assert.NotZero(t, pid)
+		res := sh(t, s, "cat /tmp/f", sandbox.ExecOptions{})
+		assert.Equal(t, "kept\n", res.Stdout, res.Stderr)
+		assert.Equal(t, pid, s.SessionPID(), "the same runsc")
+	}
+	perCommand := newGvisor(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh }).Driver().(*local.Sandbox)
+	require.False(t, perCommand.SessionEnabled())
+	sh(t, perCommand, "echo kept > /tmp/f", sandbox.ExecOptions{})
+	res := sh(t, perCommand, "cat /tmp/f 2>/dev/null", sandbox.ExecOptions{})
+	assert.Empty(t, res.Stdout)
+	assert.Zero(t, perCommand.SessionPID())
 }

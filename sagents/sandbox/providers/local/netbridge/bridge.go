@@ -18,6 +18,8 @@ import (
 // Name is the argv[0] base name that makes a linking binary the bridge.
 const Name = "sage-netbridge"
 
+const prSetDumpable = 4 // PR_SET_DUMPABLE
+
 // ExitBridgeFailed is the exit status when the bridge itself fails
 // (before the command runs); it says why on stderr.
 const ExitBridgeFailed = 125
@@ -73,6 +75,14 @@ func Main(args []string) int {
 	as := fs.Int64("as", 0, "RLIMIT_AS of the command in bytes (0: inherit)")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, Name+": usage: "+Name+" --forward PORT=SOCKET... [--as BYTES] -- CMD ARGS...")
+		return ExitBridgeFailed
+	}
+	// Not dumpable: the command (same uid) cannot trace the bridge or
+	// read its descriptors through /proc, among them, in a session
+	// sandbox, the copy of the supervisor's control socket it passes on.
+	// The command itself is dumpable again (execve resets it).
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); e != 0 {
+		fmt.Fprintf(os.Stderr, "%s: prctl: %v\n", Name, e)
 		return ExitBridgeFailed
 	}
 	for _, f := range fwd {
