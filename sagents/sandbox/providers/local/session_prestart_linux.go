@@ -4,7 +4,12 @@ package local
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
 // prestartSession starts the session sandbox in the background when
@@ -24,4 +29,30 @@ func (s *Sandbox) prestartSession() {
 		}
 		l.idle() // no command ran: the idle clock starts now
 	}()
+}
+
+// ping waits until the supervisor answers on the control channel (it
+// has started and serves), at most sessionStartTimeout.
+func (l *liveSession) ping() error {
+	ch := make(chan supervisor.Reply, 1)
+	l.mu.Lock()
+	l.next++
+	id := l.next
+	l.waits[id] = ch
+	l.mu.Unlock()
+	defer func() { l.mu.Lock(); delete(l.waits, id); l.mu.Unlock() }()
+	if err := l.send(supervisor.Request{Op: "ping", ID: id}); err != nil {
+		return fmt.Errorf("local: session sandbox: %w", err)
+	}
+	select {
+	case r := <-ch:
+		if r.Op != "pong" {
+			return fmt.Errorf("local: session sandbox: ping answered %q: %s", r.Op, r.Err)
+		}
+		return nil
+	case <-l.dead:
+		return fmt.Errorf("local: session sandbox ended before it served: %w", io.ErrUnexpectedEOF)
+	case <-time.After(sessionStartTimeout):
+		return fmt.Errorf("local: session sandbox: no answer from the supervisor in %s", sessionStartTimeout)
+	}
 }

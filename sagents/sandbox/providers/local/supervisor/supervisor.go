@@ -39,7 +39,7 @@ const (
 
 // Request is one message from the host.
 type Request struct {
-	Op   string   `json:"op"` // "exec" or "signal"
+	Op   string   `json:"op"` // "exec", "signal", "release" or "ping"
 	ID   uint64   `json:"id"`
 	Argv []string `json:"argv,omitempty"`
 	Env  []string `json:"env,omitempty"`
@@ -59,7 +59,7 @@ type Request struct {
 
 // Reply is one message to the host.
 type Reply struct {
-	Op     string `json:"op"` // "started", "exited" or "error"
+	Op     string `json:"op"` // "started", "exited", "error" or "pong"
 	ID     uint64 `json:"id"`
 	Pid    int    `json:"pid,omitempty"`
 	Exit   int    `json:"exit"`
@@ -148,6 +148,9 @@ func (s *server) serve() {
 		case "release":
 			closeAll(files)
 			s.release(req.ID)
+		case "ping": // the host's check that the supervisor serves
+			closeAll(files)
+			s.reply(Reply{Op: "pong", ID: req.ID})
 		default:
 			closeAll(files)
 			s.reply(Reply{Op: "error", ID: req.ID, Err: "unknown op " + strconv.Quote(req.Op)})
