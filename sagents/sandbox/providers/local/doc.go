@@ -128,6 +128,16 @@
 // restarts the session with it. fresh_per_command: true keeps a fresh
 // sandbox per command.
 //
+// A session's first command pays the sandbox's start: bwrap and its
+// mounts, the cgroup move at the gate, the supervisor's start (the Go
+// runtime of this program), then the command. The supervisor sets the
+// umask itself (--umask; no shell runs before it) and forks with
+// syscall.ForkExec; the gate's cgroup move is primed when the sandbox
+// starts (cgroup_prime_linux.go), so its RCU grace period overlaps
+// bwrap's start instead of following it. SessionOptions.Prestart starts
+// the session sandbox in the background when the Sandbox opens, so the
+// first command finds it running.
+//
 // # macOS
 //
 // Commands run under /usr/bin/sandbox-exec with a Seatbelt profile
