@@ -229,6 +229,7 @@ var (
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
+	b.cg.prime() // the gate's join waits less (cgroup_prime_linux.go)
 	if protectFDs {
 		sealInheritedFDs()
 	}
@@ -258,7 +259,9 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 			g.blockR.Close()
 		}
 	}()
-	inv.argv = withUmask(inv.argv, b.umaskCmd)
+	if !inv.session { // the supervisor sets its umask itself (--umask)
+		inv.argv = withUmask(inv.argv, b.umaskCmd)
+	}
 	if b.egress != nil {
 		inv = b.egress.bridge(inv, g.bridgeAS())
 	}

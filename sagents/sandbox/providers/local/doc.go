@@ -131,6 +131,16 @@
 // the control socket donated with runsc run --pass-fd, no pidfds, the CPU
 // budget and address-space limit as each command's rlimits inside gVisor).
 //
+// A session's first command pays the sandbox's start: bwrap and its
+// mounts, the cgroup move at the gate, the supervisor's start (the Go
+// runtime of this program), then the command. The supervisor sets the
+// umask itself (--umask; no shell runs before it) and forks with
+// syscall.ForkExec; the gate's cgroup move is primed when the sandbox
+// starts (cgroup_prime_linux.go), so its RCU grace period overlaps
+// bwrap's start instead of following it. SessionOptions.Prestart starts
+// the session sandbox in the background when the Sandbox opens, so the
+// first command finds it running.
+//
 // # macOS
 //
 // Commands run under /usr/bin/sandbox-exec with a Seatbelt profile

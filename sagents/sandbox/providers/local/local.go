@@ -179,6 +179,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	s.sess.opts = opts.Session
+	s.prestartSession()
 	return s, nil
 }
 

@@ -20,6 +20,12 @@ type SessionOptions struct {
 	// command; the next command starts a new one. 0 means
 	// DefaultIdleTimeout; negative means never.
 	IdleTimeout time.Duration
+	// Prestart starts the session sandbox in the background as soon as
+	// the Sandbox opens, so that its first command finds it running
+	// instead of paying its start (bwrap, mounts, the supervisor); a
+	// command issued earlier waits for it. A start that fails is retried
+	// by the first command, which reports the error.
+	Prestart bool
 }
 
 // DefaultIdleTimeout is how long an idle session sandbox lives.

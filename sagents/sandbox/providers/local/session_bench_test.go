@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
@@ -62,6 +63,46 @@ func BenchmarkSessionFirstExecTrue(b *testing.B) {
 		s.dropSession()
 		b.StartTimer()
 	}
+}
+
+// BenchmarkSessionFirstExecTruePrestarted is the first command of a new
+// session sandbox that SessionOptions.Prestart started in the background
+// when the Sandbox opened (not the cold start: that is
+// BenchmarkSessionFirstExecTrue). Opening the Sandbox and waiting until
+// the prestarted supervisor answers a ping are not timed; prestart-ns is
+// that wait, the wall time the background start took after New returned.
+func BenchmarkSessionFirstExecTruePrestarted(b *testing.B) {
+	var wait time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
+		s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Prestart: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for s.SessionPID() == 0 {
+			if time.Since(start) > 10*time.Second {
+				b.Fatal("the prestarted session sandbox did not come up")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		s.sess.mu.Lock()
+		l := s.sess.live
+		s.sess.mu.Unlock()
+		if err := l.ping(); err != nil { // the supervisor serves
+			b.Fatal(err)
+		}
+		wait += time.Since(start)
+		n++
+		b.StartTimer()
+		execTrue(b, s)
+		b.StopTimer()
+		s.Close(context.Background())
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(wait.Nanoseconds())/float64(max(n, 1)), "prestart-ns")
 }
 
 // idleSessions is how many idle session sandboxes

@@ -182,7 +182,9 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	}
 	// One P: the supervisor only waits on its socket and its children,
 	// and every P costs memory (its mcache, a thread) in each session.
-	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?"}, workdir: s.hostWS, chdir: b.virtualWS, session: true,
+	// The supervisor sets the umask itself (no shell in front of it).
+	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask)},
+		workdir: s.hostWS, chdir: b.virtualWS, session: true,
 		env: map[string]string{"GOMAXPROCS": "1"}}
 	if err := s.sessionBinds(&inv); err != nil {
 		return nil, err
@@ -201,7 +203,12 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 		return nil, err
 	}
 	files := append(append([]*os.File{}, w.extraFiles...), inside)
-	w.args[len(w.args)-1] = strconv.Itoa(2 + len(files))
+	for i := len(w.args) - 1; i > 0; i-- { // the supervisor's --fd, at the end
+		if w.args[i-1] == "--fd" && w.args[i] == "?" {
+			w.args[i] = strconv.Itoa(2 + len(files))
+			break
+		}
+	}
 	logf, err := os.OpenFile(filepath.Join(s.runtimeDir, "session.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		closeFiles(w.extraFiles)

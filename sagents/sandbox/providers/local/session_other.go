@@ -19,6 +19,8 @@ func (s *Sandbox) sessionRun(context.Context, invocation, sandbox.ExecOptions) (
 
 func (s *Sandbox) stopSession() {}
 
+func (s *Sandbox) prestartSession() {}
+
 func (s *Sandbox) runInv(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
 	if s.sess.opts.Enabled {
 		return s.sessionRun(ctx, inv, opts)

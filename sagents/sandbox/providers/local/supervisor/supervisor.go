@@ -39,7 +39,7 @@ const (
 
 // Request is one message from the host.
 type Request struct {
-	Op   string   `json:"op"` // "exec" or "signal"
+	Op   string   `json:"op"` // "exec", "signal", "release" or "ping"
 	ID   uint64   `json:"id"`
 	Argv []string `json:"argv,omitempty"`
 	Env  []string `json:"env,omitempty"`
@@ -59,7 +59,7 @@ type Request struct {
 
 // Reply is one message to the host.
 type Reply struct {
-	Op     string `json:"op"` // "started", "exited" or "error"
+	Op     string `json:"op"` // "started", "exited", "error" or "pong"
 	ID     uint64 `json:"id"`
 	Pid    int    `json:"pid,omitempty"`
 	Exit   int    `json:"exit"`
@@ -85,16 +85,27 @@ type server struct {
 }
 
 // Main serves the control socket given as --fd N and returns the exit
-// status once the host closed it.
+// status once the host closed it. --umask OOO (octal) sets the file mode
+// creation mask every command inherits: set here, the sandbox needs no
+// shell in front of the supervisor to set it.
 func Main(args []string) int {
-	if len(args) != 2 || args[0] != "--fd" {
-		os.Stderr.WriteString(Name + ": usage: " + Name + " --fd N\n")
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO]\n"
+	if (len(args) != 2 && len(args) != 4) || args[0] != "--fd" || (len(args) == 4 && args[2] != "--umask") {
+		os.Stderr.WriteString(usage)
 		return ExitFailed
 	}
 	fd, err := strconv.Atoi(args[1])
 	if err != nil || fd < 3 {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
+	}
+	if len(args) == 4 {
+		mask, err := strconv.ParseUint(args[3], 8, 32)
+		if err != nil || mask > 0o777 {
+			os.Stderr.WriteString(Name + ": --umask wants an octal mode from 000 to 777, got " + strconv.Quote(args[3]) + "\n")
+			return ExitFailed
+		}
+		syscall.Umask(int(mask))
 	}
 	// Nothing started here may inherit the channel, and no command may
 	// open it through /proc or ptrace this process.
@@ -137,6 +148,9 @@ func (s *server) serve() {
 		case "release":
 			closeAll(files)
 			s.release(req.ID)
+		case "ping": // the host's check that the supervisor serves
+			closeAll(files)
+			s.reply(Reply{Op: "pong", ID: req.ID})
 		default:
 			closeAll(files)
 			s.reply(Reply{Op: "error", ID: req.ID, Err: "unknown op " + strconv.Quote(req.Op)})
@@ -210,15 +224,24 @@ func (s *server) exec(req Request, files []*os.File) {
 		defer gateR.Close()
 		argv = append([]string{"/bin/sh", "-c", gateScript, "sh"}, argv...)
 	}
-	attr := &os.ProcAttr{Dir: req.Dir, Env: req.Env, Files: []*os.File{files[0], files[1], files[2]},
+	env := req.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// syscall.ForkExec, not os.StartProcess: the first os.StartProcess of
+	// a program probes pidfd support by forking a throwaway child, one
+	// process more on the way of a session's first command.
+	attr := &syscall.ProcAttr{Dir: req.Dir, Env: env, Files: []uintptr{files[0].Fd(), files[1].Fd(), files[2].Fd()},
 		Sys: &syscall.SysProcAttr{Setpgid: true}}
 	if gateR != nil {
-		attr.Files = append(attr.Files, gateR)
+		attr.Files = append(attr.Files, gateR.Fd())
 	}
 	path, err := lookPath(argv[0], req.Env)
-	var proc *os.Process
+	pid := 0
 	if err == nil {
-		proc, err = os.StartProcess(path, argv, attr)
+		if pid, err = syscall.ForkExec(path, argv, attr); err != nil {
+			err = &os.PathError{Op: "fork/exec", Path: path, Err: err}
+		}
 	}
 	if err != nil {
 		code := 126
@@ -232,7 +255,6 @@ func (s *server) exec(req Request, files []*os.File) {
 		s.reply(Reply{Op: "exited", ID: req.ID, Exit: code})
 		return
 	}
-	pid := proc.Pid
 	// Under memory pressure the session's commands go first, not the
 	// supervisor (raising a score needs no privilege; children inherit it).
 	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
@@ -258,18 +280,23 @@ func (s *server) exec(req Request, files []*os.File) {
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
 	}
 	go func() {
-		st, err := proc.Wait()
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		for errors.Is(err, syscall.EINTR) {
+			_, err = syscall.Wait4(pid, &ws, 0, nil)
+		}
 		s.release(req.ID) // a gate never released: close it
 		s.mu.Lock()
 		delete(s.pgid, req.ID)
 		s.mu.Unlock()
 		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
-		if err != nil {
-			r.Err = err.Error()
-		} else if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		switch {
+		case err != nil:
+			r.Err = "wait: " + err.Error()
+		case ws.Signaled():
 			r.Signal, r.Exit = int(ws.Signal()), 128+int(ws.Signal())
-		} else {
-			r.Exit = st.ExitCode()
+		default:
+			r.Exit = ws.ExitStatus()
 		}
 		s.reply(r)
 	}()

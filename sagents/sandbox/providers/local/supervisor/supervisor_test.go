@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -52,5 +53,35 @@ func TestLookPath(t *testing.T) {
 		if _, err := lookPath(name, env); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("lookPath(%s): %v, want os.ErrNotExist", name, err)
 		}
+	}
+}
+
+// TestMainUmask: --umask sets the mask every command inherits (the
+// sandbox runs no shell in front of the supervisor to set it); a bad
+// value or a missing one is refused before anything is served.
+func TestMainUmask(t *testing.T) {
+	for _, args := range [][]string{
+		{"--fd", "3", "--umask", "999"},
+		{"--fd", "3", "--umask", "-1"},
+		{"--fd", "3", "--umask"},
+		{"--fd", "3", "--mask", "077"},
+	} {
+		if got := Main(args); got != ExitFailed {
+			t.Errorf("Main(%q) = %d, want %d", args, got, ExitFailed)
+		}
+	}
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(sp[1])
+	syscall.Close(sp[0]) // the host is gone: Main serves nothing and returns
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	if got := Main([]string{"--fd", strconv.Itoa(sp[1]), "--umask", "027"}); got != 0 {
+		t.Fatalf("Main = %d, want 0", got)
+	}
+	if got := syscall.Umask(old); got != 0o027 {
+		t.Errorf("umask after Main = %03o, want 027", got)
 	}
 }

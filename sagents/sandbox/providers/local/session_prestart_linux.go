@@ -1,0 +1,58 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
+)
+
+// prestartSession starts the session sandbox in the background when
+// SessionOptions.Prestart asks for it (NewWithOptions). It holds the
+// session slot while the sandbox starts, so a command arriving meanwhile
+// waits for it rather than starting a second one, and Close waits for it
+// and stops it.
+func (s *Sandbox) prestartSession() {
+	if !s.sess.opts.Enabled || !s.sess.opts.Prestart {
+		return
+	}
+	go func() {
+		l, _, err := s.session(context.Background(), nil)
+		if err != nil {
+			slog.Debug("local sandbox: prestarting the session sandbox failed; the first command starts it", "err", err)
+			return
+		}
+		l.idle() // no command ran: the idle clock starts now
+	}()
+}
+
+// ping waits until the supervisor answers on the control channel (it
+// has started and serves), at most sessionStartTimeout.
+func (l *liveSession) ping() error {
+	ch := make(chan supervisor.Reply, 1)
+	l.mu.Lock()
+	l.next++
+	id := l.next
+	l.waits[id] = ch
+	l.mu.Unlock()
+	defer func() { l.mu.Lock(); delete(l.waits, id); l.mu.Unlock() }()
+	if err := l.send(supervisor.Request{Op: "ping", ID: id}); err != nil {
+		return fmt.Errorf("local: session sandbox: %w", err)
+	}
+	select {
+	case r := <-ch:
+		if r.Op != "pong" {
+			return fmt.Errorf("local: session sandbox: ping answered %q: %s", r.Op, r.Err)
+		}
+		return nil
+	case <-l.dead:
+		return fmt.Errorf("local: session sandbox ended before it served: %w", io.ErrUnexpectedEOF)
+	case <-time.After(sessionStartTimeout):
+		return fmt.Errorf("local: session sandbox: no answer from the supervisor in %s", sessionStartTimeout)
+	}
+}
