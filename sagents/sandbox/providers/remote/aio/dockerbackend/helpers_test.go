@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,6 +195,16 @@ func (f *fixture) containers(t testing.TB) []container.Summary {
 		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+f.prefix))})
 	require.NoError(t, err)
 	return cs
+}
+
+// killChildAt starts a child in mode for thread and kills it (SIGKILL)
+// once it printed the line want.
+func (f *fixture) killChildAt(t *testing.T, mode, thread, want string) {
+	t.Helper()
+	cmd, out := f.child(t, mode, thread)
+	require.Equal(t, want, readLine(t, out))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
 }
 
 // child starts a child process in mode; it returns the command and a
