@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/pyindex"
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
@@ -114,7 +115,7 @@ func TestPythonRequirementsNeedTheIndex(t *testing.T) {
 // with it runs commands and Python.
 func TestMinimalImage(t *testing.T) {
 	f := newFixture(t)
-	bin, err := staticSage()
+	bin, err := testenv.SageBinary()
 	require.NoError(t, err)
 	o := dockerbackend.BuildOptions{Tag: "sage-sandbox:minimal", SageBinary: bin}
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
@@ -136,7 +137,7 @@ func TestMinimalImage(t *testing.T) {
 // Debian mirror from the build container.
 func TestFullImageFromDockerfile(t *testing.T) {
 	cli := dockerClient(t)
-	bin, err := staticSage()
+	bin, err := testenv.SageBinary()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

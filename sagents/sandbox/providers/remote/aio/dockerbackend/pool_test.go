@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
@@ -260,7 +261,7 @@ func TestSandboxLsPool(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t, pooled(2))
 	require.NoError(t, p.WaitPool(ctxT(t), 2))
-	bin, err := staticSage()
+	bin, err := testenv.SageBinary()
 	require.NoError(t, err)
 	run := func(args ...string) string {
 		cmd := exec.Command(bin, append([]string{"sandbox", "ls"}, args...)...)
