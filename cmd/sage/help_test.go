@@ -5,16 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sage-go/sage/internal/testenv"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -135,26 +134,8 @@ func TestWriteVersion(t *testing.T) {
 	assert.Equal(t, "unknown", versionOf(nil))
 }
 
-// syncBuffer is a bytes.Buffer safe for a timer goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSlowStepNotice(t *testing.T) {
-	var w syncBuffer
+	var w testenv.Buffer
 	onSetup := slowStepNotice(&w, 200*time.Millisecond)
 	onSetup("quick step")()
 	time.Sleep(400 * time.Millisecond)

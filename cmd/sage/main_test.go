@@ -45,16 +45,22 @@ func sage(t *testing.T, home, stdin string, args ...string) cliRun {
 	cmd := exec.Command(sageBin, args...)
 	cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_SANDBOX_MODE=passthrough")
 	cmd.Stdin = strings.NewReader(stdin)
+	r, err := runCmd(cmd)
+	require.NoError(t, err)
+	return r
+}
+
+// runCmd runs cmd and returns what it printed and its exit code; the
+// error says it could not run at all (a non-zero exit is not an error).
+func runCmd(cmd *exec.Cmd) (cliRun, error) {
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
+		code, err = ee.ExitCode(), nil
 	}
-	return cliRun{out.String(), errb.String(), code}
+	return cliRun{out.String(), errb.String(), code}, err
 }
 
 func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {

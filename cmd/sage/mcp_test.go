@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -9,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -154,21 +151,10 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestSandboxdServesMCP: /mcp speaks streamable HTTP behind sandboxd's
 // token.
 func TestSandboxdServesMCP(t *testing.T) {
-	ws := sandboxtest.TempDir(t)
-	srv := exec.Command(sageBin, "sandboxd", "--mode", "passthrough", "--listen", "127.0.0.1:0", "--workspace", ws, "--token", "s3cret-token")
-	srv.Env = append(os.Environ(), "SAGE_HOME="+sandboxtest.TempDir(t))
-	out, err := srv.StdoutPipe()
-	require.NoError(t, err)
-	logs := &lockedBuffer{}
-	srv.Stderr = logs
-	require.NoError(t, srv.Start())
-	t.Cleanup(func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "sandboxd log:\n%s", logs.String())
-	endpoint := strings.TrimSpace(strings.TrimPrefix(line, "listening ")) + "/mcp"
+	url, logs := startSandboxdLogs(t, sandboxtest.TempDir(t), "--mode", "passthrough", "--workspace", sandboxtest.TempDir(t),
+		"--token", "s3cret-token")
+	endpoint := url + "/mcp"
+	var err error
 
 	connect := func(rt http.RoundTripper) (*mcp.ClientSession, error) {
 		client := mcp.NewClient(&mcp.Implementation{Name: "sage-test", Version: "1"}, nil)

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,16 +23,9 @@ func TestExecOnOpenSandbox(t *testing.T) {
 			"--opensandbox-url", srv.URL, "--opensandbox-api-key-env", "OSB_TEST_KEY", "--session", "osb"}, args...)...)
 		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "OSB_TEST_KEY="+srv.APIKey,
 			"SAGE_OPENSANDBOX_EXECD_TOKEN="+srv.ExecdToken, "SAGE_OPENSANDBOX_WORKSPACE=auto")
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		return cliRun{out.String(), errb.String(), code}
+		r, err := runCmd(cmd)
+		require.NoError(t, err)
+		return r
 	}
 	r := run("--", "echo made > note.txt; echo out; echo err >&2; exit 3")
 	assert.Equal(t, 3, r.code, r.stderr)

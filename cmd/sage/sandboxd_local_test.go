@@ -8,15 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // TestSandboxdLocalMode serves a local-mode (bwrap) sandbox with the real
@@ -29,14 +29,8 @@ func TestSandboxdLocalMode(t *testing.T) {
 	remote := func(args ...string) cliRun {
 		cmd := exec.Command(sageBin, append([]string{"exec", "--mode", "remote"}, args...)...)
 		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_REMOTE_PROVIDER=aio", "SAGE_REMOTE_URL="+url)
-		var o, e strings.Builder
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return cliRun{o.String(), e.String(), code}
+		r, _ := runCmd(cmd) // a failure to run shows as code 0 with no output: the test's checks fail
+		return r
 	}
 	var r cliRun
 	require.Eventually(t, func() bool { r = remote("--", "pwd; echo hi > f.txt"); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,
@@ -54,6 +48,13 @@ func TestSandboxdLocalMode(t *testing.T) {
 // startSandboxd starts `sage sandboxd --listen 127.0.0.1:0 args...` with
 // SAGE_HOME=home, stops it at the end of the test and returns its URL.
 func startSandboxd(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	url, _ := startSandboxdLogs(t, home, args...)
+	return url
+}
+
+// startSandboxdLogs is startSandboxd also returning the server's log.
+func startSandboxdLogs(t *testing.T, home string, args ...string) (string, *lockedBuffer) {
 	t.Helper()
 	srv := exec.Command(sageBin, append([]string{"sandboxd", "--listen", "127.0.0.1:0"}, args...)...)
 	srv.Env = append(os.Environ(), "SAGE_HOME="+home)
@@ -77,7 +78,7 @@ func startSandboxd(t *testing.T, home string, args ...string) string {
 	require.NoError(t, err, "sandboxd log:\n%s", logs.String())
 	url := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), line)
-	return url
+	return url, logs
 }
 
 // TestSandboxdVirtualWorkspace: with --virtual-workspace /mnt/user-data a
@@ -110,20 +111,5 @@ func TestSandboxdVirtualWorkspace(t *testing.T) {
 	assert.ElementsMatch(t, []any{"/mnt/user-data/uploads/in.txt", "/mnt/user-data/outputs/o.txt"}, d["files"])
 }
 
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is the name the tests of this package gave testenv.Buffer.
+type lockedBuffer = testenv.Buffer

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -39,5 +40,26 @@ func TestMissing(t *testing.T) {
 func TestCommandFindsSh(t *testing.T) {
 	if p := Command(t, "sh", "install a shell"); !strings.HasSuffix(p, "/sh") {
 		t.Errorf("Command(sh) = %q", p)
+	}
+}
+
+// Buffer is written by several goroutines while it is read (-race checks
+// that it is safe), and keeps every write.
+func TestBufferConcurrent(t *testing.T) {
+	var b Buffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				b.Write([]byte("x"))
+				_ = b.String()
+			}
+		}()
+	}
+	wg.Wait()
+	if got := len(b.String()); got != 800 {
+		t.Fatalf("%d bytes kept, want 800", got)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,83 +17,26 @@ import (
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
 )
 
-// recorder records every event as "kind.op name" with its parent's kind.
-type recorder struct {
-	observability.Base
-	mu     sync.Mutex
-	events []string
-	tools  []observability.ToolCall
-	usage  []observability.Usage
-}
-
-func (r *recorder) add(ctx context.Context, op string) {
-	run, _ := observability.RunFromContext(ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, fmt.Sprintf("%s.%s %s", run.Kind, op, run.Name))
-}
-
-func (r *recorder) ChainStart(ctx context.Context, _ observability.ChainInfo) (context.Context, error) {
-	r.add(ctx, "start")
-	return ctx, nil
-}
-func (r *recorder) ChainEnd(ctx context.Context, _ observability.ChainResult) error {
-	r.add(ctx, "end")
-	return nil
-}
-func (r *recorder) AgentStart(ctx context.Context, _ observability.AgentInfo) (context.Context, error) {
-	r.add(ctx, "start")
-	return ctx, nil
-}
-func (r *recorder) AgentEnd(ctx context.Context, _ observability.AgentResult) error {
-	r.add(ctx, "end")
-	return nil
-}
-func (r *recorder) LLMStart(ctx context.Context, _ observability.LLMRequest) (context.Context, error) {
-	r.add(ctx, "start")
-	return ctx, nil
-}
-func (r *recorder) LLMEnd(ctx context.Context, resp observability.LLMResponse) error {
-	r.add(ctx, "end")
-	r.mu.Lock()
-	r.usage = append(r.usage, resp.Usage)
-	r.mu.Unlock()
-	return nil
-}
-func (r *recorder) LLMError(ctx context.Context, _ error) error { r.add(ctx, "error"); return nil }
-func (r *recorder) ToolStart(ctx context.Context, c observability.ToolCall) (context.Context, error) {
-	r.add(ctx, "start")
-	r.mu.Lock()
-	r.tools = append(r.tools, c)
-	r.mu.Unlock()
-	return ctx, nil
-}
-func (r *recorder) ToolEnd(ctx context.Context, _ observability.ToolResult) error {
-	r.add(ctx, "end")
-	return nil
-}
-func (r *recorder) ToolError(ctx context.Context, _ error) error { r.add(ctx, "error"); return nil }
-func (r *recorder) MessageStart(ctx context.Context, _ observability.Message) (context.Context, error) {
-	r.add(ctx, "start")
-	return ctx, nil
-}
-func (r *recorder) MessageEnd(ctx context.Context, _ observability.Message) error {
-	r.add(ctx, "end")
-	return nil
-}
-
-func (r *recorder) count(prefix string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// count counts the events that, written "kind.op name" (op: start, end
+// or error), begin with prefix.
+func count(rec *observabilitytest.Recorder, prefix string) int {
 	n := 0
-	for _, e := range r.events {
-		if strings.HasPrefix(e, prefix) {
+	for _, e := range rec.Events() {
+		op := "start"
+		switch {
+		case strings.HasSuffix(e.Op, "End"):
+			op = "end"
+		case strings.HasSuffix(e.Op, "Error"):
+			op = "error"
+		}
+		if strings.HasPrefix(fmt.Sprintf("%s.%s %s", e.Run.Kind, op, e.Run.Name), prefix) {
 			n++
 		}
 	}
@@ -113,9 +55,9 @@ func toolReply(calls ...[3]string) llmtest.Reply {
 	return llmtest.Reply{Events: ev}
 }
 
-func setup(t *testing.T, srvURL string) (*agent.Agent, *recorder, *sandbox.Sandbox, *bytes.Buffer) {
+func setup(t *testing.T, srvURL string) (*agent.Agent, *observabilitytest.Recorder, *sandbox.Sandbox, *bytes.Buffer) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &observabilitytest.Recorder{}
 	obs := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
@@ -196,19 +138,19 @@ func TestAgentLoopEndToEnd(t *testing.T) {
 
 	// Events: one chain, one agent, four llm calls, five tool calls (one
 	// failed), messages for the task and each reply.
-	require.Equal(t, 1, rec.count("chain.start"))
-	require.Equal(t, 1, rec.count("chain.end"))
-	require.Equal(t, 1, rec.count("agent.start"))
-	require.Equal(t, 1, rec.count("agent.end"))
-	require.Equal(t, 4, rec.count("llm.start"))
-	require.Equal(t, 4, rec.count("llm.end"))
-	require.Equal(t, 5, rec.count("tool.start"))
-	require.Equal(t, 4, rec.count("tool.end"))
-	require.Equal(t, 1, rec.count("tool.error file_read"))
-	require.Equal(t, 5, rec.count("message.start"))
-	require.Equal(t, int64(100), rec.usage[0].InputTokens)
-	require.Equal(t, int64(20), rec.usage[0].OutputTokens)
-	require.Equal(t, "call_1", rec.tools[0].CallID)
+	require.Equal(t, 1, count(rec, "chain.start"))
+	require.Equal(t, 1, count(rec, "chain.end"))
+	require.Equal(t, 1, count(rec, "agent.start"))
+	require.Equal(t, 1, count(rec, "agent.end"))
+	require.Equal(t, 4, count(rec, "llm.start"))
+	require.Equal(t, 4, count(rec, "llm.end"))
+	require.Equal(t, 5, count(rec, "tool.start"))
+	require.Equal(t, 4, count(rec, "tool.end"))
+	require.Equal(t, 1, count(rec, "tool.error file_read"))
+	require.Equal(t, 5, count(rec, "message.start"))
+	require.Equal(t, int64(100), observabilitytest.Data[observability.LLMResponse](rec, "LLMEnd")[0].Usage.InputTokens)
+	require.Equal(t, int64(20), observabilitytest.Data[observability.LLMResponse](rec, "LLMEnd")[0].Usage.OutputTokens)
+	require.Equal(t, "call_1", observabilitytest.Data[observability.ToolCall](rec, "ToolStart")[0].CallID)
 }
 
 func TestAgentStopsAtMaxSteps(t *testing.T) {
@@ -221,8 +163,8 @@ func TestAgentStopsAtMaxSteps(t *testing.T) {
 	require.ErrorIs(t, err, agent.ErrMaxSteps)
 	assert.Equal(t, "max_steps", observability.ErrorType(err), "a low-cardinality error.type for traces")
 	require.Equal(t, 5, res.Steps)
-	require.Equal(t, 0, rec.count("chain.end"))
-	require.Equal(t, 0, rec.count("agent.end"))
+	require.Equal(t, 0, count(rec, "chain.end"))
+	require.Equal(t, 0, count(rec, "agent.end"))
 }
 
 func TestAgentInvalidToolArguments(t *testing.T) {
@@ -234,7 +176,7 @@ func TestAgentInvalidToolArguments(t *testing.T) {
 	res, err := a.Run(context.Background(), "read")
 	require.NoError(t, err)
 	require.Contains(t, res.ToolCalls[0].Result, `"error_code":"invalid_arguments"`)
-	require.Equal(t, 1, rec.count("tool.error"))
+	require.Equal(t, 1, count(rec, "tool.error"))
 }
 
 func TestReplayModel(t *testing.T) {
@@ -252,5 +194,5 @@ func TestReplayModel(t *testing.T) {
 	b, err := h.ReadFile(context.Background(), "fib.py")
 	require.NoError(t, err)
 	require.Equal(t, replay.Script, string(b))
-	require.Equal(t, 4, rec.count("tool.end"))
+	require.Equal(t, 4, count(rec, "tool.end"))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 	"github.com/sage-go/sage/sagents/tools"
@@ -38,7 +39,7 @@ func tenTurns(t *testing.T, mode llm.PromptCacheMode) ([][]byte, *agent.Result, 
 	replies = append(replies, llmtest.Reply{Events: append(llmtest.TextEvents("Done."), llmtest.UsageChunk(10000, 5, 9000, 0))})
 	srv := llmtest.New(t, replies...)
 
-	rec := &recorder{}
+	rec := &observabilitytest.Recorder{}
 	obs := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
 	require.NoError(t, err)
@@ -61,9 +62,11 @@ func tenTurns(t *testing.T, mode llm.PromptCacheMode) ([][]byte, *agent.Result, 
 		bodies = append(bodies, r.Body)
 	}
 	require.Len(t, bodies, 10)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return bodies, res, append([]observability.Usage(nil), rec.usage...)
+	var usage []observability.Usage
+	for _, e := range observabilitytest.Data[observability.LLMResponse](rec, "LLMEnd") {
+		usage = append(usage, e.Usage)
+	}
+	return bodies, res, usage
 }
 
 // longTask is long enough for a breakpoint of its own when nothing is

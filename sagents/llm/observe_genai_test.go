@@ -10,6 +10,7 @@ import (
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 )
 
 // TestObserverSeesToolCallsAndParams: the observer receives the model's
@@ -25,7 +26,7 @@ func TestObserverSeesToolCallsAndParams(t *testing.T) {
 		}},
 		llmtest.Error(429, "rate_limit_error", "", "", "slow down"),
 	)
-	rec := &llmRecorder{}
+	rec := &observabilitytest.Recorder{}
 	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
 		Observer: observability.New(observability.Options{Handlers: []observability.Handler{rec}}), Retry: llm.RetryPolicy{MaxAttempts: 1}})
 	require.NoError(t, err)
@@ -48,13 +49,13 @@ func TestObserverSeesToolCallsAndParams(t *testing.T) {
 	_, err = c.Chat(context.Background(), req)
 	require.Error(t, err)
 
-	require.Len(t, rec.reqs, 2)
-	in := rec.reqs[0].Messages
+	require.Len(t, starts(rec), 2)
+	in := starts(rec)[0].Messages
 	require.Len(t, in, 3)
 	require.Empty(t, in[1].Content, "tool calls are not flattened into the content")
 	require.Equal(t, []observability.ToolCallRef{{ID: "call_0", Name: "shell", Arguments: `{"cmd":"pwd"}`}}, in[1].ToolCalls)
 	require.Equal(t, "call_0", in[2].ToolCallID)
-	p := rec.reqs[0].Params
+	p := starts(rec)[0].Params
 	require.NotNil(t, p.Temperature)
 	require.Equal(t, 0.7, *p.Temperature)
 	require.Nil(t, p.TopP)
@@ -63,15 +64,15 @@ func TestObserverSeesToolCallsAndParams(t *testing.T) {
 	require.Equal(t, int64(7), *p.Seed)
 	require.Equal(t, "json", p.OutputType)
 
-	require.Len(t, rec.ends, 1)
-	out := rec.ends[0].Messages
+	require.Len(t, ends(rec), 1)
+	out := ends(rec)[0].Messages
 	require.Len(t, out, 1)
 	require.Equal(t, "Let me look.", out[0].Content)
 	require.Equal(t, "tool_calls", out[0].FinishReason)
 	require.Equal(t, []observability.ToolCallRef{{ID: "call_1", Name: "shell", Arguments: `{"cmd":"ls"}`}}, out[0].ToolCalls)
 
-	require.Len(t, rec.errs, 1)
-	require.Equal(t, "rate_limited", observability.ErrorType(rec.errs[0]))
+	require.Len(t, rec.Errs("LLMError"), 1)
+	require.Equal(t, "rate_limited", observability.ErrorType(rec.Errs("LLMError")[0]))
 }
 
 // TestObserverSeesEmbeddings: each embeddings request is an llm run with
@@ -85,7 +86,7 @@ func TestObserverSeesEmbeddings(t *testing.T) {
 		}
 		return llmtest.EchoEmbeddings(r)
 	})
-	rec := &llmRecorder{}
+	rec := &observabilitytest.Recorder{}
 	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
 		Embedding:          llm.ModelConfig{BaseURL: srv.URL, Model: "embed-model"},
 		EmbeddingBatchSize: 2, EmbeddingDimensions: 2,
@@ -94,14 +95,14 @@ func TestObserverSeesEmbeddings(t *testing.T) {
 	_, err = c.Embed(context.Background(), []string{"a", "b", "c"})
 	require.Error(t, err)
 
-	require.Len(t, rec.reqs, 2)
-	for _, r := range rec.reqs {
+	require.Len(t, starts(rec), 2)
+	for _, r := range starts(rec) {
 		require.Equal(t, observability.OpEmbeddings, r.Operation)
 		require.Equal(t, "embed-model", r.Model)
 		require.Equal(t, 2, r.Params.Dimensions)
 	}
-	require.Len(t, rec.ends, 1)
-	require.Equal(t, int64(1), rec.ends[0].Usage.InputTokens)
-	require.Len(t, rec.errs, 1)
-	require.Equal(t, "rate_limited", observability.ErrorType(rec.errs[0]))
+	require.Len(t, ends(rec), 1)
+	require.Equal(t, int64(1), ends(rec)[0].Usage.InputTokens)
+	require.Len(t, rec.Errs("LLMError"), 1)
+	require.Equal(t, "rate_limited", observability.ErrorType(rec.Errs("LLMError")[0]))
 }

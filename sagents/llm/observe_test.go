@@ -3,7 +3,6 @@ package llm_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -12,33 +11,16 @@ import (
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 )
 
-type llmRecorder struct {
-	observability.Base
-	mu   sync.Mutex
-	reqs []observability.LLMRequest
-	ends []observability.LLMResponse
-	errs []error
+// starts and ends are the LLMStart and LLMEnd events rec got.
+func starts(rec *observabilitytest.Recorder) []observability.LLMRequest {
+	return observabilitytest.Data[observability.LLMRequest](rec, "LLMStart")
 }
 
-func (r *llmRecorder) LLMStart(ctx context.Context, q observability.LLMRequest) (context.Context, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reqs = append(r.reqs, q)
-	return ctx, nil
-}
-func (r *llmRecorder) LLMEnd(_ context.Context, e observability.LLMResponse) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ends = append(r.ends, e)
-	return nil
-}
-func (r *llmRecorder) LLMError(_ context.Context, err error) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs = append(r.errs, err)
-	return nil
+func ends(rec *observabilitytest.Recorder) []observability.LLMResponse {
+	return observabilitytest.Data[observability.LLMResponse](rec, "LLMEnd")
 }
 
 func TestObserverEvents(t *testing.T) {
@@ -48,7 +30,7 @@ func TestObserverEvents(t *testing.T) {
 		llmtest.Error(400, "invalid_request_error", "", "", "bad"),
 		llmtest.Text("abandoned"),
 	)
-	rec := &llmRecorder{}
+	rec := &observabilitytest.Recorder{}
 	c, err := llm.New(llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: "m"},
 		Observer: observability.New(observability.Options{Handlers: []observability.Handler{rec}}), Retry: llm.RetryPolicy{MaxAttempts: 1}})
 	require.NoError(t, err)
@@ -68,26 +50,26 @@ func TestObserverEvents(t *testing.T) {
 	require.NoError(t, err)
 	s.Close() // before the end
 
-	require.Len(t, rec.reqs, 4)
-	require.Equal(t, "m", rec.reqs[0].Model)
-	require.Equal(t, "127.0.0.1", rec.reqs[0].ServerAddress)
-	require.NotZero(t, rec.reqs[0].ServerPort)
-	require.Equal(t, observability.ModelStandard, rec.reqs[0].ModelType)
-	require.False(t, rec.reqs[0].Stream)
-	require.True(t, rec.reqs[1].Stream)
-	require.Equal(t, "hello", rec.reqs[0].Messages[0].Content)
+	require.Len(t, starts(rec), 4)
+	require.Equal(t, "m", starts(rec)[0].Model)
+	require.Equal(t, "127.0.0.1", starts(rec)[0].ServerAddress)
+	require.NotZero(t, starts(rec)[0].ServerPort)
+	require.Equal(t, observability.ModelStandard, starts(rec)[0].ModelType)
+	require.False(t, starts(rec)[0].Stream)
+	require.True(t, starts(rec)[1].Stream)
+	require.Equal(t, "hello", starts(rec)[0].Messages[0].Content)
 
-	require.Len(t, rec.ends, 2)
-	require.Equal(t, int64(5), rec.ends[0].Usage.InputTokens)
-	require.Equal(t, []string{"stop"}, rec.ends[0].FinishReasons)
-	require.Equal(t, "hi", rec.ends[0].Messages[0].Content)
-	require.Equal(t, int64(7), rec.ends[1].Usage.InputTokens)
-	require.Equal(t, int64(2), rec.ends[1].Usage.CacheReadInputTokens)
-	require.Equal(t, int64(1), rec.ends[1].Usage.ReasoningTokens)
-	require.NotZero(t, rec.ends[1].TimeToFirstChunk)
-	require.Equal(t, "ab", rec.ends[1].Messages[0].Content)
+	require.Len(t, ends(rec), 2)
+	require.Equal(t, int64(5), ends(rec)[0].Usage.InputTokens)
+	require.Equal(t, []string{"stop"}, ends(rec)[0].FinishReasons)
+	require.Equal(t, "hi", ends(rec)[0].Messages[0].Content)
+	require.Equal(t, int64(7), ends(rec)[1].Usage.InputTokens)
+	require.Equal(t, int64(2), ends(rec)[1].Usage.CacheReadInputTokens)
+	require.Equal(t, int64(1), ends(rec)[1].Usage.ReasoningTokens)
+	require.NotZero(t, ends(rec)[1].TimeToFirstChunk)
+	require.Equal(t, "ab", ends(rec)[1].Messages[0].Content)
 
-	require.Len(t, rec.errs, 2)
-	require.ErrorIs(t, rec.errs[0], llm.ErrBadRequest)
-	require.True(t, errors.Is(rec.errs[1], llm.ErrStreamClosed))
+	require.Len(t, rec.Errs("LLMError"), 2)
+	require.ErrorIs(t, rec.Errs("LLMError")[0], llm.ErrBadRequest)
+	require.True(t, errors.Is(rec.Errs("LLMError")[1], llm.ErrStreamClosed))
 }

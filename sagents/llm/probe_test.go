@@ -87,9 +87,10 @@ func TestProbeConnectionFailureIsError(t *testing.T) {
 		return llmtest.Error(401, "invalid_request_error", "invalid_api_key", "", "Incorrect API key")
 	})
 	c, _ := newClient(t, srv)
-	_, err := c.ProbeModel(ctxT(t), probeOpts(t))
-	assert.ErrorIs(t, err, ErrAuth)
+	rep, err := c.ProbeModel(ctxT(t), probeOpts(t))
+	require.ErrorIs(t, err, ErrAuth)
 	assert.Len(t, srv.Requests(), 1, "optional probes do not run")
+	assert.Equal(t, "authentication", rep.Probes[0].Failed, "the failure is named")
 }
 
 func TestProbeDiskCacheTTL(t *testing.T) {
@@ -242,15 +243,4 @@ func TestProbeCommandNamesMissingFlags(t *testing.T) {
 	err = RunProbeCommand(ctxT(t), &out, ProbeCommandOptions{Model: "m"})
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "--base-url", ce.Field)
-}
-
-func TestProbeConnectionAuthFailureIsNamed(t *testing.T) {
-	srv := llmtest.New(t)
-	srv.SetFallback(func(llmtest.Request) llmtest.Reply {
-		return llmtest.Error(401, "invalid_request_error", "invalid_api_key", "", "Incorrect API key")
-	})
-	c, _ := newClient(t, srv)
-	rep, err := c.ProbeModel(ctxT(t), probeOpts(t))
-	require.ErrorIs(t, err, ErrAuth)
-	assert.Equal(t, "authentication", rep.Probes[0].Failed)
 }

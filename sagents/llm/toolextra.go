@@ -85,18 +85,13 @@ func (s *extraStore) forMessages(msgs []openai.ChatCompletionMessage, own map[st
 // addToolCallExtras adds the extra fields to the tool calls, by id, of the
 // body's assistant messages. A field already present is left alone.
 func addToolCallExtras(obj map[string]json.RawMessage, extras map[string]map[string]json.RawMessage) error {
-	var msgs []map[string]json.RawMessage
-	if err := json.Unmarshal(obj["messages"], &msgs); err != nil {
-		return fmt.Errorf("llm: rewriting messages: %w", err)
-	}
-	changed := false
-	for _, m := range msgs {
+	return rewriteMessages(obj, func(m map[string]json.RawMessage) (bool, error) {
 		if len(m["tool_calls"]) == 0 || isNull(m["tool_calls"]) {
-			continue
+			return false, nil
 		}
 		var calls []map[string]json.RawMessage
 		if err := json.Unmarshal(m["tool_calls"], &calls); err != nil {
-			return fmt.Errorf("llm: rewriting tool calls: %w", err)
+			return false, fmt.Errorf("llm: rewriting tool calls: %w", err)
 		}
 		touched := false
 		for _, c := range calls {
@@ -111,19 +106,14 @@ func addToolCallExtras(obj map[string]json.RawMessage, extras map[string]map[str
 				}
 			}
 		}
-		if touched {
-			raw, err := json.Marshal(calls)
-			if err != nil {
-				return fmt.Errorf("llm: rewriting tool calls: %w", err)
-			}
-			m["tool_calls"] = raw
-			changed = true
+		if !touched {
+			return false, nil
 		}
-	}
-	if !changed {
-		return nil
-	}
-	raw, err := json.Marshal(msgs)
-	obj["messages"] = raw
-	return err
+		raw, err := json.Marshal(calls)
+		if err != nil {
+			return false, fmt.Errorf("llm: rewriting tool calls: %w", err)
+		}
+		m["tool_calls"] = raw
+		return true, nil
+	})
 }

@@ -67,17 +67,31 @@ func (p bodyPatch) apply(body []byte) ([]byte, error) {
 }
 
 func fillReasoningContent(obj map[string]json.RawMessage) error {
+	return rewriteMessages(obj, func(m map[string]json.RawMessage) (bool, error) {
+		_, hasRC := m["reasoning_content"]
+		if string(m["role"]) == `"assistant"` && m["tool_calls"] != nil && !hasRC {
+			m["reasoning_content"] = json.RawMessage(`""`)
+			return true, nil
+		}
+		return false, nil
+	})
+}
+
+// rewriteMessages applies edit to every message of the body's "messages"
+// and encodes them again when edit changed any (it reports whether it
+// did).
+func rewriteMessages(obj map[string]json.RawMessage, edit func(m map[string]json.RawMessage) (bool, error)) error {
 	var msgs []map[string]json.RawMessage
 	if err := json.Unmarshal(obj["messages"], &msgs); err != nil {
 		return fmt.Errorf("llm: rewriting messages: %w", err)
 	}
 	changed := false
 	for _, m := range msgs {
-		_, hasRC := m["reasoning_content"]
-		if string(m["role"]) == `"assistant"` && m["tool_calls"] != nil && !hasRC {
-			m["reasoning_content"] = json.RawMessage(`""`)
-			changed = true
+		c, err := edit(m)
+		if err != nil {
+			return err
 		}
+		changed = changed || c
 	}
 	if !changed {
 		return nil

@@ -173,6 +173,26 @@ func (m *Manager) claim(ctx context.Context, kind Kind, op string) *run {
 	return r
 }
 
+// end ends the run of kind that ctx carries: call for every handler of
+// the run, then the run leaves its parent. op names the event in logs.
+func (m *Manager) end(ctx context.Context, kind Kind, op string, call func(h Handler, ctx context.Context) error) {
+	r := m.claim(ctx, kind, op)
+	if r == nil {
+		return
+	}
+	for _, h := range r.handlers {
+		m.safeEnd(h, op, func() error { return call(h, r.hctx) })
+	}
+	r.unlink()
+}
+
+// fail ends the run of kind that ctx carries with err (see dispatchError).
+func (m *Manager) fail(ctx context.Context, kind Kind, op string, err error) {
+	if r := m.claim(ctx, kind, op); r != nil {
+		m.dispatchError(r, orUnknown(err))
+	}
+}
+
 func (m *Manager) dispatchError(r *run, err error) {
 	ctx := r.hctx
 	if ctx == nil {

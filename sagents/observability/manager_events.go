@@ -18,21 +18,12 @@ func (m *Manager) ChainStart(ctx context.Context, info ChainInfo) context.Contex
 
 // ChainEnd ends the chain carried by ctx.
 func (m *Manager) ChainEnd(ctx context.Context, res ChainResult) {
-	r := m.claim(ctx, KindChain, "ChainEnd")
-	if r == nil {
-		return
-	}
-	for _, h := range r.handlers {
-		m.safeEnd(h, "ChainEnd", func() error { return h.ChainEnd(r.hctx, res) })
-	}
-	r.unlink()
+	m.end(ctx, KindChain, "ChainEnd", func(h Handler, c context.Context) error { return h.ChainEnd(c, res) })
 }
 
 // ChainError ends the chain carried by ctx with an error.
 func (m *Manager) ChainError(ctx context.Context, err error) {
-	if r := m.claim(ctx, KindChain, "ChainError"); r != nil {
-		m.dispatchError(r, orUnknown(err))
-	}
+	m.fail(ctx, KindChain, "ChainError", err)
 }
 
 // AgentStart starts an agent run and returns the context that carries it.
@@ -46,21 +37,12 @@ func (m *Manager) AgentStart(ctx context.Context, info AgentInfo) context.Contex
 
 // AgentEnd ends the agent run carried by ctx.
 func (m *Manager) AgentEnd(ctx context.Context, res AgentResult) {
-	r := m.claim(ctx, KindAgent, "AgentEnd")
-	if r == nil {
-		return
-	}
-	for _, h := range r.handlers {
-		m.safeEnd(h, "AgentEnd", func() error { return h.AgentEnd(r.hctx, res) })
-	}
-	r.unlink()
+	m.end(ctx, KindAgent, "AgentEnd", func(h Handler, c context.Context) error { return h.AgentEnd(c, res) })
 }
 
 // AgentError ends the agent run carried by ctx with an error.
 func (m *Manager) AgentError(ctx context.Context, err error) {
-	if r := m.claim(ctx, KindAgent, "AgentError"); r != nil {
-		m.dispatchError(r, orUnknown(err))
-	}
+	m.fail(ctx, KindAgent, "AgentError", err)
 }
 
 // LLMStart starts a model call and returns the context that carries it.
@@ -74,21 +56,12 @@ func (m *Manager) LLMStart(ctx context.Context, req LLMRequest) context.Context 
 
 // LLMEnd ends the model call carried by ctx.
 func (m *Manager) LLMEnd(ctx context.Context, resp LLMResponse) {
-	r := m.claim(ctx, KindLLM, "LLMEnd")
-	if r == nil {
-		return
-	}
-	for _, h := range r.handlers {
-		m.safeEnd(h, "LLMEnd", func() error { return h.LLMEnd(r.hctx, resp) })
-	}
-	r.unlink()
+	m.end(ctx, KindLLM, "LLMEnd", func(h Handler, c context.Context) error { return h.LLMEnd(c, resp) })
 }
 
 // LLMError ends the model call carried by ctx with an error.
 func (m *Manager) LLMError(ctx context.Context, err error) {
-	if r := m.claim(ctx, KindLLM, "LLMError"); r != nil {
-		m.dispatchError(r, orUnknown(err))
-	}
+	m.fail(ctx, KindLLM, "LLMError", err)
 }
 
 // ToolStart starts a tool call and returns the context that carries it.
@@ -102,21 +75,12 @@ func (m *Manager) ToolStart(ctx context.Context, call ToolCall) context.Context 
 
 // ToolEnd ends the tool call carried by ctx.
 func (m *Manager) ToolEnd(ctx context.Context, res ToolResult) {
-	r := m.claim(ctx, KindTool, "ToolEnd")
-	if r == nil {
-		return
-	}
-	for _, h := range r.handlers {
-		m.safeEnd(h, "ToolEnd", func() error { return h.ToolEnd(r.hctx, res) })
-	}
-	r.unlink()
+	m.end(ctx, KindTool, "ToolEnd", func(h Handler, c context.Context) error { return h.ToolEnd(c, res) })
 }
 
 // ToolError ends the tool call carried by ctx with an error.
 func (m *Manager) ToolError(ctx context.Context, err error) {
-	if r := m.claim(ctx, KindTool, "ToolError"); r != nil {
-		m.dispatchError(r, orUnknown(err))
-	}
+	m.fail(ctx, KindTool, "ToolError", err)
 }
 
 // MessageStart starts a message (for example a streamed assistant message)
@@ -131,12 +95,5 @@ func (m *Manager) MessageStart(ctx context.Context, msg Message) context.Context
 
 // MessageEnd ends the message carried by ctx.
 func (m *Manager) MessageEnd(ctx context.Context, msg Message) {
-	r := m.claim(ctx, KindMessage, "MessageEnd")
-	if r == nil {
-		return
-	}
-	for _, h := range r.handlers {
-		m.safeEnd(h, "MessageEnd", func() error { return h.MessageEnd(r.hctx, msg) })
-	}
-	r.unlink()
+	m.end(ctx, KindMessage, "MessageEnd", func(h Handler, c context.Context) error { return h.MessageEnd(c, msg) })
 }

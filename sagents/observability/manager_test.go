@@ -18,82 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 )
-
-type rec struct {
-	Op  string
-	Run observability.Run
-	Err error
-}
-
-// recorder records every event with the run it belongs to.
-type recorder struct {
-	observability.Base
-	mu     sync.Mutex
-	events []rec
-}
-
-func (r *recorder) add(ctx context.Context, op string, err error) {
-	run, _ := observability.RunFromContext(ctx)
-	r.mu.Lock()
-	r.events = append(r.events, rec{op, run, err})
-	r.mu.Unlock()
-}
-
-func (r *recorder) all() []rec {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]rec(nil), r.events...)
-}
-
-func (r *recorder) ChainStart(ctx context.Context, _ observability.ChainInfo) (context.Context, error) {
-	r.add(ctx, "ChainStart", nil)
-	return ctx, nil
-}
-func (r *recorder) ChainEnd(ctx context.Context, _ observability.ChainResult) error {
-	r.add(ctx, "ChainEnd", nil)
-	return nil
-}
-func (r *recorder) ChainError(ctx context.Context, err error) error {
-	r.add(ctx, "ChainError", err)
-	return nil
-}
-func (r *recorder) AgentStart(ctx context.Context, _ observability.AgentInfo) (context.Context, error) {
-	r.add(ctx, "AgentStart", nil)
-	return ctx, nil
-}
-func (r *recorder) AgentEnd(ctx context.Context, _ observability.AgentResult) error {
-	r.add(ctx, "AgentEnd", nil)
-	return nil
-}
-func (r *recorder) AgentError(ctx context.Context, err error) error {
-	r.add(ctx, "AgentError", err)
-	return nil
-}
-func (r *recorder) LLMStart(ctx context.Context, _ observability.LLMRequest) (context.Context, error) {
-	r.add(ctx, "LLMStart", nil)
-	return ctx, nil
-}
-func (r *recorder) LLMEnd(ctx context.Context, _ observability.LLMResponse) error {
-	r.add(ctx, "LLMEnd", nil)
-	return nil
-}
-func (r *recorder) LLMError(ctx context.Context, err error) error {
-	r.add(ctx, "LLMError", err)
-	return nil
-}
-func (r *recorder) ToolStart(ctx context.Context, _ observability.ToolCall) (context.Context, error) {
-	r.add(ctx, "ToolStart", nil)
-	return ctx, nil
-}
-func (r *recorder) ToolEnd(ctx context.Context, _ observability.ToolResult) error {
-	r.add(ctx, "ToolEnd", nil)
-	return nil
-}
-func (r *recorder) ToolError(ctx context.Context, err error) error {
-	r.add(ctx, "ToolError", err)
-	return nil
-}
 
 type panicker struct{ observability.Base }
 
@@ -123,7 +49,7 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestNestingUnderConcurrency(t *testing.T) {
-	r := &recorder{}
+	r := &observabilitytest.Recorder{}
 	m, _ := quietManager(t, r)
 	const n = 100
 	var wg sync.WaitGroup
@@ -148,7 +74,7 @@ func TestNestingUnderConcurrency(t *testing.T) {
 	}
 	wg.Wait()
 
-	ev := r.all()
+	ev := r.Events()
 	require.Len(t, ev, n*8)
 	byID := map[uint64]observability.Run{}
 	starts, ends := map[uint64]int{}, map[uint64]int{}
@@ -185,7 +111,7 @@ func TestNestingUnderConcurrency(t *testing.T) {
 }
 
 func TestPanickingHandlerIsolated(t *testing.T) {
-	r := &recorder{}
+	r := &observabilitytest.Recorder{}
 	m, logs := quietManager(t, panicker{}, r)
 	for range 3 {
 		ctx := m.ChainStart(context.Background(), observability.ChainInfo{Name: "c"})
@@ -198,7 +124,7 @@ func TestPanickingHandlerIsolated(t *testing.T) {
 		m.ChainEnd(ctx, observability.ChainResult{})
 	}
 	var ops []string
-	for _, e := range r.all() {
+	for _, e := range r.Events() {
 		ops = append(ops, e.Op)
 	}
 	assert.Equal(t, strings.Repeat("ChainStart ToolStart ToolEnd ChainEnd ", 3), strings.Join(ops, " ")+" ")
@@ -221,7 +147,7 @@ func TestRateLimitReportsSuppressed(t *testing.T) {
 }
 
 func TestErrorPathsLeaveNoOpenRuns(t *testing.T) {
-	r := &recorder{}
+	r := &observabilitytest.Recorder{}
 	m, logs := quietManager(t, r)
 	ctx := m.ChainStart(context.Background(), observability.ChainInfo{Name: "c"})
 	actx := m.AgentStart(ctx, observability.AgentInfo{Name: "a"})
@@ -231,25 +157,25 @@ func TestErrorPathsLeaveNoOpenRuns(t *testing.T) {
 	m.ChainError(ctx, errors.New("turn failed"))
 
 	var got []string
-	for _, e := range r.all()[4:] {
+	for _, e := range r.Events()[4:] {
 		got = append(got, e.Op)
 	}
 	assert.Equal(t, []string{"LLMError", "ToolError", "AgentError", "ChainError"}, got, "deepest first")
-	for _, e := range r.all()[4:7] {
+	for _, e := range r.Events()[4:7] {
 		assert.ErrorIs(t, e.Err, observability.ErrParentEnded)
 		assert.Equal(t, "parent_ended", observability.ErrorType(e.Err))
 	}
 	// Late ends are harmless no-ops.
-	n := len(r.all())
+	n := len(r.Events())
 	m.ToolEnd(tctx, observability.ToolResult{})
 	m.AgentEnd(actx, observability.AgentResult{})
 	m.ChainEnd(ctx, observability.ChainResult{})
-	assert.Len(t, r.all(), n)
+	assert.Len(t, r.Events(), n)
 	_ = logs
 }
 
 func TestEndWithDescendantContext(t *testing.T) {
-	r := &recorder{}
+	r := &observabilitytest.Recorder{}
 	m, logs := quietManager(t, r)
 	ctx := m.ChainStart(context.Background(), observability.ChainInfo{})
 	tctx := m.ToolStart(ctx, observability.ToolCall{Name: "t"})
@@ -258,7 +184,7 @@ func TestEndWithDescendantContext(t *testing.T) {
 	m.ToolEnd(lctx, observability.ToolResult{})
 	m.ChainEnd(tctx, observability.ChainResult{}) // descendant context also finds the chain
 	var ops []string
-	for _, e := range r.all() {
+	for _, e := range r.Events() {
 		ops = append(ops, e.Op)
 	}
 	assert.Equal(t, []string{"ChainStart", "ToolStart", "LLMStart", "LLMError", "ToolEnd", "ChainEnd"}, ops)
@@ -266,7 +192,7 @@ func TestEndWithDescendantContext(t *testing.T) {
 }
 
 func TestErrorEndsOnlyItsOwnRun(t *testing.T) {
-	r := &recorder{}
+	r := &observabilitytest.Recorder{}
 	m, _ := quietManager(t, r)
 	ctx := m.ChainStart(context.Background(), observability.ChainInfo{})
 	t1 := m.ToolStart(ctx, observability.ToolCall{Name: "ok"})
@@ -274,7 +200,7 @@ func TestErrorEndsOnlyItsOwnRun(t *testing.T) {
 	m.ToolError(t2, errors.New("exit 1"))
 	m.ToolEnd(t1, observability.ToolResult{})
 	m.ChainEnd(ctx, observability.ChainResult{})
-	ev := r.all()
+	ev := r.Events()
 	require.Len(t, ev, 6)
 	assert.Equal(t, "ToolError", ev[3].Op)
 	assert.Equal(t, "bad", ev[3].Run.Name)

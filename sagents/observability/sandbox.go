@@ -59,21 +59,15 @@ func (m *Manager) SandboxStart(ctx context.Context, op SandboxOp) context.Contex
 
 // SandboxEnd ends the sandbox operation carried by ctx.
 func (m *Manager) SandboxEnd(ctx context.Context, res SandboxResult) {
-	r := m.claim(ctx, KindSandbox, "SandboxEnd")
-	if r == nil {
-		return
-	}
-	for _, h := range r.handlers {
+	m.end(ctx, KindSandbox, "SandboxEnd", func(h Handler, c context.Context) error {
 		if sh, ok := h.(SandboxHandler); ok {
-			m.safeEnd(h, "SandboxEnd", func() error { return sh.SandboxEnd(r.hctx, res) })
+			return sh.SandboxEnd(c, res)
 		}
-	}
-	r.unlink()
+		return nil
+	})
 }
 
 // SandboxError ends the sandbox operation carried by ctx with an error.
 func (m *Manager) SandboxError(ctx context.Context, err error) {
-	if r := m.claim(ctx, KindSandbox, "SandboxError"); r != nil {
-		m.dispatchError(r, orUnknown(err))
-	}
+	m.fail(ctx, KindSandbox, "SandboxError", err)
 }

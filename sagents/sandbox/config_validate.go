@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,33 +17,44 @@ func (c Config) Validate() error { return c.validate(yamlNames) }
 // fieldNames maps config fields to the names users wrote them under.
 type fieldNames map[string]string
 
-var yamlNames = fieldNames{
-	"mode": "sandbox.mode", "workspace": "sandbox.workspace",
-	"virtual_workspace": "sandbox.virtual_workspace", "mounts": "sandbox.mounts",
-	"timeout": "sandbox.timeout", "cpu": "sandbox.local.cpu_time_limit",
-	"mem": "sandbox.local.memory_limit_mb", "pids": "sandbox.local.pids_limit",
-	"fsize": "sandbox.local.file_size_limit_mb", "network": "sandbox.local.network",
-	"allowed": "sandbox.local.allowed_domains", "denied": "sandbox.local.denied_domains",
-	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
-	"provider": "sandbox.remote.provider", "url": "sandbox.remote.server_url",
-	"sandbox_id": "sandbox.sandbox_id", "uid_range": "sandbox.local.uid_range", "umask": "sandbox.local.umask",
-	"seccomp_deny": "sandbox.local.seccomp.deny",
-	"disk_mb":      "sandbox.local.disk_quota_mb", "disk_inodes": "sandbox.local.disk_quota_inodes",
+// fields names each config field as a config file (YAML) and as the
+// environment (SAGE_*) spell it; a field with no variable of its own is
+// named by its YAML name in both.
+var fields = []struct{ key, yaml, env string }{
+	{"mode", "sandbox.mode", "SAGE_SANDBOX_MODE"},
+	{"workspace", "sandbox.workspace", "SAGE_SANDBOX_WORKSPACE"},
+	{"virtual_workspace", "sandbox.virtual_workspace", ""},
+	{"mounts", "sandbox.mounts", "SAGE_SANDBOX_MOUNT_PATHS"},
+	{"timeout", "sandbox.timeout", "SAGE_SANDBOX_TIMEOUT"},
+	{"cpu", "sandbox.local.cpu_time_limit", "SAGE_LOCAL_CPU_TIME_LIMIT"},
+	{"mem", "sandbox.local.memory_limit_mb", "SAGE_LOCAL_MEMORY_LIMIT_MB"},
+	{"pids", "sandbox.local.pids_limit", "SAGE_LOCAL_PIDS_LIMIT"},
+	{"fsize", "sandbox.local.file_size_limit_mb", "SAGE_LOCAL_FILE_SIZE_LIMIT_MB"},
+	{"network", "sandbox.local.network", "SAGE_LOCAL_NETWORK"},
+	{"allowed", "sandbox.local.allowed_domains", "SAGE_LOCAL_ALLOWED_DOMAINS"},
+	{"denied", "sandbox.local.denied_domains", "SAGE_LOCAL_DENIED_DOMAINS"},
+	{"iso_linux", "sandbox.local.isolation.linux", ""},
+	{"iso_darwin", "sandbox.local.isolation.darwin", ""},
+	{"provider", "sandbox.remote.provider", "SAGE_REMOTE_PROVIDER"},
+	{"url", "sandbox.remote.server_url", "SAGE_REMOTE_URL"},
+	{"sandbox_id", "sandbox.sandbox_id", ""},
+	{"uid_range", "sandbox.local.uid_range", "SAGE_LOCAL_UID_RANGE"},
+	{"umask", "sandbox.local.umask", "SAGE_LOCAL_UMASK"},
+	{"seccomp_deny", "sandbox.local.seccomp.deny", "SAGE_LOCAL_SECCOMP_DENY"},
+	{"disk_mb", "sandbox.local.disk_quota_mb", "SAGE_LOCAL_DISK_QUOTA_MB"},
+	{"disk_inodes", "sandbox.local.disk_quota_inodes", "SAGE_LOCAL_DISK_QUOTA_INODES"},
 }
 
-var envNames = fieldNames{
-	"mode": "SAGE_SANDBOX_MODE", "workspace": "SAGE_SANDBOX_WORKSPACE",
-	"virtual_workspace": "sandbox.virtual_workspace", "mounts": "SAGE_SANDBOX_MOUNT_PATHS",
-	"timeout": "SAGE_SANDBOX_TIMEOUT", "cpu": "SAGE_LOCAL_CPU_TIME_LIMIT",
-	"mem": "SAGE_LOCAL_MEMORY_LIMIT_MB", "pids": "SAGE_LOCAL_PIDS_LIMIT",
-	"fsize": "SAGE_LOCAL_FILE_SIZE_LIMIT_MB", "network": "SAGE_LOCAL_NETWORK",
-	"allowed": "SAGE_LOCAL_ALLOWED_DOMAINS", "denied": "SAGE_LOCAL_DENIED_DOMAINS",
-	"iso_linux": "sandbox.local.isolation.linux", "iso_darwin": "sandbox.local.isolation.darwin",
-	"provider": "SAGE_REMOTE_PROVIDER", "url": "SAGE_REMOTE_URL",
-	"sandbox_id": "sandbox.sandbox_id", "uid_range": "SAGE_LOCAL_UID_RANGE", "umask": "SAGE_LOCAL_UMASK",
-	"seccomp_deny": "SAGE_LOCAL_SECCOMP_DENY",
-	"disk_mb":      "SAGE_LOCAL_DISK_QUOTA_MB", "disk_inodes": "SAGE_LOCAL_DISK_QUOTA_INODES",
-}
+var yamlNames, envNames = func() (fieldNames, fieldNames) {
+	y, e := fieldNames{}, fieldNames{}
+	for _, f := range fields {
+		y[f.key], e[f.key] = f.yaml, f.yaml
+		if f.env != "" {
+			e[f.key] = f.env
+		}
+	}
+	return y, e
+}()
 
 func (c Config) validate(n fieldNames) error {
 	bad := func(key, val, reason string) error {
@@ -115,22 +127,27 @@ func (l LocalConfig) validate(bad func(key, val, reason string) error) error {
 			return bad("uid_range", l.UIDRange, "want FIRST:COUNT (e.g. "+DefaultUIDRange+") or the name of a user with an /etc/subuid range")
 		}
 	}
-	switch l.Network {
-	case "", NetworkOff, NetworkOpen, NetworkAllowlist:
-	default:
-		return bad("network", string(l.Network), "want off, allowlist or open")
-	}
-	switch l.Isolation.Linux {
-	case "", IsolationAuto, IsolationBwrap, IsolationGvisor, IsolationNone:
-	default:
-		return bad("iso_linux", l.Isolation.Linux, "want auto, bwrap, gvisor or none")
-	}
-	switch l.Isolation.Darwin {
-	case "", IsolationAuto, IsolationSeatbelt, IsolationNone:
-	default:
-		return bad("iso_darwin", l.Isolation.Darwin, "want auto, seatbelt or none")
+	for _, e := range []struct {
+		key, val string
+		want     []string // besides "" (the default)
+	}{
+		{"network", string(l.Network), []string{string(NetworkOff), string(NetworkAllowlist), string(NetworkOpen)}},
+		{"iso_linux", l.Isolation.Linux, []string{IsolationAuto, IsolationBwrap, IsolationGvisor, IsolationNone}},
+		{"iso_darwin", l.Isolation.Darwin, []string{IsolationAuto, IsolationSeatbelt, IsolationNone}},
+	} {
+		if e.val != "" && !slices.Contains(e.want, e.val) {
+			return bad(e.key, e.val, "want "+orList(e.want))
+		}
 	}
 	return nil
+}
+
+// orList spells words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // validateEgress parses every domain rule, naming the bad entry, and

@@ -24,7 +24,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/internal/testenv"
 	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
 
@@ -223,14 +223,8 @@ func TestSetupExportsTracesAndMetrics(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			t.Setenv("OTEL_SERVICE_NAME", "export-test")
-			m := observability.New(observability.Options{Logger: quiet()})
-			shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Logger: quiet()})
-			require.NoError(t, err)
-			emit(m)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			require.NoError(t, shutdown(ctx))
-			require.NoError(t, shutdown(ctx), "idempotent")
+			shutdown := setupEmit(t, sageotel.SetupOptions{})
+			shutdownTwice(t, shutdown)
 
 			got := r.spanNames()
 			assert.ElementsMatch(t, []string{"invoke_workflow turn", "chat gpt-4o"}, got["export-test"], "%v", got)
@@ -259,10 +253,7 @@ func TestSetupExportersNone(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.addr)
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 	t.Setenv("OTEL_TRACES_EXPORTER", "none")
-	m := observability.New(observability.Options{Logger: quiet()})
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Logger: quiet()})
-	require.NoError(t, err)
-	emit(m)
+	shutdown := setupEmit(t, sageotel.SetupOptions{})
 	require.NoError(t, shutdown(context.Background()))
 	assert.Empty(t, r.spanNames())
 	_, names := r.tokenSums()
@@ -273,12 +264,9 @@ func TestSetupExportersNone(t *testing.T) {
 // once and never fails shutdown beyond its bound.
 func TestSetupUnreachableMetrics(t *testing.T) {
 	clearOTLPEnv(t)
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	m := observability.New(observability.Options{Logger: quiet()})
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: "http://" + closedPort(t), ExportTimeout: 300 * time.Millisecond, Logger: slogTo(logs)})
-	require.NoError(t, err)
-	emit(m)
+	shutdown := setupEmit(t, sageotel.SetupOptions{Endpoint: "http://" + closedPort(t), ExportTimeout: 300 * time.Millisecond, Logger: slogTo(logs)})
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -308,10 +296,7 @@ func TestSetupExistingProviderMeansNoOTLPMetrics(t *testing.T) {
 			r := startReceiver(t, sageotel.ProtocolGRPC)
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", r.addr)
 			t.Setenv("OTEL_METRICS_EXPORTER", tc.env)
-			m := observability.New(observability.Options{Logger: quiet()})
-			shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, TracerProvider: sdktrace.NewTracerProvider(), Logger: quiet()})
-			require.NoError(t, err)
-			emit(m)
+			shutdown := setupEmit(t, sageotel.SetupOptions{TracerProvider: sdktrace.NewTracerProvider()})
 			require.NoError(t, shutdown(context.Background()))
 			_, names := r.tokenSums()
 			assert.Equal(t, tc.want, len(names) > 0, "metrics received: %v", names)

@@ -1,11 +1,9 @@
 package otelsage_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/observability"
 	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
@@ -31,31 +30,14 @@ type fixture struct {
 	tp     *sdktrace.TracerProvider
 	reader *sdkmetric.ManualReader
 	m      *observability.Manager
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *testenv.Buffer
 }
 
 // newFixture records what a handler made with opts (its providers are the
 // fixture's) exports.
 func newFixture(t *testing.T, extra []observability.Handler, opts ...sageotel.HandlerOptions) *fixture {
 	t.Helper()
-	f := &fixture{rec: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), logs: &syncBuffer{}}
+	f := &fixture{rec: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), logs: &testenv.Buffer{}}
 	f.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.rec))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(f.reader))
 	var o sageotel.HandlerOptions
@@ -392,5 +374,3 @@ func TestSandboxSpansNestUnderTool(t *testing.T) {
 	f.m.SandboxEnd(f.m.SandboxStart(context.Background(), observability.SandboxOp{Op: "exec"}), observability.SandboxResult{})
 	assert.Len(t, f.rec.Ended(), before)
 }
-
-var _ io.Writer = (*syncBuffer)(nil)

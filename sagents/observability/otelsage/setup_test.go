@@ -19,6 +19,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/observability"
 	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 )
@@ -88,6 +89,31 @@ func emit(m *observability.Manager) {
 	m.ChainEnd(ctx, observability.ChainResult{})
 }
 
+// setupEmit sets up the handler with opts (its own Manager, no globals,
+// a quiet Logger unless opts has one), emits one chain with one model
+// call through it and returns the shutdown.
+func setupEmit(t *testing.T, opts sageotel.SetupOptions) func(context.Context) error {
+	t.Helper()
+	m := observability.New(observability.Options{Logger: quiet()})
+	opts.Manager, opts.NoGlobal = m, true
+	if opts.Logger == nil {
+		opts.Logger = quiet()
+	}
+	shutdown, err := sageotel.Setup(context.Background(), opts)
+	require.NoError(t, err)
+	emit(m)
+	return shutdown
+}
+
+// shutdownTwice shuts down (within 30s) and again: the second is a no-op.
+func shutdownTwice(t *testing.T, shutdown func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, shutdown(ctx))
+	require.NoError(t, shutdown(ctx), "idempotent")
+}
+
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestSetupFromEnv(t *testing.T) {
@@ -101,14 +127,8 @@ func TestSetupFromEnv(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 			t.Setenv("OTEL_SERVICE_NAME", "env-service")
 			t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-			m := observability.New(observability.Options{Logger: quiet()})
-			shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Logger: quiet()})
-			require.NoError(t, err)
-			emit(m)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			require.NoError(t, shutdown(ctx))
-			require.NoError(t, shutdown(ctx), "idempotent")
+			shutdown := setupEmit(t, sageotel.SetupOptions{})
+			shutdownTwice(t, shutdown)
 			got := col.spans()
 			assert.ElementsMatch(t, []string{"invoke_workflow turn", "chat gpt-4o"}, got["env-service"], "%v", got)
 		})
@@ -119,10 +139,7 @@ func TestSetupOptionsOverrideEnv(t *testing.T) {
 	col := startCollector(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", closedPort(t))
 	t.Setenv("OTEL_SERVICE_NAME", "env-service")
-	m := observability.New(observability.Options{Logger: quiet()})
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: col.addr, ServiceName: "opt-service", Logger: quiet()})
-	require.NoError(t, err)
-	emit(m)
+	shutdown := setupEmit(t, sageotel.SetupOptions{Endpoint: col.addr, ServiceName: "opt-service"})
 	require.NoError(t, shutdown(context.Background()))
 	assert.Len(t, col.spans()["opt-service"], 2, "%v", col.spans())
 }
@@ -130,10 +147,7 @@ func TestSetupOptionsOverrideEnv(t *testing.T) {
 func TestSetupSamplerFromEnv(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_off")
 	rec := tracetest.NewSpanRecorder()
-	m := observability.New(observability.Options{Logger: quiet()})
-	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: closedPort(t), SpanProcessors: []sdktrace.SpanProcessor{rec}, Logger: quiet()})
-	require.NoError(t, err)
-	emit(m)
+	shutdown := setupEmit(t, sageotel.SetupOptions{Endpoint: closedPort(t), SpanProcessors: []sdktrace.SpanProcessor{rec}})
 	require.NoError(t, shutdown(context.Background()))
 	assert.Empty(t, rec.Ended())
 }
@@ -141,7 +155,7 @@ func TestSetupSamplerFromEnv(t *testing.T) {
 // An unreachable collector must not block the application: spans are
 // dropped, counted, and the failure is logged once.
 func TestSetupUnreachableCollector(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	m := observability.New(observability.Options{Logger: quiet()})
 	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Manager: m, NoGlobal: true, Endpoint: closedPort(t), ExportTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	require.NoError(t, err)

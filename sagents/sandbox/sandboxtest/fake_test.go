@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -66,31 +67,10 @@ func TestSandboxOverFake(t *testing.T) {
 	assert.ErrorIs(t, err, sandbox.ErrClosed)
 }
 
-// recorder keeps the sandbox events it gets.
-type recorder struct {
-	observability.Base
-	ops  []string
-	ends []observability.SandboxResult
-	errs []error
-}
-
-func (r *recorder) SandboxStart(ctx context.Context, op observability.SandboxOp) (context.Context, error) {
-	r.ops = append(r.ops, op.Op+" "+op.Path)
-	return ctx, nil
-}
-func (r *recorder) SandboxEnd(_ context.Context, res observability.SandboxResult) error {
-	r.ends = append(r.ends, res)
-	return nil
-}
-func (r *recorder) SandboxError(_ context.Context, err error) error {
-	r.errs = append(r.errs, err)
-	return nil
-}
-
 // TestSandboxEvents checks that operations reach the observability
 // Manager as sandbox runs, nested under the tool run of the context.
 func TestSandboxEvents(t *testing.T) {
-	rec := &recorder{}
+	rec := &observabilitytest.Recorder{}
 	m := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	s, _ := sandboxtest.NewFake()
 	s = sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Passthrough, Observer: m}, s.Driver())
@@ -104,10 +84,14 @@ func TestSandboxEvents(t *testing.T) {
 	m.ToolEnd(ctx, observability.ToolResult{})
 	require.NoError(t, s.Close(context.Background()))
 
-	assert.Equal(t, []string{"read_file missing", "read_file ../x", "exec ", "release "}, rec.ops)
-	require.Len(t, rec.ends, 3)
-	assert.True(t, rec.ends[0].NotFound, "a missing file is an answer, not a failure")
-	assert.True(t, rec.ends[1].Command)
-	require.Len(t, rec.errs, 1)
-	assert.ErrorIs(t, rec.errs[0], sandbox.ErrEscape)
+	var ops []string
+	for _, op := range observabilitytest.Data[observability.SandboxOp](rec, "SandboxStart") {
+		ops = append(ops, op.Op+" "+op.Path)
+	}
+	assert.Equal(t, []string{"read_file missing", "read_file ../x", "exec ", "release "}, ops)
+	require.Len(t, observabilitytest.Data[observability.SandboxResult](rec, "SandboxEnd"), 3)
+	assert.True(t, observabilitytest.Data[observability.SandboxResult](rec, "SandboxEnd")[0].NotFound, "a missing file is an answer, not a failure")
+	assert.True(t, observabilitytest.Data[observability.SandboxResult](rec, "SandboxEnd")[1].Command)
+	require.Len(t, rec.Errs("SandboxError"), 1)
+	assert.ErrorIs(t, rec.Errs("SandboxError")[0], sandbox.ErrEscape)
 }

@@ -3,17 +3,15 @@
 package local
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sage-go/sage/internal/procfs"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -141,8 +139,8 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		total := int64(0)
 		byProg := map[string]int64{}
 		for _, p := range pids {
-			for _, q := range processTree(p) {
-				v := pssBytes(q)
+			for _, q := range procfs.Tree(p) {
+				v := procfs.PSS(q)
 				total += v
 				comm, _ := os.ReadFile("/proc/" + strconv.Itoa(q) + "/comm")
 				byProg[strings.TrimSpace(string(comm))] += v
@@ -158,46 +156,4 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 	}
 	b.ReportMetric(pss, "bytes/session")
 	b.ReportMetric(heap, "host-heap-bytes/session")
-}
-
-// processTree is pid and all its descendants.
-func processTree(pid int) []int {
-	parent := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) > 1 {
-			pp, _ := strconv.Atoi(f[1])
-			parent[pp] = append(parent[pp], p)
-		}
-	}
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
-		out = append(out, parent[out[i]]...)
-	}
-	return out
-}
-
-func pssBytes(pid int) int64 {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -3,83 +3,39 @@ package aio_test
 import (
 	"bufio"
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/spectest"
 )
 
-var (
-	buildOnce sync.Once
-	sageBin   string
-	buildErr  error
-	binDir    string
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testenv.RemoveSageBinary()
 	os.Exit(code)
 }
 
 // sage builds ./cmd/sage once per test binary.
 func sage(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if binDir, err = os.MkdirTemp("", "sage-aio-e2e-"); err != nil {
-			buildErr = err
-			return
-		}
-		sageBin = filepath.Join(binDir, "sage")
-		cmd := exec.Command("go", "build", "-o", sageBin, "./cmd/sage")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sage: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return sageBin
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
+	bin, err := testenv.SageBinary()
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("go.mod not found")
-		}
-		dir = filepath.Dir(dir)
-	}
+	return bin
 }
 
 // daemon is a running `sage sandboxd --mode passthrough`.

@@ -98,14 +98,17 @@ func (c *Client) newRequest(ctx context.Context, method, p string, q url.Values,
 
 // send performs req and returns the body of a 2xx answer; other statuses
 // become *APIError.
-func (c *Client) send(req *http.Request) ([]byte, error) {
+func (c *Client) send(req *http.Request) ([]byte, error) { return c.sendLimit(req, maxResponseBytes) }
+
+// sendLimit is send reading at most limit bytes of the answer.
+func (c *Client) sendLimit(req *http.Request, limit int64) ([]byte, error) {
 	endpoint := req.Method + " " + strings.TrimPrefix(req.URL.Path, c.base.Path)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("aio: %s: %w", endpoint, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return nil, fmt.Errorf("aio: %s: read answer: %w", endpoint, err)
 	}
@@ -156,6 +159,13 @@ func decodeEnvelope(raw []byte, endpoint string, out any) error {
 	return nil
 }
 
+// post sends in as JSON to the endpoint at path and decodes the
+// envelope's data as an Out (as far as it got when the error is not nil).
+func post[Out any](ctx context.Context, c *Client, path string, in any) (*Out, error) {
+	var out Out
+	return &out, c.call(ctx, http.MethodPost, path, in, &out)
+}
+
 // Sandbox is GET /v1/sandbox: the sandbox's home, workspace and version.
 func (c *Client) Sandbox(ctx context.Context) (*SandboxContext, error) {
 	req, err := c.newRequest(ctx, http.MethodGet, "/v1/sandbox", nil, nil)
@@ -175,14 +185,12 @@ func (c *Client) Sandbox(ctx context.Context) (*SandboxContext, error) {
 
 // ShellExec is POST /v1/shell/exec (combined output).
 func (c *Client) ShellExec(ctx context.Context, r ShellExecRequest) (*ShellCommandResult, error) {
-	var out ShellCommandResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/shell/exec", r, &out)
+	return post[ShellCommandResult](ctx, c, "/v1/shell/exec", r)
 }
 
 // ShellCreateSession is POST /v1/shell/sessions/create.
 func (c *Client) ShellCreateSession(ctx context.Context, r ShellCreateSessionRequest) (*ShellCreateSessionResponse, error) {
-	var out ShellCreateSessionResponse
-	return &out, c.call(ctx, http.MethodPost, "/v1/shell/sessions/create", r, &out)
+	return post[ShellCreateSessionResponse](ctx, c, "/v1/shell/sessions/create", r)
 }
 
 // ShellDeleteSession is DELETE /v1/shell/sessions/{id}.
@@ -192,14 +200,12 @@ func (c *Client) ShellDeleteSession(ctx context.Context, id string) error {
 
 // BashExec is POST /v1/bash/exec (separate stdout and stderr).
 func (c *Client) BashExec(ctx context.Context, r BashExecRequest) (*BashExecResult, error) {
-	var out BashExecResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/bash/exec", r, &out)
+	return post[BashExecResult](ctx, c, "/v1/bash/exec", r)
 }
 
 // BashOutput is POST /v1/bash/output: output from byte offsets.
 func (c *Client) BashOutput(ctx context.Context, r BashOutputRequest) (*BashOutputResult, error) {
-	var out BashOutputResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/bash/output", r, &out)
+	return post[BashOutputResult](ctx, c, "/v1/bash/output", r)
 }
 
 // BashKill is POST /v1/bash/kill.
@@ -209,8 +215,7 @@ func (c *Client) BashKill(ctx context.Context, r BashKillRequest) error {
 
 // BashCreateSession is POST /v1/bash/sessions/create.
 func (c *Client) BashCreateSession(ctx context.Context, r BashSessionCreateRequest) (*BashSessionInfo, error) {
-	var out BashSessionInfo
-	return &out, c.call(ctx, http.MethodPost, "/v1/bash/sessions/create", r, &out)
+	return post[BashSessionInfo](ctx, c, "/v1/bash/sessions/create", r)
 }
 
 // BashCloseSession is POST /v1/bash/sessions/{id}/close.
@@ -220,32 +225,27 @@ func (c *Client) BashCloseSession(ctx context.Context, id string) error {
 
 // ReadFile is POST /v1/file/read (text files).
 func (c *Client) ReadFile(ctx context.Context, r FileReadRequest) (*FileReadResult, error) {
-	var out FileReadResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/file/read", r, &out)
+	return post[FileReadResult](ctx, c, "/v1/file/read", r)
 }
 
 // WriteFile is POST /v1/file/write.
 func (c *Client) WriteFile(ctx context.Context, r FileWriteRequest) (*FileWriteResult, error) {
-	var out FileWriteResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/file/write", r, &out)
+	return post[FileWriteResult](ctx, c, "/v1/file/write", r)
 }
 
 // ListFiles is POST /v1/file/list.
 func (c *Client) ListFiles(ctx context.Context, r FileListRequest) (*FileListResult, error) {
-	var out FileListResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/file/list", r, &out)
+	return post[FileListResult](ctx, c, "/v1/file/list", r)
 }
 
 // FindFiles is POST /v1/file/find.
 func (c *Client) FindFiles(ctx context.Context, r FileFindRequest) (*FileFindResult, error) {
-	var out FileFindResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/file/find", r, &out)
+	return post[FileFindResult](ctx, c, "/v1/file/find", r)
 }
 
 // GrepFiles is POST /v1/file/grep.
 func (c *Client) GrepFiles(ctx context.Context, r FileGrepRequest) (*FileGrepResult, error) {
-	var out FileGrepResult
-	return &out, c.call(ctx, http.MethodPost, "/v1/file/grep", r, &out)
+	return post[FileGrepResult](ctx, c, "/v1/file/grep", r)
 }
 
 // Download is GET /v1/file/download: the file's bytes, at most limit
@@ -259,17 +259,9 @@ func (c *Client) Download(ctx context.Context, path string, limit int64) ([]byte
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/octet-stream, application/json")
-	resp, err := c.hc.Do(req)
+	body, err := c.sendLimit(req, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("aio: GET /v1/file/download: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("aio: GET /v1/file/download: read: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, newAPIError(resp.StatusCode, "GET /v1/file/download", body)
+		return nil, err
 	}
 	if int64(len(body)) > limit {
 		return nil, fmt.Errorf("aio: GET /v1/file/download %q: larger than %d bytes", path, limit)

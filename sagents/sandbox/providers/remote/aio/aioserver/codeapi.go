@@ -53,39 +53,45 @@ type jupyterExecuteResult struct {
 	MsgID          string           `json:"msg_id"`
 }
 
-// codeTimeout checks a request's timeout (seconds, 1 to 300 as the spec
-// says; default 30), refusing others in FastAPI's shape.
-func codeTimeout(t *int) (time.Duration, error) {
-	switch {
-	case t == nil:
-		return 30 * time.Second, nil
-	case *t < 1:
-		return 0, invalid([]any{"body", "timeout"}, "greater_than_equal", "Input should be greater than or equal to 1")
-	case *t > 300:
-		return 0, invalid([]any{"body", "timeout"}, "less_than_equal", "Input should be less than or equal to 300")
-	}
-	return time.Duration(*t) * time.Second, nil
+// codeRun is where and for how long a code request runs, from its
+// timeout and cwd.
+type codeRun struct {
+	dir     string
+	timeout time.Duration
 }
 
-// codeDir resolves cwd (relative to the workspace) and checks it as exec
-// checks exec_dir.
-func (s *Server) codeDir(ctx context.Context, cwd *string) (string, error) {
+// codeRunOf checks a request's timeout (seconds, 1 to 300 as the spec
+// says; default 30), refusing others in FastAPI's shape, and resolves its
+// cwd (relative to the workspace), checked as exec checks exec_dir.
+func (s *Server) codeRunOf(ctx context.Context, timeout *int, cwd *string) (codeRun, error) {
+	run := codeRun{timeout: 30 * time.Second}
+	switch {
+	case timeout == nil:
+	case *timeout < 1:
+		return run, invalid([]any{"body", "timeout"}, "greater_than_equal", "Input should be greater than or equal to 1")
+	case *timeout > 300:
+		return run, invalid([]any{"body", "timeout"}, "less_than_equal", "Input should be less than or equal to 300")
+	default:
+		run.timeout = time.Duration(*timeout) * time.Second
+	}
 	if cwd == nil || *cwd == "" {
-		return "", nil
+		return run, nil
 	}
-	dir := *cwd
-	if !path.IsAbs(dir) {
-		dir = path.Join(s.h.WorkspacePath(), dir)
+	run.dir = *cwd
+	if !path.IsAbs(run.dir) {
+		run.dir = path.Join(s.h.WorkspacePath(), run.dir)
 	}
-	return dir, s.sessions.checkDir(ctx, dir)
+	return run, s.sessions.checkDir(ctx, run.dir)
 }
 
 // execCode runs code in the session's kernel (a new session id when id is
 // empty; with stateless, a kernel of its own closed afterwards). A
-// timeout stops the kernel: it answers nil, errKernelTimeout.
-func (s *Server) execCode(ctx context.Context, lang, id string, stateless bool, code, dir string, timeout time.Duration) (*kernelAnswer, string, error) {
+// timeout stops the kernel; it and a kernel that died are answers
+// (answerOf), not errors.
+func (s *Server) execCode(ctx context.Context, run codeRun, lang, id string, stateless bool, code string) (*kernelAnswer, string, error) {
 	var k *kernel
 	var err error
+	dir := run.dir
 	if stateless {
 		k, err = startKernel(s.h, lang, kernelCommand(lang), dir)
 		if err == nil {
@@ -102,13 +108,31 @@ func (s *Server) execCode(ctx context.Context, lang, id string, stateless bool, 
 		}
 	}
 	if err != nil {
-		return nil, id, err
+		a, err := answerOf(nil, err, run.timeout)
+		return a, id, err
 	}
-	a, err := k.run(ctx, code, dir, timeout)
+	a, err := k.run(ctx, code, dir, run.timeout)
 	if !stateless && (errors.Is(err, errKernelTimeout) || (err != nil && !k.alive())) {
 		s.kernels.drop(lang, id, k)
 	}
+	a, err = answerOf(a, err, run.timeout)
 	return a, id, err
+}
+
+// exitOf is the exit code an answer stands for: 0 when it is ok, else 1.
+func exitOf(a *kernelAnswer) int {
+	if a.Status != "ok" {
+		return 1
+	}
+	return 0
+}
+
+// countOf is an answer's execution count, nil when the kernel gave none.
+func countOf(a *kernelAnswer) *int {
+	if a.ExecutionCount > 0 {
+		return &a.ExecutionCount
+	}
+	return nil
 }
 
 // outputs are an answer as Jupyter output records.
@@ -157,30 +181,23 @@ func (s *Server) codeExecute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, invalid([]any{"body", "language"}, "enum", "Input should be 'python' or 'javascript'"))
 		return
 	}
-	timeout, err := codeTimeout(req.Timeout)
-	if err == nil {
-		var dir string
-		if dir, err = s.codeDir(r.Context(), req.Cwd); err == nil {
-			var a *kernelAnswer
-			var id string
-			a, id, err = s.execCode(r.Context(), req.Language, deref(req.SessionID), !req.Stateful, req.Code, dir, timeout)
-			if a, err = answerOf(a, err, timeout); err == nil {
-				out := codeExecuteResult{Language: req.Language, Status: a.Status, Outputs: outputs(a), Code: req.Code,
-					Stdout: a.Stdout, Stderr: a.Stderr, Traceback: a.Traceback}
-				code := 0
-				if a.Status != "ok" {
-					code = 1
-				}
-				out.ExitCode = &code
-				if req.Stateful {
-					out.SessionID = &id
-				}
-				ok(w, out)
-				return
-			}
-		}
+	run, err := s.codeRunOf(r.Context(), req.Timeout, req.Cwd)
+	if err != nil {
+		s.fail(w, err)
+		return
 	}
-	s.fail(w, err)
+	a, id, err := s.execCode(r.Context(), run, req.Language, deref(req.SessionID), !req.Stateful, req.Code)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	code := exitOf(a)
+	out := codeExecuteResult{Language: req.Language, Status: a.Status, Outputs: outputs(a), Code: req.Code,
+		Stdout: a.Stdout, Stderr: a.Stderr, Traceback: a.Traceback, ExitCode: &code}
+	if req.Stateful {
+		out.SessionID = &id
+	}
+	ok(w, out)
 }
 
 // jupyterExecute is POST /v1/jupyter/execute: Python in the session's
@@ -194,27 +211,18 @@ func (s *Server) jupyterExecute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, badArg("kernel_name "+kn+": sage sandboxd runs python3 kernels only"))
 		return
 	}
-	timeout, err := codeTimeout(req.Timeout)
+	run, err := s.codeRunOf(r.Context(), req.Timeout, req.Cwd)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	dir, err := s.codeDir(r.Context(), req.Cwd)
+	a, id, err := s.execCode(r.Context(), run, langPython, deref(req.SessionID), false, req.Code)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	a, id, err := s.execCode(r.Context(), langPython, deref(req.SessionID), false, req.Code, dir, timeout)
-	if a, err = answerOf(a, err, timeout); err != nil {
-		s.fail(w, err)
-		return
-	}
-	out := jupyterExecuteResult{KernelName: "python3", SessionID: id, Status: a.Status, Outputs: outputs(a),
-		Code: req.Code, MsgID: sandbox.NewID("msg")}
-	if a.ExecutionCount > 0 {
-		out.ExecutionCount = &a.ExecutionCount
-	}
-	ok(w, out)
+	ok(w, jupyterExecuteResult{KernelName: "python3", SessionID: id, Status: a.Status, Outputs: outputs(a),
+		Code: req.Code, MsgID: sandbox.NewID("msg"), ExecutionCount: countOf(a)})
 }
 
 func deref(p *string) string {

@@ -34,12 +34,7 @@ func outputsOf(t *testing.T, d map[string]any) map[string]map[string]any {
 func TestJupyterExecuteKeepsState_SDKJupyter(t *testing.T) {
 	testenv.Command(t, "python3", "install python3 (apt-get install python3)")
 	f := newFixture(t, nil)
-	run := func(body string) map[string]any {
-		t.Helper()
-		st, m := f.post("/v1/jupyter/execute", body)
-		require.Equal(t, http.StatusOK, st, "%v", m)
-		return data(t, m)
-	}
+	run := func(body string) map[string]any { return f.postOK(t, "/v1/jupyter/execute", body) }
 	d := run(`{"code":"import os\nx = 41\nopen('runs', 'a').write('r')\npid = os.getpid()","session_id":"j1"}`)
 	assert.Equal(t, "ok", d["status"])
 	assert.Equal(t, "j1", d["session_id"])
@@ -88,12 +83,7 @@ func TestJupyterExecuteKeepsState_SDKJupyter(t *testing.T) {
 func TestCodeExecute_SDKCode(t *testing.T) {
 	testenv.Command(t, "python3", "install python3 (apt-get install python3)")
 	f := newFixture(t, nil)
-	run := func(body string) map[string]any {
-		t.Helper()
-		st, m := f.post("/v1/code/execute", body)
-		require.Equal(t, http.StatusOK, st, "%v", m)
-		return data(t, m)
-	}
+	run := func(body string) map[string]any { return f.postOK(t, "/v1/code/execute", body) }
 	d := run(`{"language":"python","code":"y = 2","stateful":true,"session_id":"c1"}`)
 	assert.Equal(t, "ok", d["status"])
 	assert.Equal(t, "c1", d["session_id"])

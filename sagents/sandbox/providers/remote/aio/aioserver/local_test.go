@@ -37,12 +37,7 @@ func TestLocalModeLongLivedSessions(t *testing.T) {
 	f := &fixture{srv: srv, ts: ts, ws: h.WorkspacePath(), v: spectest.Load(t), t: t}
 	f.hc = &http.Client{Transport: f.v.Transport(t, http.DefaultTransport), Timeout: 2 * time.Minute}
 
-	exec := func(body string) map[string]any {
-		t.Helper()
-		st, m := f.post("/v1/shell/exec", body)
-		require.Equal(t, http.StatusOK, st, "%v", m)
-		return data(t, m)
-	}
+	exec := func(body string) map[string]any { return f.postOK(t, "/v1/shell/exec", body) }
 	pid := exec(`{"id":"l","command":"f() { echo fn; }; Y=kept; echo $$"}`)["output"]
 	d := exec(`{"id":"l","command":"f; echo $Y; echo $$"}`)
 	assert.Equal(t, "fn\nkept\n"+pid.(string), d["output"], "one bash inside the sandbox")

@@ -3,7 +3,6 @@ package aioserver
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -52,39 +51,27 @@ func (s *Server) nodejsExecute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, badArg("stdin applies to stateless execution only (stateful: false)"))
 		return
 	}
-	timeout, err := codeTimeout(req.Timeout)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	dir, err := s.codeDir(r.Context(), req.Cwd)
+	run, err := s.codeRunOf(r.Context(), req.Timeout, req.Cwd)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if !stateful {
-		s.nodeOnce(w, r, req, dir, timeout)
+		s.nodeOnce(w, r, req, run)
 		return
 	}
-	a, id, err := s.execCode(r.Context(), langJS, deref(req.SessionID), false, req.Code, dir, timeout)
-	if a, err = answerOf(a, err, timeout); err != nil {
+	a, id, err := s.execCode(r.Context(), run, langJS, deref(req.SessionID), false, req.Code)
+	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	out := nodejsExecuteResult{Language: langJS, Status: a.Status, Outputs: outputs(a), Code: req.Code,
-		Stdout: a.Stdout, Stderr: a.Stderr, SessionID: &id}
-	if a.Status != "ok" {
-		out.ExitCode = 1
-	}
-	if a.ExecutionCount > 0 {
-		out.ExecutionCount = &a.ExecutionCount
-	}
-	ok(w, out)
+	ok(w, nodejsExecuteResult{Language: langJS, Status: a.Status, Outputs: outputs(a), Code: req.Code,
+		Stdout: a.Stdout, Stderr: a.Stderr, SessionID: &id, ExitCode: exitOf(a), ExecutionCount: countOf(a)})
 }
 
 // nodeOnce runs the code in a fresh node process.
-func (s *Server) nodeOnce(w http.ResponseWriter, r *http.Request, req nodejsExecuteRequest, dir string, timeout time.Duration) {
-	opts := sandbox.ExecOptions{Workdir: dir, Timeout: timeout, OutputLimit: 2 * kernelOutput}
+func (s *Server) nodeOnce(w http.ResponseWriter, r *http.Request, req nodejsExecuteRequest, run codeRun) {
+	opts := sandbox.ExecOptions{Workdir: run.dir, Timeout: run.timeout, OutputLimit: 2 * kernelOutput}
 	if req.Stdin != nil {
 		opts.Stdin = strings.NewReader(*req.Stdin)
 	}

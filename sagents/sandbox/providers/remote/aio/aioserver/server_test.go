@@ -76,6 +76,14 @@ func (f *fixture) do(method, path, contentType string, body []byte) (int, map[st
 	return resp.StatusCode, m
 }
 
+// postOK posts body to path, requires 200 and returns the answer's data.
+func (f *fixture) postOK(t *testing.T, path, body string) map[string]any {
+	t.Helper()
+	st, m := f.post(path, body)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	return data(t, m)
+}
+
 func (f *fixture) post(path, body string) (int, map[string]any) {
 	return f.do(http.MethodPost, path, "application/json", []byte(body))
 }

@@ -18,12 +18,7 @@ import (
 func TestLiveShellIsOneProcess(t *testing.T) {
 	f := newFixture(t, nil)
 	require.NoError(t, os.Mkdir(filepath.Join(f.ws, "d"), 0o755))
-	exec := func(body string) map[string]any {
-		t.Helper()
-		st, m := f.post("/v1/shell/exec", body)
-		require.Equal(t, http.StatusOK, st, "%v", m)
-		return data(t, m)
-	}
+	exec := func(body string) map[string]any { return f.postOK(t, "/v1/shell/exec", body) }
 	pid := exec(`{"id":"p","command":"echo $$"}`)["output"]
 	assert.Equal(t, pid, exec(`{"id":"p","command":"echo $$"}`)["output"], "the same bash")
 	exec(`{"id":"p","command":"sleep 30 & cd d"}`)

@@ -19,15 +19,13 @@ import (
 func TestNoCrossDeploymentAdoption(t *testing.T) {
 	a := newFixture(t)
 	pa := a.provider(t)
-	sid, err := pa.Acquire(ctxT(t), "t-shared")
-	require.NoError(t, err)
+	sid := acquire(t, pa, "t-shared")
 	infoA, ok := pa.Info(sid)
 	require.True(t, ok)
 
 	b := newFixture(t) // another prefix, another home
 	pb := b.provider(t)
-	sidB, err := pb.Acquire(ctxT(t), "t-shared")
-	require.NoError(t, err)
+	sidB := acquire(t, pb, "t-shared")
 	assert.Equal(t, sid, sidB, "same deterministic id")
 	infoB, _ := pb.Info(sidB)
 	assert.NotEqual(t, infoA.ContainerID, infoB.ContainerID, "B adopted A's container")
@@ -61,8 +59,7 @@ func TestReaperCountsActivity(t *testing.T) {
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) {
 		o.IdleTimeout, o.ReapInterval = time.Second, 100*time.Millisecond
 	})
-	sid, err := p.Acquire(ctxT(t), "t-busy")
-	require.NoError(t, err)
+	sid := acquire(t, p, "t-busy")
 	h, ok := p.Get(sid)
 	require.True(t, ok)
 	res, err := h.ExecuteCommand(ctxT(t), "sleep 1.6; echo done", sandbox.ExecOptions{})
@@ -88,8 +85,7 @@ func TestReaperCountsActivity(t *testing.T) {
 func TestSlowReadyForeignSandboxSurvives(t *testing.T) {
 	f := newFixture(t)
 	owner := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
-	sid, err := owner.Acquire(ctxT(t), "t-slow")
-	require.NoError(t, err)
+	sid := acquire(t, owner, "t-slow")
 	info, _ := owner.Info(sid)
 	out, err := exec.Command("docker", "pause", info.ContainerID).CombinedOutput()
 	require.NoError(t, err, string(out))
@@ -123,8 +119,7 @@ func TestAdvertiseHost(t *testing.T) {
 	b, err := dockerbackend.New(dockerbackend.Options{Client: f.cli, Prefix: f.prefix, AdvertiseHost: "localhost"})
 	require.NoError(t, err)
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Backend = b })
-	sid, err := p.Acquire(ctxT(t), "t-adv")
-	require.NoError(t, err)
+	sid := acquire(t, p, "t-adv")
 	info, _ := p.Info(sid)
 	assert.Regexp(t, `^http://localhost:\d+$`, info.URL)
 	assert.Equal(t, "ok\n", exec1(t, p, sid, "echo ok"))

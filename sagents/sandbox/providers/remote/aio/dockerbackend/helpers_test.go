@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,9 +38,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runChild(mode))
 	}
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testenv.RemoveSageBinary()
 	os.Exit(code)
 }
 
@@ -57,10 +55,6 @@ var (
 	dockerErr  error
 	imageOnce  sync.Once
 	imageErr   error
-	buildOnce  sync.Once
-	sageBin    string
-	binDir     string
-	buildErr   error
 )
 
 func dockerClient(t testing.TB) *client.Client {
@@ -87,7 +81,7 @@ func dockerClient(t testing.TB) *client.Client {
 func ensureImage(t testing.TB) {
 	t.Helper()
 	imageOnce.Do(func() {
-		bin, err := staticSage()
+		bin, err := testenv.SageBinary()
 		if err != nil {
 			imageErr = err
 			return
@@ -106,27 +100,6 @@ func ensureImage(t testing.TB) {
 		}
 		t.Fatalf("build sandbox image: %v", imageErr)
 	}
-}
-
-func staticSage() (string, error) {
-	buildOnce.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		if binDir, buildErr = os.MkdirTemp("", "sage-docker-test-"); buildErr != nil {
-			return
-		}
-		sageBin = filepath.Join(binDir, "sage")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", sageBin, "./cmd/sage")
-		cmd.Dir = filepath.Dir(strings.TrimSpace(string(out)))
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sage: %v\n%s", err, out)
-		}
-	})
-	return sageBin, buildErr
 }
 
 // fixture is one test's world: a unique container prefix (removed by
@@ -194,6 +167,16 @@ func (f *fixture) containers(t testing.TB) []container.Summary {
 		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+f.prefix))})
 	require.NoError(t, err)
 	return cs
+}
+
+// killChildAt starts a child in mode for thread and kills it (SIGKILL)
+// once it printed the line want.
+func (f *fixture) killChildAt(t *testing.T, mode, thread, want string) {
+	t.Helper()
+	cmd, out := f.child(t, mode, thread)
+	require.Equal(t, want, readLine(t, out))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
 }
 
 // child starts a child process in mode; it returns the command and a

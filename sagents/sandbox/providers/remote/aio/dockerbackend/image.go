@@ -77,17 +77,10 @@ func BuildImage(ctx context.Context, cli *client.Client, o BuildOptions) (built 
 		fmt.Fprintf(o.Progress, "image %s is up to date (%s=%s)\n", o.Tag, ImageLabel, sum[:12])
 		return false, nil
 	}
-	resp, err := cli.ImageBuild(ctx, bytes.NewReader(tarball), build.ImageBuildOptions{
-		Tags: []string{o.Tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
-		Labels: map[string]string{ImageLabel: sum}, Dockerfile: "Dockerfile"})
-	if err != nil {
-		return false, fmt.Errorf("docker: build %s: %w", o.Tag, err)
-	}
-	defer resp.Body.Close()
-	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, o.Progress, o.ProgressFd, o.ProgressTerminal, nil); err != nil {
-		return false, fmt.Errorf("docker: build %s: %w", o.Tag, err)
-	}
-	return true, nil
+	err = buildTagged(ctx, cli, o.Tag, sum, tarball, func(r io.Reader) error {
+		return jsonmessage.DisplayJSONMessagesStream(r, o.Progress, o.ProgressFd, o.ProgressTerminal, nil)
+	})
+	return err == nil, err
 }
 
 func (o *BuildOptions) defaults() error {
@@ -123,6 +116,22 @@ func CheckStatic(path string) error {
 		if p.Type == elf.PT_INTERP {
 			return fmt.Errorf("image: %s is dynamically linked; build it with CGO_ENABLED=0 (sage) or install busybox-static", path)
 		}
+	}
+	return nil
+}
+
+// buildTagged builds the context tarball (its Dockerfile at the root) as
+// tag, labelled with sum, and hands the progress stream to display.
+func buildTagged(ctx context.Context, cli *client.Client, tag, sum string, tarball []byte, display func(io.Reader) error) error {
+	resp, err := cli.ImageBuild(ctx, bytes.NewReader(tarball), build.ImageBuildOptions{
+		Tags: []string{tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
+		Labels: map[string]string{ImageLabel: sum}, Dockerfile: "Dockerfile"})
+	if err != nil {
+		return fmt.Errorf("docker: build %s: %w", tag, err)
+	}
+	defer resp.Body.Close()
+	if err := display(resp.Body); err != nil {
+		return fmt.Errorf("docker: build %s: %w", tag, err)
 	}
 	return nil
 }

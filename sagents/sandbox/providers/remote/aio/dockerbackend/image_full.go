@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/jsonmessage"
@@ -140,15 +139,8 @@ func BuildFullImage(ctx context.Context, cli *client.Client, o FullOptions) (bui
 	}
 	done := step(fmt.Sprintf("build %s on %s", o.Tag, base))
 	defer done()
-	resp, err := cli.ImageBuild(ctx, bytes.NewReader(tarball), build.ImageBuildOptions{
-		Tags: []string{o.Tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
-		Labels: map[string]string{ImageLabel: sum}, Dockerfile: "Dockerfile"})
-	if err != nil {
-		return false, fmt.Errorf("docker: build %s: %w", o.Tag, err)
-	}
-	defer resp.Body.Close()
-	if err := displayQuiet(resp.Body); err != nil {
-		return false, fmt.Errorf("docker: build %s: %w", o.Tag, err)
+	if err := buildTagged(ctx, cli, o.Tag, sum, tarball, displayQuiet); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/pyindex"
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
@@ -23,8 +24,7 @@ import (
 func TestFullImageTools(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t)
-	sid, err := p.Acquire(ctxT(t), "tools")
-	require.NoError(t, err)
+	sid := acquire(t, p, "tools")
 	out := exec1(t, p, sid, "python3 --version && python3 -m venv --help >/dev/null && python3 -m pip --version && "+
 		"git --version && curl --version | head -n 1 && bash --version | head -n 1 && ls --version | head -n 1")
 	for _, want := range []string{"Python 3.", "pip ", "git version", "curl ", "GNU bash", "GNU coreutils"} {
@@ -56,8 +56,7 @@ func TestPythonRequirementsInContainer(t *testing.T) {
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) {
 		o.Env = map[string]string{"PIP_INDEX_URL": idx.URL, "PIP_TRUSTED_HOST": idx.Host}
 	})
-	sid, err := p.Acquire(ctxT(t), "py-reqs")
-	require.NoError(t, err)
+	sid := acquire(t, p, "py-reqs")
 	h, ok := p.Get(sid)
 	require.True(t, ok)
 	var steps []string
@@ -98,13 +97,12 @@ func TestPythonRequirementsNeedTheIndex(t *testing.T) {
 	idx := serveWheel(t)
 	f := newFixture(t)
 	p := f.provider(t)
-	sid, err := p.Acquire(ctxT(t), "py-noindex")
-	require.NoError(t, err)
+	sid := acquire(t, p, "py-noindex")
 	h, ok := p.Get(sid)
 	require.True(t, ok)
 	ctx, cancel := context.WithTimeout(context.Background(), aiodriver.PipTimeout+time.Minute)
 	defer cancel()
-	_, err = h.ExecutePython(ctx, "import sage_tiny", sandbox.PythonOptions{Requirements: []string{"sage-tiny==0.1.0"},
+	_, err := h.ExecutePython(ctx, "import sage_tiny", sandbox.PythonOptions{Requirements: []string{"sage-tiny==0.1.0"},
 		ExecOptions: sandbox.ExecOptions{Env: map[string]string{"PIP_INDEX_URL": strings.Replace(idx.URL, "/simple/", "/nothing/", 1),
 			"PIP_TRUSTED_HOST": idx.Host}}})
 	var re *aiodriver.RequirementsError
@@ -117,7 +115,7 @@ func TestPythonRequirementsNeedTheIndex(t *testing.T) {
 // with it runs commands and Python.
 func TestMinimalImage(t *testing.T) {
 	f := newFixture(t)
-	bin, err := staticSage()
+	bin, err := testenv.SageBinary()
 	require.NoError(t, err)
 	o := dockerbackend.BuildOptions{Tag: "sage-sandbox:minimal", SageBinary: bin}
 	if _, err := os.Stat("/usr/bin/python3"); err == nil {
@@ -126,8 +124,7 @@ func TestMinimalImage(t *testing.T) {
 	_, err = dockerbackend.BuildImage(ctxT(t), f.cli, o)
 	require.NoError(t, err)
 	p := f.provider(t, func(po *orchestrator.ProviderOptions) { po.Image = o.Tag })
-	sid, err := p.Acquire(ctxT(t), "minimal")
-	require.NoError(t, err)
+	sid := acquire(t, p, "minimal")
 	out := exec1(t, p, sid, "ls --version 2>&1 | head -n 1; readlink /bin/ls")
 	assert.Contains(t, out, "busybox", "busybox, not GNU coreutils")
 	if o.Python != "" {
@@ -140,7 +137,7 @@ func TestMinimalImage(t *testing.T) {
 // Debian mirror from the build container.
 func TestFullImageFromDockerfile(t *testing.T) {
 	cli := dockerClient(t)
-	bin, err := staticSage()
+	bin, err := testenv.SageBinary()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
@@ -62,8 +63,7 @@ func TestPoolClaimAttachesThreadFiles(t *testing.T) {
 	seed(t, f.home, "pool-a", "hello.txt", "from a")
 	seed(t, f.home, "pool-b", "other.txt", "from b")
 
-	sa, err := p.Acquire(ctxT(t), "pool-a")
-	require.NoError(t, err)
+	sa := acquire(t, p, "pool-a")
 	assert.Equal(t, orchestrator.SandboxIDFor("pool-a"), sa)
 	info, ok := p.Info(sa)
 	require.True(t, ok)
@@ -75,8 +75,7 @@ func TestPoolClaimAttachesThreadFiles(t *testing.T) {
 	require.NoError(t, err, "the host sees the thread's files where they were")
 	assert.Equal(t, "made\n", string(b))
 
-	sb, err := p.Acquire(ctxT(t), "pool-b")
-	require.NoError(t, err)
+	sb := acquire(t, p, "pool-b")
 	infoB, _ := p.Info(sb)
 	assert.NotEqual(t, info.ContainerID, infoB.ContainerID)
 	assert.Equal(t, "other.txt\n", exec1(t, p, sb, "ls /mnt/user-data/workspace; ls /mnt/user-data/outputs"))
@@ -121,8 +120,7 @@ func TestPoolDeadSlotFallsBack(t *testing.T) {
 		require.NoError(t, f.cli.ContainerRemove(ctxT(t), c.ID, container.RemoveOptions{Force: true}))
 	}
 	seed(t, f.home, "dead-slot", "keep.txt", "kept")
-	sid, err := p.Acquire(ctxT(t), "dead-slot")
-	require.NoError(t, err)
+	sid := acquire(t, p, "dead-slot")
 	assert.Equal(t, "kept", exec1(t, p, sid, "cat keep.txt"))
 	require.NoError(t, p.Shutdown(ctxT(t)))
 	assert.Empty(t, f.containers(t))
@@ -263,7 +261,7 @@ func TestSandboxLsPool(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t, pooled(2))
 	require.NoError(t, p.WaitPool(ctxT(t), 2))
-	bin, err := staticSage()
+	bin, err := testenv.SageBinary()
 	require.NoError(t, err)
 	run := func(args ...string) string {
 		cmd := exec.Command(bin, append([]string{"sandbox", "ls"}, args...)...)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +29,14 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// acquire acquires thread's sandbox from p, failing t on an error.
+func acquire(t *testing.T, p *orchestrator.Provider, thread string) string {
+	t.Helper()
+	sid, err := p.Acquire(ctxT(t), thread)
+	require.NoError(t, err)
+	return sid
+}
+
 func exec1(t *testing.T, p *orchestrator.Provider, sid, cmd string) string {
 	t.Helper()
 	h, ok := p.Get(sid)
@@ -43,8 +50,7 @@ func exec1(t *testing.T, p *orchestrator.Provider, sid, cmd string) string {
 func TestAcquireCreatesOneSandboxPerThread(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t)
-	sid, err := p.Acquire(ctxT(t), "thread-a")
-	require.NoError(t, err)
+	sid := acquire(t, p, "thread-a")
 	assert.Equal(t, orchestrator.SandboxIDFor("thread-a"), sid)
 	assert.Len(t, sid, 16)
 	out := exec1(t, p, sid, "pwd; echo hi > /mnt/user-data/outputs/x; ls /mnt/user-data")
@@ -53,8 +59,7 @@ func TestAcquireCreatesOneSandboxPerThread(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", string(b))
 
-	again, err := p.Acquire(ctxT(t), "thread-a")
-	require.NoError(t, err)
+	again := acquire(t, p, "thread-a")
 	assert.Equal(t, sid, again)
 	cs := f.containers(t)
 	require.Len(t, cs, 1)
@@ -116,8 +121,7 @@ func testConcurrentProcesses(t *testing.T, f *fixture) {
 	require.Len(t, f.containers(t), 1, "exactly one container for the thread")
 	// The sandbox outlived the children (keep) and is found again.
 	p := f.provider(t)
-	sid, err := p.Acquire(ctxT(t), "shared-thread")
-	require.NoError(t, err)
+	sid := acquire(t, p, "shared-thread")
 	exec1(t, p, sid, "true")
 	require.Len(t, f.containers(t), 1)
 }
@@ -126,10 +130,7 @@ func testConcurrentProcesses(t *testing.T, f *fixture) {
 // the flock, the next acquire succeeds.
 func TestKilledLockHolder(t *testing.T) {
 	f := newFixture(t)
-	cmd, out := f.child(t, "hold-lock", "t-lock")
-	require.Equal(t, "locked", readLine(t, out))
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
+	f.killChildAt(t, "hold-lock", "t-lock", "locked")
 	p := f.provider(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -142,14 +143,10 @@ func TestKilledLockHolder(t *testing.T) {
 // state: the next acquire adopts (or replaces) it; one container left.
 func TestKilledMidCreate(t *testing.T) {
 	f := newFixture(t)
-	cmd, out := f.child(t, "mid-create", "t-mid")
-	require.Equal(t, "created <nil>", readLine(t, out))
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
+	f.killChildAt(t, "mid-create", "t-mid", "created <nil>")
 	require.Len(t, f.containers(t), 1, "the orphan exists before reconciliation")
 	p := f.provider(t)
-	sid, err := p.Acquire(ctxT(t), "t-mid")
-	require.NoError(t, err)
+	sid := acquire(t, p, "t-mid")
 	exec1(t, p, sid, "true")
 	assert.Len(t, f.containers(t), 1)
 	running, err := p.Backend().ListRunning(ctxT(t))
@@ -166,15 +163,13 @@ func TestKilledMidCreate(t *testing.T) {
 func TestContainerRemovedBehindOurBack(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
-	sid, err := p.Acquire(ctxT(t), "t-gone")
-	require.NoError(t, err)
+	sid := acquire(t, p, "t-gone")
 	old, _ := p.Info(sid)
 	require.NoError(t, p.Shutdown(ctxT(t)))
 	require.NoError(t, f.cli.ContainerRemove(ctxT(t), old.ContainerID, container.RemoveOptions{Force: true}))
 
 	p2 := f.provider(t)
-	sid2, err := p2.Acquire(ctxT(t), "t-gone")
-	require.NoError(t, err)
+	sid2 := acquire(t, p2, "t-gone")
 	assert.Equal(t, sid, sid2)
 	info, _ := p2.Info(sid2)
 	assert.NotEqual(t, old.ContainerID, info.ContainerID)
@@ -187,19 +182,17 @@ func TestContainerRemovedBehindOurBack(t *testing.T) {
 func TestRecoverAfterRestart(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
-	sid, err := p.Acquire(ctxT(t), "t-keep")
-	require.NoError(t, err)
+	sid := acquire(t, p, "t-keep")
 	exec1(t, p, sid, "echo kept > /tmp/marker")
 	old, _ := p.Info(sid)
 	require.NoError(t, p.Shutdown(ctxT(t)))
 	require.NoError(t, p.Shutdown(ctxT(t)), "idempotent")
-	_, err = p.Acquire(ctxT(t), "t-keep")
+	_, err := p.Acquire(ctxT(t), "t-keep")
 	assert.ErrorIs(t, err, sandbox.ErrClosed)
 	require.Len(t, f.containers(t), 1, "keep leaves the sandbox running")
 
 	p2 := f.provider(t)
-	sid2, err := p2.Acquire(ctxT(t), "t-keep")
-	require.NoError(t, err)
+	sid2 := acquire(t, p2, "t-keep")
 	info, _ := p2.Info(sid2)
 	assert.Equal(t, old.ContainerID, info.ContainerID)
 	assert.Equal(t, "kept\n", exec1(t, p2, sid2, "cat /tmp/marker"))
@@ -263,10 +256,8 @@ func TestIdleReaper(t *testing.T) {
 		o.IdleTimeout, o.ReapInterval = 300*time.Millisecond, 100*time.Millisecond
 	})
 	never := f.provider(t, func(o *orchestrator.ProviderOptions) { o.IdleTimeout, o.ReapInterval = 0, 100*time.Millisecond })
-	kept, err := never.Acquire(ctxT(t), "t-never")
-	require.NoError(t, err)
-	sid, err := reaping.Acquire(ctxT(t), "t-idle")
-	require.NoError(t, err)
+	kept := acquire(t, never, "t-never")
+	sid := acquire(t, reaping, "t-idle")
 	require.Eventually(t, func() bool { _, ok := reaping.Info(sid); return !ok }, 10*time.Second, 50*time.Millisecond)
 	require.Eventually(t, func() bool { return len(f.containers(t)) == 1 }, 10*time.Second, 100*time.Millisecond)
 	time.Sleep(500 * time.Millisecond)
@@ -282,15 +273,14 @@ func TestRedisStoppedMidTest(t *testing.T) {
 	f := newFixture(t)
 	f.store = srv.url
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.ShutdownPolicy = orchestrator.PolicyKeep })
-	_, err := p.Acquire(ctxT(t), "t-redis")
-	require.NoError(t, err)
+	acquire(t, p, "t-redis")
 	require.NoError(t, p.Shutdown(ctxT(t)))
 	srv.stop(t)
 
 	p2 := f.provider(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = p2.Acquire(ctx, "t-redis")
+	_, err := p2.Acquire(ctx, "t-redis")
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "redisstore: lock t-redis")
 	_, err = p2.Acquire(ctx, "t-redis-other")
@@ -301,16 +291,8 @@ func TestRedisStoppedMidTest(t *testing.T) {
 func TestContractThroughProvider(t *testing.T) {
 	f := newFixture(t)
 	p := f.provider(t)
-	n := 0
 	sandboxtest.Run(t, sandboxtest.Options{
-		New: func(t *testing.T) *sandbox.Sandbox {
-			n++
-			sid, err := p.Acquire(ctxT(t), "contract-"+strconv.Itoa(n))
-			require.NoError(t, err)
-			h, ok := p.Get(sid)
-			require.True(t, ok)
-			return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, released{h.Driver().(remoteDriver), p, sid})
-		},
+		New: contractNew(p, "contract-"),
 		// The containers share this host's kernel and pid namespace
 		// tree: their processes show in /proc here, so the suite proves
 		// that no process of a killed command survives.
@@ -330,6 +312,19 @@ type remoteDriver interface {
 
 // released is what an application does with a sandbox from Get: Release
 // the sandbox when done with it.
+// contractNew is the suite's New for p: each sandbox is a new thread
+// (prefix and a count), released to p when the suite closes it.
+func contractNew(p *orchestrator.Provider, prefix string) func(t *testing.T) *sandbox.Sandbox {
+	n := 0
+	return func(t *testing.T) *sandbox.Sandbox {
+		n++
+		sid := acquire(t, p, prefix+strconv.Itoa(n))
+		h, ok := p.Get(sid)
+		require.True(t, ok)
+		return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, released{h.Driver().(remoteDriver), p, sid})
+	}
+}
+
 type released struct {
 	remoteDriver
 	p   *orchestrator.Provider

@@ -1,12 +1,8 @@
 package dockerbackend_test
 
 import (
-	"strconv"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -21,16 +17,8 @@ func TestContractRunsc(t *testing.T) {
 	f := newFixture(t)
 	b := requireRunsc(t, f)
 	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Backend = b })
-	n := 0
 	sandboxtest.Run(t, sandboxtest.Options{
-		New: func(t *testing.T) *sandbox.Sandbox {
-			n++
-			sid, err := p.Acquire(ctxT(t), "contract-runsc-"+strconv.Itoa(n))
-			require.NoError(t, err)
-			h, ok := p.Get(sid)
-			require.True(t, ok)
-			return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, released{h.Driver().(remoteDriver), p, sid})
-		},
+		New: contractNew(p, "contract-runsc-"),
 		// gVisor's processes do not show in this host's /proc.
 		NoTaskPIDs: true,
 	})

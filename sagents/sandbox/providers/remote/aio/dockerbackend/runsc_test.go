@@ -36,8 +36,7 @@ func TestRunscKernel(t *testing.T) {
 		gvisor  bool
 	}{{b, true}, {f.backend(t), false}} {
 		p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.Backend = tc.backend })
-		sid, err := p.Acquire(ctxT(t), "kernel-"+strconv.FormatBool(tc.gvisor))
-		require.NoError(t, err)
+		sid := acquire(t, p, "kernel-"+strconv.FormatBool(tc.gvisor))
 		out := exec1(t, p, sid, "cat /proc/version")
 		assert.Equal(t, tc.gvisor, strings.Contains(strings.ToLower(out), "gvisor"), "%q", out)
 	}

@@ -145,13 +145,7 @@ func pythonPath() string {
 }
 
 func (e *Execd) context(w http.ResponseWriter, id string) *pyContext {
-	e.mu.Lock()
-	c := e.contexts[id]
-	e.mu.Unlock()
-	if c == nil {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "no context "+id)
-	}
-	return c
+	return find(e, w, e.contexts, "context", id)
 }
 
 func (e *Execd) runCode(w http.ResponseWriter, r *http.Request) {

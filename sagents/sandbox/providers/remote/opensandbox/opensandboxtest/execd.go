@@ -261,13 +261,19 @@ func exitCode(cmd *exec.Cmd, err error) int {
 }
 
 func (e *Execd) lookup(w http.ResponseWriter, id string) *command {
+	return find(e, w, e.cmds, "command", id)
+}
+
+// find returns the what called id in m (one of e's maps), or answers 404
+// and returns nil.
+func find[V any](e *Execd, w http.ResponseWriter, m map[string]*V, what, id string) *V {
 	e.mu.Lock()
-	c := e.cmds[id]
+	v := m[id]
 	e.mu.Unlock()
-	if c == nil {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "no command "+id)
+	if v == nil {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "no "+what+" "+id)
 	}
-	return c
+	return v
 }
 
 // interrupt sends SIGTERM to the command's process group and SIGKILL

@@ -2,7 +2,6 @@ package opensandboxtest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,10 +14,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/sage-go/sage/api"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/internal/openapitest"
 )
 
 // maxChecked bounds the bodies the validator keeps: an exchange larger
@@ -28,9 +26,8 @@ const maxChecked = 16 << 20
 // Spec is the project's own OpenAPI document of the OpenSandbox subset
 // the provider uses (api/opensandbox-subset.openapi.yaml).
 type Spec struct {
-	doc    *openapi3.T
-	router routers.Router
-	event  *openapi3.Schema
+	*openapitest.Doc
+	event *openapi3.Schema
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -42,25 +39,13 @@ func (s *Spec) mark(op string) {
 	s.seen[op] = true
 }
 
-// Operations lists the document's operations as "METHOD /path", sorted.
-func (s *Spec) Operations() []string {
-	var out []string
-	for path, item := range s.doc.Paths.Map() {
-		for method := range item.Operations() {
-			out = append(out, method+" "+path)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Unchecked lists, sorted, the operations of the document that no fake in
 // this process has validated an exchange of yet.
 func (s *Spec) Unchecked() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for _, item := range s.doc.Paths.Map() {
+	for _, item := range s.T.Paths.Map() {
 		for _, op := range item.Operations() {
 			if !s.seen[op.OperationID] {
 				out = append(out, op.OperationID)
@@ -80,64 +65,29 @@ var (
 // LoadSpec loads and checks the embedded document once.
 func LoadSpec() (*Spec, error) {
 	specOnce.Do(func() {
-		doc, err := openapi3.NewLoader().LoadFromData(api.OpenSandboxSubset)
-		if err == nil {
-			err = doc.Validate(context.Background())
-		}
+		d, err := openapitest.Load("api/opensandbox-subset.openapi.yaml", api.OpenSandboxSubset)
 		if err != nil {
-			specErr = fmt.Errorf("api/opensandbox-subset.openapi.yaml: %w", err)
+			specErr = err
 			return
 		}
-		r, err := legacy.NewRouter(doc)
-		if err != nil {
-			specErr = fmt.Errorf("api/opensandbox-subset.openapi.yaml: %w", err)
-			return
-		}
-		spec = &Spec{doc: doc, router: r, event: doc.Components.Schemas["StreamEvent"].Value, seen: map[string]bool{}}
+		spec = &Spec{Doc: d, event: d.T.Components.Schemas["StreamEvent"].Value, seen: map[string]bool{}}
 	})
 	return spec, specErr
-}
-
-func specOptions() *openapi3filter.Options {
-	return &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true,
-		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
-}
-
-// CheckRequest validates one request (whose body is body) and returns
-// what CheckResponse needs to validate its answer.
-func (s *Spec) CheckRequest(r *http.Request, body []byte) (*openapi3filter.RequestValidationInput, error) {
-	c := r.Clone(context.Background())
-	c.Body = io.NopCloser(bytes.NewReader(body))
-	c.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	route, params, err := s.router.FindRoute(c)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: not an operation of the subset: %w", r.Method, r.URL.Path, err)
-	}
-	in := &openapi3filter.RequestValidationInput{Request: c, PathParams: params, Route: route, Options: specOptions()}
-	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-		return in, fmt.Errorf("request %s %s: %w", r.Method, r.URL.Path, err)
-	}
-	return in, nil
 }
 
 // CheckResponse validates the answer to a request CheckRequest accepted.
 // An event stream must be declared for the operation and each of its data
 // lines must be a StreamEvent.
 func (s *Spec) CheckResponse(in *openapi3filter.RequestValidationInput, status int, h http.Header, body []byte) error {
-	what := fmt.Sprintf("answer %d to %s %s", status, in.Request.Method, in.Request.URL.Path)
 	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "text/event-stream" {
+		what := fmt.Sprintf("answer %d to %s %s", status, in.Request.Method, in.Request.URL.Path)
 		resp := in.Route.Operation.Responses.Status(status)
 		if resp == nil || resp.Value.Content.Get(mt) == nil {
 			return fmt.Errorf("%s: an event stream is not documented here", what)
 		}
 		return s.checkEvents(what, body)
 	}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: h,
-		Body: io.NopCloser(bytes.NewReader(body)), Options: specOptions()}
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return s.Doc.CheckResponse(in, status, h, body)
 }
 
 func (s *Spec) checkEvents(what string, body []byte) error {
@@ -161,7 +111,7 @@ func (s *Spec) checkEventLine(what, line string) error {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &v); err != nil {
 		return fmt.Errorf("%s: event data is not JSON: %w", what, err)
 	}
-	if err := s.event.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+	if err := s.event.VisitJSON(v, s.SchemaOptions()...); err != nil {
 		return fmt.Errorf("%s: event %s: %w", what, data, err)
 	}
 	return nil

@@ -7,7 +7,6 @@ package spectest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,12 +20,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
-
 	"github.com/sage-go/sage/api"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/internal/openapitest"
 )
 
 // UpstreamRel is the upstream document's path relative to the module
@@ -59,9 +54,7 @@ func FindUpstream() (string, error) {
 
 // Document is one loaded OpenAPI document.
 type Document struct {
-	Name   string
-	doc    *openapi3.T
-	router routers.Router
+	*openapitest.Doc
 	// strict documents list every status the server answers; an
 	// undocumented status is a mismatch. The upstream document lists only
 	// 200 and 422, so other statuses are checked against its generic
@@ -113,18 +106,6 @@ func Load(t testing.TB) *Validator {
 	return loaded
 }
 
-// Operations lists the document's operations as "METHOD /path", sorted.
-func (d *Document) Operations() []string {
-	var ops []string
-	for path, item := range d.doc.Paths.Map() {
-		for method := range item.Operations() {
-			ops = append(ops, method+" "+path)
-		}
-	}
-	sort.Strings(ops)
-	return ops
-}
-
 // NewValidator validates against every one of docs.
 func NewValidator(docs ...*Document) *Validator {
 	return &Validator{docs: docs, seen: map[string]map[int]int{}}
@@ -141,12 +122,11 @@ func (v *Validator) Documents() []string {
 
 // LoadSubset loads the project's own document (api/aio-subset.openapi.yaml).
 func LoadSubset() (*Document, error) {
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(api.AIOSubset)
+	d, err := openapitest.Load("api/aio-subset.openapi.yaml", api.AIOSubset)
 	if err != nil {
-		return nil, fmt.Errorf("api/aio-subset.openapi.yaml: %w", err)
+		return nil, err
 	}
-	return prepare("api/aio-subset.openapi.yaml", doc, true)
+	return &Document{Doc: d, strict: true}, nil
 }
 
 // LoadUpstream loads the upstream document from ../shared/spec; the error
@@ -156,35 +136,11 @@ func LoadUpstream() (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc, err := openapi3.NewLoader().LoadFromFile(p)
+	d, err := openapitest.LoadFile(p)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, err
 	}
-	return prepare(p, doc, false)
-}
-
-// prepare validates the document itself and builds its router. Both
-// documents are OpenAPI 3.1 (type "null", type arrays), so schemas are
-// validated with JSON Schema 2020-12; servers are dropped so requests to
-// any host match.
-func prepare(name string, doc *openapi3.T, strict bool) (*Document, error) {
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("%s: document invalid: %w", name, err)
-	}
-	doc.Servers = nil
-	r, err := legacy.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return &Document{Name: name, doc: doc, router: r, strict: strict}, nil
-}
-
-func options() *openapi3filter.Options {
-	return &openapi3filter.Options{
-		MultiError:              true,
-		AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
-		SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.EnableJSONSchema2020()},
-	}
+	return &Document{Doc: d}, nil
 }
 
 // Check validates one exchange against every document and records its
@@ -206,28 +162,21 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 // check validates one exchange against d and returns the endpoint it
 // matched ("METHOD /path").
 func (d *Document) check(req *http.Request, reqBody []byte, status int, header http.Header, respBody []byte) (string, error) {
-	route, params, err := d.router.FindRoute(req)
+	in, err := d.CheckRequest(req, reqBody)
+	if in == nil {
+		return "", err
+	}
+	endpoint := req.Method + " " + in.Route.Path
 	if err != nil {
-		return "", fmt.Errorf("%s %s: no route in the document: %w", req.Method, req.URL.Path, err)
+		return endpoint, err
 	}
-	endpoint := req.Method + " " + route.Path
-	in := &openapi3filter.RequestValidationInput{Request: cloneWithBody(req, reqBody), PathParams: params,
-		Route: route, Options: options()}
-	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-		return endpoint, fmt.Errorf("%s: request does not match: %w", endpoint, err)
-	}
-	if route.Operation.Responses.Status(status) == nil {
+	if in.Route.Operation.Responses.Status(status) == nil {
 		if d.strict {
 			return endpoint, fmt.Errorf("%s: status %d is not documented for this endpoint", endpoint, status)
 		}
 		return endpoint, d.checkEnvelope(endpoint, status, header, respBody)
 	}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: status, Header: header,
-		Body: io.NopCloser(bytes.NewReader(respBody)), Options: options()}
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		return endpoint, fmt.Errorf("%s: %d response does not match: %w", endpoint, status, err)
-	}
-	return endpoint, nil
+	return endpoint, d.CheckResponse(in, status, header, respBody)
 }
 
 func (d *Document) checkEnvelope(endpoint string, status int, header http.Header, body []byte) error {
@@ -238,24 +187,14 @@ func (d *Document) checkEnvelope(endpoint string, status int, header http.Header
 	if err := json.Unmarshal(body, &val); err != nil {
 		return fmt.Errorf("%s: %d body is not JSON: %w", endpoint, status, err)
 	}
-	schema := d.doc.Components.Schemas["Response"].Value
-	if err := schema.VisitJSON(val, openapi3.EnableJSONSchema2020()); err != nil {
+	schema := d.T.Components.Schemas["Response"].Value
+	if err := schema.VisitJSON(val, d.SchemaOptions()...); err != nil {
 		return fmt.Errorf("%s: %d body is not the envelope: %w", endpoint, status, err)
 	}
 	if m, ok := val.(map[string]any); !ok || m["success"] != false {
 		return fmt.Errorf("%s: %d body does not say success:false: %s", endpoint, status, body)
 	}
 	return nil
-}
-
-func cloneWithBody(req *http.Request, body []byte) *http.Request {
-	c := req.Clone(context.Background())
-	c.Body = io.NopCloser(bytes.NewReader(body))
-	c.ContentLength = int64(len(body))
-	// kin-openapi reads the body through GetBody when it is set, which
-	// would otherwise be the original request's body.
-	c.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return c
 }
 
 func (v *Validator) record(endpoint string, status int) {

@@ -112,7 +112,7 @@ func TestSubsetOfUpstream(t *testing.T) {
 	}
 	for _, op := range sub.Operations() {
 		method, path, _ := strings.Cut(op, " ")
-		upItem := up.doc.Paths.Value(path)
+		upItem := up.T.Paths.Value(path)
 		if upItem == nil || upItem.GetOperation(method) == nil {
 			t.Errorf("%s is in the subset but not upstream", op)
 		}
