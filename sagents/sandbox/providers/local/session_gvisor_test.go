@@ -51,6 +51,7 @@ func TestGvisorSession(t *testing.T) {
 		{"PythonAndJavaScriptShareTheSession", TestSessionPythonAndJavaScriptShareTheSession},
 		{"CPUBudgetIsPerCommand", TestSessionCPUBudgetIsPerCommand},
 		{"ForkBombLeavesOtherSessionUsable", TestSessionForkBombLeavesOtherSessionUsable},
+		{"ReapsOrphans", TestSessionReapsOrphans},
 	} {
 		t.Run(tc.name, tc.test)
 	}

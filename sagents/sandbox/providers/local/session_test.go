@@ -4,6 +4,7 @@ package local_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +154,41 @@ func TestSessionWithGvisor(t *testing.T) {
 	res := sh(t, perCommand, "cat /tmp/f 2>/dev/null", sandbox.ExecOptions{})
 	assert.Empty(t, res.Stdout)
 	assert.Zero(t, perCommand.SessionPID())
+}
+
+// zombiesInSession counts the zombie processes the session's commands
+// can see (its pid namespace), read from inside.
+func zombiesInSession(t *testing.T, s *local.Sandbox) int {
+	t.Helper()
+	res := sh(t, s, `cat /proc/[0-9]*/status 2>/dev/null | grep -c '^State:[[:space:]]*Z' || true`, sandbox.ExecOptions{})
+	n, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	require.NoError(t, err, "zombie count: %q %q", res.Stdout, res.Stderr)
+	return n
+}
+
+// TestSessionReapsOrphans: a background job whose shell ended becomes the
+// supervisor's child (it is the session's subreaper); when it exits it must
+// be reaped, else it stays a zombie for the session's life and counts
+// against the session's pids limit (a fork bomb left 55-59 of 64 that way).
+func TestSessionReapsOrphans(t *testing.T) {
+	s := newSession(t, local.SessionOptions{}, nil)
+	// Control: the count sees a zombie whose parent lives and does not
+	// wait for it (the exec'ed sleep never reaps the short one).
+	res := sh(t, s, `sh -c 'sleep 0.05 & exec sleep 3' >/dev/null 2>&1 &`, sandbox.ExecOptions{})
+	require.True(t, res.Success, res.Stderr)
+	seen := false
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !seen; time.Sleep(100 * time.Millisecond) {
+		seen = zombiesInSession(t, s) > 0
+	}
+	require.True(t, seen, "control: a zombie that is not the supervisor's is counted")
+
+	res = sh(t, s, `for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; exit 0`, sandbox.ExecOptions{})
+	require.True(t, res.Success, res.Stderr)
+	n := -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if n = zombiesInSession(t, s); n == 0 {
+			break
+		}
+	}
+	assert.Zero(t, n, "exited orphans stay zombies in the session")
 }

@@ -82,6 +82,7 @@ type server struct {
 	mu   sync.Mutex
 	pgid map[uint64]int      // running commands: id -> process group
 	gate map[uint64]*os.File // held commands: id -> the pipe that releases them
+	reap reaper
 }
 
 // Main serves the control socket given as --fd N and returns the exit
@@ -237,12 +238,31 @@ func (s *server) exec(req Request, files []*os.File) {
 		attr.Files = append(attr.Files, gateR.Fd())
 	}
 	path, err := lookPath(argv[0], req.Env)
-	pid := 0
+	pid, pfd := 0, -1
+	var pfdErr error
+	var done <-chan syscall.WaitStatus
+	// From fork to registration with the reaper the command cannot be
+	// reaped: its pid names it while its limits are set and a pidfd is
+	// taken, even if it ends at once.
+	s.reap.mu.Lock()
 	if err == nil {
 		if pid, err = syscall.ForkExec(path, argv, attr); err != nil {
 			err = &os.PathError{Op: "fork/exec", Path: path, Err: err}
+		} else {
+			// Under memory pressure the session's commands go first, not the
+			// supervisor (raising a score needs no privilege; children inherit it).
+			os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
+			if gateW != nil && req.CPUSeconds > 0 {
+				n := uint64(req.CPUSeconds)
+				prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
+			}
+			if gateW != nil || req.Pidfd {
+				pfd, pfdErr = pidfdOpen(pid)
+			}
+			done = s.reap.track(pid)
 		}
 	}
+	s.reap.mu.Unlock()
 	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
@@ -255,44 +275,29 @@ func (s *server) exec(req Request, files []*os.File) {
 		s.reply(Reply{Op: "exited", ID: req.ID, Exit: code})
 		return
 	}
-	// Under memory pressure the session's commands go first, not the
-	// supervisor (raising a score needs no privilege; children inherit it).
-	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
 	if gateW != nil {
 		s.gate[req.ID] = gateW
 	}
 	s.mu.Unlock()
-	if gateW != nil && req.CPUSeconds > 0 {
-		n := uint64(req.CPUSeconds)
-		prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
-	}
-	if gateW != nil || req.Pidfd {
-		pfd, err := pidfdOpen(pid)
-		if err != nil {
-			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid, Err: "pidfd: " + err.Error()})
-		} else {
-			s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
-			syscall.Close(pfd)
-		}
-	} else {
+	switch {
+	case pfdErr != nil:
+		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid, Err: "pidfd: " + pfdErr.Error()})
+	case pfd >= 0:
+		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
+		syscall.Close(pfd)
+	default:
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
 	}
 	go func() {
-		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(pid, &ws, 0, nil)
-		for errors.Is(err, syscall.EINTR) {
-			_, err = syscall.Wait4(pid, &ws, 0, nil)
-		}
+		ws := <-done
 		s.release(req.ID) // a gate never released: close it
 		s.mu.Lock()
 		delete(s.pgid, req.ID)
 		s.mu.Unlock()
 		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
 		switch {
-		case err != nil:
-			r.Err = "wait: " + err.Error()
 		case ws.Signaled():
 			r.Signal, r.Exit = int(ws.Signal()), 128+int(ws.Signal())
 		default:

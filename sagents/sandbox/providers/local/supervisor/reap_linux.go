@@ -1,0 +1,94 @@
+package supervisor
+
+import (
+	"sync"
+	"syscall"
+	"unsafe"
+)
+
+// reaper collects every child of the supervisor: the commands it started
+// and, as the session's child subreaper, every orphan of their trees (a
+// background job whose shell ended, the survivors of a killed fork
+// bomb). Unreaped, each exited orphan would stay a zombie for the life
+// of the session and count against its pids limit.
+//
+// One goroutine waits for any child (waitid with WNOWAIT, so nothing is
+// reaped before the lock is held), then reaps all exited children under
+// mu and hands the status of a started command to its waiter. exec holds
+// mu from fork to registration, so a command that ends at once is never
+// reaped before its waiter exists, and its pid stays valid (no reuse)
+// while the host is sent a pidfd of it.
+type reaper struct {
+	mu      sync.Mutex
+	waiting map[int]chan syscall.WaitStatus
+	kick    chan struct{} // a child was started: there is something to wait for
+	once    sync.Once
+}
+
+// waitid(2) and wait4(2) arguments the syscall package does not name.
+const (
+	pAll    = 0          // P_ALL
+	wExited = 4          // WEXITED
+	wNowait = 0x1000000  // WNOWAIT
+	wAll    = 0x40000000 // __WALL: children of any exit signal
+)
+
+// track registers pid, just started with mu held, and returns the channel
+// its wait status will arrive on. The first call starts the reaping
+// goroutine: a supervisor that never started a command (Main called in
+// a test) reaps nothing of its process's.
+func (r *reaper) track(pid int) <-chan syscall.WaitStatus {
+	r.once.Do(func() {
+		r.kick = make(chan struct{}, 1)
+		go r.run()
+	})
+	ch := make(chan syscall.WaitStatus, 1)
+	if r.waiting == nil {
+		r.waiting = map[int]chan syscall.WaitStatus{}
+	}
+	r.waiting[pid] = ch
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	return ch
+}
+
+func (r *reaper) run() {
+	var info [128]byte // siginfo_t
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&info)), wExited|wNowait|wAll, 0, 0)
+		switch e {
+		case 0:
+		case syscall.EINTR:
+			continue
+		case syscall.ECHILD: // no child at all: wait for the next command
+			<-r.kick
+			continue
+		default: // not seen; do not spin
+			syscall.Nanosleep(&syscall.Timespec{Nsec: 10e6}, nil)
+			continue
+		}
+		r.mu.Lock()
+		r.reapExited()
+		r.mu.Unlock()
+	}
+}
+
+// reapExited reaps every exited child, with mu held.
+func (r *reaper) reapExited() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|wAll, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		if ch, ok := r.waiting[pid]; ok {
+			delete(r.waiting, pid)
+			ch <- ws
+		}
+	}
+}
