@@ -264,6 +264,11 @@ func (s *Server) logf(format string, a ...any) {
 	}
 }
 
+// requestTimeout bounds the wait for a connection's request: a client
+// that connects and says nothing is dropped, so it cannot hold a handler
+// (and the server's shutdown, which waits for its handlers) forever.
+var requestTimeout = 10 * time.Second
+
 // handle serves one connection: one request.
 func (s *Server) handle(c *net.UnixConn) {
 	uid, err := peerUID(c)
@@ -278,6 +283,7 @@ func (s *Server) handle(c *net.UnixConn) {
 		return
 	}
 	var req Request
+	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	if err := readJSON(c, KindRequest, &req); err != nil {
 		if !errors.Is(err, ErrFrame) && !errors.Is(err, ErrProtocol) {
 			c.Close()
@@ -287,6 +293,7 @@ func (s *Server) handle(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+	c.SetReadDeadline(time.Time{}) // a command's stdin may take its time
 	resp := s.serve(c, req)
 	if req.Op == OpStop && resp.Error == "" {
 		// The client learns that everything is gone when this connection

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,4 +220,22 @@ func TestDirMustBePrivate(t *testing.T) {
 	err := prepareDir(dir)
 	assert.ErrorIs(t, err, os.ErrPermission)
 	assert.Contains(t, err.Error(), "chmod 700")
+}
+
+// TestServerDropsSilentClient: a connection that sends no request is
+// closed after requestTimeout, and does not hold the server's shutdown.
+func TestServerDropsSilentClient(t *testing.T) {
+	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
+	requestTimeout = 300 * time.Millisecond
+	s := serve(t, 0)
+	c, err := net.Dial("unix", filepath.Join(s.dir, sockName))
+	require.NoError(t, err)
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	start := time.Now()
+	_, err = c.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.EOF, "the server closed the silent connection")
+	assert.Less(t, time.Since(start), 10*time.Second)
+	s.Shutdown()
+	s.ended(t)
 }
