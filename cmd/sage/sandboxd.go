@@ -148,7 +148,10 @@ func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (*
 	} else if err := os.Setenv("SAGE_SERVER_PROCESS", "1"); err != nil {
 		return nil, err
 	}
-	return sandbox.New(ctx, sandbox.Config{Mode: sandbox.Type(f.mode), Workspace: f.workspace, VirtualWorkspace: f.virtualWorkspace})
+	// A server's session sandbox (local mode) starts with it, not with
+	// its first request.
+	return sandbox.New(ctx, sandbox.Config{Mode: sandbox.Type(f.mode), Workspace: f.workspace, VirtualWorkspace: f.virtualWorkspace,
+		Local: sandbox.LocalConfig{Prestart: true}})
 }
 
 // mcpHandler serves the sandbox's tools over MCP (streamable HTTP), for

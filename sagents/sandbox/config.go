@@ -104,6 +104,11 @@ type LocalConfig struct {
 	// IdleTimeout stops an idle session sandbox (the next command starts
 	// a new one); 0 means 15 minutes, negative never.
 	IdleTimeout time.Duration
+	// Prestart starts the session sandbox in the background when the
+	// Sandbox opens, so the first command does not wait for its start
+	// (a command that comes before it is ready waits for it). Ignored
+	// with a fresh sandbox per command.
+	Prestart bool
 }
 
 // DefaultUIDRange is the host uid range of sandboxed processes when sage

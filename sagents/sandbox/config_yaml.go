@@ -91,6 +91,7 @@ type yamlLocal struct {
 	} `yaml:"seccomp"`
 	FreshPerCommand *bool       `yaml:"fresh_per_command"`
 	IdleTimeout     yamlSeconds `yaml:"idle_timeout"`
+	Prestart        bool        `yaml:"prestart"`
 }
 
 func (y yamlSandbox) config() Config {
@@ -118,6 +119,7 @@ func (y yamlSandbox) config() Config {
 			SeccompDeny:     y.Local.Seccomp.Deny,
 			FreshPerCommand: y.Local.FreshPerCommand,
 			IdleTimeout:     y.Local.IdleTimeout.d,
+			Prestart:        y.Local.Prestart,
 		},
 	}
 	for _, m := range y.Mounts {

@@ -62,3 +62,19 @@ func TestSessionPrestartClose(t *testing.T) {
 		assert.Error(t, err, "a command ran after Close")
 	}
 }
+
+// TestSessionPrestartFromConfig: local.prestart in the configuration (not
+// only the library option) starts the session sandbox when the Sandbox
+// opens. Control: without it no session sandbox runs before a command.
+func TestSessionPrestartFromConfig(t *testing.T) {
+	for _, prestart := range []bool{true, false} {
+		s := newLocal(t, func(c *sandbox.Config) { c.Local.Prestart = prestart })
+		d := s.Driver().(*local.Sandbox)
+		if prestart {
+			assert.NotZero(t, waitSessionPID(d), "local.prestart: no session sandbox came up without a command")
+			continue
+		}
+		time.Sleep(200 * time.Millisecond)
+		assert.Zero(t, d.SessionPID(), "control: a session sandbox started without prestart or a command")
+	}
+}
