@@ -60,6 +60,7 @@ bench: setup
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkLocalExecTrue 1.3 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkSessionExecTrue 0.3 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkSessionFirstExecTrue 1.3 || fail=$$((fail+1)); \
+	bash scripts/bench-ratio.sh $(BIN)/bench-local.txt BenchmarkBareBwrapTrue BenchmarkSessionFirstExecTruePrestarted || fail=$$((fail+1)); \
 	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-mcp.txt BenchmarkDirectFileRead BenchmarkMCPFileRead || fail=$$((fail+1)); \
