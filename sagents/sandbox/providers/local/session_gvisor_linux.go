@@ -142,6 +142,9 @@ func (s *Sandbox) sessionEnvIso() *bwrapIsolator {
 func (s *Sandbox) commandBudget(req *supervisor.Request) (*cmdCgroup, error) {
 	if _, ok := s.iso.(*gvisorIsolator); ok {
 		req.Argv = gvisorCommandLimits(s.limits, req.Argv)
+		// Where bwrap's command cgroup takes the command's leftover
+		// processes with it, its process group dies with its leader.
+		req.GroupDies = s.limits.CPUTime > 0
 		return nil, nil
 	}
 	return s.iso.(*bwrapIsolator).cg.command(s.limits.CPUTime)

@@ -52,6 +52,7 @@ func TestGvisorSession(t *testing.T) {
 		{"CPUBudgetIsPerCommand", TestSessionCPUBudgetIsPerCommand},
 		{"ForkBombLeavesOtherSessionUsable", TestSessionForkBombLeavesOtherSessionUsable},
 		{"ReapsOrphans", TestSessionReapsOrphans},
+		{"TimeoutKillsTheWholeCommand", TestSessionTimeoutKillsTheWholeCommand},
 	} {
 		t.Run(tc.name, tc.test)
 	}
@@ -315,4 +316,31 @@ func TestGvisorSessionCPUTime(t *testing.T) {
 	task, err = s.StartBackground(ctx, "echo fine", sandbox.ExecOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, sandbox.BackgroundState{}, wait(task.ID))
+}
+
+// TestGvisorSessionLeftoversDieWithCPULimit: with a CPU limit, a bwrap
+// session's command takes its leftover processes with it (its CPU cgroup
+// is killed); a gVisor session has no per-command host cgroup, so the
+// command's process group dies with its leader instead (a fork bomb's
+// survivors no longer starve the session's next commands). Control:
+// without a CPU limit a command's leftover process is kept.
+func TestGvisorSessionLeftoversDieWithCPULimit(t *testing.T) {
+	useGvisorSessions(t)
+	for _, limit := range []time.Duration{5 * time.Second, 0} {
+		s := newSession(t, local.SessionOptions{}, func(c *sandbox.Config) { c.Local.CPUTimeLimit = limit })
+		res := sh(t, s, "sleep 303 & sleep 0.2; exit 0", sandbox.ExecOptions{})
+		require.True(t, res.Success, res.Stderr)
+		want := "0"
+		if limit == 0 {
+			want = "1"
+		}
+		got := ""
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			res = sh(t, s, "ps -eo args | grep -c '^sleep 303$' || true", sandbox.ExecOptions{})
+			if got = strings.TrimSpace(res.Stdout); got == want {
+				break
+			}
+		}
+		assert.Equal(t, want, got, "leftover processes with CPU limit %v", limit)
+	}
 }

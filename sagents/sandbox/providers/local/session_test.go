@@ -72,6 +72,32 @@ func TestSessionTimeoutKillsOnlyThatCommand(t *testing.T) {
 	assert.Equal(t, "alive\n0\n", res.Stdout, res.Stderr)
 }
 
+// TestSessionTimeoutKillsTheWholeCommand: a process of the command that
+// ignores SIGTERM outlives the leader the timeout's SIGTERM ended; it is
+// still the command's, and is killed with it. Control: the same process
+// of a command that was not told to end stays (a session keeps a
+// command's leftover processes).
+func TestSessionTimeoutKillsTheWholeCommand(t *testing.T) {
+	s := newSession(t, local.SessionOptions{}, nil)
+	count := func(n string) string {
+		res := sh(t, s, "ps -eo args | grep -c '^sleep "+n+"$' || true", sandbox.ExecOptions{})
+		return strings.TrimSpace(res.Stdout)
+	}
+	res := sh(t, s, "(trap '' TERM; exec sleep 301) & sleep 0.2; exit 0", sandbox.ExecOptions{})
+	require.True(t, res.Success, res.Stderr)
+	assert.Equal(t, "1", count("301"), "control: a command's leftover process is kept")
+
+	res = sh(t, s, "(trap '' TERM; exec sleep 302) & sleep 100", sandbox.ExecOptions{Timeout: 500 * time.Millisecond})
+	assert.True(t, res.TimedOut)
+	got := ""
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got = count("302"); got == "0" {
+			break
+		}
+	}
+	assert.Equal(t, "0", got, "a process of the timed-out command that ignores SIGTERM survived it")
+}
+
 func TestSessionExitStatusStdinEnvWorkdir(t *testing.T) {
 	s := newSession(t, local.SessionOptions{}, nil)
 	res := sh(t, s, "mkdir -p sub; exit 3", sandbox.ExecOptions{})

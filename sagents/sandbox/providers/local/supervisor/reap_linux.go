@@ -92,3 +92,52 @@ func (r *reaper) reapExited() {
 		}
 	}
 }
+
+// signal signals one running command's process group; an id that is not
+// running is ignored (the command ended meanwhile).
+//
+// SIGTERM and SIGKILL end the command: its whole process group, not only
+// the processes there at the moment of the signal. A process forked while
+// the group was signalled can miss the signal (a fork bomb's survivors
+// go on forking), and one that ignores SIGTERM outlives its leader; so
+// SIGKILL is repeated until the group is empty, and once the leader of a
+// command told to end has exited, what is left of its group is killed.
+func (s *server) signal(req Request) {
+	if req.Sig <= 0 || req.Sig >= 65 {
+		return
+	}
+	sig := syscall.Signal(req.Sig)
+	s.mu.Lock()
+	pgid, ok := s.pgid[req.ID]
+	if ok && (sig == syscall.SIGTERM || sig == syscall.SIGKILL) {
+		s.ending[req.ID] = true
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	syscall.Kill(-pgid, sig)
+	if sig == syscall.SIGKILL {
+		go killGroup(pgid)
+	}
+}
+
+// killGroup sends SIGKILL to process group pgid until no process is left
+// in it (ESRCH), for at most about two seconds. The group's dead wait to
+// be reaped by their parents or, as orphans, by the reaper.
+func killGroup(pgid int) {
+	for range 1000 {
+		if syscall.Kill(-pgid, syscall.SIGKILL) == syscall.ESRCH {
+			return
+		}
+		syscall.Nanosleep(&syscall.Timespec{Nsec: 2e6}, nil)
+	}
+}
+
+func (s *server) killAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pg := range s.pgid {
+		syscall.Kill(-pg, syscall.SIGKILL)
+	}
+}

@@ -55,6 +55,9 @@ type Request struct {
 	// Pidfd asks for a pidfd of the command with the "started" reply
 	// (always sent for a gated command): the host learns its host pid.
 	Pidfd bool `json:"pidfd,omitempty"`
+	// GroupDies kills what is left of the command's process group when
+	// its leader exits, as a per-command cgroup does where there is one.
+	GroupDies bool `json:"group_dies,omitempty"`
 }
 
 // Reply is one message to the host.
@@ -83,6 +86,10 @@ type server struct {
 	pgid map[uint64]int      // running commands: id -> process group
 	gate map[uint64]*os.File // held commands: id -> the pipe that releases them
 	reap reaper
+	// ending marks the running commands told to end (SIGTERM or SIGKILL)
+	// or asked so (GroupDies): when their leader exits, the rest of their
+	// group is killed.
+	ending map[uint64]bool
 }
 
 // Main serves the control socket given as --fd N and returns the exit
@@ -116,7 +123,7 @@ func Main(args []string) int {
 		return ExitFailed
 	}
 	prctl(prSetChildSubreaper, 1)
-	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}}
+	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}, ending: map[uint64]bool{}}
 	s.serve()
 	s.killAll()
 	return 0
@@ -277,6 +284,9 @@ func (s *server) exec(req Request, files []*os.File) {
 	}
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
+	if req.GroupDies {
+		s.ending[req.ID] = true
+	}
 	if gateW != nil {
 		s.gate[req.ID] = gateW
 	}
@@ -295,7 +305,12 @@ func (s *server) exec(req Request, files []*os.File) {
 		s.release(req.ID) // a gate never released: close it
 		s.mu.Lock()
 		delete(s.pgid, req.ID)
+		ending := s.ending[req.ID]
+		delete(s.ending, req.ID)
 		s.mu.Unlock()
+		if ending {
+			killGroup(pid)
+		}
 		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
 		switch {
 		case ws.Signaled():
@@ -305,25 +320,6 @@ func (s *server) exec(req Request, files []*os.File) {
 		}
 		s.reply(r)
 	}()
-}
-
-// signal signals one running command's process group; an id that is not
-// running is ignored (the command ended meanwhile).
-func (s *server) signal(req Request) {
-	s.mu.Lock()
-	pgid, ok := s.pgid[req.ID]
-	s.mu.Unlock()
-	if ok && req.Sig > 0 && req.Sig < 65 {
-		syscall.Kill(-pgid, syscall.Signal(req.Sig))
-	}
-}
-
-func (s *server) killAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, pg := range s.pgid {
-		syscall.Kill(-pg, syscall.SIGKILL)
-	}
 }
 
 // lookPath finds name as the command's shell would: as given when it
