@@ -55,21 +55,8 @@ type liveSession struct {
 // sessionRun runs inv in the session sandbox, starting it first when
 // none runs (or the last one died or went idle).
 func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
-	l, restarted, err := s.session(ctx, inv.binds)
+	l, restarted, req, k, err := s.sessionCommand(ctx, inv)
 	if err != nil {
-		return nil, err
-	}
-	if err := l.sameWorkspace(s); err != nil {
-		l.idle()
-		return nil, err
-	}
-	req := s.sessionRequest(inv)
-	// The command's own CPU budget: a cgroup it is put in before its
-	// first instruction, removed (with what is left in it) after it
-	// (under gVisor: its RLIMIT_CPU).
-	k, err := s.commandBudget(&req)
-	if err != nil {
-		l.idle()
 		return nil, err
 	}
 	defer k.release()
@@ -81,6 +68,29 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		s.budgetEnd(res)
 	}
 	return res, err
+}
+
+// sessionCommand takes the session sandbox for inv (starting it when
+// none runs; restarted as for session) and makes inv's request to its
+// supervisor with the command's own CPU budget: a cgroup it is put in
+// before its first instruction, removed (with what is left in it) by
+// k.release (under gVisor k is nil: its RLIMIT_CPU). The caller owns one
+// use of l, given back with l.idle; on error it owns nothing.
+func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *cmdCgroup, err error) {
+	l, restarted, err = s.session(ctx, inv.binds)
+	if err != nil {
+		return nil, false, req, nil, err
+	}
+	if err := l.sameWorkspace(s); err != nil {
+		l.idle()
+		return nil, false, req, nil, err
+	}
+	req = s.sessionRequest(inv)
+	if k, err = s.commandBudget(&req); err != nil {
+		l.idle()
+		return nil, false, req, nil, err
+	}
+	return l, restarted, req, k, nil
 }
 
 // session returns the running session sandbox, starting one when there

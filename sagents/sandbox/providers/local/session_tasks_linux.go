@@ -113,18 +113,8 @@ func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
 // only reported), signalled through the supervisor, and its budget is
 // its RLIMIT_CPU (session_gvisor_linux.go).
 func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandbox.BackgroundTask, error) {
-	l, _, err := s.session(ctx, inv.binds)
+	l, _, req, k, err := s.sessionCommand(ctx, inv)
 	if err != nil {
-		return nil, err
-	}
-	if err := l.sameWorkspace(s); err != nil {
-		l.idle()
-		return nil, err
-	}
-	req := s.sessionRequest(inv)
-	k, err := s.commandBudget(&req)
-	if err != nil {
-		l.idle()
 		return nil, err
 	}
 	_, byID := s.iso.(*gvisorIsolator)
