@@ -79,9 +79,10 @@ func (o *otlpHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// TestAgentExportsOTLP: with an OTLP endpoint in the environment, sage agent
-// exports its spans and its metrics, here over HTTP/protobuf.
-func TestAgentExportsOTLP(t *testing.T) {
+// serveOTLP serves an OTLP/HTTP receiver on loopback for the test and
+// returns it with its endpoint (http://127.0.0.1:port).
+func serveOTLP(t *testing.T) (*otlpHTTP, string) {
+	t.Helper()
 	rcv := &otlpHTTP{spans: map[string]int{}, metrics: map[string]map[string]bool{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,15 +91,30 @@ func TestAgentExportsOTLP(t *testing.T) {
 	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
+	return rcv, "http://" + ln.Addr().String()
+}
 
-	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
+// startOTLPReceiver is serveOTLP with the environment's OTLP exporter
+// pointed at the receiver (and only at it: every more specific OTEL_
+// variable is cleared) for the rest of the test.
+func startOTLPReceiver(t *testing.T) *otlpHTTP {
+	t.Helper()
+	rcv, endpoint := serveOTLP(t)
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
 		"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS"} {
 		t.Setenv(k, "")
 	}
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	return rcv
+}
+
+// TestAgentExportsOTLP: with an OTLP endpoint in the environment, sage agent
+// exports its spans and its metrics, here over HTTP/protobuf.
+func TestAgentExportsOTLP(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -132,20 +132,8 @@ func TestFSLsIsBounded(t *testing.T) {
 // SAGE_HOME finds it, with another home it is refused.
 func TestSandboxdTokenReachesExec(t *testing.T) {
 	home := sandboxtest.TempDir(t)
-	srv := exec.Command(sageBin, "sandboxd", "--mode", "passthrough", "--listen", "127.0.0.1:0", "--workspace", sandboxtest.TempDir(t))
-	srv.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_SANDBOXD_TOKEN=")
-	out, err := srv.StdoutPipe()
-	require.NoError(t, err)
-	logs := &lockedBuffer{}
-	srv.Stderr = logs
-	require.NoError(t, srv.Start())
-	t.Cleanup(func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	require.NoError(t, err, "sandboxd log:\n%s", logs.String())
-	url := strings.TrimSpace(strings.TrimPrefix(line, "listening "))
+	t.Setenv("SAGE_SANDBOXD_TOKEN", "") // the saved token, not one from the environment
+	url, logs := startSandboxdLogs(t, home, "--mode", "passthrough", "--workspace", sandboxtest.TempDir(t))
 	tok, err := os.ReadFile(filepath.Join(home, "sandboxd", "token"))
 	require.NoError(t, err)
 	// stderr is copied by its own goroutine: the line may land after the
@@ -157,14 +145,9 @@ func TestSandboxdTokenReachesExec(t *testing.T) {
 	remote := func(home string) cliRun {
 		cmd := exec.Command(sageBin, "exec", "--mode", "remote", "--", "echo hi")
 		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_REMOTE_PROVIDER=aio", "SAGE_REMOTE_URL="+url, "SAGE_REMOTE_API_KEY=")
-		var o, e strings.Builder
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		}
-		return cliRun{o.String(), e.String(), code}
+		r, err := runCmd(cmd)
+		assert.NoError(t, err)
+		return r
 	}
 	var r cliRun
 	require.Eventually(t, func() bool { r = remote(home); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,

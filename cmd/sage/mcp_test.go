@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -74,17 +73,12 @@ func listedNames(t *testing.T, cs *mcp.ClientSession) []string {
 // TestMCPStdioPassthrough drives `sage mcp` as an MCP host would, with its
 // calls exported over OTLP.
 func TestMCPStdioPassthrough(t *testing.T) {
-	rcv := &otlpHTTP{spans: map[string]int{}, metrics: map[string]map[string]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	rcv, endpoint := serveOTLP(t)
 
 	ws := sandboxtest.TempDir(t)
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
 	require.NoError(t, os.WriteFile(policy, []byte("rules:\n  - name: no-curl\n    match: '^curl '\n    decision: deny\n    reason: no downloads here\n"), 0o644))
-	cs, logs := mcpStdio(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + ln.Addr().String(), "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+	cs, logs := mcpStdio(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_TRACES_EXPORTER=", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=", "OTEL_METRICS_EXPORTER=none"},
 		"--mode", "passthrough", "--workspace", ws, "--session", "mcp-e2e", "--policy", policy)
 	assert.Equal(t, builtinNames(), listedNames(t, cs))

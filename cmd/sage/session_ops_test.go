@@ -3,8 +3,6 @@
 package main
 
 import (
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,19 +164,7 @@ func TestSessionFS(t *testing.T) {
 // of their own.
 func TestSessionTracesOTLP(t *testing.T) {
 	home := sessionHome(t)
-	rcv := &otlpHTTP{spans: map[string]int{}, metrics: map[string]map[string]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-		"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS"} {
-		t.Setenv(k, "")
-	}
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	rcv := startOTLPReceiver(t)
 	spans := func() map[string]int {
 		rcv.mu.Lock()
 		defer rcv.mu.Unlock()

@@ -26,7 +26,11 @@ func BenchmarkBareBwrapTrue(b *testing.B) {
 // sandbox per command (fresh_per_command: true; the session sandbox, the
 // default, has BenchmarkSessionExecTrue).
 func BenchmarkLocalExecTrue(b *testing.B) {
-	s := newLocal(b, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
+	benchExecuteTrue(b, newLocal(b, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh }))
+}
+
+// benchExecuteTrue times Handle.ExecuteCommand of "true" in s.
+func benchExecuteTrue(b *testing.B, s *sandbox.Sandbox) {
 	ctx := context.Background()
 	for b.Loop() {
 		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})

@@ -155,3 +155,18 @@ func shallowFirst(ms []sandbox.VolumeMount) []sandbox.VolumeMount {
 	})
 	return out
 }
+
+// bindMounts adds an invocation's binds to what the sandbox shows: one
+// read-only at its own host path to ro (shown as the system directories
+// are), any other as a mount after the configured ones (left unchanged).
+func bindMounts(ro []string, configured []sandbox.VolumeMount, binds []bind) ([]string, []sandbox.VolumeMount) {
+	mounts := append([]sandbox.VolumeMount{}, configured...)
+	for _, x := range binds {
+		if x.readOnly && x.host == x.inside {
+			ro = append(ro, x.host)
+		} else {
+			mounts = append(mounts, sandbox.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+		}
+	}
+	return ro, mounts
+}

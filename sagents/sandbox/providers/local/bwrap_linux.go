@@ -269,14 +269,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	if b.network && b.resolvDir != "" {
 		ro = append(ro, b.resolvDir)
 	}
-	mounts := append([]sandbox.VolumeMount{}, b.mounts...)
-	for _, x := range inv.binds {
-		if x.readOnly && x.host == x.inside {
-			ro = append(ro, x.host)
-		} else {
-			mounts = append(mounts, sandbox.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
-		}
-	}
+	ro, mounts := bindMounts(ro, b.mounts, inv.binds)
 	// Child descriptors: 3 info, 4 block, 5 arguments, 6 workspace, 7
 	// seccomp filter. Nothing else reaches bwrap (sealInheritedFDs).
 	o := BwrapOptions{

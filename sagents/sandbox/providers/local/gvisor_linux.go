@@ -176,14 +176,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	if g.resolvDir != "" {
 		ro = append(ro, g.resolvDir)
 	}
-	mounts := append([]sandbox.VolumeMount{}, g.mounts...)
-	for _, x := range inv.binds {
-		if x.readOnly && x.host == x.inside {
-			ro = append(ro, x.host)
-		} else {
-			mounts = append(mounts, sandbox.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
-		}
-	}
+	ro, mounts := bindMounts(ro, g.mounts, inv.binds)
 	env := (&bwrapIsolator{virtualWS: g.virtualWS}).env(inv.env, inv.venv)
 	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,17 +86,8 @@ func TestGvisorEscapeSuite(t *testing.T) {
 	t.Setenv("SAGE_ESCAPE_SECRET", "hunter2")
 	w := newEscapeWorld(t)
 	s := newGvisor(t, func(c *sandbox.Config) { escapeConfig(w)(c); c.Local.FreshPerCommand = &fresh })
-	cases := escapeCases(w, os.Getpid())
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
-			res, err := s.ExecuteCommand(context.Background(), tc.cmd, sandbox.ExecOptions{})
-			require.NoError(t, err)
-			assert.NotContains(t, res.Stdout, "ESCAPED", "stderr: %s", res.Stderr)
-			assert.False(t, res.TimedOut, "the limits, not the wall clock, should stop it (took %v)", time.Since(start))
-		})
-	}
-	assert.Zero(t, w.accepted.Load(), "the host service got a connection")
+	runEscapeCases(t, s, w, false)
+	w.assertIntact(t)
 }
 
 // TestGvisorLimitsAndMounts: limits, mounts, environment and uid, with a
@@ -148,14 +138,7 @@ func TestGvisorMissingRunscIsAnErrorNotAFallback(t *testing.T) {
 // true); make bench prints it against BenchmarkLocalExecTrue (bwrap) and
 // the gVisor session's benchmarks from the same run.
 func BenchmarkGvisorExecTrue(b *testing.B) {
-	s := newGvisor(b, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
-	ctx := context.Background()
-	for b.Loop() {
-		res, err := s.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
-		if err != nil || !res.Success {
-			b.Fatal(err, res)
-		}
-	}
+	benchExecuteTrue(b, newGvisor(b, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh }))
 }
 
 // TestGvisorAllowlist: with network allowlist the command reaches an

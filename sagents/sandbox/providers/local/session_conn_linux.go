@@ -113,6 +113,19 @@ func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {
 	return err
 }
 
+// register gives req the session's next command id and a channel for
+// the supervisor's replies to it; forget drops the channel.
+func (l *liveSession) register(req *supervisor.Request) (ch chan supervisor.Reply, forget func()) {
+	ch = make(chan supervisor.Reply, 2)
+	l.mu.Lock()
+	l.next++
+	req.ID = l.next
+	l.waits[req.ID] = ch
+	l.mu.Unlock()
+	id := req.ID
+	return ch, func() { l.mu.Lock(); delete(l.waits, id); l.mu.Unlock() }
+}
+
 // idle marks a command done that never ran.
 func (l *liveSession) idle() {
 	l.mu.Lock()
@@ -140,13 +153,8 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 		return nil, err
 	}
 	defer p.close()
-	ch := make(chan supervisor.Reply, 2)
-	l.mu.Lock()
-	l.next++
-	req.ID = l.next
-	l.waits[req.ID] = ch
-	l.mu.Unlock()
-	defer func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }()
+	ch, forget := l.register(&req)
+	defer forget()
 	start := time.Now()
 	err = l.send(req, p.child...)
 	p.closeChild()

@@ -3,19 +3,10 @@
 package local
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
@@ -56,74 +47,17 @@ import (
 // sandbox (runsc run --pass-fd=3:gvisorControlFD).
 const gvisorControlFD = 3
 
-// startGvisorSession starts runsc with the supervisor as the sandbox's
+// gvisorSessionLaunch starts runsc with the supervisor as the sandbox's
 // init, under the same spec (mounts, seccomp, uid, rlimits, host
-// cgroups) as any command of isolation gvisor.
-func (s *Sandbox) startGvisorSession(ctx context.Context, g *gvisorIsolator) (_ *liveSession, err error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	exe, err := bridgeExecutable()
-	if err == nil {
-		exe, err = reachableCopy(exe, s.runtimeDir, s.ident)
-	}
-	if err != nil {
-		return nil, err
-	}
-	inv := invocation{argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD)}, workdir: s.hostWS,
-		chdir: g.virtualWS, session: true, env: map[string]string{"GOMAXPROCS": "1"}}
-	if err := s.sessionBinds(&inv); err != nil {
-		return nil, err
-	}
-	binds := append([]bind{}, inv.binds...)
-	inv.binds = append(inv.binds, bind{host: exe, inside: sandboxSupervisor, readOnly: true})
-	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("local: session control socket: %w", err)
-	}
-	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
-	defer inside.Close()
-	defer host.Close()
-	w, err := g.wrap(inv)
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.OpenFile(filepath.Join(s.runtimeDir, "session.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		w.done()
-		return nil, fmt.Errorf("local: session log: %w", err)
-	}
-	defer logf.Close()
-	// runsc itself runs as root on the host, in the sandbox's cgroups
-	// (w.path is the cgroup trampoline); the supervisor inside runs as the
-	// session's uid. runsc run is attached: killed with this process
-	// (parent-death signal), its sandbox goes with it.
-	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf,
-		ExtraFiles: []*os.File{inside}, SysProcAttr: sysProcAttr(nil)}
-	cmd.SysProcAttr.Setpgid = true
-	if err := cmd.Start(); err != nil {
-		w.done()
-		return nil, fmt.Errorf("local: start the gVisor session sandbox: %w", err)
-	}
-	kill := func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		w.done()
-	}
-	if err := w.started(cmd.Process.Pid); err != nil {
-		kill()
-		return nil, err
-	}
-	c, err := net.FileConn(host)
-	if err != nil {
-		kill()
-		return nil, fmt.Errorf("local: session control socket: %w", err)
-	}
-	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(),
-		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
-	l.wsDev, l.wsIno, _ = workspaceID(s)
-	go l.read()
-	return l, nil
+// cgroups) as any command of isolation gvisor. runsc itself runs as root
+// on the host, in the sandbox's cgroups (the wrapped path is the cgroup
+// trampoline); the supervisor inside runs as the session's uid. runsc run
+// is attached: killed with this process (parent-death signal), its
+// sandbox goes with it. The control socket is the child's descriptor 3
+// (gVisor's wrap passes no other), donated to the supervisor.
+func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
+	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap,
+		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD)}}
 }
 
 // sessionEnvIso is what builds a session command's environment: the
@@ -186,104 +120,4 @@ func (s *Sandbox) budgetEnd(res *sandbox.CommandResult) {
 		res.CPUTimeExceeded, res.Success = true, false
 		res.ExitCode, res.Signal = sigxcpuExit, "SIGXCPU"
 	}
-}
-
-// gvisorSessionBackground starts a background task in a gVisor session
-// sandbox: as under bwrap, but the task is known by its command id (its
-// pid inside gVisor is only reported) and signalled through the
-// supervisor.
-func (s *Sandbox) gvisorSessionBackground(ctx context.Context, inv invocation) (*sandbox.BackgroundTask, error) {
-	l, _, err := s.session(ctx, inv.binds)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.sameWorkspace(s); err != nil {
-		l.idle()
-		return nil, err
-	}
-	req := s.sessionRequest(inv)
-	s.commandBudget(&req)
-	lim := &bgLimit{done: make(chan struct{})}
-	ran := false
-	var id uint64
-	run := func(ctx context.Context, log *os.File) (int, func() (int, string), error) {
-		ran = true
-		var pid int
-		var wait func() (int, string)
-		var err error
-		id, pid, wait, err = l.startTaskByID(ctx, req, log)
-		if err != nil {
-			l.idle()
-			return 0, nil, err
-		}
-		return pid, func() (int, string) {
-			defer l.idle()
-			code, sig := wait()
-			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}
-			s.budgetEnd(res)
-			lim.exceeded = res.CPUTimeExceeded
-			return code, sig
-		}, nil
-	}
-	signal := func(sig syscall.Signal) { l.send(supervisor.Request{Op: "signal", ID: id, Sig: int(sig)}) }
-	task, err := s.Background.Start(ctx, sandbox.Launch{Run: run, Signal: signal})
-	if err != nil {
-		if !ran {
-			l.idle()
-		}
-		return nil, err
-	}
-	s.bgCPU.Store(task.ID, lim)
-	go func() { s.Background.Wait(task.ID); close(lim.done) }()
-	return task, nil
-}
-
-// startTaskByID starts req with stdin from /dev/null and stdout and
-// stderr to log, and returns its command id, its pid inside the sandbox
-// and a function that waits for its end.
-func (l *liveSession) startTaskByID(ctx context.Context, req supervisor.Request, log *os.File) (uint64, int, func() (int, string), error) {
-	null, err := os.Open(os.DevNull)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer null.Close()
-	ch := make(chan supervisor.Reply, 2)
-	l.mu.Lock()
-	l.next++
-	req.ID = l.next
-	l.waits[req.ID] = ch
-	l.mu.Unlock()
-	forget := func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }
-	if err := l.send(req, null, log, log); err != nil {
-		forget()
-		return 0, 0, nil, fmt.Errorf("local: session sandbox: %w", err)
-	}
-	var r supervisor.Reply
-	select {
-	case r = <-ch:
-	case <-l.dead:
-		forget()
-		return 0, 0, nil, fmt.Errorf("local: session sandbox ended while the task started: %w", io.ErrUnexpectedEOF)
-	case <-ctx.Done():
-		l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
-		forget()
-		return 0, 0, nil, ctx.Err()
-	}
-	switch r.Op {
-	case "error":
-		forget()
-		return 0, 0, nil, fmt.Errorf("local: session sandbox: %s", r.Err)
-	case "exited": // could not start: the cause is in the log
-		forget()
-		return 0, 0, nil, fmt.Errorf("local: session sandbox: the background task could not start (exit %d)", r.Exit)
-	}
-	return req.ID, r.Pid, func() (int, string) {
-		defer forget()
-		select {
-		case r := <-ch:
-			return r.Exit, signalName(r.Signal)
-		case <-l.dead:
-			return 128 + int(syscall.SIGKILL), "SIGKILL"
-		}
-	}, nil
 }

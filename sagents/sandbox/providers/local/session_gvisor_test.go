@@ -107,32 +107,9 @@ func TestGvisorSessionEscapeSuite(t *testing.T) {
 			res := sh(t, s, "echo up", sandbox.ExecOptions{})
 			require.True(t, res.SessionRestarted, "the crashed session is replaced")
 		}
-		t.Run(name, func(t *testing.T) {
-			for _, tc := range escapeCases(w, os.Getpid()) {
-				t.Run(tc.name, func(t *testing.T) {
-					if ctl := escapeNeeds[tc.name]; ctl != "" && !cgroupWritable(ctl) {
-						t.Skipf("needs a %s cgroup: without one the limit is refused", ctl)
-					}
-					res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: tc.cmd})
-					if sessionMayDie[tc.name] && err != nil {
-						res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "echo up"})
-						require.NoError(t, err)
-						assert.True(t, res.SessionRestarted)
-						return
-					}
-					require.NoError(t, err)
-					assert.NotContains(t, res.Stdout, "ESCAPED", "stderr: %s", res.Stderr)
-					assert.False(t, res.TimedOut)
-				})
-			}
-		})
+		t.Run(name, func(t *testing.T) { runSessionEscapeCases(t, s, w) })
 	}
-	got, err := os.ReadFile(filepath.Join(w.roDir, "ro.txt"))
-	require.NoError(t, err)
-	assert.Equal(t, "original", string(got))
-	_, err = os.Stat(filepath.Join(w.outside, "planted"))
-	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Zero(t, w.accepted.Load(), "the host service got a connection")
+	w.assertIntact(t)
 }
 
 // TestGvisorSessionSupervisorIsOutOfReach: inside gVisor the supervisor

@@ -55,21 +55,8 @@ type liveSession struct {
 // sessionRun runs inv in the session sandbox, starting it first when
 // none runs (or the last one died or went idle).
 func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
-	l, restarted, err := s.session(ctx, inv.binds)
+	l, restarted, req, k, err := s.sessionCommand(ctx, inv)
 	if err != nil {
-		return nil, err
-	}
-	if err := l.sameWorkspace(s); err != nil {
-		l.idle()
-		return nil, err
-	}
-	req := s.sessionRequest(inv)
-	// The command's own CPU budget: a cgroup it is put in before its
-	// first instruction, removed (with what is left in it) after it
-	// (under gVisor: its RLIMIT_CPU).
-	k, err := s.commandBudget(&req)
-	if err != nil {
-		l.idle()
 		return nil, err
 	}
 	defer k.release()
@@ -81,6 +68,29 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		s.budgetEnd(res)
 	}
 	return res, err
+}
+
+// sessionCommand takes the session sandbox for inv (starting it when
+// none runs; restarted as for session) and makes inv's request to its
+// supervisor with the command's own CPU budget: a cgroup it is put in
+// before its first instruction, removed (with what is left in it) by
+// k.release (under gVisor k is nil: its RLIMIT_CPU). The caller owns one
+// use of l, given back with l.idle; on error it owns nothing.
+func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *cmdCgroup, err error) {
+	l, restarted, err = s.session(ctx, inv.binds)
+	if err != nil {
+		return nil, false, req, nil, err
+	}
+	if err := l.sameWorkspace(s); err != nil {
+		l.idle()
+		return nil, false, req, nil, err
+	}
+	req = s.sessionRequest(inv)
+	if k, err = s.commandBudget(&req); err != nil {
+		l.idle()
+		return nil, false, req, nil, err
+	}
+	return l, restarted, req, k, nil
 }
 
 // session returns the running session sandbox, starting one when there
@@ -163,14 +173,41 @@ func (s *Sandbox) stopSession() {
 	}
 }
 
-// startSession starts bwrap with the supervisor as its command, under the
-// same mounts, seccomp filter, uid, cgroups and rlimits as any command.
+// sessionLaunch is what one isolation contributes to starting a session
+// sandbox; the rest (the supervisor's binds, the control socket, the log,
+// the process, the reply reader) is the same for bwrap and gVisor.
+type sessionLaunch struct {
+	what string // the sandbox, in errors: "the session sandbox"
+	// argv is the supervisor's command line; a "--fd ?" in the wrapped
+	// command line is filled with the control socket's descriptor.
+	argv      []string
+	virtualWS string
+	wrap      func(invocation) (*wrapped, error)
+}
+
+// bwrapSessionLaunch starts bwrap with the supervisor as its command,
+// under the same mounts, seccomp filter, uid, cgroups and rlimits as any
+// command; the control socket follows bwrap's own descriptors.
+func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
+	// One P: the supervisor only waits on its socket and its children,
+	// and every P costs memory (its mcache, a thread) in each session.
+	// The supervisor sets the umask itself (no shell in front of it).
+	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap,
+		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask)}}
+}
+
+// startSession starts the session sandbox of this sandbox's isolation.
 func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) {
-	if g, ok := s.iso.(*gvisorIsolator); ok {
-		return s.startGvisorSession(ctx, g)
-	}
-	b, ok := s.iso.(*bwrapIsolator)
-	if !ok {
+	var sl sessionLaunch
+	switch iso := s.iso.(type) {
+	case *gvisorIsolator:
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sl = gvisorSessionLaunch(iso)
+	case *bwrapIsolator:
+		sl = s.bwrapSessionLaunch(iso)
+	default:
 		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)
 	}
 	exe, err := bridgeExecutable()
@@ -180,11 +217,7 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	if err != nil {
 		return nil, err
 	}
-	// One P: the supervisor only waits on its socket and its children,
-	// and every P costs memory (its mcache, a thread) in each session.
-	// The supervisor sets the umask itself (no shell in front of it).
-	inv := invocation{argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask)},
-		workdir: s.hostWS, chdir: b.virtualWS, session: true,
+	inv := invocation{argv: sl.argv, workdir: s.hostWS, chdir: sl.virtualWS, session: true,
 		env: map[string]string{"GOMAXPROCS": "1"}}
 	if err := s.sessionBinds(&inv); err != nil {
 		return nil, err
@@ -198,7 +231,7 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
 	defer inside.Close()
 	defer host.Close()
-	w, err := b.wrap(inv)
+	w, err := sl.wrap(inv)
 	if err != nil {
 		return nil, err
 	}
@@ -223,19 +256,20 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	closeFiles(w.extraFiles)
 	if err != nil {
 		w.done()
-		return nil, fmt.Errorf("local: start the session sandbox: %w", err)
+		return nil, fmt.Errorf("local: start %s: %w", sl.what, err)
 	}
-	if err := w.started(cmd.Process.Pid); err != nil {
+	kill := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 		w.done()
+	}
+	if err := w.started(cmd.Process.Pid); err != nil {
+		kill()
 		return nil, err
 	}
 	c, err := net.FileConn(host)
 	if err != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		w.done()
+		kill()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
 	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(),

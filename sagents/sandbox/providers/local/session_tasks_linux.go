@@ -107,49 +107,49 @@ func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
 // sessionBackground starts a background task inside the session
 // sandbox: it shares the session's /tmp, processes and localhost, its
 // output goes to the task's log, and the session is not stopped for
-// idleness while it runs.
+// idleness while it runs. Under bwrap the task is known by its host pid
+// (from the pidfd the supervisor sends) and its CPU budget is a cgroup;
+// under gVisor it is known by its command id (its pid inside gVisor is
+// only reported), signalled through the supervisor, and its budget is
+// its RLIMIT_CPU (session_gvisor_linux.go).
 func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandbox.BackgroundTask, error) {
-	if _, ok := s.iso.(*gvisorIsolator); ok {
-		return s.gvisorSessionBackground(ctx, inv)
-	}
-	l, _, err := s.session(ctx, inv.binds)
+	l, _, req, k, err := s.sessionCommand(ctx, inv)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.sameWorkspace(s); err != nil {
-		l.idle()
-		return nil, err
-	}
-	b := s.iso.(*bwrapIsolator)
-	k, err := b.cg.command(s.limits.CPUTime)
-	if err != nil {
-		l.idle()
-		return nil, err
-	}
+	_, byID := s.iso.(*gvisorIsolator)
 	lim := &bgLimit{done: make(chan struct{})}
-	req := s.sessionRequest(inv)
 	ran := false
+	var id uint64
 	run := func(ctx context.Context, log *os.File) (int, func() (int, string), error) {
 		ran = true
-		pid, wait, err := l.startTask(ctx, req, log, k)
+		var pid int
+		var wait func() (int, string)
+		var err error
+		id, pid, wait, err = l.startTask(ctx, req, log, k, !byID)
 		if err != nil {
 			k.release()
 			l.idle()
 			return 0, nil, err
 		}
 		return pid, func() (int, string) {
+			defer l.idle()
 			code, sig := wait()
 			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}
 			k.end(res)
 			k.release()
+			s.budgetEnd(res)
 			lim.exceeded = res.CPUTimeExceeded
-			l.idle()
 			return code, sig
 		}, nil
 	}
-	// Without a Terminate, KillBackground signals the task's process
-	// group by its host pid.
-	task, err := s.Background.Start(ctx, sandbox.Launch{Run: run})
+	// Without a Signal, KillBackground signals the task's process group
+	// by its host pid.
+	launch := sandbox.Launch{Run: run}
+	if byID {
+		launch.Signal = func(sig syscall.Signal) { l.send(supervisor.Request{Op: "signal", ID: id, Sig: int(sig)}) }
+	}
+	task, err := s.Background.Start(ctx, launch)
 	if err != nil {
 		if !ran {
 			k.release()
@@ -163,70 +163,71 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 }
 
 // startTask starts req with stdin from /dev/null and stdout and stderr
-// to log, and returns the host pid of its process-group leader (from the
-// pidfd the supervisor sends) and a function that waits for its end.
-func (l *liveSession) startTask(ctx context.Context, req supervisor.Request, log *os.File, k *cmdCgroup) (int, func() (int, string), error) {
-	req.Gate, req.Pidfd = k != nil, true
+// to log, and returns its command id, its pid and a function that waits
+// for its end. With hostPid the pid is the host pid of its process-group
+// leader (from the pidfd the supervisor sends), and k, if any, is the
+// cgroup it is put in before its first instruction; without (gVisor) it
+// is its pid inside the sandbox, only reported.
+func (l *liveSession) startTask(ctx context.Context, req supervisor.Request, log *os.File, k *cmdCgroup, hostPid bool) (uint64, int, func() (int, string), error) {
+	req.Gate, req.Pidfd = k != nil, hostPid
 	if k != nil {
-		req.CPUSeconds = int((k.budget+1e9-1)/1e9) + 1
+		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	defer null.Close()
-	ch := make(chan supervisor.Reply, 2)
-	l.mu.Lock()
-	l.next++
-	req.ID = l.next
-	l.waits[req.ID] = ch
-	l.mu.Unlock()
-	forget := func() { l.mu.Lock(); delete(l.waits, req.ID); l.mu.Unlock() }
-	fail := func(err error) (int, func() (int, string), error) {
+	ch, forget := l.register(&req)
+	fail := func(err error) (uint64, int, func() (int, string), error) {
 		l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
 		forget()
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
 	if err := l.send(req, null, log, log); err != nil {
 		forget()
-		return 0, nil, fmt.Errorf("local: session sandbox: %w", err)
+		return 0, 0, nil, fmt.Errorf("local: session sandbox: %w", err)
 	}
 	var r supervisor.Reply
 	select {
 	case r = <-ch:
 	case <-l.dead:
 		forget()
-		return 0, nil, fmt.Errorf("local: session sandbox ended while the task started: %w", io.ErrUnexpectedEOF)
+		return 0, 0, nil, fmt.Errorf("local: session sandbox ended while the task started: %w", io.ErrUnexpectedEOF)
 	case <-ctx.Done():
 		return fail(ctx.Err())
 	}
+	pid := r.Pid
 	switch {
 	case r.Op == "error":
 		forget()
-		return 0, nil, fmt.Errorf("local: session sandbox: %s", r.Err)
+		return 0, 0, nil, fmt.Errorf("local: session sandbox: %s", r.Err)
 	case r.Op == "exited": // could not start: the cause is in the log
 		forget()
-		return 0, nil, fmt.Errorf("local: session sandbox: the background task could not start (exit %d)", r.Exit)
+		return 0, 0, nil, fmt.Errorf("local: session sandbox: the background task could not start (exit %d)", r.Exit)
+	case !hostPid:
 	case r.HostPid <= 0 && k == nil:
 		// Its pidfd names no process: it ended (and was reaped) before
 		// the host read it. Its "exited" follows.
 		select {
 		case r := <-ch:
 			forget()
-			return 0, func() (int, string) { return r.Exit, signalName(r.Signal) }, nil
+			return req.ID, 0, func() (int, string) { return r.Exit, signalName(r.Signal) }, nil
 		case <-time.After(time.Second):
 		}
 		fallthrough
 	case r.HostPid <= 0:
 		return fail(fmt.Errorf("local: session sandbox: no host pid for the background task: %s", r.Err))
+	default:
+		pid = r.HostPid
 	}
 	if k != nil {
-		if err := k.start(r.HostPid); err != nil {
+		if err := k.start(pid); err != nil {
 			return fail(err)
 		}
 		l.send(supervisor.Request{Op: "release", ID: req.ID})
 	}
-	return r.HostPid, func() (int, string) {
+	return req.ID, pid, func() (int, string) {
 		defer forget()
 		select {
 		case r := <-ch:
