@@ -18,8 +18,6 @@ import (
 // Name is the argv[0] base name that makes a linking binary the bridge.
 const Name = "sage-netbridge"
 
-const prSetDumpable = 4 // PR_SET_DUMPABLE
-
 // ExitBridgeFailed is the exit status when the bridge itself fails
 // (before the command runs); it says why on stderr.
 const ExitBridgeFailed = 125
@@ -81,8 +79,8 @@ func Main(args []string) int {
 	// read its descriptors through /proc, among them, in a session
 	// sandbox, the copy of the supervisor's control socket it passes on.
 	// The command itself is dumpable again (execve resets it).
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0); e != 0 {
-		fmt.Fprintf(os.Stderr, "%s: prctl: %v\n", Name, e)
+	if err := notDumpable(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
 		return ExitBridgeFailed
 	}
 	for _, f := range fwd {
