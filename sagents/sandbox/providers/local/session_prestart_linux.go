@@ -34,14 +34,10 @@ func (s *Sandbox) prestartSession() {
 // ping waits until the supervisor answers on the control channel (it
 // has started and serves), at most sessionStartTimeout.
 func (l *liveSession) ping() error {
-	ch := make(chan supervisor.Reply, 1)
-	l.mu.Lock()
-	l.next++
-	id := l.next
-	l.waits[id] = ch
-	l.mu.Unlock()
-	defer func() { l.mu.Lock(); delete(l.waits, id); l.mu.Unlock() }()
-	if err := l.send(supervisor.Request{Op: "ping", ID: id}); err != nil {
+	req := supervisor.Request{Op: "ping"}
+	ch, forget := l.register(&req)
+	defer forget()
+	if err := l.send(req); err != nil {
 		return fmt.Errorf("local: session sandbox: %w", err)
 	}
 	select {

@@ -100,8 +100,9 @@ func (r *reaper) reapExited() {
 // the processes there at the moment of the signal. A process forked while
 // the group was signalled can miss the signal (a fork bomb's survivors
 // go on forking), and one that ignores SIGTERM outlives its leader; so
-// SIGKILL is repeated until the group is empty, and once the leader of a
-// command told to end has exited, what is left of its group is killed.
+// once the leader of a command told to end has exited, SIGKILL is sent
+// to what is left of its group until it is empty (killGroup, in exec's
+// wait).
 func (s *server) signal(req Request) {
 	if req.Sig <= 0 || req.Sig >= 65 {
 		return
@@ -117,9 +118,6 @@ func (s *server) signal(req Request) {
 		return
 	}
 	syscall.Kill(-pgid, sig)
-	if sig == syscall.SIGKILL {
-		go killGroup(pgid)
-	}
 }
 
 // killGroup sends SIGKILL to process group pgid until no process is left
