@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sessiond"
@@ -16,10 +13,6 @@ import (
 func init() {
 	register(command{"python", "run Python code in the session's sandbox (its own venv)", runPython})
 }
-
-// slowStepAfter is how long a set-up step runs before the CLI says what
-// it is doing.
-const slowStepAfter = 300 * time.Millisecond
 
 type reqList []string
 
@@ -71,7 +64,7 @@ func runPython(ctx context.Context, env *cliEnv, args []string) int {
 		h.Close(context.WithoutCancel(ctx))
 		end(runErr)
 	}()
-	opts := sandbox.PythonOptions{Requirements: reqs, OnSetup: slowStepNotice(env.stderr, slowStepAfter),
+	opts := sandbox.PythonOptions{Requirements: reqs, OnSetup: slowStepNotice(env.stderr, sessiond.SlowStepAfter),
 		ExecOptions: sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}}
 	if !*asJSON {
 		opts.OnStdout = func(p []byte) { env.stdout.Write(p) }
@@ -94,25 +87,6 @@ func pythonSource(code string, args []string) (string, error) {
 	return "", fmt.Errorf("give either -c CODE or one FILE")
 }
 
-// slowStepNotice returns a sandbox.PythonOptions.OnSetup that prints
-// "sage: STEP..." on w when a step is still running after the delay,
-// and nothing for a quick one.
-func slowStepNotice(w io.Writer, after time.Duration) func(step string) (done func()) {
-	return func(step string) func() {
-		var mu sync.Mutex
-		over := false
-		t := time.AfterFunc(after, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if !over {
-				fmt.Fprintf(w, "sage: %s...\n", step)
-			}
-		})
-		return func() {
-			t.Stop()
-			mu.Lock()
-			over = true // a notice being written is done when this returns
-			mu.Unlock()
-		}
-	}
-}
+// slowStepNotice prints "sage: STEP..." for a slow set-up step, as the
+// session daemon does.
+var slowStepNotice = sessiond.SlowStepNotice

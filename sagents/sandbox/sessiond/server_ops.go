@@ -21,10 +21,10 @@ const MaxWrite = sandbox.MaxReadFileBytes
 // writeCap is MaxWrite; a test lowers it.
 var writeCap = MaxWrite
 
-// setupNoticeAfter is how long a Python set-up step (the venv, pip) runs
-// before a streamed call is told about it on stderr, as `sage python`
-// without a session says it.
-const setupNoticeAfter = 300 * time.Millisecond
+// SlowStepAfter is how long a Python set-up step (the venv, pip) runs
+// before `sage python` says on stderr what it is doing, with a session's
+// daemon or without.
+const SlowStepAfter = 300 * time.Millisecond
 
 // python runs req.Code with req.Requirements installed first.
 func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Response {
@@ -37,32 +37,39 @@ func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Respo
 			w := &frameWriter{c: c, cancel: func() {}}
 			notice = func(p []byte) { w.write(KindStderr, p) }
 		}
-		po.OnSetup = stepNotice(notice)
+		po.OnSetup = SlowStepNotice(writerFunc(notice), SlowStepAfter)
 		return s.Sandbox.ExecutePython(ctx, req.Code, po)
 	})
 }
 
-// stepNotice says "sage: STEP..." through w when a set-up step is still
-// running after setupNoticeAfter.
-func stepNotice(w func([]byte)) func(string) func() {
+// SlowStepNotice returns a sandbox.PythonOptions.OnSetup that prints
+// "sage: STEP..." on w when a step is still running after the delay, and
+// nothing for a quick one: what `sage python` says, with a session's
+// daemon or without.
+func SlowStepNotice(w io.Writer, after time.Duration) func(step string) (done func()) {
 	return func(step string) func() {
 		var mu sync.Mutex
 		over := false
-		t := time.AfterFunc(setupNoticeAfter, func() {
+		t := time.AfterFunc(after, func() {
 			mu.Lock()
 			defer mu.Unlock()
 			if !over {
-				w([]byte("sage: " + step + "...\n"))
+				fmt.Fprintf(w, "sage: %s...\n", step)
 			}
 		})
 		return func() {
 			t.Stop()
 			mu.Lock()
-			over = true
+			over = true // a notice being written is done when this returns
 			mu.Unlock()
 		}
 	}
 }
+
+// writerFunc is an io.Writer over a function that takes every write.
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
 // fileOp runs one file operation of the sandbox: read streams the file
 // as stdout frames, write takes it from stdin frames (MaxWrite at most).
