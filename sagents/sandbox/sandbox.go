@@ -156,6 +156,13 @@ func (s *Sandbox) end(ctx context.Context, res *CommandResult, err error) {
 			s.stats.timeouts.Add(1)
 		}
 		r = observability.SandboxResult{Command: true, ExitCode: res.ExitCode, TimedOut: res.TimedOut}
+		if res.SessionRestarted {
+			// The mode's session sandbox started again for this command
+			// (idle, dead, or a bind it needed): an event under the
+			// command's.
+			rctx := s.obs.SandboxStart(ctx, s.op("session_restart", "", ""))
+			s.obs.SandboxEnd(rctx, observability.SandboxResult{})
+		}
 	}
 	s.obs.SandboxEnd(ctx, r)
 }

@@ -36,8 +36,8 @@ type Server struct {
 	// Observer, when set, receives one chain run per request ("sage
 	// exec", "sage python", "sage fs read", ...) holding the sandbox's
 	// events of that request: give the Sandbox the same Manager
-	// (sandbox.Config.Observer). A command that restarted the session
-	// adds a "session_restart" sandbox event.
+	// (sandbox.Config.Observer), whose commands that restarted the
+	// session add a "session_restart" sandbox event.
 	Observer *observability.Manager
 
 	mu       sync.Mutex

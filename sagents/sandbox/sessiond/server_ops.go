@@ -156,13 +156,6 @@ func (s *Server) traced(req Request) (context.Context, func(Response)) {
 	}
 	ctx := s.Observer.ChainStart(s.ctx, observability.ChainInfo{SessionID: s.Name, Name: name})
 	return ctx, func(r Response) {
-		if r.Result != nil && r.Result.SessionRestarted {
-			// The sandbox's own session started again for this command
-			// (idle, dead, or a bind it needed): say so in the trace.
-			sctx := s.Observer.SandboxStart(ctx, observability.SandboxOp{Op: "session_restart",
-				Mode: string(s.Sandbox.Type()), SandboxID: s.Sandbox.ID()})
-			s.Observer.SandboxEnd(sctx, observability.SandboxResult{})
-		}
 		if r.Error != "" && r.PathOp == "" {
 			s.Observer.ChainError(ctx, responseError(r))
 			return
