@@ -209,8 +209,12 @@ func (c *cgroupSet) addDir(dir string, files map[string]string, ok *bool) error 
 }
 
 // ownCgroups reads /proc/self/cgroup: controller -> path ("" for v2).
-func ownCgroups() (map[string]string, error) {
-	f, err := os.Open("/proc/self/cgroup")
+func ownCgroups() (map[string]string, error) { return readCgroups("/proc/self/cgroup") }
+
+// readCgroups reads a /proc/.../cgroup file: controller -> path ("" for
+// v2).
+func readCgroups(file string) (map[string]string, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -58,19 +57,11 @@ func primeMove(procs string) {
 	}
 	runtime.LockOSThread() // this thread's cgroup is read and written
 	defer runtime.UnlockOSThread()
-	b, err := readSmall("/proc/thread-self/cgroup")
+	own, err := readCgroups("/proc/thread-self/cgroup")
 	if err != nil {
 		return
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || (ctl == "") != (parts[1] == "") {
-			continue
-		}
-		if ctl == "" || slices.Contains(strings.Split(parts[1], ","), ctl) {
-			dir := filepath.Join(cgroupRoot, ctl, parts[2])
-			os.WriteFile(filepath.Join(dir, file), []byte(strconv.Itoa(unix.Gettid())), 0)
-			return
-		}
+	if p, ok := own[ctl]; ok {
+		os.WriteFile(filepath.Join(cgroupRoot, ctl, p, file), []byte(strconv.Itoa(unix.Gettid())), 0)
 	}
 }
