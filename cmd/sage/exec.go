@@ -45,29 +45,10 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 	if df.background || df.idle.set {
 		return usageError(env, "sage exec", "--background and --idle-timeout need --session S in local mode on Linux (a session daemon)")
 	}
-	ctx, obs, end, err := tracedRun(ctx, "sage exec", sf.session)
-	if err != nil {
-		return fail(env, exitSandboxError, err)
-	}
-	cfg.Observer = obs
-	h, err := sandbox.New(ctx, cfg)
-	if err != nil {
-		end(err)
-		return fail(env, exitSandboxError, err)
-	}
-	var runErr error
-	defer func() {
-		h.Close(context.WithoutCancel(ctx))
-		end(runErr)
-	}()
-	opts := sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}
-	if !*asJSON {
-		opts.OnStdout = func(p []byte) { env.stdout.Write(p) }
-		opts.OnStderr = func(p []byte) { env.stderr.Write(p) }
-	}
-	res, err := h.ExecuteCommand(ctx, shellJoin(fs.Args()), opts)
-	runErr = err
-	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), *asJSON)
+	return runTraced(ctx, env, "sage exec", &sf, cfg, *asJSON,
+		func(ctx context.Context, h *sandbox.Sandbox, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+			return h.ExecuteCommand(ctx, shellJoin(fs.Args()), opts)
+		})
 }
 
 // finish reports a command's result: as JSON on stdout when asJSON, a

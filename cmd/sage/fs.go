@@ -64,20 +64,11 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	if df.idle.set {
 		return usageError(env, fs.Name(), "--idle-timeout needs --session S in local mode on Linux (a session daemon)")
 	}
-	ctx, obs, end, err := tracedRun(ctx, fs.Name(), sf.session)
+	ctx, h, end, err := openTraced(ctx, fs.Name(), sf.session, cfg)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
-	cfg.Observer = obs
-	h, err := sandbox.New(ctx, cfg)
-	if err != nil {
-		end(err)
-		return fail(env, exitSandboxError, err)
-	}
-	defer func() {
-		h.Close(context.WithoutCancel(ctx))
-		end(nil) // a file error is the answer, not a failure of the run
-	}()
+	defer end(nil) // a file error is the answer, not a failure of the run
 	p := pos[0]
 	switch op {
 	case "read":

@@ -49,30 +49,11 @@ func runPython(ctx context.Context, env *cliEnv, args []string) int {
 	if df.idle.set {
 		return usageError(env, "sage python", "--idle-timeout needs --session S in local mode on Linux (a session daemon)")
 	}
-	ctx, obs, end, err := tracedRun(ctx, "sage python", sf.session)
-	if err != nil {
-		return fail(env, exitSandboxError, err)
-	}
-	cfg.Observer = obs
-	h, err := sandbox.New(ctx, cfg)
-	if err != nil {
-		end(err)
-		return fail(env, exitSandboxError, err)
-	}
-	var runErr error
-	defer func() {
-		h.Close(context.WithoutCancel(ctx))
-		end(runErr)
-	}()
-	opts := sandbox.PythonOptions{Requirements: reqs, OnSetup: slowStepNotice(env.stderr, sessiond.SlowStepAfter),
-		ExecOptions: sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}}
-	if !*asJSON {
-		opts.OnStdout = func(p []byte) { env.stdout.Write(p) }
-		opts.OnStderr = func(p []byte) { env.stderr.Write(p) }
-	}
-	res, err := h.ExecutePython(ctx, src, opts)
-	runErr = err
-	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), *asJSON)
+	return runTraced(ctx, env, "sage python", &sf, cfg, *asJSON,
+		func(ctx context.Context, h *sandbox.Sandbox, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+			return h.ExecutePython(ctx, src, sandbox.PythonOptions{Requirements: reqs,
+				OnSetup: slowStepNotice(env.stderr, sessiond.SlowStepAfter), ExecOptions: opts})
+		})
 }
 
 // pythonSource takes -c CODE or one FILE read on the host.
