@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sage-go/sage/internal/ctxsleep"
 	"github.com/sage-go/sage/sagents/observability"
 )
 
@@ -96,16 +97,17 @@ const (
 )
 
 func (l ResponseLimits) withDefaults() ResponseLimits {
-	if l.Bytes <= 0 {
-		l.Bytes = DefaultMaxResponseBytes
-	}
-	if l.Choices <= 0 {
-		l.Choices = DefaultMaxChoices
-	}
-	if l.ToolCalls <= 0 {
-		l.ToolCalls = DefaultMaxToolCalls
-	}
+	orDefault(&l.Bytes, DefaultMaxResponseBytes)
+	orDefault(&l.Choices, DefaultMaxChoices)
+	orDefault(&l.ToolCalls, DefaultMaxToolCalls)
 	return l
+}
+
+// orDefault sets *v to d when it is zero or negative (not set).
+func orDefault[T ~int | ~int64](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // RetryPolicy bounds retries. Zero fields take the defaults noted.
@@ -123,36 +125,18 @@ type RetryPolicy struct {
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 4
-	}
-	def(&p.InitialBackoff, 500*time.Millisecond)
-	def(&p.MaxBackoff, 20*time.Second)
-	def(&p.MaxElapsed, 2*time.Minute)
-	def(&p.MaxRetryAfter, time.Minute)
+	orDefault(&p.MaxAttempts, 4)
+	orDefault(&p.InitialBackoff, 500*time.Millisecond)
+	orDefault(&p.MaxBackoff, 20*time.Second)
+	orDefault(&p.MaxElapsed, 2*time.Minute)
+	orDefault(&p.MaxRetryAfter, time.Minute)
 	if p.Sleep == nil {
-		p.Sleep = sleepCtx
+		p.Sleep = ctxsleep.Sleep
 	}
 	if p.Rand == nil {
 		p.Rand = rand.Float64
 	}
 	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // inherit fills empty connection fields of m from std.

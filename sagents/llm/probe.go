@@ -33,15 +33,9 @@ type ProbeOptions struct {
 }
 
 func (o ProbeOptions) withDefaults() ProbeOptions {
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = 15 * time.Second
-	}
-	if o.ProbeTimeout <= 0 {
-		o.ProbeTimeout = 30 * time.Second
-	}
-	if o.TTL <= 0 {
-		o.TTL = 24 * time.Hour
-	}
+	orDefault(&o.ConnectTimeout, 15*time.Second)
+	orDefault(&o.ProbeTimeout, 30*time.Second)
+	orDefault(&o.TTL, 24*time.Hour)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
 
+	"github.com/sage-go/sage/internal/ctxsleep"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
@@ -200,20 +201,9 @@ func (b *Backend) adopt(ctx context.Context, sandboxID string) (orchestrator.San
 		if err == nil || time.Now().After(deadline) {
 			return info, err == nil, err
 		}
-		if err := sleep(ctx, 20*time.Millisecond); err != nil {
+		if err := ctxsleep.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return orchestrator.SandboxInfo{}, false, err
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
