@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 )
 
 var (
@@ -51,4 +52,32 @@ func (e *ConfigError) Error() string {
 		return fmt.Sprintf("sandbox config: %s: %s", e.Field, e.Reason)
 	}
 	return fmt.Sprintf("sandbox config: %s=%q: %s", e.Field, e.Value, e.Reason)
+}
+
+// RequirementsError reports a pip install of PythonOptions.Requirements
+// that failed, in any mode; Result holds pip's output.
+type RequirementsError struct {
+	Mode         string // the mode that ran pip ("local", "aio"): the message's prefix
+	Requirements []string
+	Result       *CommandResult
+	Fix          string // what to do about it, when the mode can tell
+}
+
+// PipError is what pip said last: its output from its last "ERROR:" line
+// on, or all of it when it printed none.
+func (e *RequirementsError) PipError() string {
+	msg := strings.TrimSpace(e.Result.Stderr)
+	if i := strings.LastIndex(msg, "\nERROR:"); i >= 0 {
+		msg = msg[i+1:]
+	}
+	return msg
+}
+
+func (e *RequirementsError) Error() string {
+	msg := e.PipError()
+	if e.Fix != "" {
+		msg += " (fix: " + e.Fix + ")"
+	}
+	return fmt.Sprintf("%s: pip install %s failed (exit %d, timed out %v): %s",
+		e.Mode, strings.Join(e.Requirements, " "), e.Result.ExitCode, e.Result.TimedOut, msg)
 }

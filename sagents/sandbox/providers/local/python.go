@@ -31,22 +31,6 @@ const (
 	PipTimeout  = 5 * time.Minute
 )
 
-// RequirementsError reports a pip install that failed; Result holds pip's
-// output.
-type RequirementsError struct {
-	Requirements []string
-	Result       *sandbox.CommandResult
-}
-
-func (e *RequirementsError) Error() string {
-	msg := strings.TrimSpace(e.Result.Stderr)
-	if i := strings.LastIndex(msg, "\nERROR:"); i >= 0 {
-		msg = msg[i+1:]
-	}
-	return fmt.Sprintf("local: pip install %s failed (exit %d, timed out %v): %s",
-		strings.Join(e.Requirements, " "), e.Result.ExitCode, e.Result.TimedOut, msg)
-}
-
 // pythonEnv is the session's lazily created virtual environment.
 type pythonEnv struct {
 	dir  string // the runtime directory
@@ -222,7 +206,7 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) er
 // sandbox. The venv is created on first use; Requirements are installed
 // into it with pip first (PIP_INDEX_URL, PIP_FIND_LINKS and friends come
 // from opts.Env or the host environment; a local find-links directory is
-// shown read-only). A failed install is a *RequirementsError. The code
+// shown read-only). A failed install is a *sandbox.RequirementsError. The code
 // file lives in the session's runtime directory and is removed afterwards.
 func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
 	for _, r := range opts.Requirements {
@@ -269,7 +253,7 @@ func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*
 		return res, fmt.Errorf("local: pip install: %w", err)
 	}
 	if !res.Success {
-		return res, &RequirementsError{Requirements: opts.Requirements, Result: res}
+		return res, &sandbox.RequirementsError{Mode: "local", Requirements: opts.Requirements, Result: res}
 	}
 	return res, nil
 }

@@ -128,7 +128,7 @@ func TestExecutePythonUnreachableIndexIsAClearError(t *testing.T) {
 		ExecOptions:  sandbox.ExecOptions{Env: map[string]string{"PIP_INDEX_URL": "http://127.0.0.1:1/simple"}},
 		Requirements: []string{"definitely-not-here==1.0"},
 	})
-	var re *local.RequirementsError
+	var re *sandbox.RequirementsError
 	require.True(t, errors.As(err, &re), "%v", err)
 	assert.Contains(t, err.Error(), "definitely-not-here")
 	assert.Less(t, time.Since(start), 2*time.Minute, "an unreachable index must not hang")

@@ -316,7 +316,7 @@ func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int
 // before Python starts, Python reads it through /dev/fd/3.
 // Requirements are pip-installed first into the sandbox's venv
 // (VenvPath), which this and later calls then run in; a failed install
-// is a *RequirementsError.
+// is a *sandbox.RequirementsError.
 func (h *Handle) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err

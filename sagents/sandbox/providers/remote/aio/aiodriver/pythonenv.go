@@ -19,25 +19,6 @@ const VenvPath = "/opt/sage-venv"
 // PipTimeout bounds the venv creation and pip install of one call.
 const PipTimeout = 5 * time.Minute
 
-// RequirementsError reports a failed install of Python requirements;
-// Result holds pip's output.
-type RequirementsError struct {
-	Requirements []string
-	Result       *sandbox.CommandResult
-}
-
-func (e *RequirementsError) Error() string {
-	msg := strings.TrimSpace(e.Result.Stderr)
-	if i := strings.LastIndex(msg, "\nERROR:"); i >= 0 {
-		msg = msg[i+1:]
-	}
-	if strings.Contains(msg, "No module named") && (strings.Contains(msg, "venv") || strings.Contains(msg, "ensurepip") || strings.Contains(msg, "pip")) {
-		msg += " (fix: use the full sandbox image, `make image`, which has python3-venv and pip)"
-	}
-	return fmt.Sprintf("aio: pip install %s failed (exit %d, timed out %v): %s",
-		strings.Join(e.Requirements, " "), e.Result.ExitCode, e.Result.TimedOut, msg)
-}
-
 // pythonExec runs the program on fd 3 with the venv's python when the
 // venv exists, else with python3 on PATH.
 const pythonExec = "if [ -x " + VenvPath + "/bin/python3 ]; then exec " + VenvPath + "/bin/python3 /dev/fd/3; fi; exec python3 /dev/fd/3"
@@ -84,7 +65,12 @@ func (h *Handle) installRequirements(ctx context.Context, opts sandbox.PythonOpt
 		return res, fmt.Errorf("aio: pip install: %w", err)
 	}
 	if !res.Success {
-		return res, &RequirementsError{Requirements: opts.Requirements, Result: res}
+		re := &sandbox.RequirementsError{Mode: "aio", Requirements: opts.Requirements, Result: res}
+		if msg := re.PipError(); strings.Contains(msg, "No module named") &&
+			(strings.Contains(msg, "venv") || strings.Contains(msg, "ensurepip") || strings.Contains(msg, "pip")) {
+			re.Fix = "use the full sandbox image, `make image`, which has python3-venv and pip"
+		}
+		return res, re
 	}
 	return res, nil
 }

@@ -82,7 +82,7 @@ func TestPythonRequirementsInContainer(t *testing.T) {
 	// A requirement the index does not have is a RequirementsError
 	// naming it; an option is refused before anything runs.
 	_, err = h.ExecutePython(ctxT(t), "print(1)", sandbox.PythonOptions{Requirements: []string{"no-such-pkg-xyz"}})
-	var re *aiodriver.RequirementsError
+	var re *sandbox.RequirementsError
 	require.ErrorAs(t, err, &re)
 	assert.Contains(t, err.Error(), "no-such-pkg-xyz")
 	_, err = h.ExecutePython(ctxT(t), "print(1)", sandbox.PythonOptions{Requirements: []string{"--index-url=http://evil/"}})
@@ -105,7 +105,7 @@ func TestPythonRequirementsNeedTheIndex(t *testing.T) {
 	_, err := h.ExecutePython(ctx, "import sage_tiny", sandbox.PythonOptions{Requirements: []string{"sage-tiny==0.1.0"},
 		ExecOptions: sandbox.ExecOptions{Env: map[string]string{"PIP_INDEX_URL": strings.Replace(idx.URL, "/simple/", "/nothing/", 1),
 			"PIP_TRUSTED_HOST": idx.Host}}})
-	var re *aiodriver.RequirementsError
+	var re *sandbox.RequirementsError
 	require.ErrorAs(t, err, &re)
 	assert.Zero(t, idx.Downloads())
 }
