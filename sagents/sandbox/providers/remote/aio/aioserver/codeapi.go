@@ -225,9 +225,11 @@ func (s *Server) jupyterExecute(w http.ResponseWriter, r *http.Request) {
 		Code: req.Code, MsgID: sandbox.NewID("msg"), ExecutionCount: countOf(a)})
 }
 
-func deref(p *string) string {
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
 	if p == nil {
-		return ""
+		var zero T
+		return zero
 	}
 	return *p
 }

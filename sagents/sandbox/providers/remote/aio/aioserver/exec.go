@@ -71,6 +71,21 @@ func waitOf(timeout *float64) (time.Duration, error) {
 	return time.Duration(*timeout * float64(time.Second)), nil
 }
 
+// execArgs reads the options and the wait (waitOf timeout) of a command
+// request of /v1/bash/exec or /v1/shell/exec; when one is wrong it answers
+// the request with the error and failed is true.
+func (s *Server) execArgs(w http.ResponseWriter, dir string, env map[string]string, hard *float64, maxOut *int, timeout *float64) (opts sandbox.ExecOptions, wait time.Duration, failed bool) {
+	opts, err := s.execOptions(dir, env, hard, maxOut)
+	if err == nil {
+		wait, err = waitOf(timeout)
+	}
+	if err != nil {
+		s.fail(w, err)
+		return opts, 0, true
+	}
+	return opts, wait, false
+}
+
 // plainShell runs each command afresh: /v1/bash/exec commands do not
 // share state (the remote Handle runs unrelated commands in a pool of
 // sessions and relies on it); /v1/shell/exec sessions do.
@@ -108,14 +123,8 @@ func (s *Server) bashExec(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req, "command") {
 		return
 	}
-	opts, err := s.execOptions(req.ExecDir, req.Env, req.HardTimeout, req.MaxOutputLength)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	wait, err := waitOf(req.Timeout)
-	if err != nil {
-		s.fail(w, err)
+	opts, wait, failed := s.execArgs(w, req.ExecDir, req.Env, req.HardTimeout, req.MaxOutputLength, req.Timeout)
+	if failed {
 		return
 	}
 	sess, err := s.sessions.use(r.Context(), req.SessionID)

@@ -243,9 +243,9 @@ func sortFiles(files []aio.FileInfo, by string, desc bool) {
 	less := func(a, b aio.FileInfo) bool { return a.Path < b.Path }
 	switch by {
 	case "size":
-		less = func(a, b aio.FileInfo) bool { return deref64(a.Size) < deref64(b.Size) }
+		less = func(a, b aio.FileInfo) bool { return deref(a.Size) < deref(b.Size) }
 	case "modified":
-		less = func(a, b aio.FileInfo) bool { return derefs(a.ModifiedTime) < derefs(b.ModifiedTime) }
+		less = func(a, b aio.FileInfo) bool { return deref(a.ModifiedTime) < deref(b.ModifiedTime) }
 	case "type":
 		less = func(a, b aio.FileInfo) bool { return a.IsDirectory && !b.IsDirectory }
 	}
@@ -255,20 +255,6 @@ func sortFiles(files []aio.FileInfo, by string, desc bool) {
 		}
 		return less(files[i], files[j])
 	})
-}
-
-func deref64(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-func derefs(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }
 
 func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {

@@ -32,14 +32,8 @@ func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
 		def := shellMaxOutput
 		maxOut = &def
 	}
-	opts, err := s.execOptions(req.ExecDir, nil, req.HardTimeout, maxOut)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	wait, err := waitOf(req.Timeout)
-	if err != nil {
-		s.fail(w, err)
+	opts, wait, failed := s.execArgs(w, req.ExecDir, nil, req.HardTimeout, maxOut, req.Timeout)
+	if failed {
 		return
 	}
 	quiet, err := waitOf(req.NoChangeTimeout) // 0, like none: no such wait
