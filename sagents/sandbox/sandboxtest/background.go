@@ -51,11 +51,9 @@ func testBackground(t *testing.T, o Options) {
 		assert.Equal(t, 3, st.ExitCode)
 	})
 	t.Run("kill gracefully", func(t *testing.T) {
-		task, err := h.StartBackground(c, "echo up; sleep 60", sandbox.ExecOptions{})
-		require.NoError(t, err)
-		waitOutput(t, h, task.ID, "up")
-		require.NoError(t, h.KillBackground(c, task.ID, false))
-		st, err := h.BackgroundStatus(c, task.ID)
+		id := startUp(t, c, h, "echo up; sleep 60")
+		require.NoError(t, h.KillBackground(c, id, false))
+		st, err := h.BackgroundStatus(c, id)
 		require.NoError(t, err)
 		assert.False(t, st.Alive)
 		if o.SignalsAsExitCodes {
@@ -65,24 +63,20 @@ func testBackground(t *testing.T, o Options) {
 		}
 	})
 	t.Run("kill escalates when TERM is ignored", func(t *testing.T) {
-		task, err := h.StartBackground(c, "trap '' TERM; echo up; while :; do sleep 0.1; done", sandbox.ExecOptions{})
-		require.NoError(t, err)
-		waitOutput(t, h, task.ID, "up")
-		require.NoError(t, h.KillBackground(c, task.ID, false))
-		st, _ := h.BackgroundStatus(c, task.ID)
+		id := startUp(t, c, h, "trap '' TERM; echo up; while :; do sleep 0.1; done")
+		require.NoError(t, h.KillBackground(c, id, false))
+		st, _ := h.BackgroundStatus(c, id)
 		assert.False(t, st.Alive)
 		assert.Equal(t, "SIGKILL", st.Signal)
 	})
 	t.Run("kill with force", func(t *testing.T) {
-		task, err := h.StartBackground(c, "echo up; sleep 60", sandbox.ExecOptions{})
-		require.NoError(t, err)
-		waitOutput(t, h, task.ID, "up")
+		id := startUp(t, c, h, "echo up; sleep 60")
 		start := time.Now()
-		require.NoError(t, h.KillBackground(c, task.ID, true))
+		require.NoError(t, h.KillBackground(c, id, true))
 		assert.Less(t, time.Since(start), sandbox.DefaultKillGrace)
-		st, _ := h.BackgroundStatus(c, task.ID)
+		st, _ := h.BackgroundStatus(c, id)
 		assert.Equal(t, "SIGKILL", st.Signal)
-		require.NoError(t, h.KillBackground(c, task.ID, true), "killing a finished task is fine")
+		require.NoError(t, h.KillBackground(c, id, true), "killing a finished task is fine")
 	})
 	t.Run("unknown task", func(t *testing.T) {
 		_, err := h.BackgroundStatus(c, "bg-nope")
@@ -90,6 +84,16 @@ func testBackground(t *testing.T, o Options) {
 		_, err = h.ReadBackgroundOutput(c, "bg-nope", 0, 10)
 		assert.ErrorIs(t, err, sandbox.ErrUnknownTask)
 	})
+}
+
+// startUp starts command, which prints "up" once it is ready, as a
+// background task and waits for its "up".
+func startUp(t *testing.T, c context.Context, h *sandbox.Sandbox, command string) (id string) {
+	t.Helper()
+	task, err := h.StartBackground(c, command, sandbox.ExecOptions{})
+	require.NoError(t, err)
+	waitOutput(t, h, task.ID, "up")
+	return task.ID
 }
 
 func waitOutput(t *testing.T, h *sandbox.Sandbox, id, want string) {
