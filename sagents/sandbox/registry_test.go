@@ -6,18 +6,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/registry"
 )
 
 func TestRegistry(t *testing.T) {
 	const mode Type = "passthrough"
-	registryMu.Lock()
-	saved := factories
-	factories = map[Type]Factory{}
-	registryMu.Unlock()
-	t.Cleanup(func() { registryMu.Lock(); factories = saved; registryMu.Unlock() })
+	saved := modes
+	modes = registry.New[Type, Factory]("sandbox: Register", "mode ")
+	t.Cleanup(func() { modes = saved })
 
 	_, err := New(context.Background(), Config{Mode: Local})
-	assert.ErrorContains(t, err, `mode "local" is not registered (known: )`)
+	assert.ErrorContains(t, err, `mode "local" is not registered (known: none)`)
 
 	called := false
 	Register(mode, func(ctx context.Context, cfg Config) (Driver, error) { called = true; return struct{ Driver }{}, nil })

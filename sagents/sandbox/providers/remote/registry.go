@@ -3,10 +3,8 @@ package remote
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
 
+	"github.com/sage-go/sage/internal/registry"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -14,49 +12,22 @@ import (
 // whose Mode is remote.
 type Factory func(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error)
 
-var (
-	mu        sync.RWMutex
-	providers = map[string]Factory{}
-)
+// providers are the registered remote providers.
+var providers = registry.New[string, Factory]("remote: Register", "provider ")
 
 func init() { sandbox.Register(sandbox.Remote, newDriver) }
 
 // Register makes a remote provider available under name. It panics if f
 // is nil or name is registered twice.
-func Register(name string, f Factory) {
-	mu.Lock()
-	defer mu.Unlock()
-	if f == nil {
-		panic("remote: Register factory is nil for provider " + name)
-	}
-	if _, dup := providers[name]; dup {
-		panic("remote: Register called twice for provider " + name)
-	}
-	providers[name] = f
-}
+func Register(name string, f Factory) { providers.Add(name, f) }
 
 // Providers lists the registered provider names, sorted.
-func Providers() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]string, 0, len(providers))
-	for n := range providers {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Providers() []string { return providers.Names() }
 
 func newDriver(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
-	mu.RLock()
-	f, ok := providers[cfg.Remote.Provider]
-	mu.RUnlock()
+	f, ok := providers.Get(cfg.Remote.Provider)
 	if !ok {
-		known := "none"
-		if names := Providers(); len(names) > 0 {
-			known = strings.Join(names, ", ")
-		}
-		return nil, fmt.Errorf("remote: provider %q is not registered (known: %s)", cfg.Remote.Provider, known)
+		return nil, fmt.Errorf("remote: provider %q is not registered (known: %s)", cfg.Remote.Provider, providers.Known())
 	}
 	return f(ctx, cfg)
 }

@@ -3,9 +3,8 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
+
+	"github.com/sage-go/sage/internal/registry"
 )
 
 // Lister is implemented by state stores that can enumerate their threads
@@ -23,10 +22,13 @@ type BackendFactory func(cfg map[string]any) (Backend, error)
 type StoreFactory func(addr string) (StateStore, error)
 
 var (
-	regMu    sync.RWMutex
-	backends = map[string]BackendFactory{}
-	stores   = map[string]StoreFactory{"file": func(addr string) (StateStore, error) { return NewFileStore(addr), nil }}
+	backends = registry.New[string, BackendFactory]("aio: RegisterBackend", "")
+	stores   = registry.New[string, StoreFactory]("aio: RegisterStateStore", "")
 )
+
+func init() {
+	RegisterStateStore("file", func(addr string) (StateStore, error) { return NewFileStore(addr), nil })
+}
 
 // RegisterBackend makes a backend available to the orchestrating provider
 // under name, as database/sql drivers do. Backend packages call it from
@@ -37,65 +39,27 @@ var (
 // Import the package (for its side effect) to use it:
 // ".../aio/dockerbackend" registers "docker", the provisioner client
 // registers "provisioner". It panics on a nil factory or a duplicate name.
-func RegisterBackend(name string, f BackendFactory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if f == nil {
-		panic("aio: RegisterBackend factory is nil for " + name)
-	}
-	if _, dup := backends[name]; dup {
-		panic("aio: RegisterBackend called twice for " + name)
-	}
-	backends[name] = f
-}
+func RegisterBackend(name string, f BackendFactory) { backends.Add(name, f) }
 
 // RegisterStateStore makes a state store available under name ("file" is
 // built in; ".../aio/redisstore" registers "redis"). It panics on a nil
 // factory or a duplicate name.
-func RegisterStateStore(name string, f StoreFactory) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if f == nil {
-		panic("aio: RegisterStateStore factory is nil for " + name)
-	}
-	if _, dup := stores[name]; dup {
-		panic("aio: RegisterStateStore called twice for " + name)
-	}
-	stores[name] = f
-}
+func RegisterStateStore(name string, f StoreFactory) { stores.Add(name, f) }
 
 // NewBackend builds the backend registered under name.
 func NewBackend(name string, cfg map[string]any) (Backend, error) {
-	regMu.RLock()
-	f, ok := backends[name]
-	regMu.RUnlock()
+	f, ok := backends.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("aio: backend %q is not registered (known: %s; import its package, e.g. _ \"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend\")", name, known(backends))
+		return nil, fmt.Errorf("aio: backend %q is not registered (known: %s; import its package, e.g. _ \"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend\")", name, backends.Known())
 	}
 	return f(cfg)
 }
 
 // NewStateStore builds the state store registered under name.
 func NewStateStore(name, addr string) (StateStore, error) {
-	regMu.RLock()
-	f, ok := stores[name]
-	regMu.RUnlock()
+	f, ok := stores.Get(name)
 	if !ok {
-		return nil, fmt.Errorf("aio: state store %q is not registered (known: %s; import _ \"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore\" for redis)", name, known(stores))
+		return nil, fmt.Errorf("aio: state store %q is not registered (known: %s; import _ \"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/redisstore\" for redis)", name, stores.Known())
 	}
 	return f(addr)
-}
-
-func known[F any](m map[string]F) string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
 }
