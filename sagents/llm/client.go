@@ -127,18 +127,24 @@ func (c *Client) Chat(ctx context.Context, r Request) (resp *Response, err error
 	m := c.pick(r.ModelType)
 	ctx = c.observeStart(ctx, m, r, false)
 	defer func() { c.observeEnd(ctx, resp, err) }()
+	return send(ctx, c, m, r, c.chatOnce)
+}
+
+// send makes the call of r on m with once: attempts as the retry policy
+// allows, and the call again without a parameter the server refused
+// (call.adapt).
+func send[T any](ctx context.Context, c *Client, m *model, r Request, once func(context.Context, *call) (T, error)) (T, error) {
 	call, err := c.newCall(m, r)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	for {
-		resp, err := retryDo(ctx, c.retry, func(ctx context.Context) (*Response, error) {
-			return c.chatOnce(ctx, call)
-		})
+		v, err := retryDo(ctx, c.retry, func(ctx context.Context) (T, error) { return once(ctx, call) })
 		if call.adapt(err) {
 			continue
 		}
-		return resp, withModel(err, call.m.cfg.Model)
+		return v, withModel(err, call.m.cfg.Model)
 	}
 }
 

@@ -49,7 +49,7 @@ func (c *Client) ChatStream(ctx context.Context, r Request) (*Stream, error) {
 	}
 	m := c.pick(r.ModelType)
 	octx := c.observeStart(ctx, m, r, true)
-	s, err := c.chatStream(ctx, m, r)
+	s, err := send(ctx, c, m, r, c.streamOnce)
 	if err != nil {
 		c.observeEnd(octx, nil, err)
 		return nil, err
@@ -58,22 +58,6 @@ func (c *Client) ChatStream(ctx context.Context, r Request) (*Stream, error) {
 		s.obs, s.octx = c.obs, octx
 	}
 	return s, nil
-}
-
-func (c *Client) chatStream(ctx context.Context, m *model, r Request) (*Stream, error) {
-	call, err := c.newCall(m, r)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		s, err := retryDo(ctx, c.retry, func(ctx context.Context) (*Stream, error) {
-			return c.streamOnce(ctx, call)
-		})
-		if call.adapt(err) {
-			continue
-		}
-		return s, withModel(err, call.m.cfg.Model)
-	}
 }
 
 // streamOnce sends one attempt and waits for its first chunk.
