@@ -29,9 +29,8 @@ type agentFlags struct {
 	reprobe                   bool
 	maxSteps                  int
 	skills                    stringList
-	policy                    string
 	trace                     bool
-	approveAll                bool
+	tf                        toolFlags // --policy and --approve-all
 }
 
 type stringList []string
@@ -50,9 +49,9 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&af.fastModel, "fast-model", "", "the fast model's `name` (default $SAGE_FAST_MODEL; none)")
 	fs.IntVar(&af.maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls")
 	fs.Var(&af.skills, "skills", "a skill `folder`, or a folder of skill folders (repeatable)")
-	fs.StringVar(&af.policy, "policy", "", "command policy YAML `file` (default: the built-in rules)")
+	fs.StringVar(&af.tf.policy, "policy", "", "command policy YAML `file` (default: the built-in rules)")
 	fs.BoolVar(&af.trace, "trace", true, "print the trace tree to stderr at the end")
-	fs.BoolVar(&af.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
+	fs.BoolVar(&af.tf.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
 	pos, code, stop := parseFlagsInterspersed(env, fs, args)
 	if stop {
 		return code
@@ -188,19 +187,8 @@ func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Clie
 }
 
 func (af *agentFlags) agent(ctx context.Context, h *sandbox.Sandbox, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
-	shell := tools.ShellOptions{}
-	if af.policy != "" {
-		p, err := tools.LoadPolicy(af.policy, h.WorkspacePath())
-		if err != nil {
-			return nil, err
-		}
-		shell.Policy = p
-	}
-	if af.approveAll {
-		shell.Approver = tools.ApproveAll{}
-	}
-	tm := tools.NewManager(h, tools.Options{Observer: obs})
-	if err := tm.Register(tools.Builtins(tools.BuiltinOptions{Shell: shell})...); err != nil {
+	tm, err := af.tf.manager(h, obs, nil)
+	if err != nil {
 		return nil, err
 	}
 	var skills *tools.SkillManager

@@ -41,10 +41,11 @@ func (f *toolFlags) register(fsName string, fs interface {
 	fs.BoolVar(&f.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
 }
 
-// manager builds the tools of h with the policy; an ask decision becomes
-// a not_approved error the host shows, naming --approve-all.
-func (f *toolFlags) manager(h *sandbox.Sandbox, obs *observability.Manager) (*tools.Manager, error) {
-	shell := tools.ShellOptions{Approver: hostApprover{}}
+// manager builds the tools of h with the policy; an ask decision goes to
+// ask (hostApprover: a not_approved error the host shows, naming
+// --approve-all), unless --approve-all.
+func (f *toolFlags) manager(h *sandbox.Sandbox, obs *observability.Manager, ask tools.Approver) (*tools.Manager, error) {
+	shell := tools.ShellOptions{Approver: ask}
 	if f.policy != "" {
 		p, err := tools.LoadPolicy(f.policy, h.WorkspacePath())
 		if err != nil {
@@ -124,7 +125,7 @@ func (f *mcpFlags) run(ctx context.Context, env *cliEnv) (int, error) {
 		return exitSandboxError, err
 	}
 	defer h.Close(context.WithoutCancel(ctx))
-	tm, err := f.manager(h, obs)
+	tm, err := f.manager(h, obs, hostApprover{})
 	if err != nil {
 		return exitUsage, err
 	}

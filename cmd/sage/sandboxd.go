@@ -161,7 +161,7 @@ func (f *sandboxdFlags) mcpHandler(ctx context.Context, h *sandbox.Sandbox, logg
 	if err != nil {
 		return nil, nil, err
 	}
-	tm, err := f.manager(h, obs)
+	tm, err := f.manager(h, obs, hostApprover{})
 	if err != nil {
 		shutdown()
 		return nil, nil, err
