@@ -128,29 +128,14 @@ func needsQuote(r rune, first bool) bool {
 	return false
 }
 
+// writeEscaped writes s, one character, as C writes it: \n, \t... for the
+// control characters C names, else each byte in octal (\033).
 func writeEscaped(b *strings.Builder, s string) {
+	const controls, names = "\a\b\f\n\r\t\v", "abfnrtv"
 	if len(s) == 1 {
-		switch s[0] {
-		case '\a':
-			b.WriteString(`\a`)
-			return
-		case '\b':
-			b.WriteString(`\b`)
-			return
-		case '\f':
-			b.WriteString(`\f`)
-			return
-		case '\n':
-			b.WriteString(`\n`)
-			return
-		case '\r':
-			b.WriteString(`\r`)
-			return
-		case '\t':
-			b.WriteString(`\t`)
-			return
-		case '\v':
-			b.WriteString(`\v`)
+		if i := strings.IndexByte(controls, s[0]); i >= 0 {
+			b.WriteByte('\\')
+			b.WriteByte(names[i])
 			return
 		}
 	}
