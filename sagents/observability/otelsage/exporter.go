@@ -214,7 +214,7 @@ func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingEx
 	if err != nil {
 		return nil, fmt.Errorf("otel: OTLP %s span exporter for %s: %w", t.protocol, t, err)
 	}
-	return &countingExporter{SpanExporter: exp, endpoint: t.String(), log: c.log}, nil
+	return &countingExporter{SpanExporter: exp, drops: drops{what: "spans", key: "dropped_spans", endpoint: t.String(), log: c.log}}, nil
 }
 
 // newMetricExporter builds the OTLP metric exporter of t. Temporality
@@ -250,26 +250,56 @@ func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*counting
 	if err != nil {
 		return nil, fmt.Errorf("otel: OTLP %s metric exporter for %s: %w", t.protocol, t, err)
 	}
-	return &countingMetricExporter{Exporter: exp, endpoint: t.String(), log: c.log}, nil
+	return &countingMetricExporter{Exporter: exp, drops: drops{what: "metrics", key: "dropped_exports", endpoint: t.String(), log: c.log}}, nil
 }
 
-// countingExporter drops the spans of a failed export instead of reporting
-// the error on every batch: it counts them and logs the first failure.
-type countingExporter struct {
-	sdktrace.SpanExporter
+// drops counts what an exporter dropped instead of reporting the error of
+// every export: it logs the first failure, and the total at shutdown
+// (closer).
+type drops struct {
+	what     string // "spans", "metrics"
+	key      string // the total's log key: "dropped_spans", "dropped_exports"
 	endpoint string
 	log      *slog.Logger
-	dropped  atomic.Int64
+	n        atomic.Int64
 	once     sync.Once
+}
+
+func (d *drops) add(n int64, err error) {
+	total := d.n.Add(n)
+	d.once.Do(func() {
+		d.log.Warn("otel: cannot export "+d.what+", dropping them (logged once; the total is logged at shutdown)",
+			"endpoint", d.endpoint, d.key, total, "error", err)
+	})
+}
+
+// closer returns the closer of a provider: shut, then msg with the total
+// d dropped, if any (d is nil without an exporter).
+func (d *drops) closer(provider string, shut func(context.Context) error, msg string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := shut(ctx)
+		if d != nil {
+			if n := d.n.Load(); n > 0 {
+				d.log.Warn(msg, "endpoint", d.endpoint, d.key, n)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("otel: shut down %s: %w", provider, err)
+		}
+		return nil
+	}
+}
+
+// countingExporter is a span exporter whose failed exports are dropped
+// and counted (drops).
+type countingExporter struct {
+	sdktrace.SpanExporter
+	drops
 }
 
 func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if err := e.SpanExporter.ExportSpans(ctx, spans); err != nil {
-		n := e.dropped.Add(int64(len(spans)))
-		e.once.Do(func() {
-			e.log.Warn("otel: cannot export spans, dropping them (logged once; the total is logged at shutdown)",
-				"endpoint", e.endpoint, "dropped_spans", n, "error", err)
-		})
+		e.add(int64(len(spans)), err)
 	}
 	return nil
 }
@@ -277,19 +307,12 @@ func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.Rea
 // countingMetricExporter is countingExporter for metric exports.
 type countingMetricExporter struct {
 	sdkmetric.Exporter
-	endpoint string
-	log      *slog.Logger
-	dropped  atomic.Int64
-	once     sync.Once
+	drops
 }
 
 func (e *countingMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	if err := e.Exporter.Export(ctx, rm); err != nil {
-		n := e.dropped.Add(1)
-		e.once.Do(func() {
-			e.log.Warn("otel: cannot export metrics, dropping them (logged once; the total is logged at shutdown)",
-				"endpoint", e.endpoint, "dropped_exports", n, "error", err)
-		})
+		e.add(1, err)
 	}
 	return nil
 }

@@ -125,15 +125,17 @@ func (s *setup) traces(ctx context.Context) error {
 		return nil
 	}
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(s.res)}
-	var counter *countingExporter
+	var dropped *drops
 	if set, ok := exportersFromEnv("OTEL_TRACES_EXPORTER"); !ok || set["otlp"] {
 		t, err := resolveTarget(signalTraces, c, os.Getenv)
 		if err != nil {
 			return err
 		}
-		if counter, err = newSpanExporter(ctx, c, t); err != nil {
+		counter, err := newSpanExporter(ctx, c, t)
+		if err != nil {
 			return err
 		}
+		dropped = &counter.drops
 		topts = append(topts, sdktrace.WithBatcher(counter, sdktrace.WithExportTimeout(c.exportTimeout)))
 	}
 	for _, sp := range c.processors {
@@ -141,19 +143,8 @@ func (s *setup) traces(ctx context.Context) error {
 	}
 	sdkTP := sdktrace.NewTracerProvider(topts...)
 	s.tp = sdkTP
-	s.closers = append(s.closers, func(ctx context.Context) error {
-		err := sdkTP.Shutdown(ctx)
-		if counter != nil {
-			if n := counter.dropped.Load(); n > 0 {
-				c.log.Warn("otel: spans were dropped because the collector was unreachable",
-					"endpoint", counter.endpoint, "dropped_spans", n)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("otel: shut down tracer provider: %w", err)
-		}
-		return nil
-	})
+	s.closers = append(s.closers, dropped.closer("tracer provider", sdkTP.Shutdown,
+		"otel: spans were dropped because the collector was unreachable"))
 	return nil
 }
 
@@ -174,15 +165,17 @@ func (s *setup) metrics(ctx context.Context) error {
 	wantProm := promAddr != "" || c.promLn != nil
 
 	var mopts []sdkmetric.Option
-	var counter *countingMetricExporter
+	var dropped *drops
 	if wantOTLP {
 		t, err := resolveTarget(signalMetrics, c, os.Getenv)
 		if err != nil {
 			return err
 		}
-		if counter, err = newMetricExporter(ctx, c, t); err != nil {
+		counter, err := newMetricExporter(ctx, c, t)
+		if err != nil {
 			return err
 		}
+		dropped = &counter.drops
 		// OTEL_METRIC_EXPORT_INTERVAL is read by the reader.
 		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(counter,
 			sdkmetric.WithTimeout(c.exportTimeout))))
@@ -201,19 +194,8 @@ func (s *setup) metrics(ctx context.Context) error {
 		return nil
 	}
 	sdkMP := sdkmetric.NewMeterProvider(append(mopts, sdkmetric.WithResource(s.res))...)
-	s.closers = append(s.closers, func(ctx context.Context) error {
-		err := sdkMP.Shutdown(ctx)
-		if counter != nil {
-			if n := counter.dropped.Load(); n > 0 {
-				c.log.Warn("otel: metric exports were dropped because they failed",
-					"endpoint", counter.endpoint, "dropped_exports", n)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("otel: shut down meter provider: %w", err)
-		}
-		return nil
-	})
+	s.closers = append(s.closers, dropped.closer("meter provider", sdkMP.Shutdown,
+		"otel: metric exports were dropped because they failed"))
 	if s.mp == nil {
 		s.mp = sdkMP
 	}
