@@ -12,9 +12,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -108,12 +110,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch p := r.URL.Path; {
 	case p == "/simple/":
-		names := make([]string, 0, len(projects))
-		for n := range projects {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		page(w, names, func(n string) string { return "/simple/" + n + "/" })
+		page(w, slices.Sorted(maps.Keys(projects)), func(n string) string { return "/simple/" + n + "/" })
 	case strings.HasPrefix(p, "/simple/"):
 		fs, ok := projects[normalize(strings.Trim(strings.TrimPrefix(p, "/simple/"), "/"))]
 		if !ok {

@@ -5,6 +5,7 @@
 package registry
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -51,12 +52,7 @@ func (r *Registry[K, F]) Get(name K) (F, bool) {
 func (r *Registry[K, F]) Names() []K {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	names := make([]K, 0, len(r.m))
-	for n := range r.m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(r.m))
 }
 
 // Known lists the registered names for an error message: "a, b", or

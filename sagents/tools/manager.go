@@ -5,7 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,12 +116,7 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 func (m *Manager) Names() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.tools))
-	for n := range m.tools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m.tools))
 }
 
 // Definitions lists the tools as OpenAI tool definitions, sorted by name.
@@ -137,14 +133,7 @@ func (m *Manager) Definitions() []openai.Tool {
 	return out
 }
 
-func (m *Manager) namesLocked() []string {
-	out := make([]string, 0, len(m.tools))
-	for n := range m.tools {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func (m *Manager) namesLocked() []string { return slices.Sorted(maps.Keys(m.tools)) }
 
 // Call is one tool call as the model made it.
 type Call struct {

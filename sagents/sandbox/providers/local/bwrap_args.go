@@ -1,6 +1,8 @@
 package local
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,12 +90,7 @@ func BwrapArgs(o BwrapOptions) []string {
 		a = append(a, "--block-fd", strconv.Itoa(o.BlockFD))
 	}
 	a = append(a, "--clearenv")
-	keys := make([]string, 0, len(o.Env))
-	for k := range o.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
 		a = append(a, "--setenv", k, o.Env[k])
 	}
 	a = append(a, "--cap-drop", "ALL")

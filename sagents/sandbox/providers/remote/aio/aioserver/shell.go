@@ -2,7 +2,8 @@ package aioserver
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -118,12 +119,7 @@ func (s *replayShell) Exec(ctx context.Context, command string, opts sandbox.Exe
 }
 
 func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }
 
 // cutState splits stderr at the last "\n<marker>\n": what precedes is the

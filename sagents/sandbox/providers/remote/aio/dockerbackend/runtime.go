@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -28,11 +29,7 @@ func NewChecked(ctx context.Context, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: runtime %q: cannot ask the engine which runtimes it has: %w", o.Runtime, err)
 	}
-	var have []string
-	for name := range info.Runtimes {
-		have = append(have, name)
-	}
-	slices.Sort(have)
+	have := slices.Sorted(maps.Keys(info.Runtimes))
 	if !slices.Contains(have, o.Runtime) {
 		return nil, fmt.Errorf(`%w %q: the engine has %s; fix: add {"runtimes": {%q: {"path": "/usr/local/bin/%s"}}} to /etc/docker/daemon.json and send dockerd SIGHUP (kill -HUP $(pidof dockerd)); for runsc, bash .ci/setup.d/50-runsc.sh does both`,
 			ErrUnknownRuntime, o.Runtime, strings.Join(have, ", "), o.Runtime, o.Runtime)
