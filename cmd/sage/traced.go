@@ -53,7 +53,8 @@ func runTraced(ctx context.Context, env *cliEnv, name string, sf *sandboxFlags, 
 		opts.OnStdout = func(p []byte) { env.stdout.Write(p) }
 		opts.OnStderr = func(p []byte) { env.stderr.Write(p) }
 	}
-	res, err := run(ctx, h, opts)
-	defer end(err)
+	var res *sandbox.CommandResult
+	defer func() { end(err) }() // closes the sandbox after finish, as the run's error
+	res, err = run(ctx, h, opts)
 	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), asJSON)
 }
