@@ -10,9 +10,14 @@ import (
 // ev(h, ctx, arg); without handlers it returns ctx and allocates nothing.
 func startEvent[T any](m *Manager, ctx context.Context, kind Kind, name, session, op string,
 	ev func(Handler, context.Context, T) (context.Context, error), arg T) context.Context {
-	if len(m.snapshot()) == 0 {
+	if len(m.snapshot()) == 0 { // small enough to inline: no call, no copy of arg
 		return ctx
 	}
+	return startHandlers(m, ctx, kind, name, session, op, ev, arg)
+}
+
+func startHandlers[T any](m *Manager, ctx context.Context, kind Kind, name, session, op string,
+	ev func(Handler, context.Context, T) (context.Context, error), arg T) context.Context {
 	return m.start(ctx, kind, name, session, op,
 		func(h Handler, c context.Context) (context.Context, error) { return ev(h, c, arg) })
 }
@@ -20,6 +25,13 @@ func startEvent[T any](m *Manager, ctx context.Context, kind Kind, name, session
 // endEvent ends the run of kind that ctx carries (see end); its handlers
 // get ev(h, ctx, arg).
 func endEvent[T any](m *Manager, ctx context.Context, kind Kind, op string, ev func(Handler, context.Context, T) error, arg T) {
+	if m == nil || ctx == nil || ctx.Value(runCtxKey{}) == nil { // no run to end (claim's first answer), no copy of arg
+		return
+	}
+	endHandlers(m, ctx, kind, op, ev, arg)
+}
+
+func endHandlers[T any](m *Manager, ctx context.Context, kind Kind, op string, ev func(Handler, context.Context, T) error, arg T) {
 	m.end(ctx, kind, op, func(h Handler, c context.Context) error { return ev(h, c, arg) })
 }
 
