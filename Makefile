@@ -14,14 +14,19 @@ all: build
 setup:
 	@bash .ci/setup.sh test
 
+# bin/sage-supervisor, next to bin/sage, is local mode's session
+# supervisor on its own: a session sandbox starts it instead of
+# re-executing the whole sage binary (a faster first command).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage ./cmd/sage
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage-supervisor ./cmd/sage-supervisor
 
 # The demo's binary leaves out the provisioner's Kubernetes backend (280 of
 # sage's 880 packages): a first build takes half the time. `make build`
 # makes the full one.
 build-lean:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags sage_nokube -o $(BIN)/sage ./cmd/sage
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage-supervisor ./cmd/sage-supervisor
 
 vet:
 	$(GO) vet ./...

@@ -18,11 +18,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
-// sandboxSupervisor is where this program appears inside a session
-// sandbox, under the name that makes it serve as the supervisor.
+// sandboxSupervisor is where the supervisor program (this one, or a
+// sage-supervisor) appears inside a session sandbox, under the name that
+// makes this program serve as the supervisor.
 const sandboxSupervisor = "/run/sage/bin/" + supervisor.Name
 
 // sessionStartTimeout bounds the start of a session sandbox.
@@ -196,8 +198,29 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask)}}
 }
 
-// startSession starts the session sandbox of this sandbox's isolation.
-func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) {
+// startSession starts the session sandbox of this sandbox's isolation,
+// with the supervisor program SessionOptions.Supervisor picks
+// (session_supervisor_linux.go).
+func (s *Sandbox) startSession(ctx context.Context) (*liveSession, error) {
+	prog, named := s.sess.opts.supervisorProgram()
+	l, err := s.launchSession(ctx, prog)
+	if err != nil || prog == "" {
+		return l, err
+	}
+	if err = l.handshake(prog); err == nil {
+		return l, nil
+	}
+	l.stop()
+	if named {
+		return nil, err
+	}
+	refuseSupervisor(prog, err)
+	return s.launchSession(ctx, "")
+}
+
+// launchSession starts the session sandbox with the supervisor program
+// prog ("": this program, re-executed).
+func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSession, err error) {
 	var sl sessionLaunch
 	switch iso := s.iso.(type) {
 	case *gvisorIsolator:
@@ -210,9 +233,14 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	default:
 		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)
 	}
-	exe, err := bridgeExecutable()
+	exe, name, err := prog, supervisor.Name, error(nil)
+	if prog == "" {
+		// This program: its reachable copy is the network bridge's.
+		exe, err = bridgeExecutable()
+		name = netbridge.Name
+	}
 	if err == nil {
-		exe, err = reachableCopy(exe, s.runtimeDir, s.ident)
+		exe, err = reachableCopy(exe, s.runtimeDir, name, s.ident)
 	}
 	if err != nil {
 		return nil, err

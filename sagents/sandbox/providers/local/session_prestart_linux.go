@@ -32,23 +32,35 @@ func (s *Sandbox) prestartSession() {
 }
 
 // ping waits until the supervisor answers on the control channel (it
-// has started and serves), at most sessionStartTimeout.
+// has started and serves), at most sessionStartTimeout, and checks that
+// it speaks this build's protocol.
 func (l *liveSession) ping() error {
+	if err := l.pong(); err != nil {
+		return fmt.Errorf("local: session sandbox: %w", err)
+	}
+	return nil
+}
+
+// pong is ping's check, its error without the prefix.
+func (l *liveSession) pong() error {
 	req := supervisor.Request{Op: "ping"}
 	ch, forget := l.register(&req)
 	defer forget()
 	if err := l.send(req); err != nil {
-		return fmt.Errorf("local: session sandbox: %w", err)
+		return err
 	}
 	select {
 	case r := <-ch:
 		if r.Op != "pong" {
-			return fmt.Errorf("local: session sandbox: ping answered %q: %s", r.Op, r.Err)
+			return fmt.Errorf("ping answered %q: %s", r.Op, r.Err)
+		}
+		if r.Protocol != supervisor.Protocol {
+			return fmt.Errorf("the supervisor speaks protocol %d, this program %d (a stale build)", r.Protocol, supervisor.Protocol)
 		}
 		return nil
 	case <-l.dead:
-		return fmt.Errorf("local: session sandbox ended before it served: %w", io.ErrUnexpectedEOF)
+		return fmt.Errorf("the session sandbox ended before it served: %w", io.ErrUnexpectedEOF)
 	case <-time.After(sessionStartTimeout):
-		return fmt.Errorf("local: session sandbox: no answer from the supervisor in %s", sessionStartTimeout)
+		return fmt.Errorf("no answer from the supervisor in %s", sessionStartTimeout)
 	}
 }

@@ -30,6 +30,18 @@ func init() {
 	}
 }
 
+// Protocol is the version of the control protocol (Request, Reply and
+// what they mean), sent in every "pong". A host runs a separate
+// supervisor program (cmd/sage-supervisor) only once its pong carries the
+// host's own Protocol: one built from other sources, stale or not a
+// supervisor at all, is refused. Raise it with every change a supervisor
+// of the previous version would misread.
+const Protocol = 2
+
+// served is the Protocol this build answers with, as a string constant
+// so that a test can build a stale supervisor (-ldflags -X).
+var served = "2"
+
 // Limits of the control channel: a message and the descriptors it carries.
 const (
 	MaxMessage = 256 << 10
@@ -62,12 +74,14 @@ type Request struct {
 
 // Reply is one message to the host.
 type Reply struct {
-	Op     string `json:"op"` // "started", "exited", "error" or "pong"
-	ID     uint64 `json:"id"`
-	Pid    int    `json:"pid,omitempty"`
-	Exit   int    `json:"exit"`
-	Signal int    `json:"signal,omitempty"`
-	Err    string `json:"err,omitempty"`
+	Op string `json:"op"` // "started", "exited", "error" or "pong"
+	ID uint64 `json:"id"`
+	// Protocol, in a "pong", is the supervisor's Protocol.
+	Protocol int    `json:"protocol,omitempty"`
+	Pid      int    `json:"pid,omitempty"`
+	Exit     int    `json:"exit"`
+	Signal   int    `json:"signal,omitempty"`
+	Err      string `json:"err,omitempty"`
 	// HostPid is filled in by the host from the pidfd a gated "started"
 	// carries; never sent.
 	HostPid int `json:"-"`
@@ -158,7 +172,8 @@ func (s *server) serve() {
 			s.release(req.ID)
 		case "ping": // the host's check that the supervisor serves
 			closeAll(files)
-			s.reply(Reply{Op: "pong", ID: req.ID})
+			v, _ := strconv.Atoi(served)
+			s.reply(Reply{Op: "pong", ID: req.ID, Protocol: v})
 		default:
 			closeAll(files)
 			s.reply(Reply{Op: "error", ID: req.ID, Err: "unknown op " + strconv.Quote(req.Op)})

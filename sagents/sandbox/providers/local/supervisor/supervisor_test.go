@@ -33,6 +33,14 @@ func TestImportsStayEarly(t *testing.T) {
 	}
 }
 
+// served, the version a pong carries, is Protocol unless a test's
+// stale build set it (-ldflags -X).
+func TestServedIsProtocol(t *testing.T) {
+	if served != strconv.Itoa(Protocol) {
+		t.Errorf("served = %q, want Protocol %d", served, Protocol)
+	}
+}
+
 func TestLookPath(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "tool")
