@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -38,20 +39,22 @@ const drainAfterExit = 200 * time.Millisecond
 // liveSession is one running session sandbox: bwrap, whose command is the
 // supervisor, and the host end of its control socket.
 type liveSession struct {
-	cmd   *exec.Cmd
-	w     *wrapped
-	conn  *net.UnixConn
-	binds []bind // what it shows besides the workspace and mounts
-	wmu   sync.Mutex
-	mu    sync.Mutex
-	next  uint64
-	waits map[uint64]chan supervisor.Reply
-	busy  int
-	used  time.Time
-	dead  chan struct{} // closed once the supervisor is gone
-	wsDev uint64        // the workspace directory bound at the start
-	wsIno uint64
-	once  sync.Once
+	cmd    *exec.Cmd
+	w      *wrapped
+	conn   *net.UnixConn
+	binds  []bind // what it shows besides the workspace and mounts
+	wmu    sync.Mutex
+	mu     sync.Mutex
+	next   uint64
+	waits  map[uint64]chan supervisor.Reply
+	busy   int
+	used   time.Time
+	dead   chan struct{} // closed once the supervisor is gone
+	wsDev  uint64        // the workspace directory bound at the start
+	wsIno  uint64
+	log    string // session.log, and where this session's output starts in it
+	logOff int64
+	once   sync.Once
 }
 
 // sessionRun runs inv in the session sandbox, starting it first when
@@ -195,7 +198,7 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
 	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap,
-		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask)}}
+		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol)}}
 }
 
 // startSession starts the session sandbox of this sandbox's isolation,
@@ -204,7 +207,7 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 func (s *Sandbox) startSession(ctx context.Context) (*liveSession, error) {
 	prog, named := s.sess.opts.supervisorProgram()
 	l, err := s.launchSession(ctx, prog)
-	if err != nil || prog == "" {
+	if err != nil || prog == "" || verified(prog) {
 		return l, err
 	}
 	if err = l.handshake(prog); err == nil {
@@ -277,6 +280,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 		return nil, fmt.Errorf("local: session log: %w", err)
 	}
 	defer logf.Close()
+	logOff, _ := logf.Seek(0, io.SeekEnd)
 	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
@@ -300,7 +304,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 		kill()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
-	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(),
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(), log: logf.Name(), logOff: logOff,
 		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
 	l.wsDev, l.wsIno, _ = workspaceID(s)
 	go l.read()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
@@ -59,8 +61,24 @@ func (l *liveSession) pong() error {
 		}
 		return nil
 	case <-l.dead:
-		return fmt.Errorf("the session sandbox ended before it served: %w", io.ErrUnexpectedEOF)
+		return fmt.Errorf("the session sandbox ended before it served%s: %w", l.logTail(), io.ErrUnexpectedEOF)
 	case <-time.After(sessionStartTimeout):
 		return fmt.Errorf("no answer from the supervisor in %s", sessionStartTimeout)
 	}
+}
+
+// logTail is the last line the session wrote to session.log (the
+// supervisor's stderr), as ` ("...")`, or "" when it wrote none.
+func (l *liveSession) logTail() string {
+	f, err := os.Open(l.log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(io.NewSectionReader(f, l.logOff, 1<<20), 1<<16))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if last := lines[len(lines)-1]; last != "" {
+		return fmt.Sprintf(" (%q)", last)
+	}
+	return ""
 }

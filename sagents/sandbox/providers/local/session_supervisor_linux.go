@@ -49,6 +49,12 @@ func (o SessionOptions) supervisorProgram() (prog string, named bool) {
 // rebuilt one is tried again): this program serves instead.
 var refusedSupervisors sync.Map // supervisorKey -> error
 
+// verifiedSupervisors are the programs whose handshake passed, by path
+// and file identity: a later session of the same program sends its first
+// request without waiting for the pong (its --protocol still makes a
+// supervisor of another version refuse to serve).
+var verifiedSupervisors sync.Map // supervisorKey -> struct{}
+
 type supervisorKey struct {
 	path       string
 	dev, ino   uint64
@@ -62,6 +68,16 @@ func keyOf(path string, fi os.FileInfo) supervisorKey {
 		k.dev, k.ino = st.Dev, st.Ino
 	}
 	return k
+}
+
+// verified reports whether prog passed a handshake as the file it is.
+func verified(prog string) bool {
+	fi, err := os.Stat(prog)
+	if err != nil {
+		return false
+	}
+	_, ok := verifiedSupervisors.Load(keyOf(prog, fi))
+	return ok
 }
 
 func refused(path string, fi os.FileInfo) bool {
@@ -82,10 +98,14 @@ func refuseSupervisor(prog string, err error) {
 }
 
 // handshake checks that the separate supervisor program prog serves this
-// build's protocol: its pong carries supervisor.Protocol.
+// build's protocol: its pong carries supervisor.Protocol. It runs once
+// per program file and process (verified).
 func (l *liveSession) handshake(prog string) error {
 	if err := l.pong(); err != nil {
 		return fmt.Errorf("local: session supervisor %s: %w; fix: rebuild it from the same sources as this program (make build puts it next to bin/sage), remove it, or set SessionOptions.Supervisor to %q", prog, err, SupervisorSelf)
+	}
+	if fi, err := os.Stat(prog); err == nil {
+		verifiedSupervisors.Store(keyOf(prog, fi), struct{}{})
 	}
 	return nil
 }

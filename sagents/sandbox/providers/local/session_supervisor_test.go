@@ -116,7 +116,7 @@ func staleSupervisor(t testing.TB) string {
 func TestSessionSupervisorRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ prog, want string }{
-		{staleSupervisor(t), "protocol 1"},
+		{staleSupervisor(t), "the host speaks protocol 2, this build 1"},
 		{"/bin/true", "ended before it served"},
 	} {
 		s := newSession(t, local.SessionOptions{Supervisor: tc.prog}, nil)

@@ -109,10 +109,13 @@ type server struct {
 // Main serves the control socket given as --fd N and returns the exit
 // status once the host closed it. --umask OOO (octal) sets the file mode
 // creation mask every command inherits: set here, the sandbox needs no
-// shell in front of the supervisor to set it.
+// shell in front of the supervisor to set it. --protocol V is the
+// host's Protocol: a supervisor of another version refuses to serve
+// (and one older than the flag fails on it), so a request the host sends
+// before the first pong never reaches a supervisor that would misread it.
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO]\n"
-	if (len(args) != 2 && len(args) != 4) || args[0] != "--fd" || (len(args) == 4 && args[2] != "--umask") {
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V]\n"
+	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
 	}
@@ -121,13 +124,25 @@ func Main(args []string) int {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
-	if len(args) == 4 {
-		mask, err := strconv.ParseUint(args[3], 8, 32)
-		if err != nil || mask > 0o777 {
-			os.Stderr.WriteString(Name + ": --umask wants an octal mode from 000 to 777, got " + strconv.Quote(args[3]) + "\n")
+	for i := 2; i < len(args); i += 2 {
+		switch v := args[i+1]; args[i] {
+		case "--umask":
+			mask, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || mask > 0o777 {
+				os.Stderr.WriteString(Name + ": --umask wants an octal mode from 000 to 777, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			syscall.Umask(int(mask))
+		case "--protocol":
+			if v != served {
+				os.Stderr.WriteString(Name + ": the host speaks protocol " + v + ", this build " + served +
+					"; fix: rebuild " + Name + " from the host's sources (make build)\n")
+				return ExitFailed
+			}
+		default:
+			os.Stderr.WriteString(usage)
 			return ExitFailed
 		}
-		syscall.Umask(int(mask))
 	}
 	// Nothing started here may inherit the channel, and no command may
 	// open it through /proc or ptrace this process.

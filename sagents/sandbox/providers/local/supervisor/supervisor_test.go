@@ -73,6 +73,8 @@ func TestMainUmask(t *testing.T) {
 		{"--fd", "3", "--umask", "-1"},
 		{"--fd", "3", "--umask"},
 		{"--fd", "3", "--mask", "077"},
+		{"--fd", "3", "--protocol", "1"},
+		{"--fd", "3", "--umask", "077", "--protocol"},
 	} {
 		if got := Main(args); got != ExitFailed {
 			t.Errorf("Main(%q) = %d, want %d", args, got, ExitFailed)
@@ -91,5 +93,15 @@ func TestMainUmask(t *testing.T) {
 	}
 	if got := syscall.Umask(old); got != 0o027 {
 		t.Errorf("umask after Main = %03o, want 027", got)
+	}
+	// Control of the protocol case: this build's own version is served.
+	sp, err = syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(sp[1])
+	syscall.Close(sp[0])
+	if got := Main([]string{"--fd", strconv.Itoa(sp[1]), "--protocol", strconv.Itoa(Protocol)}); got != 0 {
+		t.Errorf("Main with --protocol %d = %d, want 0", Protocol, got)
 	}
 }
