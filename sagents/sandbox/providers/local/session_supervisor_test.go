@@ -4,6 +4,7 @@ package local_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -116,7 +118,7 @@ func staleSupervisor(t testing.TB) string {
 func TestSessionSupervisorRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ prog, want string }{
-		{staleSupervisor(t), "the host speaks protocol 2, this build 1"},
+		{staleSupervisor(t), fmt.Sprintf("the host speaks protocol %d, this build 1", supervisor.Protocol)},
 		{"/bin/true", "ended before it served"},
 	} {
 		s := newSession(t, local.SessionOptions{Supervisor: tc.prog}, nil)

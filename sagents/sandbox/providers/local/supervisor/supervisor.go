@@ -36,11 +36,11 @@ func init() {
 // host's own Protocol: one built from other sources, stale or not a
 // supervisor at all, is refused. Raise it with every change a supervisor
 // of the previous version would misread.
-const Protocol = 2
+const Protocol = 3
 
 // served is the Protocol this build answers with, as a string constant
 // so that a test can build a stale supervisor (-ldflags -X).
-var served = "2"
+var served = "3"
 
 // Limits of the control channel: a message and the descriptors it carries.
 const (
@@ -70,6 +70,10 @@ type Request struct {
 	// GroupDies kills what is left of the command's process group when
 	// its leader exits, as a per-command cgroup does where there is one.
 	GroupDies bool `json:"group_dies,omitempty"`
+	// Quiet leaves out the "started" reply of a command that is neither
+	// gated nor asked for a pidfd: the host waits for its "exited" only,
+	// and is not woken while the command runs.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // Reply is one message to the host.
@@ -327,7 +331,7 @@ func (s *server) exec(req Request, files []*os.File) {
 	case pfd >= 0:
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
 		syscall.Close(pfd)
-	default:
+	case !req.Quiet:
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
 	}
 	go func() {
