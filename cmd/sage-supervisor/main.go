@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command sage-supervisor is local mode's session supervisor on its own:
 // the program a session sandbox runs as its init when it is found (next
 // to the sage binary, or named by local.SessionOptions.Supervisor),
