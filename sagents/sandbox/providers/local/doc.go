@@ -108,8 +108,19 @@
 // unset or false, or Options.Session), shell commands, background tasks and
 // Python and JavaScript calls run in one long-lived bwrap per Sandbox
 // whose command is the
-// supervisor (package supervisor: this program re-executed, bound
-// read-only at /run/sage/bin/sage-supervisor, as the network bridge is).
+// supervisor (package supervisor), bound read-only at
+// /run/sage/bin/sage-supervisor (a copy in the runtime directory when the
+// session's uid cannot reach it, as for the network bridge): the program
+// SessionOptions.Supervisor names, else a sage-supervisor next to this
+// program's executable (cmd/sage-supervisor, which make build puts next
+// to bin/sage), else this program re-executed under that name. The
+// separate program links the supervisor alone, so it starts in a
+// fraction of the time. The supervisor is told the host's
+// supervisor.Protocol (--protocol) and refuses to serve another; the
+// first session of a separate program in a process also waits for its
+// "pong" to carry that version (session_supervisor_linux.go). A refused
+// program found next to the executable is bypassed (logged once; this
+// program serves); a named one fails the command with an error naming it.
 // bwrap starts through the same gate as any command (cgroups, rlimits;
 // the CPU budget is left out: it is each command's). Each command is sent
 // over an unnamed SOCK_SEQPACKET pair with its stdin, stdout and stderr
@@ -132,8 +143,10 @@
 // budget and address-space limit as each command's rlimits inside gVisor).
 //
 // A session's first command pays the sandbox's start: bwrap and its
-// mounts, the cgroup move at the gate, the supervisor's start (the Go
-// runtime of this program), then the command. The supervisor sets the
+// mounts (the gate's cgroup move runs while bwrap mounts: bwrap reads
+// its block descriptor after its mounts, before it forks the command),
+// the supervisor's start (the Go runtime of the supervisor program), then
+// the command. The supervisor sets the
 // umask itself (--umask; no shell runs before it) and forks with
 // syscall.ForkExec; the gate's cgroup move is primed when the sandbox
 // starts (cgroup_prime_linux.go), so its RCU grace period overlaps

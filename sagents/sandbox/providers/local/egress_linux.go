@@ -28,7 +28,7 @@ func listenEgress(runtimeDir string, id *identity) (*egressProxy, net.Listener, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if exe, err = reachableCopy(exe, runtimeDir, id); err != nil {
+	if exe, err = reachableCopy(exe, runtimeDir, netbridge.Name, id); err != nil {
 		return nil, nil, nil, err
 	}
 	dir, err := socketDir(runtimeDir)
@@ -99,23 +99,23 @@ func (e *egressProxy) bridge(inv invocation, asBytes int64) invocation {
 }
 
 // reachableCopy returns exe when the session's uid can reach it, else a
-// hard link to it (a copy across file systems) in the runtime directory:
-// bwrap resolves bind sources as that uid, and a test binary or a binary
-// under /root is out of its reach.
-func reachableCopy(exe, runtimeDir string, id *identity) (string, error) {
+// hard link to it (a copy across file systems) named name in the runtime
+// directory: bwrap resolves bind sources as that uid, and a test binary
+// or a binary under /root is out of its reach.
+func reachableCopy(exe, runtimeDir, name string, id *identity) (string, error) {
 	if reachable(exe, id, needRead|needExec) == nil {
 		return exe, nil
 	}
-	dst := filepath.Join(runtimeDir, netbridge.Name)
+	dst := filepath.Join(runtimeDir, name)
 	os.Remove(dst)
 	if err := os.Link(exe, dst); err != nil {
 		if err := copyExecutable(exe, dst); err != nil {
-			return "", fmt.Errorf("local: network bridge: %w", err)
+			return "", fmt.Errorf("local: %s: %w", name, err)
 		}
 	}
 	if err := reachable(dst, id, needRead|needExec); err != nil {
 		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
-			return "", fmt.Errorf("local: network bridge: %w", err)
+			return "", fmt.Errorf("local: %s: %w", name, err)
 		}
 	}
 	return dst, nil

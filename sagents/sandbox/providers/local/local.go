@@ -127,7 +127,8 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		}
 	}
 	if !opts.Session.Enabled && sessionByConfig(cfg) {
-		opts.Session = SessionOptions{Enabled: true, IdleTimeout: cfg.Local.IdleTimeout, Prestart: cfg.Local.Prestart}
+		opts.Session = SessionOptions{Enabled: true, IdleTimeout: cfg.Local.IdleTimeout, Prestart: cfg.Local.Prestart,
+			Supervisor: opts.Session.Supervisor}
 	}
 	if err := checkSession(cfg, opts.Session); err != nil {
 		return nil, err

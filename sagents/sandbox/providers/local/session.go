@@ -1,9 +1,12 @@
 package local
 
 import (
-	"github.com/sage-go/sage/sagents/sandbox"
+	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox"
 )
 
 // SessionOptions turn on the session sandbox (see doc.go, "Session
@@ -26,7 +29,24 @@ type SessionOptions struct {
 	// command issued earlier waits for it. A start that fails is retried
 	// by the first command, which reports the error.
 	Prestart bool
+	// Supervisor is the program the session sandbox runs as its init, the
+	// supervisor that forks every command: an absolute path to a
+	// sage-supervisor (cmd/sage-supervisor; make build puts it next to
+	// bin/sage), or SupervisorSelf to re-execute this program as it. Empty
+	// means a sage-supervisor next to this program's executable when
+	// there is one, else SupervisorSelf. The separate program starts in a
+	// fraction of the time: it links the supervisor alone. A program
+	// whose first answer does not carry this build's protocol version is
+	// refused: named here, the session fails with an error naming it;
+	// found next to the executable, this program serves instead (logged
+	// once). Either way it is bound read-only into the sandbox as this
+	// program would be.
+	Supervisor string
 }
+
+// SupervisorSelf as SessionOptions.Supervisor re-executes the linking
+// program as the supervisor.
+const SupervisorSelf = "self"
 
 // DefaultIdleTimeout is how long an idle session sandbox lives.
 const DefaultIdleTimeout = 15 * time.Minute
@@ -66,6 +86,9 @@ func sessionByConfig(cfg sandbox.Config) bool {
 func checkSession(cfg sandbox.Config, o SessionOptions) error {
 	if !o.Enabled {
 		return nil
+	}
+	if p := o.Supervisor; p != "" && p != SupervisorSelf && !filepath.IsAbs(p) {
+		return fmt.Errorf("local: SessionOptions.Supervisor %q: want an absolute path to a sage-supervisor program, %q or empty", p, SupervisorSelf)
 	}
 	if !usesBwrap(cfg) {
 		return &sandbox.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),

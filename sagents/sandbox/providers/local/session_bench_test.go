@@ -6,36 +6,51 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sage-go/sage/internal/procfs"
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // newSessionBench is a sandbox with the default isolation and its
-// default, the session sandbox; closed with b.
-func newSessionBench(b *testing.B) *Sandbox { return newSessionBenchIso(b, "") }
+// default, the session sandbox, served by cmd/sage-supervisor (what
+// make build installs next to bin/sage); closed with b.
+func newSessionBench(b *testing.B) *Sandbox { return newSessionBenchIso(b, "", benchSupervisor(b)) }
 
-// newSessionBenchIso is openSessionBench of isolation iso, closed with b.
-func newSessionBenchIso(b *testing.B, iso string) *Sandbox {
+// benchSupervisor builds cmd/sage-supervisor once per test binary.
+func benchSupervisor(b *testing.B) string {
 	b.Helper()
-	s := openSessionBench(b, iso)
+	bin, err := testenv.SupervisorBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bin
+}
+
+// newSessionBenchIso is openSessionBench of isolation iso and supervisor
+// program sup, closed with b.
+func newSessionBenchIso(b *testing.B, iso, sup string) *Sandbox {
+	b.Helper()
+	s := openSessionBench(b, iso, sup)
 	b.Cleanup(func() { s.Close(context.Background()) })
 	return s
 }
 
 // openSessionBench opens a sandbox of isolation iso ("": the default)
-// with its default, the session sandbox, and fails b when that is not a
-// session sandbox.
-func openSessionBench(b *testing.B, iso string) *Sandbox {
+// with its default, the session sandbox, served by the supervisor program
+// sup (SessionOptions.Supervisor), and fails b when that is not a session
+// sandbox.
+func openSessionBench(b *testing.B, iso, sup string) *Sandbox {
 	b.Helper()
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
 	cfg.Local.Isolation.Linux = iso
-	s, err := NewWithOptions(context.Background(), cfg, Options{})
+	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Supervisor: sup}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,9 +82,91 @@ func benchWarmExecTrue(b *testing.B, s *Sandbox) {
 }
 
 // BenchmarkSessionFirstExecTrue is the first command of a new session
-// sandbox: its start and "true" (goal: <= 1.3x BenchmarkBareBwrapTrue).
-// Stopping the session is not timed.
+// sandbox served by cmd/sage-supervisor: its start and "true" (goal: <=
+// 1.3x BenchmarkBareBwrapTrue; BenchmarkSessionFirstExecTruePaired
+// measures that ratio steadily). Stopping the session is not timed.
 func BenchmarkSessionFirstExecTrue(b *testing.B) { benchFirstExecTrue(b, newSessionBench(b)) }
+
+// BenchmarkSessionFirstExecTrueSelf is BenchmarkSessionFirstExecTrue
+// with this program re-executed as the supervisor (no sage-supervisor
+// next to it).
+func BenchmarkSessionFirstExecTrueSelf(b *testing.B) {
+	benchFirstExecTrue(b, newSessionBenchIso(b, "", SupervisorSelf))
+}
+
+// BenchmarkSessionFirstExecTruePaired alternates, in one loop, one bare
+// bwrap "true" (the argument list of BenchmarkBareBwrapTrue) and one
+// first command of a new session sandbox, each timed on its own (the
+// session's stop is not), so that the machine's load swings hit both
+// alike; the order flips every iteration. It reports each side's median
+// and mean and first/bare, the ratio of the medians (goal: <= 1.3), for
+// each supervisor program: cmd/sage-supervisor ("own") and this program
+// re-executed ("self").
+func BenchmarkSessionFirstExecTruePaired(b *testing.B) {
+	for _, sup := range []struct{ name, prog string }{{"own", ""}, {"self", SupervisorSelf}} {
+		b.Run(sup.name, func(b *testing.B) {
+			prog := sup.prog
+			if prog == "" {
+				prog = benchSupervisor(b)
+			}
+			benchFirstExecPaired(b, newSessionBenchIso(b, "", prog))
+		})
+	}
+}
+
+func benchFirstExecPaired(b *testing.B, s *Sandbox) {
+	var bare, first []time.Duration
+	timeBare := func() {
+		start := time.Now()
+		if err := s.BwrapCommand("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(start))
+	}
+	timeFirst := func() {
+		start := time.Now()
+		execTrue(b, s)
+		first = append(first, time.Since(start))
+		s.dropSession()
+	}
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			timeBare()
+			timeFirst()
+		} else {
+			timeFirst()
+			timeBare()
+		}
+		i++
+	}
+	mb, mf := median(bare), median(first)
+	b.ReportMetric(float64(mb), "bare-median-ns")
+	b.ReportMetric(float64(mf), "first-median-ns")
+	b.ReportMetric(float64(mean(bare)), "bare-mean-ns")
+	b.ReportMetric(float64(mean(first)), "first-mean-ns")
+	b.ReportMetric(float64(mf)/float64(max(mb, 1)), "first/bare")
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	d = slices.Clone(d)
+	slices.Sort(d)
+	if n := len(d); n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	return d[len(d)/2]
+}
+
+func mean(d []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, v := range d {
+		sum += v
+	}
+	return sum / time.Duration(max(len(d), 1))
+}
 
 // benchFirstExecTrue times "true" as the first command of a new session
 // sandbox of s: its start and the command. Stopping it is not timed.
@@ -94,7 +191,7 @@ func BenchmarkSessionFirstExecTruePrestarted(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
-		s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Prestart: true}})
+		s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Prestart: true, Supervisor: benchSupervisor(b)}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -147,7 +244,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		var pids []int
 		open := make([]*Sandbox, 0, n)
 		for range n {
-			s := openSessionBench(b, "")
+			s := openSessionBench(b, "", benchSupervisor(b))
 			open = append(open, s)
 			execTrue(b, s)
 			pids = append(pids, s.SessionPID())

@@ -138,7 +138,8 @@ func (l *liveSession) idle() {
 // timeout: on expiry its process group gets SIGTERM, then SIGKILL.
 func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *sandbox.CommandResult, err error) {
 	req.Gate = k != nil
-	if k != nil { // RLIMIT_CPU: the per-process backstop, as in limits.go
+	req.Quiet = !req.Gate && !req.Pidfd // only "exited" is waited for
+	if k != nil {                       // RLIMIT_CPU: the per-process backstop, as in limits.go
 		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
 	}
 	defer l.idle()

@@ -18,7 +18,7 @@ func newGvisorSessionBench(b *testing.B) *Sandbox {
 		testenv.Missing(b, "root (isolation gvisor runs runsc as root)", "run the benchmarks as root")
 	}
 	testenv.Command(b, "runsc", testenv.SetupFix+" (.ci/setup.d/50-runsc.sh builds runsc)")
-	return newSessionBenchIso(b, sandbox.IsolationGvisor)
+	return newSessionBenchIso(b, sandbox.IsolationGvisor, benchSupervisor(b))
 }
 
 // BenchmarkGvisorSessionExecTrue is ExecuteCommand of "true" in a warm

@@ -57,7 +57,7 @@ const gvisorControlFD = 3
 // (gVisor's wrap passes no other), donated to the supervisor.
 func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
 	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap,
-		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD)}}
+		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD), "--protocol", strconv.Itoa(supervisor.Protocol)}}
 }
 
 // sessionEnvIso is what builds a session command's environment: the

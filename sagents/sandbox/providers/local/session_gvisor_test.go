@@ -36,24 +36,34 @@ func useGvisorSessions(t *testing.T) {
 // sandbox: one runsc sandbox per session whose init is the supervisor.
 func TestGvisorSession(t *testing.T) {
 	useGvisorSessions(t)
-	for _, tc := range []struct {
-		name string
-		test func(*testing.T)
-	}{
-		{"KeepsTmpProcessesAndLocalhost", TestSessionKeepsTmpProcessesAndLocalhost},
-		{"TimeoutKillsOnlyThatCommand", TestSessionTimeoutKillsOnlyThatCommand},
-		{"ExitStatusStdinEnvWorkdir", TestSessionExitStatusStdinEnvWorkdir},
-		{"SessionsCannotSeeEachOther", TestSessionsCannotSeeEachOther},
-		{"CloseKillsAllAndRestartsAfterIdle", TestSessionCloseKillsAllAndRestartsAfterIdle},
-		{"SupervisorKilledIsReplaced", TestSessionSupervisorKilledIsReplaced},
-		{"BackgroundTaskRunsInTheSession", TestSessionBackgroundTaskRunsInTheSession},
-		{"BackgroundTaskKeepsSessionAwakeAndDiesOnClose", TestSessionBackgroundTaskKeepsSessionAwakeAndDiesOnClose},
-		{"PythonAndJavaScriptShareTheSession", TestSessionPythonAndJavaScriptShareTheSession},
-		{"CPUBudgetIsPerCommand", TestSessionCPUBudgetIsPerCommand},
-		{"ForkBombLeavesOtherSessionUsable", TestSessionForkBombLeavesOtherSessionUsable},
-		{"ReapsOrphans", TestSessionReapsOrphans},
-		{"TimeoutKillsTheWholeCommand", TestSessionTimeoutKillsTheWholeCommand},
-	} {
+	runSessionTests(t, sessionTests)
+}
+
+// sessionTests are the session tests that TestGvisorSession and
+// TestSessionOwnSupervisor rerun under another isolation or supervisor.
+var sessionTests = []sessionTest{
+	{"KeepsTmpProcessesAndLocalhost", TestSessionKeepsTmpProcessesAndLocalhost},
+	{"TimeoutKillsOnlyThatCommand", TestSessionTimeoutKillsOnlyThatCommand},
+	{"ExitStatusStdinEnvWorkdir", TestSessionExitStatusStdinEnvWorkdir},
+	{"SessionsCannotSeeEachOther", TestSessionsCannotSeeEachOther},
+	{"CloseKillsAllAndRestartsAfterIdle", TestSessionCloseKillsAllAndRestartsAfterIdle},
+	{"SupervisorKilledIsReplaced", TestSessionSupervisorKilledIsReplaced},
+	{"BackgroundTaskRunsInTheSession", TestSessionBackgroundTaskRunsInTheSession},
+	{"BackgroundTaskKeepsSessionAwakeAndDiesOnClose", TestSessionBackgroundTaskKeepsSessionAwakeAndDiesOnClose},
+	{"PythonAndJavaScriptShareTheSession", TestSessionPythonAndJavaScriptShareTheSession},
+	{"CPUBudgetIsPerCommand", TestSessionCPUBudgetIsPerCommand},
+	{"ForkBombLeavesOtherSessionUsable", TestSessionForkBombLeavesOtherSessionUsable},
+	{"ReapsOrphans", TestSessionReapsOrphans},
+	{"TimeoutKillsTheWholeCommand", TestSessionTimeoutKillsTheWholeCommand},
+}
+
+type sessionTest struct {
+	name string
+	test func(*testing.T)
+}
+
+func runSessionTests(t *testing.T, tests []sessionTest) {
+	for _, tc := range tests {
 		t.Run(tc.name, tc.test)
 	}
 }

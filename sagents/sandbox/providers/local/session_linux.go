@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -18,11 +19,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
-// sandboxSupervisor is where this program appears inside a session
-// sandbox, under the name that makes it serve as the supervisor.
+// sandboxSupervisor is where the supervisor program (this one, or a
+// sage-supervisor) appears inside a session sandbox, under the name that
+// makes this program serve as the supervisor.
 const sandboxSupervisor = "/run/sage/bin/" + supervisor.Name
 
 // sessionStartTimeout bounds the start of a session sandbox.
@@ -36,20 +39,22 @@ const drainAfterExit = 200 * time.Millisecond
 // liveSession is one running session sandbox: bwrap, whose command is the
 // supervisor, and the host end of its control socket.
 type liveSession struct {
-	cmd   *exec.Cmd
-	w     *wrapped
-	conn  *net.UnixConn
-	binds []bind // what it shows besides the workspace and mounts
-	wmu   sync.Mutex
-	mu    sync.Mutex
-	next  uint64
-	waits map[uint64]chan supervisor.Reply
-	busy  int
-	used  time.Time
-	dead  chan struct{} // closed once the supervisor is gone
-	wsDev uint64        // the workspace directory bound at the start
-	wsIno uint64
-	once  sync.Once
+	cmd    *exec.Cmd
+	w      *wrapped
+	conn   *net.UnixConn
+	binds  []bind // what it shows besides the workspace and mounts
+	wmu    sync.Mutex
+	mu     sync.Mutex
+	next   uint64
+	waits  map[uint64]chan supervisor.Reply
+	busy   int
+	used   time.Time
+	dead   chan struct{} // closed once the supervisor is gone
+	wsDev  uint64        // the workspace directory bound at the start
+	wsIno  uint64
+	log    string // session.log, and where this session's output starts in it
+	logOff int64
+	once   sync.Once
 }
 
 // sessionRun runs inv in the session sandbox, starting it first when
@@ -193,11 +198,32 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
 	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap,
-		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask)}}
+		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol)}}
 }
 
-// startSession starts the session sandbox of this sandbox's isolation.
-func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) {
+// startSession starts the session sandbox of this sandbox's isolation,
+// with the supervisor program SessionOptions.Supervisor picks
+// (session_supervisor_linux.go).
+func (s *Sandbox) startSession(ctx context.Context) (*liveSession, error) {
+	prog, named := s.sess.opts.supervisorProgram()
+	l, err := s.launchSession(ctx, prog)
+	if err != nil || prog == "" || verified(prog) {
+		return l, err
+	}
+	if err = l.handshake(prog); err == nil {
+		return l, nil
+	}
+	l.stop()
+	if named {
+		return nil, err
+	}
+	refuseSupervisor(prog, err)
+	return s.launchSession(ctx, "")
+}
+
+// launchSession starts the session sandbox with the supervisor program
+// prog ("": this program, re-executed).
+func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSession, err error) {
 	var sl sessionLaunch
 	switch iso := s.iso.(type) {
 	case *gvisorIsolator:
@@ -210,9 +236,14 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 	default:
 		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)
 	}
-	exe, err := bridgeExecutable()
+	exe, name, err := prog, supervisor.Name, error(nil)
+	if prog == "" {
+		// This program: its reachable copy is the network bridge's.
+		exe, err = bridgeExecutable()
+		name = netbridge.Name
+	}
 	if err == nil {
-		exe, err = reachableCopy(exe, s.runtimeDir, s.ident)
+		exe, err = reachableCopy(exe, s.runtimeDir, name, s.ident)
 	}
 	if err != nil {
 		return nil, err
@@ -249,6 +280,7 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 		return nil, fmt.Errorf("local: session log: %w", err)
 	}
 	defer logf.Close()
+	logOff, _ := logf.Seek(0, io.SeekEnd)
 	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
@@ -272,7 +304,7 @@ func (s *Sandbox) startSession(ctx context.Context) (_ *liveSession, err error) 
 		kill()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
-	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(),
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(), log: logf.Name(), logOff: logOff,
 		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
 	l.wsDev, l.wsIno, _ = workspaceID(s)
 	go l.read()

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
@@ -32,23 +34,51 @@ func (s *Sandbox) prestartSession() {
 }
 
 // ping waits until the supervisor answers on the control channel (it
-// has started and serves), at most sessionStartTimeout.
+// has started and serves), at most sessionStartTimeout, and checks that
+// it speaks this build's protocol.
 func (l *liveSession) ping() error {
+	if err := l.pong(); err != nil {
+		return fmt.Errorf("local: session sandbox: %w", err)
+	}
+	return nil
+}
+
+// pong is ping's check, its error without the prefix.
+func (l *liveSession) pong() error {
 	req := supervisor.Request{Op: "ping"}
 	ch, forget := l.register(&req)
 	defer forget()
 	if err := l.send(req); err != nil {
-		return fmt.Errorf("local: session sandbox: %w", err)
+		return err
 	}
 	select {
 	case r := <-ch:
 		if r.Op != "pong" {
-			return fmt.Errorf("local: session sandbox: ping answered %q: %s", r.Op, r.Err)
+			return fmt.Errorf("ping answered %q: %s", r.Op, r.Err)
+		}
+		if r.Protocol != supervisor.Protocol {
+			return fmt.Errorf("the supervisor speaks protocol %d, this program %d (a stale build)", r.Protocol, supervisor.Protocol)
 		}
 		return nil
 	case <-l.dead:
-		return fmt.Errorf("local: session sandbox ended before it served: %w", io.ErrUnexpectedEOF)
+		return fmt.Errorf("the session sandbox ended before it served%s: %w", l.logTail(), io.ErrUnexpectedEOF)
 	case <-time.After(sessionStartTimeout):
-		return fmt.Errorf("local: session sandbox: no answer from the supervisor in %s", sessionStartTimeout)
+		return fmt.Errorf("no answer from the supervisor in %s", sessionStartTimeout)
 	}
+}
+
+// logTail is the last line the session wrote to session.log (the
+// supervisor's stderr), as ` ("...")`, or "" when it wrote none.
+func (l *liveSession) logTail() string {
+	f, err := os.Open(l.log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(io.NewSectionReader(f, l.logOff, 1<<20), 1<<16))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if last := lines[len(lines)-1]; last != "" {
+		return fmt.Sprintf(" (%q)", last)
+	}
+	return ""
 }

@@ -31,6 +31,9 @@ func newSession(t testing.TB, so local.SessionOptions, mutate func(*sandbox.Conf
 		cfg.Local.Isolation.Linux = sessionIsolation
 	}
 	so.Enabled = true
+	if so.Supervisor == "" { // the session tests rerun with cmd/sage-supervisor (session_supervisor_test.go)
+		so.Supervisor = sessionSupervisor
+	}
 	s, err := local.NewWithOptions(context.Background(), cfg, local.Options{Session: so})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close(context.Background()) })

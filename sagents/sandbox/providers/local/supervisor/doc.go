@@ -2,10 +2,14 @@
 // sandbox: one long-lived bwrap per session whose command is this
 // supervisor, which forks every command of the session inside it.
 //
-// The supervisor is not a separate binary: any program that links local
-// mode can serve. Local mode binds its own executable read-only into the
-// sandbox under the name Name and runs it as the sandbox's command with
-// one end of a SOCK_SEQPACKET socket pair as descriptor --fd. That socket
+// The supervisor is cmd/sage-supervisor (this package alone, a small
+// program that starts fast), or any program that links local mode: local
+// mode binds the program read-only into the sandbox under the name Name
+// (which makes a program linking this package serve, from this package's
+// init) and runs it as the sandbox's command with one end of a
+// SOCK_SEQPACKET socket pair as descriptor --fd and its Protocol as
+// --protocol (a supervisor of another version refuses to serve; every
+// "pong" carries the version too). That socket
 // is the whole control channel: it has no name in any file system or
 // abstract namespace, the supervisor marks it close-on-exec and makes
 // itself non-dumpable (no /proc/PID/fd, no ptrace from the commands, which

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"runtime"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -70,13 +71,21 @@ func (r *reaper) run() {
 			continue
 		}
 		r.mu.Lock()
-		r.reapExited()
+		handed := r.reapExited()
 		r.mu.Unlock()
+		if handed {
+			// Let the command's waiter send its "exited" now: with one P
+			// (GOMAXPROCS=1) and this goroutine back in waitid, it would
+			// wait for the runtime's sysmon to take the P back (up to
+			// milliseconds).
+			runtime.Gosched()
+		}
 	}
 }
 
-// reapExited reaps every exited child, with mu held.
-func (r *reaper) reapExited() {
+// reapExited reaps every exited child, with mu held, and reports
+// whether it handed a started command's status to its waiter.
+func (r *reaper) reapExited() (handed bool) {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|wAll, nil)
@@ -84,11 +93,12 @@ func (r *reaper) reapExited() {
 			continue
 		}
 		if err != nil || pid <= 0 {
-			return
+			return handed
 		}
 		if ch, ok := r.waiting[pid]; ok {
 			delete(r.waiting, pid)
 			ch <- ws
+			handed = true
 		}
 	}
 }

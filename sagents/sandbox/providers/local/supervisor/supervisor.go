@@ -30,6 +30,18 @@ func init() {
 	}
 }
 
+// Protocol is the version of the control protocol (Request, Reply and
+// what they mean), sent in every "pong". A host runs a separate
+// supervisor program (cmd/sage-supervisor) only once its pong carries the
+// host's own Protocol: one built from other sources, stale or not a
+// supervisor at all, is refused. Raise it with every change a supervisor
+// of the previous version would misread.
+const Protocol = 3
+
+// served is the Protocol this build answers with, as a string constant
+// so that a test can build a stale supervisor (-ldflags -X).
+var served = "3"
+
 // Limits of the control channel: a message and the descriptors it carries.
 const (
 	MaxMessage = 256 << 10
@@ -58,16 +70,22 @@ type Request struct {
 	// GroupDies kills what is left of the command's process group when
 	// its leader exits, as a per-command cgroup does where there is one.
 	GroupDies bool `json:"group_dies,omitempty"`
+	// Quiet leaves out the "started" reply of a command that is neither
+	// gated nor asked for a pidfd: the host waits for its "exited" only,
+	// and is not woken while the command runs.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // Reply is one message to the host.
 type Reply struct {
-	Op     string `json:"op"` // "started", "exited", "error" or "pong"
-	ID     uint64 `json:"id"`
-	Pid    int    `json:"pid,omitempty"`
-	Exit   int    `json:"exit"`
-	Signal int    `json:"signal,omitempty"`
-	Err    string `json:"err,omitempty"`
+	Op string `json:"op"` // "started", "exited", "error" or "pong"
+	ID uint64 `json:"id"`
+	// Protocol, in a "pong", is the supervisor's Protocol.
+	Protocol int    `json:"protocol,omitempty"`
+	Pid      int    `json:"pid,omitempty"`
+	Exit     int    `json:"exit"`
+	Signal   int    `json:"signal,omitempty"`
+	Err      string `json:"err,omitempty"`
 	// HostPid is filled in by the host from the pidfd a gated "started"
 	// carries; never sent.
 	HostPid int `json:"-"`
@@ -95,10 +113,13 @@ type server struct {
 // Main serves the control socket given as --fd N and returns the exit
 // status once the host closed it. --umask OOO (octal) sets the file mode
 // creation mask every command inherits: set here, the sandbox needs no
-// shell in front of the supervisor to set it.
+// shell in front of the supervisor to set it. --protocol V is the
+// host's Protocol: a supervisor of another version refuses to serve
+// (and one older than the flag fails on it), so a request the host sends
+// before the first pong never reaches a supervisor that would misread it.
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO]\n"
-	if (len(args) != 2 && len(args) != 4) || args[0] != "--fd" || (len(args) == 4 && args[2] != "--umask") {
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V]\n"
+	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
 	}
@@ -107,13 +128,25 @@ func Main(args []string) int {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
-	if len(args) == 4 {
-		mask, err := strconv.ParseUint(args[3], 8, 32)
-		if err != nil || mask > 0o777 {
-			os.Stderr.WriteString(Name + ": --umask wants an octal mode from 000 to 777, got " + strconv.Quote(args[3]) + "\n")
+	for i := 2; i < len(args); i += 2 {
+		switch v := args[i+1]; args[i] {
+		case "--umask":
+			mask, err := strconv.ParseUint(v, 8, 32)
+			if err != nil || mask > 0o777 {
+				os.Stderr.WriteString(Name + ": --umask wants an octal mode from 000 to 777, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			syscall.Umask(int(mask))
+		case "--protocol":
+			if v != served {
+				os.Stderr.WriteString(Name + ": the host speaks protocol " + v + ", this build " + served +
+					"; fix: rebuild " + Name + " from the host's sources (make build)\n")
+				return ExitFailed
+			}
+		default:
+			os.Stderr.WriteString(usage)
 			return ExitFailed
 		}
-		syscall.Umask(int(mask))
 	}
 	// Nothing started here may inherit the channel, and no command may
 	// open it through /proc or ptrace this process.
@@ -158,7 +191,8 @@ func (s *server) serve() {
 			s.release(req.ID)
 		case "ping": // the host's check that the supervisor serves
 			closeAll(files)
-			s.reply(Reply{Op: "pong", ID: req.ID})
+			v, _ := strconv.Atoi(served)
+			s.reply(Reply{Op: "pong", ID: req.ID, Protocol: v})
 		default:
 			closeAll(files)
 			s.reply(Reply{Op: "error", ID: req.ID, Err: "unknown op " + strconv.Quote(req.Op)})
@@ -297,7 +331,7 @@ func (s *server) exec(req Request, files []*os.File) {
 	case pfd >= 0:
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid}, pfd)
 		syscall.Close(pfd)
-	default:
+	case !req.Quiet:
 		s.reply(Reply{Op: "started", ID: req.ID, Pid: pid})
 	}
 	go func() {

@@ -19,17 +19,27 @@ import (
 // golang.org/x/sys/unix, ...) would make every session sandbox run the
 // init functions of most of the sage binary first.
 func TestImportsStayEarly(t *testing.T) {
-	allowed := map[string]bool{"encoding/json": true, "errors": true, "os": true, "strconv": true,
+	allowed := map[string]bool{"encoding/json": true, "errors": true, "os": true, "runtime": true, "strconv": true,
 		"strings": true, "sync": true, "syscall": true, "unsafe": true}
-	f, err := parser.ParseFile(token.NewFileSet(), "supervisor.go", nil, parser.ImportsOnly)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, im := range f.Imports {
-		p, _ := strconv.Unquote(im.Path.Value)
-		if !allowed[p] {
-			t.Errorf("supervisor.go imports %s: keep its imports to %v (the init order, see the import block)", p, allowed)
+	for _, file := range []string{"supervisor.go", "reap_linux.go"} {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if !allowed[p] {
+				t.Errorf("%s imports %s: keep its imports to %v (the init order, see the import block)", file, p, allowed)
+			}
+		}
+	}
+}
+
+// served, the version a pong carries, is Protocol unless a test's
+// stale build set it (-ldflags -X).
+func TestServedIsProtocol(t *testing.T) {
+	if served != strconv.Itoa(Protocol) {
+		t.Errorf("served = %q, want Protocol %d", served, Protocol)
 	}
 }
 
@@ -65,6 +75,8 @@ func TestMainUmask(t *testing.T) {
 		{"--fd", "3", "--umask", "-1"},
 		{"--fd", "3", "--umask"},
 		{"--fd", "3", "--mask", "077"},
+		{"--fd", "3", "--protocol", "1"},
+		{"--fd", "3", "--umask", "077", "--protocol"},
 	} {
 		if got := Main(args); got != ExitFailed {
 			t.Errorf("Main(%q) = %d, want %d", args, got, ExitFailed)
@@ -83,5 +95,15 @@ func TestMainUmask(t *testing.T) {
 	}
 	if got := syscall.Umask(old); got != 0o027 {
 		t.Errorf("umask after Main = %03o, want 027", got)
+	}
+	// Control of the protocol case: this build's own version is served.
+	sp, err = syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(sp[1])
+	syscall.Close(sp[0])
+	if got := Main([]string{"--fd", strconv.Itoa(sp[1]), "--protocol", strconv.Itoa(Protocol)}); got != 0 {
+		t.Errorf("Main with --protocol %d = %d, want 0", Protocol, got)
 	}
 }
