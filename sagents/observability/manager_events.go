@@ -10,14 +10,9 @@ import (
 // ev(h, ctx, arg); without handlers it returns ctx and allocates nothing.
 func startEvent[T any](m *Manager, ctx context.Context, kind Kind, name, session, op string,
 	ev func(Handler, context.Context, T) (context.Context, error), arg T) context.Context {
-	if len(m.snapshot()) == 0 { // small enough to inline: no call, no copy of arg
+	if len(m.snapshot()) == 0 {
 		return ctx
 	}
-	return startHandlers(m, ctx, kind, name, session, op, ev, arg)
-}
-
-func startHandlers[T any](m *Manager, ctx context.Context, kind Kind, name, session, op string,
-	ev func(Handler, context.Context, T) (context.Context, error), arg T) context.Context {
 	return m.start(ctx, kind, name, session, op,
 		func(h Handler, c context.Context) (context.Context, error) { return ev(h, c, arg) })
 }
@@ -25,13 +20,6 @@ func startHandlers[T any](m *Manager, ctx context.Context, kind Kind, name, sess
 // endEvent ends the run of kind that ctx carries (see end); its handlers
 // get ev(h, ctx, arg).
 func endEvent[T any](m *Manager, ctx context.Context, kind Kind, op string, ev func(Handler, context.Context, T) error, arg T) {
-	if m == nil || ctx == nil || ctx.Value(runCtxKey{}) == nil { // no run to end (claim's first answer), no copy of arg
-		return
-	}
-	endHandlers(m, ctx, kind, op, ev, arg)
-}
-
-func endHandlers[T any](m *Manager, ctx context.Context, kind Kind, op string, ev func(Handler, context.Context, T) error, arg T) {
 	m.end(ctx, kind, op, func(h Handler, c context.Context) error { return ev(h, c, arg) })
 }
 
