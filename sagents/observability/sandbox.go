@@ -45,28 +45,26 @@ type SandboxHandler interface {
 // SandboxStart starts a sandbox operation and returns the context that
 // carries it.
 func (m *Manager) SandboxStart(ctx context.Context, op SandboxOp) context.Context {
-	return startEvent(m, ctx, KindSandbox, op.Op, "", "SandboxStart", sandboxStart, op)
+	if len(m.snapshot()) == 0 {
+		return ctx
+	}
+	return m.start(ctx, KindSandbox, op.Op, "", "SandboxStart",
+		func(h Handler, c context.Context) (context.Context, error) {
+			if sh, ok := h.(SandboxHandler); ok {
+				return sh.SandboxStart(c, op)
+			}
+			return c, nil
+		})
 }
 
 // SandboxEnd ends the sandbox operation carried by ctx.
 func (m *Manager) SandboxEnd(ctx context.Context, res SandboxResult) {
-	endEvent(m, ctx, KindSandbox, "SandboxEnd", sandboxEnd, res)
-}
-
-// sandboxStart and sandboxEnd send a sandbox event to the handlers that
-// implement SandboxHandler.
-func sandboxStart(h Handler, c context.Context, op SandboxOp) (context.Context, error) {
-	if sh, ok := h.(SandboxHandler); ok {
-		return sh.SandboxStart(c, op)
-	}
-	return c, nil
-}
-
-func sandboxEnd(h Handler, c context.Context, res SandboxResult) error {
-	if sh, ok := h.(SandboxHandler); ok {
-		return sh.SandboxEnd(c, res)
-	}
-	return nil
+	m.end(ctx, KindSandbox, "SandboxEnd", func(h Handler, c context.Context) error {
+		if sh, ok := h.(SandboxHandler); ok {
+			return sh.SandboxEnd(c, res)
+		}
+		return nil
+	})
 }
 
 // SandboxError ends the sandbox operation carried by ctx with an error.
