@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -59,21 +60,6 @@ func TestFSNamesAreEscaped(t *testing.T) {
 	assertNoControl(t, r.stderr)
 }
 
-// makeEntries creates n empty files in dir with mknodat.
-func makeEntries(t *testing.T, dir string, n int) {
-	t.Helper()
-	fd, err := syscall.Open(dir, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer syscall.Close(fd)
-	buf := make([]byte, 0, 16)
-	for i := range n {
-		buf = strconv.AppendInt(append(buf[:0], 'f'), int64(1000000+i), 10)
-		if err := syscall.Mknodat(fd, string(buf), syscall.S_IFREG|0o644, 0); err != nil {
-			t.Fatalf("mknodat %s/%s: %v", dir, buf, err)
-		}
-	}
-}
-
 // TestFSLsIsBounded lists 300k entries: sage stops at --max-entries, says
 // so, and stays small (it took 695 MB before); the control lists a small
 // directory whole.
@@ -89,7 +75,7 @@ func TestFSLsIsBounded(t *testing.T) {
 	}
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "big"), 0o755))
 	start := time.Now()
-	makeEntries(t, filepath.Join(ws, "big"), 300000)
+	testenv.MakeEntries(t, filepath.Join(ws, "big"), 300000)
 	t.Logf("made 300k entries in %v", time.Since(start))
 
 	// The heap is read from the runtime's GC trace: the child's max RSS
@@ -120,7 +106,7 @@ func TestFSLsIsBounded(t *testing.T) {
 	assert.Less(t, peak, 64, "sage fs ls held %d MB of heap for 5000 entries", peak)
 
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "small"), 0o755))
-	makeEntries(t, filepath.Join(ws, "small"), 20)
+	testenv.MakeEntries(t, filepath.Join(ws, "small"), 20)
 	r := sage(t, home, "", "fs", "ls", "--workspace", ws, "--max-entries", "5000", "small")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, 20, strings.Count(r.stdout, "\n"))

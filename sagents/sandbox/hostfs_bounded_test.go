@@ -7,32 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 	"unicode"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// makeEntries creates n empty files in dir with mknodat (the cheapest
-// way to make a directory entry).
-func makeEntries(t testing.TB, dir string, n int) {
-	t.Helper()
-	fd, err := syscall.Open(dir, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer syscall.Close(fd)
-	buf := make([]byte, 0, 16)
-	for i := range n {
-		buf = strconv.AppendInt(append(buf[:0], 'f'), int64(1000000+i), 10)
-		if err := syscall.Mknodat(fd, string(buf), syscall.S_IFREG|0o644, 0); err != nil {
-			t.Fatalf("mknodat %s/%s: %v", dir, buf, err)
-		}
-	}
-}
 
 // fastTempDir is a temporary directory on tmpfs when /dev/shm is one
 // (creating 300k entries on a busy disk takes a minute), else on disk.
@@ -68,7 +52,7 @@ func TestHostFSListDirectoryLimitIsBounded(t *testing.T) {
 		n = 30000
 	}
 	dir := fastTempDir(t)
-	makeEntries(t, dir, n)
+	testenv.MakeEntries(t, dir, n)
 	mapper, err := NewPathMapper("/workspace", m.ws, []VolumeMount{{HostPath: dir, SandboxPath: "/workspace/big"}})
 	require.NoError(t, err)
 	h.Mapper = mapper
@@ -87,7 +71,7 @@ func TestHostFSListDirectoryLimitIsBounded(t *testing.T) {
 
 	// Under the cap: everything, not truncated.
 	require.NoError(t, os.Mkdir(filepath.Join(m.ws, "small"), 0o755))
-	makeEntries(t, filepath.Join(m.ws, "small"), 999)
+	testenv.MakeEntries(t, filepath.Join(m.ws, "small"), 999)
 	list, truncated, err = h.ReadDir(ctx, "small", 1000)
 	require.NoError(t, err)
 	assert.False(t, truncated, "control: a directory under the cap is whole")
@@ -99,7 +83,7 @@ func TestHostFSFileTreeMaxEntries(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range []string{"t/a", "t/b", "t/c"} {
 		require.NoError(t, os.MkdirAll(filepath.Join(m.ws, d), 0o755))
-		makeEntries(t, filepath.Join(m.ws, d), 50)
+		testenv.MakeEntries(t, filepath.Join(m.ws, d), 50)
 	}
 	tree, err := h.FileTree(ctx, "t", TreeOptions{MaxEntries: 60, MaxItems: 1000})
 	require.NoError(t, err)
