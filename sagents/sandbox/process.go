@@ -235,7 +235,7 @@ func exitStatus(ps *os.ProcessState) (int, string) {
 		return -1, ""
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), signalName(ws.Signal())
+		return 128 + int(ws.Signal()), SignalName(ws.Signal())
 	}
 	return ps.ExitCode(), ""
 }

@@ -8,7 +8,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func signalName(s syscall.Signal) string {
+// SignalName is the name a CommandResult gives signal s ("SIGKILL"), or
+// its description when it has no name. Every mode reports signals
+// through it, so the same signal reads the same everywhere.
+func SignalName(s syscall.Signal) string {
 	if n := unix.SignalName(s); n != "" {
 		return n
 	}

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -242,5 +240,5 @@ func signalName(n int) string {
 	if n <= 0 {
 		return ""
 	}
-	return unix.SignalName(syscall.Signal(n))
+	return sandbox.SignalName(syscall.Signal(n))
 }

@@ -36,39 +36,13 @@ func exitStatus(status string, code *int) (int, string) {
 	switch {
 	case code != nil && *code < 0:
 		sig := syscall.Signal(-*code)
-		return 128 - *code, signalName(sig)
+		return 128 - *code, sandbox.SignalName(sig)
 	case code != nil:
 		return *code, ""
 	case status == aioapi.StatusKilled || status == aioapi.StatusTimedOut:
 		return 128 + int(syscall.SIGKILL), "SIGKILL"
 	}
 	return -1, ""
-}
-
-func signalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGXCPU:
-		return "SIGXCPU"
-	case syscall.SIGXFSZ:
-		return "SIGXFSZ"
-	}
-	return "SIG" + strconv.Itoa(int(s))
 }
 
 func droppedBytes(s string) int64 {

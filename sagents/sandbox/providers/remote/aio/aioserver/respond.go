@@ -10,6 +10,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"golang.org/x/sys/unix"
 )
 
 const okMessage = "Operation successful"
@@ -132,22 +133,10 @@ func errorType(err error) string {
 	return aio.ErrTypeIO
 }
 
+// errnoName is e's C name ("ENOENT"), "E?" for one without a name.
 func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.ENOENT:
-		return "ENOENT"
-	case syscall.EACCES:
-		return "EACCES"
-	case syscall.EPERM:
-		return "EPERM"
-	case syscall.EISDIR:
-		return "EISDIR"
-	case syscall.ENOTDIR:
-		return "ENOTDIR"
-	case syscall.EEXIST:
-		return "EEXIST"
-	case syscall.ENOSPC:
-		return "ENOSPC"
+	if n := unix.ErrnoName(e); n != "" {
+		return n
 	}
 	return "E?"
 }
