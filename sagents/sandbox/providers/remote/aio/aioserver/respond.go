@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sage-go/sage/sagents/sandbox"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
-	"golang.org/x/sys/unix"
 )
 
 const okMessage = "Operation successful"
