@@ -4,7 +4,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +28,7 @@ func (l *liveSession) read() {
 			break
 		}
 		var r supervisor.Reply
-		jerr := json.Unmarshal(buf[:n], &r)
+		jerr := r.UnmarshalBinary(buf[:n])
 		if oobn > 0 {
 			r.HostPid = pidfdHostPid(oob[:oobn])
 		}
@@ -95,7 +94,7 @@ func (l *liveSession) end() {
 }
 
 func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {
-	b, err := json.Marshal(req)
+	b, err := req.MarshalBinary()
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,14 @@
 // itself non-dumpable (no /proc/PID/fd, no ptrace from the commands, which
 // hold no capabilities), so nothing running inside can reach or forge it.
 //
-// Each request is one JSON message (Request), optionally carrying the
-// command's stdin, stdout and stderr as SCM_RIGHTS descriptors made by
-// the host: output flows from the command to the host directly, never
-// through the supervisor. The supervisor starts each command in its own
-// process group and answers with Reply messages: "started" with its pid,
-// then "exited" with its status. A "signal" request signals one command's
+// Each request is one message (Request, in the small binary encoding of
+// its MarshalBinary: no reflection on the way of a session's first
+// command), optionally carrying the command's stdin, stdout and stderr
+// as SCM_RIGHTS descriptors made by the host: output flows from the
+// command to the host directly, never through the supervisor. The
+// supervisor starts each command in its own process group and answers
+// with Reply messages: "started" with its pid, then "exited" with its
+// status. A "signal" request signals one command's
 // process group, never anything else. When the host end closes, the
 // supervisor kills every command it started and exits, which ends the
 // sandbox (bwrap's pid namespace takes the rest down).

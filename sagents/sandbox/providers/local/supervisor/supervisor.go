@@ -3,7 +3,6 @@
 package supervisor
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"strconv"
@@ -36,11 +35,11 @@ func init() {
 // host's own Protocol: one built from other sources, stale or not a
 // supervisor at all, is refused. Raise it with every change a supervisor
 // of the previous version would misread.
-const Protocol = 3
+const Protocol = 4
 
 // served is the Protocol this build answers with, as a string constant
 // so that a test can build a stale supervisor (-ldflags -X).
-var served = "3"
+var served = "4"
 
 // Limits of the control channel: a message and the descriptors it carries.
 const (
@@ -49,46 +48,46 @@ const (
 	MaxArgs    = 4096
 )
 
-// Request is one message from the host.
+// Request is one message from the host, encoded by MarshalBinary.
 type Request struct {
-	Op   string   `json:"op"` // "exec", "signal", "release" or "ping"
-	ID   uint64   `json:"id"`
-	Argv []string `json:"argv,omitempty"`
-	Env  []string `json:"env,omitempty"`
-	Dir  string   `json:"dir,omitempty"`
-	Sig  int      `json:"sig,omitempty"`
+	Op   string // "exec", "signal", "release" or "ping"
+	ID   uint64
+	Argv []string
+	Env  []string
+	Dir  string
+	Sig  int
 	// Gate holds an exec'ed command before its first instruction until a
 	// "release" request: the "started" reply then carries a pidfd of it,
 	// for the host to put it in its own cgroup first.
-	Gate bool `json:"gate,omitempty"`
+	Gate bool
 	// CPUSeconds, for a gated command, is its RLIMIT_CPU (soft; hard one
 	// second above), set before it is released.
-	CPUSeconds int `json:"cpu_seconds,omitempty"`
+	CPUSeconds int
 	// Pidfd asks for a pidfd of the command with the "started" reply
 	// (always sent for a gated command): the host learns its host pid.
-	Pidfd bool `json:"pidfd,omitempty"`
+	Pidfd bool
 	// GroupDies kills what is left of the command's process group when
 	// its leader exits, as a per-command cgroup does where there is one.
-	GroupDies bool `json:"group_dies,omitempty"`
+	GroupDies bool
 	// Quiet leaves out the "started" reply of a command that is neither
 	// gated nor asked for a pidfd: the host waits for its "exited" only,
 	// and is not woken while the command runs.
-	Quiet bool `json:"quiet,omitempty"`
+	Quiet bool
 }
 
-// Reply is one message to the host.
+// Reply is one message to the host, encoded by MarshalBinary.
 type Reply struct {
-	Op string `json:"op"` // "started", "exited", "error" or "pong"
-	ID uint64 `json:"id"`
+	Op string // "started", "exited", "error" or "pong"
+	ID uint64
 	// Protocol, in a "pong", is the supervisor's Protocol.
-	Protocol int    `json:"protocol,omitempty"`
-	Pid      int    `json:"pid,omitempty"`
-	Exit     int    `json:"exit"`
-	Signal   int    `json:"signal,omitempty"`
-	Err      string `json:"err,omitempty"`
+	Protocol int
+	Pid      int
+	Exit     int
+	Signal   int
+	Err      string
 	// HostPid is filled in by the host from the pidfd a gated "started"
 	// carries; never sent.
-	HostPid int `json:"-"`
+	HostPid int
 }
 
 // OOMScoreAdj is the oom_score_adj of every command.
@@ -175,7 +174,7 @@ func (s *server) serve() {
 		}
 		files := parseFiles(oob[:oobn])
 		var req Request
-		if err := json.Unmarshal(buf[:n], &req); err != nil {
+		if err := req.UnmarshalBinary(buf[:n]); err != nil {
 			closeAll(files)
 			s.reply(Reply{Op: "error", Err: "bad request: " + err.Error()})
 			continue
@@ -225,7 +224,7 @@ func closeAll(fs []*os.File) {
 }
 
 func (s *server) reply(r Reply, fds ...int) {
-	b, _ := json.Marshal(r)
+	b, _ := r.MarshalBinary()
 	var oob []byte
 	if len(fds) > 0 {
 		oob = syscall.UnixRights(fds...)
