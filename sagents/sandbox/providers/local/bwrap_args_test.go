@@ -64,8 +64,14 @@ func TestResolveLimits(t *testing.T) {
 	assert.Zero(t, l.MemoryBytes)
 	assert.Zero(t, l.Pids)
 	assert.EqualValues(t, 10<<20, l.FileSizeBytes)
+	assert.EqualValues(t, MaxTmpMB<<20, l.TmpBytes)
+	assert.EqualValues(t, MaxShmMB<<20, l.ShmBytes)
+	l = ResolveLimits(sandbox.LocalConfig{})
+	assert.EqualValues(t, MaxTmpMB<<20, l.TmpBytes, "the default memory limit leaves /tmp its own bound")
+	assert.EqualValues(t, MaxShmMB<<20, l.ShmBytes)
 	l = ResolveLimits(sandbox.LocalConfig{MemoryLimitMB: 100})
-	assert.EqualValues(t, 100<<20, l.TmpBytes, "/tmp is memory: never larger than the memory limit")
+	assert.EqualValues(t, 50<<20, l.TmpBytes, "/tmp is memory: at most half the memory limit")
+	assert.EqualValues(t, 25<<20, l.ShmBytes, "/dev/shm is memory: at most a quarter of the memory limit")
 }
 
 func TestMountsShallowestFirst(t *testing.T) {

@@ -13,9 +13,11 @@ const (
 	DefaultMemoryLimitMB   = 2048
 	DefaultPidsLimit       = 512
 	DefaultFileSizeLimitMB = 1024
-	// MaxTmpMB bounds the private /tmp (a tmpfs, so it is memory).
+	// MaxTmpMB bounds the private /tmp (a tmpfs, so it is memory), which
+	// is also at most half the memory limit.
 	MaxTmpMB = 1024
-	// MaxShmMB bounds /dev/shm, as Docker does by default.
+	// MaxShmMB bounds /dev/shm, as Docker does by default; it is also at
+	// most a quarter of the memory limit.
 	MaxShmMB = 64
 )
 
@@ -52,10 +54,17 @@ func ResolveLimits(c sandbox.LocalConfig) Limits {
 		TmpBytes:      MaxTmpMB << 20,
 		memoryAsked:   c.MemoryLimitMB > 0,
 	}
-	if l.MemoryBytes > 0 && l.MemoryBytes < l.TmpBytes {
-		l.TmpBytes = l.MemoryBytes
+	l.ShmBytes = MaxShmMB << 20
+	// Files in /tmp and /dev/shm are memory that no process holds: killing
+	// the command that wrote them frees none of it. Full, they must still
+	// leave the session's own processes room, the supervisor above all
+	// (the OOM killer taking it ends the session, /tmp and all), so
+	// together they take at most three quarters of the memory limit:
+	// /tmp half (the kernel's own default for a tmpfs), /dev/shm a quarter.
+	if l.MemoryBytes > 0 {
+		l.TmpBytes = min(l.TmpBytes, l.MemoryBytes/2)
+		l.ShmBytes = min(l.ShmBytes, l.MemoryBytes/4)
 	}
-	l.ShmBytes = min(l.TmpBytes, MaxShmMB<<20)
 	return l
 }
 

@@ -320,6 +320,33 @@ func TestLimitMemoryCountsEveryProcessAndSharedMemory(t *testing.T) {
 	}
 }
 
+// A session whose /tmp and /dev/shm are full stays a working machine:
+// files in memory, which killing their writer does not free, leave room
+// for the session's own processes, so the OOM killer never has to take
+// its supervisor (that ended the session, /tmp and all; the tests'
+// supervisor, this race-instrumented program re-executed, is large
+// enough to be its pick). Three rounds: filled again, then used.
+func TestLimitMemorySessionSurvivesFullTmpfs(t *testing.T) {
+	s, err := newLocalErr(t, func(c *sandbox.Config) { c.Local.MemoryLimitMB = 64 })
+	if !wantCgroup(t, "memory") {
+		requireRefused(t, err, "memory_limit_mb: -1")
+		return
+	}
+	require.NoError(t, err)
+	fill := `cat /dev/zero > /tmp/fill; cat /dev/zero > /dev/shm/fill; du -m /tmp/fill /dev/shm/fill`
+	for i := range 3 {
+		res, err := s.ExecuteCommand(t.Context(), fill, sandbox.ExecOptions{Timeout: time.Minute})
+		require.NoError(t, err, "round %d: the session ended while /tmp filled", i)
+		assert.Contains(t, res.Stderr, "No space left on device", "round %d: the tmpfs bounds stop the writes: %+v", i, res)
+		assert.Equal(t, "32\t/tmp/fill\n16\t/dev/shm/fill\n", res.Stdout, "round %d: /tmp is half of 64 MB, /dev/shm a quarter", i)
+		res, err = s.ExecuteCommand(t.Context(), "echo up; ls /tmp /dev/shm", sandbox.ExecOptions{Timeout: time.Minute})
+		require.NoError(t, err, "round %d: the session ended", i)
+		assert.True(t, res.Success, "round %d: %+v", i, res)
+		assert.False(t, res.SessionRestarted, "round %d: the full tmpfs cost the session its supervisor", i)
+		assert.Equal(t, "up\n/dev/shm:\nfill\n\n/tmp:\nfill\n", res.Stdout, "round %d: the files stay", i)
+	}
+}
+
 // The report never claims more than holds: where no writable cgroup
 // exists the default memory limit is per process, and the limits that
 // would not hold for the whole command are refused.
