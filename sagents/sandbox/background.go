@@ -45,6 +45,7 @@ type Launch struct {
 	// ExtraFiles and Terminate work as in ProcessSpec.
 	ExtraFiles []*os.File
 	Terminate  func()
+	Start      func(*exec.Cmd) error // as in ProcessSpec
 	Started    func(pid int) error
 	// Run, when set, starts the task instead of Path and Args (a driver
 	// whose tasks run inside a long-lived sandbox): it gets the task's
@@ -119,7 +120,11 @@ func (b *Background) launch(ctx context.Context, l Launch, logPath string) (int,
 		*cmd.SysProcAttr = *l.SysProcAttr
 	}
 	cmd.SysProcAttr.Setpgid = true
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if l.Start != nil {
+		start = func() error { return l.Start(cmd) }
+	}
+	if err := start(); err != nil {
 		return 0, nil, err
 	}
 	closeFiles(l.ExtraFiles)

@@ -40,6 +40,10 @@ type ProcessSpec struct {
 	// own session inside a sandbox signals them there). SIGKILL always
 	// goes to the process group.
 	Terminate func()
+	// Start, when set, starts the command instead of its Start method (a
+	// driver that forks from a thread of its own: local mode's thread in
+	// the sandbox's cgroups); it calls cmd.Start once.
+	Start func(cmd *exec.Cmd) error
 	// Started, when set, runs right after the process started; an error
 	// kills the process group and fails the call.
 	Started func(pid int) error
@@ -123,7 +127,11 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 		*cmd.SysProcAttr = *spec.SysProcAttr
 	}
 	cmd.SysProcAttr.Setpgid = true
-	err = cmd.Start()
+	if spec.Start != nil {
+		err = spec.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
 	closeFiles(spec.ExtraFiles)

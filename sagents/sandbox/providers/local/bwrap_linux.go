@@ -85,6 +85,9 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	if iso.cg, err = limitCgroups(s.id, s.limits); err != nil {
 		return nil, err
 	}
+	// bwrap is forked from a host thread in the cgroups once it joined
+	// them, in the background (cgroup_thread_linux.go).
+	iso.cg.startThread()
 	return iso, nil
 }
 
@@ -229,7 +232,7 @@ var (
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
-	b.cg.prime() // the gate's join waits less (cgroup_prime_linux.go)
+	b.cg.prime() // the gate's join, if any, waits less (cgroup_prime_linux.go)
 	if protectFDs {
 		sealInheritedFDs()
 	}
@@ -304,6 +307,6 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		argv = append(append(append([]string{b.bwrap}, BwrapArgs(o)...), "--"), inv.argv...)
 	}
 	return &wrapped{path: b.bwrap, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		extraFiles: files, cred: b.ident.credential(), started: g.open, terminate: g.terminate,
+		extraFiles: files, cred: b.ident.credential(), start: g.start, started: g.open, terminate: g.terminate,
 		done: func() { g.close(); closeFiles(own) }, report: g.cmd.end}, nil
 }

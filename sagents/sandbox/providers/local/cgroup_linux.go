@@ -30,7 +30,9 @@ type cgroupSet struct {
 	dirs      []string
 	procs     []string // cgroup.procs files a command joins
 	pids, mem bool
+	pidsMax   int // the pids limit, 0 without a pids cgroup
 	removed   bool
+	thread    *cgroupThread // a host thread in the cgroups, forking bwrap (v1)
 	// cpuParent holds one CPU-accounting cgroup per command (cmdCgroup),
 	// for the CPU time budget: the cpuacct hierarchy's in v1, the
 	// sandbox's own cgroup in v2. Empty when there is no CPU limit.
@@ -140,6 +142,9 @@ func createCgroups(name string, l Limits) (*cgroupSet, error) {
 		if p, ok := own["pids"]; ok {
 			dir := filepath.Join(cgroupRoot, "pids", p, name)
 			errs = append(errs, c.fail("pids", c.add(dir, map[string]string{"pids.max": strconv.Itoa(l.Pids)}, &c.pids)))
+			if c.pids {
+				c.pidsMax = l.Pids
+			}
 		}
 	}
 	if l.MemoryBytes > 0 {
@@ -286,6 +291,12 @@ func (c *cgroupSet) remove() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error
+	if err := c.stopThread(); err != nil {
+		// This process's thread may still be in them: leave them to the
+		// system rather than kill what their cgroup.procs lists.
+		c.dirs, c.procs, c.removed = nil, nil, true
+		return err
+	}
 	for _, dir := range c.dirs {
 		if dir == c.cpuParent { // command cgroups still there (a background task ending)
 			entries, _ := os.ReadDir(dir)
@@ -314,7 +325,7 @@ func removeCgroup(dir string) error {
 		}
 		if b, rerr := os.ReadFile(filepath.Join(dir, "cgroup.procs")); rerr == nil {
 			for _, f := range strings.Fields(string(b)) {
-				if pid, _ := strconv.Atoi(f); pid > 0 {
+				if pid, _ := strconv.Atoi(f); pid > 0 && pid != os.Getpid() { // never this process (a thread of it)
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}

@@ -32,7 +32,7 @@ func (c *cgroupSet) prime() {
 	}
 	c.mu.Lock()
 	procs := ""
-	if len(c.procs) > 0 && !c.removed {
+	if len(c.procs) > 0 && !c.removed && !c.threadIn() {
 		procs = c.procs[0]
 	}
 	c.mu.Unlock()

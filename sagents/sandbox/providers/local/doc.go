@@ -143,16 +143,20 @@
 // budget and address-space limit as each command's rlimits inside gVisor).
 //
 // A session's first command pays the sandbox's start: bwrap and its
-// mounts (the gate's cgroup move runs while bwrap mounts: bwrap reads
-// its block descriptor after its mounts, before it forks the command),
-// the supervisor's start (the Go runtime of the supervisor program), then
-// the command. The supervisor sets the
-// umask itself (--umask; no shell runs before it) and forks with
-// syscall.ForkExec; the gate's cgroup move is primed when the sandbox
-// starts (cgroup_prime_linux.go), so its RCU grace period overlaps
-// bwrap's start instead of following it. SessionOptions.Prestart starts
-// the session sandbox in the background when the Sandbox opens, so the
-// first command finds it running.
+// mounts, the supervisor's start (the Go runtime of the supervisor
+// program), then the command. On cgroup v1 bwrap is forked from a host
+// thread that joined the sandbox's cgroups when it opened
+// (cgroup_thread_linux.go), so bwrap is born in them and the gate moves
+// nothing: a move waits for an RCU grace period (2-16 ms here). Where
+// that thread is not in yet (or on cgroup v2) the gate moves bwrap's
+// child while bwrap mounts (bwrap reads its block descriptor after its
+// mounts, before it forks the command), the move primed when the sandbox
+// starts (cgroup_prime_linux.go). The supervisor sets the umask itself
+// (--umask; no shell runs before it), reads requests in a small binary
+// encoding (no reflection on the first command's way) and forks with
+// syscall.ForkExec. SessionOptions.Prestart starts the session sandbox
+// in the background when the Sandbox opens, so the first command finds
+// it running.
 //
 // # macOS
 //

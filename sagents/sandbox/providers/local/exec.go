@@ -22,7 +22,7 @@ func (s *Sandbox) prepare(opts sandbox.ExecOptions, argv ...string) (invocation,
 func (s *Sandbox) spec(opts sandbox.ExecOptions, w *wrapped) sandbox.ProcessSpec {
 	return sandbox.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: pipeOnly(opts.Stdin),
 		Timeout: sandbox.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr,
-		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started}
+		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Start: w.start, Started: w.started}
 }
 
 // run wraps inv and runs it in the foreground.
@@ -70,7 +70,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 		return nil, err
 	}
 	task, err := s.Background.Start(ctx, sandbox.Launch{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env,
-		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Started: w.started})
+		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Start: w.start, Started: w.started})
 	if err != nil {
 		w.done()
 		return nil, err

@@ -33,6 +33,15 @@ type gate struct {
 	blockR, blockW *os.File
 	pid            atomic.Int64
 	cmd            *cmdCgroup // the command's CPU budget; nil without a CPU limit
+	born           bool       // bwrap was forked in the cgroups: nothing to join
+}
+
+// start starts bwrap, from the cgroup thread when it is in the cgroups
+// (cgroup_thread_linux.go).
+func (g *gate) start(cmd *exec.Cmd) error {
+	born, err := g.cg.start(cmd)
+	g.born = born
+	return err
 }
 
 func newGate(cg *cgroupSet, l Limits) (*gate, error) {
@@ -82,8 +91,10 @@ func (g *gate) open(int) error {
 		return fmt.Errorf("local: bwrap exited before the command started (a mount it could not make, or namespaces it could not create: run the command again and see its stderr, or sage doctor): %w", err)
 	}
 	g.pid.Store(int64(info.ChildPID))
-	if err := g.cg.join(info.ChildPID); err != nil {
-		return err
+	if !g.born {
+		if err := g.cg.join(info.ChildPID); err != nil {
+			return err
+		}
 	}
 	if err := g.cmd.start(info.ChildPID); err != nil {
 		return err

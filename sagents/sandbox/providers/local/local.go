@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -88,8 +89,11 @@ type wrapped struct {
 	extraFiles []*os.File
 	cred       *syscall.Credential // run as this host uid; nil: as the caller
 	terminate  func()
-	started    func(pid int) error // runs once the process started
-	done       func()              // releases per-invocation resources after exit
+	// start starts the process (nil: cmd.Start): bwrap's may be forked
+	// from a thread in the sandbox's cgroups.
+	start   func(*exec.Cmd) error
+	started func(pid int) error // runs once the process started
+	done    func()              // releases per-invocation resources after exit
 	// report, when set, says in the result why the command died (the CPU
 	// budget); it runs before done.
 	report func(*sandbox.CommandResult)

@@ -284,7 +284,11 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
-	err = cmd.Start()
+	if w.start != nil {
+		err = w.start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	closeFiles(w.extraFiles)
 	if err != nil {
 		w.done()

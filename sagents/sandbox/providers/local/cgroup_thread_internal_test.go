@@ -1,0 +1,124 @@
+//go:build linux
+
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// threadSandbox is a session sandbox with pids and memory cgroups (v1),
+// its cgroup thread in them; it fails t where this machine has none.
+func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cgroupSet) {
+	t.Helper()
+	if fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
+		if os.Getenv("SAGE_TEST_ALLOW_SKIP") == "1" {
+			t.Skip("cgroup v2: the gate joins; no cgroup thread")
+		}
+		t.Fatal("cgroup v2 here: the cgroup thread is v1's (set SAGE_TEST_ALLOW_SKIP=1 to skip)")
+	}
+	sup, err := testenv.SupervisorBinary()
+	require.NoError(t, err)
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
+	cfg.Local.MemoryLimitMB, cfg.Local.PidsLimit = 256, 64
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	opts := Options{}
+	if cfg.Local.FreshPerCommand == nil || !*cfg.Local.FreshPerCommand {
+		opts.Session = SessionOptions{Supervisor: sup}
+	}
+	s, err := NewWithOptions(t.Context(), cfg, opts)
+	require.NoError(t, err, "a memory and a pids limit need writable cgroups")
+	b, ok := s.iso.(*bwrapIsolator)
+	require.True(t, ok, "bwrap isolation")
+	require.NotNil(t, b.cg)
+	b.cg.mu.Lock()
+	th := b.cg.thread
+	b.cg.mu.Unlock()
+	require.NotNil(t, th, "a bwrap sandbox with v1 cgroups starts its cgroup thread")
+	select {
+	case <-th.ready:
+	case <-time.After(threadJoinTimeout):
+		t.Fatal("the cgroup thread did not join")
+	}
+	require.NoError(t, th.err)
+	return s, b.cg
+}
+
+// inCgroups says whether process pid is in every cgroup of c.
+func inCgroups(t *testing.T, c *cgroupSet, pid int) bool {
+	t.Helper()
+	own, err := readCgroups("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	require.NoError(t, err)
+	for _, p := range c.procs {
+		ctl := hierarchyOf(p)
+		if filepath.Join(cgroupRoot, ctl, own[ctl]) != filepath.Dir(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// A session sandbox's bwrap is born in the sandbox's cgroups, forked by
+// the cgroup thread: the outer bwrap process itself is in them, which a
+// join at the gate (of bwrap's sandbox child only) never does. Control:
+// with the thread stopped, the same start leaves the outer bwrap outside
+// (the gate joins its child), so the check tells the two apart.
+func TestCgroupThreadForksBwrapInside(t *testing.T) {
+	s, cg := threadSandbox(t)
+	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
+	require.NoError(t, err)
+	require.True(t, res.Success, res)
+	assert.True(t, inCgroups(t, cg, s.SessionPID()), "the session's bwrap was not born in the sandbox's cgroups")
+	for _, p := range cg.procs {
+		if f := filepath.Join(filepath.Dir(p), "pids.max"); fileExists(f) {
+			b, _ := os.ReadFile(f)
+			assert.Equal(t, "65", strings.TrimSpace(string(b)), "pids.max is the limit plus the thread")
+		}
+	}
+	procs, _ := os.ReadFile(cg.procs[0])
+	assert.Contains(t, strings.Fields(string(procs)), strconv.Itoa(os.Getpid()), "the thread is this process's")
+	dirs := append([]string{}, cg.dirs...)
+	require.NoError(t, s.Close(t.Context()))
+	for _, d := range dirs {
+		assert.NoDirExists(t, d, "Close ends the thread and removes the cgroups (without killing this process)")
+	}
+
+	s, cg = threadSandbox(t) // control
+	cg.mu.Lock()
+	require.NoError(t, cg.stopThread())
+	cg.mu.Unlock()
+	res, err = s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
+	require.NoError(t, err)
+	require.True(t, res.Success, res)
+	assert.False(t, inCgroups(t, cg, s.SessionPID()), "control: without the thread the outer bwrap stays outside")
+	require.NoError(t, s.Close(t.Context()))
+}
+
+// With fresh_per_command every command's bwrap is born in the cgroups
+// too (a background task's is the one still running to look at).
+func TestCgroupThreadForksFreshBwrapInside(t *testing.T) {
+	fresh := true
+	s, cg := threadSandbox(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
+	defer s.Close(t.Context())
+	require.False(t, s.SessionEnabled())
+	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
+	require.NoError(t, err)
+	require.True(t, res.Success, res)
+	task, err := s.StartBackground(t.Context(), "sleep 30", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	defer s.KillBackground(t.Context(), task.ID, true)
+	assert.True(t, inCgroups(t, cg, task.PID), "the background task's bwrap was not born in the sandbox's cgroups")
+}

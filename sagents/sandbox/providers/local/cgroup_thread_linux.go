@@ -1,0 +1,212 @@
+//go:build linux
+
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A process is born in the cgroups of the thread that forks it. Moving
+// one into a cgroup later (the gate's join) takes the kernel's
+// threadgroup lock for writing, which waits for an RCU grace period
+// unless one passed since the lock was last taken: 2 to 16 ms measured
+// here, so a session sandbox's start waited at the gate in a third of
+// its starts, 2 ms on average, even with the lock primed
+// (cgroup_prime_linux.go). So a bwrap sandbox on cgroup v1 keeps one host
+// thread in its cgroups (moved there once, in the background, when the
+// sandbox opens) and forks its bwrap processes from it (the session
+// sandbox's; with fresh_per_command, each command's): bwrap and
+// everything under it are born in the cgroups, and the gate has nothing
+// left to move. cgroup v2 moves threads only within threaded cgroups,
+// and has CLONE_INTO_CGROUP for this instead; there the gate's join
+// stays.
+//
+// The thread is a host thread, one per open sandbox. It counts as one
+// task of the pids cgroup (pids.max is raised by one for it). Its
+// memory stays this process's (user pages are charged to the memory
+// cgroup of the process's leader, never this thread: offMainThread), and
+// the memory cgroup's OOM killer, which picks among processes by their
+// leader, never picks this process. It must be out of the cgroups before
+// they are removed, since cgroup.procs then lists this process: remove
+// ends the thread first, and removeCgroup never kills this process.
+
+// cgroupThread is a locked OS thread in a cgroupSet's hierarchies that
+// runs the functions sent on work.
+type cgroupThread struct {
+	work  chan func()
+	ready chan struct{} // closed once the thread is in the cgroups, or could not be
+	in    bool          // set before ready closes: the thread is in every hierarchy
+	err   error         // set before ready closes: why not
+	left  chan struct{} // closed as the thread ends
+}
+
+// threadJoinTimeout bounds the thread's join and its end.
+const threadJoinTimeout = 10 * time.Second
+
+// startThread starts the cgroup thread of a v1 set (nothing for v2, or
+// with nothing to join). The join happens in the background: until it is
+// done, start forks from any thread and the gate joins.
+func (c *cgroupSet) startThread() {
+	if c == nil || len(c.procs) == 0 || fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
+		return
+	}
+	t := &cgroupThread{work: make(chan func()), ready: make(chan struct{}), left: make(chan struct{})}
+	c.mu.Lock()
+	c.thread = t
+	procs := slices.Clone(c.procs)
+	c.mu.Unlock()
+	setPidsMax(procs, c.pidsMax, 1) // the thread is a task of the pids cgroup: one more for it
+	offMainThread(func() { t.run(procs, c.pidsMax) })
+}
+
+// setPidsMax sets pids.max, in the hierarchy of procs that has it, to
+// the pids limit max plus extra (no lock: run calls it while remove may
+// hold mu).
+func setPidsMax(procs []string, max, extra int) {
+	if max <= 0 {
+		return
+	}
+	for _, p := range procs {
+		if f := filepath.Join(filepath.Dir(p), "pids.max"); fileExists(f) {
+			os.WriteFile(f, []byte(strconv.Itoa(max+extra)), 0)
+		}
+	}
+}
+
+// offMainThread runs f in a new goroutine locked to an OS thread that is
+// not the main one (a goroutine locked to the main thread when it returns
+// wedges it instead of ending it).
+func offMainThread(f func()) {
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			f()
+			return
+		}
+		locked := make(chan struct{})
+		go func() { // not on this thread: it is locked to this goroutine
+			runtime.LockOSThread()
+			close(locked)
+			f()
+		}()
+		<-locked
+		runtime.UnlockOSThread()
+	}()
+}
+
+// run, on its locked thread: join, then serve work until it is closed.
+// It returns with the thread still locked, which ends the thread:
+// leaving the cgroups that way takes no move, so no grace period either
+// (removeCgroup retries its rmdir until the thread is gone).
+func (t *cgroupThread) run(procs []string, pidsMax int) {
+	defer close(t.left)
+	tid := []byte(strconv.Itoa(unix.Gettid()))
+	var err error
+	for _, p := range procs {
+		if err = os.WriteFile(filepath.Join(filepath.Dir(p), "tasks"), tid, 0); err != nil {
+			err = fmt.Errorf("local: cgroup thread: %w", err)
+			break
+		}
+	}
+	if err == nil {
+		err = checkThread(procs)
+	}
+	t.in, t.err = err == nil, err
+	if !t.in {
+		setPidsMax(procs, pidsMax, 0)
+	}
+	close(t.ready)
+	if t.in {
+		for f := range t.work {
+			f()
+		}
+	}
+}
+
+// hierarchyOf is the v1 controller (the hierarchy's directory under
+// cgroupRoot) of a cgroup file.
+func hierarchyOf(file string) string {
+	rel, _ := filepath.Rel(cgroupRoot, file)
+	ctl, _, _ := strings.Cut(rel, "/")
+	return ctl
+}
+
+// checkThread reads the calling thread's cgroups and fails unless it is
+// in the cgroup of each of procs.
+func checkThread(procs []string) error {
+	own, err := readCgroups("/proc/thread-self/cgroup")
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		ctl := hierarchyOf(p)
+		if filepath.Join(cgroupRoot, ctl, own[ctl]) != filepath.Dir(p) {
+			return fmt.Errorf("local: cgroup thread: not in %s after its join", filepath.Dir(p))
+		}
+	}
+	return nil
+}
+
+// start starts cmd born in the cgroups when the cgroup thread is in them
+// (born true), else as usual (born false: the gate must join).
+func (c *cgroupSet) start(cmd *exec.Cmd) (born bool, err error) {
+	if c == nil {
+		return false, cmd.Start()
+	}
+	c.mu.Lock()
+	if c.removed || !c.threadIn() { // none, or still joining: not worth waiting for
+		c.mu.Unlock()
+		return false, cmd.Start()
+	}
+	done := make(chan error, 1)
+	c.thread.work <- func() { done <- cmd.Start() } // under mu: remove cannot close work meanwhile
+	c.mu.Unlock()
+	return true, <-done
+}
+
+// threadIn says, with mu held, whether the cgroup thread is in the
+// cgroups: bwrap started now is born there.
+func (c *cgroupSet) threadIn() bool {
+	if c.thread == nil {
+		return false
+	}
+	select {
+	case <-c.thread.ready:
+		return c.thread.in
+	default:
+		return false
+	}
+}
+
+// stopThread ends the cgroup thread (remove, with mu held); an error
+// means it may still be in the cgroups.
+func (c *cgroupSet) stopThread() error {
+	t := c.thread
+	if t == nil {
+		return nil
+	}
+	c.thread = nil
+	select {
+	case <-t.ready:
+	case <-time.After(threadJoinTimeout):
+		return errors.New("local: cgroup thread: its join did not end")
+	}
+	close(t.work)
+	select {
+	case <-t.left:
+	case <-time.After(threadJoinTimeout):
+		return errors.New("local: cgroup thread: it did not end")
+	}
+	return nil
+}
