@@ -11,37 +11,12 @@ import (
 // The control protocol's messages (one per SOCK_SEQPACKET record) are a
 // list of fields, each a tag byte and a value: a number as a varint
 // (encoding/binary's, zig-zag for signed ones, 1 for a flag) or a string
-// as its length (an unsigned varint) and its bytes. A list of strings
-// repeats its tag; a zero value is left out. Unlike encoding/json this
+// as its length (an unsigned varint) and its bytes. A field's tag is its
+// place in the type's fields list, from 1. A list of strings repeats its
+// tag; a zero value is left out. Unlike encoding/json this
 // takes no reflection: the first message a supervisor decodes costs it
 // nothing more than the next, and a session's first command waits for
 // that first decode.
-
-// Field tags of a Request.
-const (
-	reqOp byte = 1 + iota
-	reqID
-	reqArgv
-	reqEnv
-	reqDir
-	reqSig
-	reqGate
-	reqCPUSeconds
-	reqPidfd
-	reqGroupDies
-	reqQuiet
-)
-
-// Field tags of a Reply.
-const (
-	repOp byte = 1 + iota
-	repID
-	repProtocol
-	repPid
-	repExit
-	repSignal
-	repErr
-)
 
 // ErrMessage is what decoding a malformed control message returns,
 // wrapped with where it failed.
@@ -52,22 +27,11 @@ func (r Request) MarshalBinary() ([]byte, error) {
 	if len(r.Argv) > MaxArgs || len(r.Env) > MaxArgs {
 		return nil, errors.New("supervisor: a request holds at most " + strconv.Itoa(MaxArgs) + " arguments and as many variables")
 	}
-	var e encoder
-	e.str(reqOp, r.Op)
-	e.uint(reqID, r.ID)
-	e.strs(reqArgv, r.Argv)
-	e.strs(reqEnv, r.Env)
-	e.str(reqDir, r.Dir)
-	e.int(reqSig, r.Sig)
-	e.flag(reqGate, r.Gate)
-	e.int(reqCPUSeconds, r.CPUSeconds)
-	e.flag(reqPidfd, r.Pidfd)
-	e.flag(reqGroupDies, r.GroupDies)
-	e.flag(reqQuiet, r.Quiet)
-	if len(e) > MaxMessage {
-		return nil, errors.New("supervisor: a request is at most " + strconv.Itoa(MaxMessage) + " bytes, this one " + strconv.Itoa(len(e)))
+	b := encode(r.fields())
+	if len(b) > MaxMessage {
+		return nil, errors.New("supervisor: a request is at most " + strconv.Itoa(MaxMessage) + " bytes, this one " + strconv.Itoa(len(b)))
 	}
-	return e, nil
+	return b, nil
 }
 
 // UnmarshalBinary decodes a request encoded by MarshalBinary into r,
@@ -75,125 +39,102 @@ func (r Request) MarshalBinary() ([]byte, error) {
 // than MaxArgs arguments or variables is an error wrapping ErrMessage.
 func (r *Request) UnmarshalBinary(b []byte) error {
 	*r = Request{}
-	d := decoder{b: b}
-	for d.more() {
-		switch tag := d.tag(); tag {
-		case reqOp:
-			r.Op = d.str()
-		case reqID:
-			r.ID = d.uint()
-		case reqArgv:
-			r.Argv = d.appendStr(r.Argv)
-		case reqEnv:
-			r.Env = d.appendStr(r.Env)
-		case reqDir:
-			r.Dir = d.str()
-		case reqSig:
-			r.Sig = d.int()
-		case reqGate:
-			r.Gate = d.flag()
-		case reqCPUSeconds:
-			r.CPUSeconds = d.int()
-		case reqPidfd:
-			r.Pidfd = d.flag()
-		case reqGroupDies:
-			r.GroupDies = d.flag()
-		case reqQuiet:
-			r.Quiet = d.flag()
-		default:
-			d.unknown(tag)
-		}
-	}
-	return d.err
+	return decode(b, r.fields())
+}
+
+// fields are r's fields by tag: fields()[tag-1] has that tag.
+func (r *Request) fields() []field {
+	return []field{{str: &r.Op}, {u64: &r.ID}, {strs: &r.Argv}, {strs: &r.Env}, {str: &r.Dir}, {num: &r.Sig},
+		{flag: &r.Gate}, {num: &r.CPUSeconds}, {flag: &r.Pidfd}, {flag: &r.GroupDies}, {flag: &r.Quiet}}
 }
 
 // MarshalBinary encodes r for the control socket (HostPid is not sent).
-func (r Reply) MarshalBinary() ([]byte, error) {
-	var e encoder
-	e.str(repOp, r.Op)
-	e.uint(repID, r.ID)
-	e.int(repProtocol, r.Protocol)
-	e.int(repPid, r.Pid)
-	e.int(repExit, r.Exit)
-	e.int(repSignal, r.Signal)
-	e.str(repErr, r.Err)
-	return e, nil
-}
+func (r Reply) MarshalBinary() ([]byte, error) { return encode(r.fields()), nil }
 
 // UnmarshalBinary decodes a reply encoded by MarshalBinary into r, which
 // it resets first; a malformed one is an error wrapping ErrMessage.
 func (r *Reply) UnmarshalBinary(b []byte) error {
 	*r = Reply{}
+	return decode(b, r.fields())
+}
+
+// fields are r's fields by tag, as Request.fields.
+func (r *Reply) fields() []field {
+	return []field{{str: &r.Op}, {u64: &r.ID}, {num: &r.Protocol}, {num: &r.Pid}, {num: &r.Exit}, {num: &r.Signal}, {str: &r.Err}}
+}
+
+// field is one field of a message: a pointer to its value, by type.
+type field struct {
+	str  *string
+	strs *[]string
+	u64  *uint64
+	num  *int
+	flag *bool
+}
+
+// encode writes every field that is not zero; a list's elements each.
+func encode(fields []field) []byte {
+	var e []byte
+	for i, f := range fields {
+		tag := byte(i + 1)
+		switch {
+		case f.str != nil && *f.str != "":
+			e = appendString(append(e, tag), *f.str)
+		case f.strs != nil:
+			for _, s := range *f.strs { // empty ones too: a list keeps its length
+				e = appendString(append(e, tag), s)
+			}
+		case f.u64 != nil && *f.u64 != 0:
+			e = binary.AppendUvarint(append(e, tag), *f.u64)
+		case f.num != nil && *f.num != 0:
+			e = binary.AppendVarint(append(e, tag), int64(*f.num))
+		case f.flag != nil && *f.flag:
+			e = append(e, tag, 1)
+		}
+	}
+	return e
+}
+
+func appendString(e []byte, s string) []byte {
+	return append(binary.AppendUvarint(e, uint64(len(s))), s...)
+}
+
+// decode reads b's fields into fields until b ends or the first error.
+func decode(b []byte, fields []field) error {
 	d := decoder{b: b}
-	for d.more() {
-		switch tag := d.tag(); tag {
-		case repOp:
-			r.Op = d.str()
-		case repID:
-			r.ID = d.uint()
-		case repProtocol:
-			r.Protocol = d.int()
-		case repPid:
-			r.Pid = d.int()
-		case repExit:
-			r.Exit = d.int()
-		case repSignal:
-			r.Signal = d.int()
-		case repErr:
-			r.Err = d.str()
-		default:
-			d.unknown(tag)
+	for d.err == nil && len(d.b) > 0 {
+		tag := d.b[0]
+		d.b = d.b[1:]
+		if tag == 0 || int(tag) > len(fields) {
+			d.fail("unknown field " + strconv.Itoa(int(tag)))
+			break
+		}
+		switch f := fields[tag-1]; {
+		case f.str != nil:
+			*f.str = d.str()
+		case f.strs != nil:
+			if len(*f.strs) >= MaxArgs {
+				d.fail("a list of more than " + strconv.Itoa(MaxArgs) + " strings")
+				break
+			}
+			if s := d.str(); d.err == nil {
+				*f.strs = append(*f.strs, s)
+			}
+		case f.u64 != nil:
+			*f.u64 = d.uint()
+		case f.num != nil:
+			*f.num = d.int()
+		case f.flag != nil:
+			*f.flag = d.uint() != 0
 		}
 	}
 	return d.err
 }
 
-type encoder []byte
-
-func (e *encoder) str(tag byte, s string) {
-	if s != "" {
-		*e = append(binary.AppendUvarint(append(*e, tag), uint64(len(s))), s...)
-	}
-}
-
-// strs encodes every element, empty ones too: a list keeps its length.
-func (e *encoder) strs(tag byte, l []string) {
-	for _, s := range l {
-		*e = append(binary.AppendUvarint(append(*e, tag), uint64(len(s))), s...)
-	}
-}
-
-func (e *encoder) uint(tag byte, v uint64) {
-	if v != 0 {
-		*e = binary.AppendUvarint(append(*e, tag), v)
-	}
-}
-
-func (e *encoder) int(tag byte, v int) {
-	if v != 0 {
-		*e = binary.AppendVarint(append(*e, tag), int64(v))
-	}
-}
-
-func (e *encoder) flag(tag byte, v bool) {
-	if v {
-		*e = append(*e, tag, 1)
-	}
-}
-
-// decoder reads a message's fields in turn: more, the tag, then the
-// value by the method of its type. The first error ends the message.
+// decoder reads a message's values; the first error ends the message.
 type decoder struct {
 	b   []byte
 	err error
-}
-
-func (d *decoder) more() bool { return d.err == nil && len(d.b) > 0 }
-
-func (d *decoder) tag() byte {
-	t := d.b[0]
-	d.b = d.b[1:]
-	return t
 }
 
 // messageError is a malformed message: what is wrong, wrapping ErrMessage.
@@ -208,8 +149,6 @@ func (d *decoder) fail(what string) {
 	}
 	d.b = nil
 }
-
-func (d *decoder) unknown(tag byte) { d.fail("unknown field " + strconv.Itoa(int(tag))) }
 
 func (d *decoder) uint() uint64 {
 	v, n := binary.Uvarint(d.b)
@@ -231,8 +170,6 @@ func (d *decoder) int() int {
 	return int(v)
 }
 
-func (d *decoder) flag() bool { return d.uint() != 0 }
-
 func (d *decoder) str() string {
 	n := d.uint()
 	if d.err != nil {
@@ -245,16 +182,4 @@ func (d *decoder) str() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
-}
-
-func (d *decoder) appendStr(l []string) []string {
-	if len(l) >= MaxArgs {
-		d.fail("a list of more than " + strconv.Itoa(MaxArgs) + " strings")
-		return l
-	}
-	s := d.str()
-	if d.err != nil {
-		return l
-	}
-	return append(l, s)
 }

@@ -32,6 +32,19 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 }
 
+// The encoding of one request and one reply, byte for byte: a change to
+// the fields' order or encoding must come with a new Protocol.
+func TestWireBytes(t *testing.T) {
+	b, _ := Request{Op: "exec", ID: 1, Argv: []string{"sh", ""}, Sig: -1, Quiet: true}.MarshalBinary()
+	if want := "\x01\x04exec\x02\x01\x03\x02sh\x03\x00\x06\x01\x0b\x01"; string(b) != want {
+		t.Errorf("request = %q, want %q", b, want)
+	}
+	b, _ = Reply{Op: "exited", ID: 2, Exit: 137, Signal: 9}.MarshalBinary()
+	if want := "\x01\x06exited\x02\x02\x05\x92\x02\x06\x12"; string(b) != want {
+		t.Errorf("reply = %q, want %q", b, want)
+	}
+}
+
 func TestReplyRoundTrip(t *testing.T) {
 	for _, r := range []Reply{
 		{},
@@ -60,6 +73,14 @@ func TestReplyRoundTrip(t *testing.T) {
 	}
 }
 
+// Tags of Request fields (their place in Request.fields, from 1).
+const (
+	reqOp   = 1
+	reqID   = 2
+	reqArgv = 3
+	reqSig  = 6
+)
+
 func TestRequestMalformed(t *testing.T) {
 	ok, _ := Request{Op: "exec", ID: 300, Argv: []string{"true"}}.MarshalBinary()
 	many := make([]byte, 0, 3*(MaxArgs+1))
@@ -68,6 +89,7 @@ func TestRequestMalformed(t *testing.T) {
 	}
 	for name, b := range map[string][]byte{
 		"unknown field":      append(append([]byte{}, ok...), 99, 1),
+		"field zero":         {0, 1},
 		"truncated number":   {reqID, 0x80},
 		"truncated string":   {reqOp, 5, 'e', 'x'},
 		"truncated length":   {reqOp},
