@@ -3,6 +3,7 @@
 package supervisor
 
 import (
+	"encoding"
 	"errors"
 	"reflect"
 	"strings"
@@ -116,47 +117,43 @@ func TestRequestMalformed(t *testing.T) {
 }
 
 // FuzzRequest: any message decodes without panic, and one that decodes
-// encodes back to the same request.
+// encodes (at most MaxArgs arguments, MaxMessage bytes) back to the
+// same request.
 func FuzzRequest(f *testing.F) {
-	for _, r := range []Request{{Op: "ping", ID: 1}, {Op: "exec", ID: 2, Argv: []string{"a", ""}, Env: []string{"X=1"}, Dir: "/", Gate: true, CPUSeconds: 2}} {
-		b, _ := r.MarshalBinary()
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var req Request
-		if err := req.UnmarshalBinary(b); err != nil {
-			return
-		}
-		if len(req.Argv) > MaxArgs || len(req.Env) > MaxArgs {
-			t.Fatalf("decoded %d arguments, %d variables", len(req.Argv), len(req.Env))
-		}
-		out, err := req.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var again Request
-		if err := again.UnmarshalBinary(out); err != nil || !reflect.DeepEqual(again, req) {
-			t.Fatalf("%+v encoded as %q decodes as %+v, %v", req, out, again, err)
-		}
-	})
+	fuzzRoundTrip(f, Request{Op: "ping", ID: 1},
+		Request{Op: "exec", ID: 2, Argv: []string{"a", ""}, Env: []string{"X=1"}, Dir: "/", Gate: true, CPUSeconds: 2})
 }
 
 // FuzzReply is FuzzRequest for the supervisor's replies, what the host
 // reads from inside the sandbox.
 func FuzzReply(f *testing.F) {
-	for _, r := range []Reply{{Op: "pong", ID: 1, Protocol: Protocol}, {Op: "exited", ID: 2, Exit: -1, Signal: 9, Err: "x"}} {
-		b, _ := r.MarshalBinary()
+	fuzzRoundTrip(f, Reply{Op: "pong", ID: 1, Protocol: Protocol}, Reply{Op: "exited", ID: 2, Exit: -1, Signal: 9, Err: "x"})
+}
+
+func fuzzRoundTrip[T any, PT interface {
+	*T
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}](f *testing.F, seeds ...T) {
+	for _, m := range seeds {
+		b, err := PT(&m).MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var r Reply
-		if err := r.UnmarshalBinary(b); err != nil {
+		var m T
+		if PT(&m).UnmarshalBinary(b) != nil {
 			return
 		}
-		out, _ := r.MarshalBinary()
-		var again Reply
-		if err := again.UnmarshalBinary(out); err != nil || again != r {
-			t.Fatalf("%+v encoded as %q decodes as %+v, %v", r, out, again, err)
+		out, err := PT(&m).MarshalBinary()
+		if err != nil {
+			t.Fatalf("%+v decoded, but does not encode: %v", m, err)
+		}
+		var again T
+		if err := PT(&again).UnmarshalBinary(out); err != nil || !reflect.DeepEqual(again, m) {
+			t.Fatalf("%+v encoded as %q decodes as %+v, %v", m, out, again, err)
 		}
 	})
 }
