@@ -13,10 +13,10 @@ import (
 // (encoding/binary's, zig-zag for signed ones, 1 for a flag) or a string
 // as its length (an unsigned varint) and its bytes. A field's tag is its
 // place in the type's fields list, from 1. A list of strings repeats its
-// tag; a zero value is left out. Unlike encoding/json this
-// takes no reflection: the first message a supervisor decodes costs it
-// nothing more than the next, and a session's first command waits for
-// that first decode.
+// tag; a zero value is left out. Unlike encoding/json this takes no
+// reflection: the first message a supervisor decodes costs it nothing
+// more than the next, and a session's first command waits for that
+// first decode.
 
 // ErrMessage is what decoding a malformed control message returns,
 // wrapped with where it failed.
