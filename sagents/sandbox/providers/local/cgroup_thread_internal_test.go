@@ -18,15 +18,22 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-// threadSandbox is a session sandbox with pids and memory cgroups (v1),
-// its cgroup thread in them; it fails t where this machine has none.
+// threadSandbox is a sandbox (a session one unless mutate says
+// fresh_per_command) with pids and memory cgroups, its cgroup thread in
+// them. Without writable cgroups it fails t as root (unless
+// SAGE_TEST_ALLOW_SKIP=1) and skips it otherwise, as the package's other
+// cgroup tests do; on cgroup v2 it checks that there is no thread (the
+// gate joins there) and skips the rest.
 func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cgroupSet) {
 	t.Helper()
-	if fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
-		if os.Getenv("SAGE_TEST_ALLOW_SKIP") == "1" {
-			t.Skip("cgroup v2: the gate joins; no cgroup thread")
+	probe, err := createCgroups("sage-probe-"+randomSuffix(), Limits{Pids: 64, MemoryBytes: 256 << 20})
+	writable := err == nil && probe.pids && probe.mem
+	probe.remove()
+	if !writable {
+		if os.Geteuid() == 0 && os.Getenv("SAGE_TEST_ALLOW_SKIP") != "1" {
+			t.Fatalf("running as root without writable pids and memory cgroups (%v); set SAGE_TEST_ALLOW_SKIP=1 to skip", err)
 		}
-		t.Fatal("cgroup v2 here: the cgroup thread is v1's (set SAGE_TEST_ALLOW_SKIP=1 to skip)")
+		t.Skipf("no writable pids and memory cgroups here (%v)", err)
 	}
 	sup, err := testenv.SupervisorBinary()
 	require.NoError(t, err)
@@ -47,6 +54,11 @@ func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cg
 	b.cg.mu.Lock()
 	th := b.cg.thread
 	b.cg.mu.Unlock()
+	if fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
+		require.Nil(t, th, "cgroup v2 moves whole processes: no cgroup thread")
+		s.Close(t.Context())
+		t.Skip("cgroup v2: no cgroup thread (checked); the gate joins bwrap's child as before")
+	}
 	require.NotNil(t, th, "a bwrap sandbox with v1 cgroups starts its cgroup thread")
 	select {
 	case <-th.ready:
