@@ -52,8 +52,7 @@ func primeMove(procs string) {
 	v2 := fileExists(filepath.Join(cgroupRoot, "cgroup.controllers"))
 	ctl, file := "", "cgroup.threads"
 	if !v2 {
-		ctl, _, _ = strings.Cut(rel, "/")
-		file = "tasks"
+		ctl, file = hierarchyOf(procs), "tasks"
 	}
 	runtime.LockOSThread() // this thread's cgroup is read and written
 	defer runtime.UnlockOSThread()

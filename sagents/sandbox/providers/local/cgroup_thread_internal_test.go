@@ -69,18 +69,9 @@ func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cg
 	return s, b.cg
 }
 
-// inCgroups says whether process pid is in every cgroup of c.
-func inCgroups(t *testing.T, c *cgroupSet, pid int) bool {
-	t.Helper()
-	own, err := readCgroups("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	require.NoError(t, err)
-	for _, p := range c.procs {
-		ctl := hierarchyOf(p)
-		if filepath.Join(cgroupRoot, ctl, own[ctl]) != filepath.Dir(p) {
-			return false
-		}
-	}
-	return true
+// bornInside says whether process pid is in every cgroup of c.
+func bornInside(c *cgroupSet, pid int) bool {
+	return inCgroups("/proc/"+strconv.Itoa(pid)+"/cgroup", c.procs) == nil
 }
 
 // A session sandbox's bwrap is born in the sandbox's cgroups, forked by
@@ -93,7 +84,7 @@ func TestCgroupThreadForksBwrapInside(t *testing.T) {
 	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
 	require.NoError(t, err)
 	require.True(t, res.Success, res)
-	assert.True(t, inCgroups(t, cg, s.SessionPID()), "the session's bwrap was not born in the sandbox's cgroups")
+	assert.True(t, bornInside(cg, s.SessionPID()), "the session's bwrap was not born in the sandbox's cgroups")
 	for _, p := range cg.procs {
 		if f := filepath.Join(filepath.Dir(p), "pids.max"); fileExists(f) {
 			b, _ := os.ReadFile(f)
@@ -115,7 +106,7 @@ func TestCgroupThreadForksBwrapInside(t *testing.T) {
 	res, err = s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
 	require.NoError(t, err)
 	require.True(t, res.Success, res)
-	assert.False(t, inCgroups(t, cg, s.SessionPID()), "control: without the thread the outer bwrap stays outside")
+	assert.False(t, bornInside(cg, s.SessionPID()), "control: without the thread the outer bwrap stays outside")
 	require.NoError(t, s.Close(t.Context()))
 }
 
@@ -132,5 +123,5 @@ func TestCgroupThreadForksFreshBwrapInside(t *testing.T) {
 	task, err := s.StartBackground(t.Context(), "sleep 30", sandbox.ExecOptions{})
 	require.NoError(t, err)
 	defer s.KillBackground(t.Context(), task.ID, true)
-	assert.True(t, inCgroups(t, cg, task.PID), "the background task's bwrap was not born in the sandbox's cgroups")
+	assert.True(t, bornInside(cg, task.PID), "the background task's bwrap was not born in the sandbox's cgroups")
 }

@@ -5,6 +5,7 @@ package local
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,10 +121,11 @@ func (t *cgroupThread) run(procs []string, pidsMax int) {
 		}
 	}
 	if err == nil {
-		err = checkThread(procs)
+		err = inCgroups("/proc/thread-self/cgroup", procs)
 	}
 	t.in, t.err = err == nil, err
 	if !t.in {
+		slog.Debug("local sandbox: the cgroup thread could not join; the gate moves bwrap's child instead", "err", err)
 		setPidsMax(procs, pidsMax, 0)
 	}
 	close(t.ready)
@@ -142,17 +144,18 @@ func hierarchyOf(file string) string {
 	return ctl
 }
 
-// checkThread reads the calling thread's cgroups and fails unless it is
-// in the cgroup of each of procs.
-func checkThread(procs []string) error {
-	own, err := readCgroups("/proc/thread-self/cgroup")
+// inCgroups fails unless the task whose /proc cgroup file is file
+// ("/proc/thread-self/cgroup", "/proc/PID/cgroup") is in the cgroup of
+// each of procs.
+func inCgroups(file string, procs []string) error {
+	own, err := readCgroups(file)
 	if err != nil {
 		return err
 	}
 	for _, p := range procs {
 		ctl := hierarchyOf(p)
 		if filepath.Join(cgroupRoot, ctl, own[ctl]) != filepath.Dir(p) {
-			return fmt.Errorf("local: cgroup thread: not in %s after its join", filepath.Dir(p))
+			return fmt.Errorf("local: %s: not in %s", file, filepath.Dir(p))
 		}
 	}
 	return nil
