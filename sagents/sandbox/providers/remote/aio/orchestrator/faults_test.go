@@ -17,6 +17,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator/orchestratortest"
 )
 
 // losingStore is a FileStore whose lock is lost as soon as it is taken
@@ -49,26 +50,26 @@ func TestLostLockStopsTheHolder(t *testing.T) {
 	t.Cleanup(func() { p.Shutdown(context.Background()) })
 	_, err = p.Acquire(context.Background(), "t1")
 	require.ErrorIs(t, err, orchestrator.ErrLockLost)
-	assert.Zero(t, b.creates.Load(), "created under a lost lock")
+	assert.Zero(t, b.Creates(), "created under a lost lock")
 
 	st.lose = false
 	sid, err := p.Acquire(context.Background(), "t1")
 	require.NoError(t, err, "control")
-	assert.Equal(t, int32(1), b.creates.Load())
+	assert.Equal(t, 1, b.Creates())
 
 	st.lose = true
 	p2, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Store: st})
 	require.NoError(t, err)
 	t.Cleanup(func() { p2.Shutdown(context.Background()) })
 	require.ErrorIs(t, p2.ReleaseThread(context.Background(), "t1"), orchestrator.ErrLockLost)
-	assert.Equal(t, 1, b.count(), "destroyed under a lost lock")
+	assert.Equal(t, 1, b.Running(), "destroyed under a lost lock")
 	_, ok := p.Info(sid)
 	assert.True(t, ok)
 }
 
 // touchingBackend records Touch calls (as the provisioner client does).
 type touchingBackend struct {
-	*fakeBackend
+	*orchestratortest.Backend
 	touches atomic.Int32
 }
 
@@ -77,7 +78,7 @@ func (b *touchingBackend) Touch(context.Context, string) error { b.touches.Add(1
 // Issue 15, fault 2 (Kubernetes path): using a sandbox touches a Toucher
 // backend; an unused one is not touched.
 func TestUseTouchesBackend(t *testing.T) {
-	b := &touchingBackend{fakeBackend: newFakeBackend(t)}
+	b := &touchingBackend{Backend: newFakeBackend(t)}
 	p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: t.TempDir(), TouchInterval: time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { p.Shutdown(context.Background()) })

@@ -22,6 +22,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator/orchestratortest"
 )
 
 func TestSandboxIDFor(t *testing.T) {
@@ -113,16 +114,9 @@ func TestWaitReady(t *testing.T) {
 	assert.ErrorIs(t, err, aioapi.ErrNotReady)
 }
 
-// fakeBackend serves every sandbox from one in-process aioserver.
-type fakeBackend struct {
-	url     string
-	mu      sync.Mutex
-	running map[string]orchestrator.SandboxInfo
-	creates atomic.Int32
-	fail    error
-}
-
-func newFakeBackend(t *testing.T) *fakeBackend {
+// newFakeBackend returns an in-memory backend whose sandboxes are all served
+// by one in-process aioserver.
+func newFakeBackend(t *testing.T) *orchestratortest.Backend {
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir(), RuntimeDir: t.TempDir()})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.Close(context.Background()) })
@@ -131,56 +125,7 @@ func newFakeBackend(t *testing.T) *fakeBackend {
 	require.NoError(t, srv.Ready(context.Background()))
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return &fakeBackend{url: ts.URL, running: map[string]orchestrator.SandboxInfo{}}
-}
-
-func (b *fakeBackend) Create(_ context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
-	if b.fail != nil {
-		return orchestrator.SandboxInfo{}, b.fail
-	}
-	b.creates.Add(1)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	info := orchestrator.SandboxInfo{SandboxID: req.SandboxID, ThreadID: req.ThreadID, URL: b.url, ContainerID: "c-" + req.SandboxID}
-	b.running[req.SandboxID] = info
-	return info, nil
-}
-
-func (b *fakeBackend) Destroy(_ context.Context, info orchestrator.SandboxInfo) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.running, info.SandboxID)
-	return nil
-}
-
-func (b *fakeBackend) IsAlive(_ context.Context, info orchestrator.SandboxInfo) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	_, ok := b.running[info.SandboxID]
-	return ok, nil
-}
-
-func (b *fakeBackend) Discover(_ context.Context, sid string) (orchestrator.SandboxInfo, bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	info, ok := b.running[sid]
-	return info, ok, nil
-}
-
-func (b *fakeBackend) ListRunning(context.Context) ([]orchestrator.SandboxInfo, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []orchestrator.SandboxInfo
-	for _, i := range b.running {
-		out = append(out, i)
-	}
-	return out, nil
-}
-
-func (b *fakeBackend) count() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.running)
+	return &orchestratortest.Backend{URL: func(orchestrator.CreateRequest) string { return ts.URL }}
 }
 
 func TestProviderWithFakeBackend(t *testing.T) {
@@ -199,7 +144,7 @@ func TestProviderWithFakeBackend(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, int32(5), b.creates.Load())
+	assert.Equal(t, 5, b.Creates())
 	assert.Equal(t, 0, orchestrator.ThreadLocks(p), "per-thread locks are pruned")
 
 	anon, err := p.Acquire(ctx, "")
@@ -207,17 +152,17 @@ func TestProviderWithFakeBackend(t *testing.T) {
 	assert.Contains(t, anon, "anon-")
 	assert.NoDirExists(t, filepath.Join(home, "threads", anon))
 	require.NoError(t, p.Release(ctx, orchestrator.SandboxIDFor("t0")))
-	assert.Equal(t, 5, b.count())
+	assert.Equal(t, 5, b.Running())
 	err = p.Release(ctx, "nope")
 	assert.ErrorIs(t, err, os.ErrNotExist)
 	require.NoError(t, p.Shutdown(ctx))
 	require.NoError(t, p.Shutdown(ctx))
-	assert.Equal(t, 0, b.count(), "release policy destroys what it holds")
+	assert.Equal(t, 0, b.Running(), "release policy destroys what it holds")
 }
 
 func TestProviderCreateFailureLeavesNothing(t *testing.T) {
 	b := newFakeBackend(t)
-	b.fail = errors.New("boom")
+	b.FailCreate(errors.New("boom"))
 	p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: t.TempDir()})
 	require.NoError(t, err)
 	defer p.Shutdown(context.Background())

@@ -27,15 +27,15 @@ func TestOnlyTheOwnerDestroys(t *testing.T) {
 	require.NoError(t, err)
 	_, err = adopter.Acquire(ctx, "shared")
 	require.NoError(t, err)
-	assert.Equal(t, int32(1), b.creates.Load(), "adopted, not created again")
+	assert.Equal(t, 1, b.Creates(), "adopted, not created again")
 
 	time.Sleep(300 * time.Millisecond) // the adopter's reaper finds it idle
-	assert.Equal(t, 1, b.count(), "the adopter's reaper destroyed a sandbox it does not own")
+	assert.Equal(t, 1, b.Running(), "the adopter's reaper destroyed a sandbox it does not own")
 	require.NoError(t, adopter.Shutdown(ctx))
-	assert.Equal(t, 1, b.count(), "the adopter's shutdown destroyed a sandbox it does not own")
+	assert.Equal(t, 1, b.Running(), "the adopter's shutdown destroyed a sandbox it does not own")
 
 	require.NoError(t, creator.Shutdown(ctx))
-	assert.Equal(t, 0, b.count(), "the creator releases what it created")
+	assert.Equal(t, 0, b.Running(), "the creator releases what it created")
 }
 
 // A cache hit notices, within LivenessInterval, that the sandbox is gone
@@ -48,15 +48,13 @@ func TestCacheHitNoticesAGoneSandbox(t *testing.T) {
 	ctx := context.Background()
 	sid, err := p.Acquire(ctx, "t1")
 	require.NoError(t, err)
-	b.mu.Lock()
-	delete(b.running, sid) // removed behind our back
-	b.mu.Unlock()
+	b.Vanish(sid) // removed behind our back
 	time.Sleep(30 * time.Millisecond)
 	again, err := p.Acquire(ctx, "t1")
 	require.NoError(t, err)
 	assert.Equal(t, sid, again, "same deterministic id")
-	assert.Equal(t, int32(2), b.creates.Load(), "a new sandbox was created")
-	assert.Equal(t, 1, b.count())
+	assert.Equal(t, 2, b.Creates(), "a new sandbox was created")
+	assert.Equal(t, 1, b.Running())
 }
 
 // Shutdown is idempotent, and a closed provider acquires nothing.
@@ -68,5 +66,5 @@ func TestShutdownAfterShutdownIsNoError(t *testing.T) {
 	require.NoError(t, p.Shutdown(context.Background()))
 	_, err = p.Acquire(context.Background(), "late")
 	assert.Error(t, err)
-	assert.Equal(t, 0, b.count())
+	assert.Equal(t, 0, b.Running())
 }

@@ -11,11 +11,12 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator/orchestratortest"
 )
 
 // poolingBackend is a fake backend that claims to keep a pool (the
 // configuration checks need no running sandbox).
-type poolingBackend struct{ *fakeBackend }
+type poolingBackend struct{ *orchestratortest.Backend }
 
 func (poolingBackend) Claim(context.Context, orchestrator.SandboxInfo, string, string) (orchestrator.SandboxInfo, error) {
 	return orchestrator.SandboxInfo{}, assert.AnError
@@ -68,9 +69,9 @@ func TestPoolConfigErrors(t *testing.T) {
 	info, ok := p.Info(sid)
 	require.True(t, ok)
 	assert.Empty(t, info.PoolSlot, "the claim failed: a sandbox created as without a pool")
-	assert.GreaterOrEqual(t, fb.creates.Load(), int32(3), "two slots, then the fallback")
+	assert.GreaterOrEqual(t, fb.Creates(), 3, "two slots, then the fallback")
 	require.NoError(t, p.Shutdown(context.Background()))
-	assert.Zero(t, fb.count(), "Shutdown destroyed the pool and the thread's sandbox")
+	assert.Zero(t, fb.Running(), "Shutdown destroyed the pool and the thread's sandbox")
 	assert.FileExists(t, filepath.Join(home, "threads", "t1", "user-data", "workspace", "f"))
 	left, _ := os.ReadDir(filepath.Join(home, "pool"))
 	assert.Empty(t, left, "no slot directory left")

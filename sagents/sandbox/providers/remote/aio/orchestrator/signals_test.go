@@ -18,12 +18,12 @@ func TestShutdownOnSignalIsOptInAndReleases(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Acquire(context.Background(), "sig-thread")
 	require.NoError(t, err)
-	require.Equal(t, 1, b.count())
+	require.Equal(t, 1, b.Running())
 
 	stop := p.ShutdownOnSignal(5*time.Second, syscall.SIGUSR1)
 	defer stop()
 	require.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGUSR1))
-	assert.Eventually(t, func() bool { return b.count() == 0 }, 10*time.Second, 20*time.Millisecond,
+	assert.Eventually(t, func() bool { return b.Running() == 0 }, 10*time.Second, 20*time.Millisecond,
 		"the signal did not shut the provider down")
 	stop()
 	stop() // idempotent

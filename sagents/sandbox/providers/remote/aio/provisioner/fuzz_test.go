@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator/orchestratortest"
 )
 
 // FuzzCreateBody feeds arbitrary bodies to POST /api/sandboxes: the
@@ -15,7 +17,7 @@ func FuzzCreateBody(f *testing.F) {
 		`{"sandbox_id":"s1","env":{"A":"b"}}`, `{`, `null`, `[]`, `{"sandbox_id":"\u0000"}`, `{"sandbox_id":"s1"}{}`} {
 		f.Add([]byte(s))
 	}
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	s, err := NewServer(Options{Backend: mem, Logger: quietLogger(), Mounts: MountPolicy{Prefixes: []string{"/srv/sage"}}, MaxBodyBytes: 4096})
 	if err != nil {
 		f.Fatal(err)

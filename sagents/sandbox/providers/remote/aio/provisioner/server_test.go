@@ -13,10 +13,11 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator/orchestratortest"
 )
 
 func TestClientServerLifecycle(t *testing.T) {
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	c, _ := startServer(t, mem, nil)
 	ctx := context.Background()
 	req := orchestrator.CreateRequest{SandboxID: "0123456789abcdef", ThreadID: "thread-1", Owner: "proc-1", Image: "ignored", Port: 1,
@@ -30,7 +31,7 @@ func TestClientServerLifecycle(t *testing.T) {
 	if info.URL != "http://sandbox-0123456789abcdef:9090" || info.ThreadID != "thread-1" || info.Backend != BackendName || info.Token != "tok" {
 		t.Fatalf("create: %+v", info)
 	}
-	got := mem.reqs[0]
+	got := mem.Requests()[0]
 	if got.Image != "img:1" || got.Port != 9090 || got.MemoryMB != 512 || got.CPUs != 0.5 || got.Owner != "proc-1" || got.Token != "tok" || got.Env["A"] != "1" {
 		t.Fatalf("server defaults not applied: %+v", got)
 	}
@@ -51,8 +52,8 @@ func TestClientServerLifecycle(t *testing.T) {
 	if err := c.Destroy(ctx, info); err != nil {
 		t.Fatal(err)
 	}
-	if mem.destroyed[0].ContainerID != "id-0123456789abcdef" {
-		t.Fatalf("destroy did not pass the discovered info: %+v", mem.destroyed[0])
+	if mem.Destroyed()[0].ContainerID != "id-0123456789abcdef" {
+		t.Fatalf("destroy did not pass the discovered info: %+v", mem.Destroyed()[0])
 	}
 	if _, ok, err := c.Discover(ctx, info.SandboxID); ok || err != nil {
 		t.Fatalf("discover after destroy: %v %v", ok, err)
@@ -69,14 +70,14 @@ func TestClientServerLifecycle(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	c, ts := startServer(t, mem, nil)
 	anon, _ := NewClient(ts.URL, "")
 	h, err := anon.Health(context.Background())
 	if err != nil || h.Status != "ok" || h.Backend != "mem" {
 		t.Fatalf("health: %+v %v", h, err)
 	}
-	mem.checkErr = errBoom
+	mem.SetCheckErr(errBoom)
 	_, err = c.Health(context.Background())
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "boom") {
@@ -85,7 +86,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	_, ts := startServer(t, newMem(), nil)
+	_, ts := startServer(t, &orchestratortest.Backend{}, nil)
 	for _, key := range []string{"", "wrong", "K3Y", "k3y2"} {
 		c, _ := NewClient(ts.URL, key)
 		_, err := c.ListRunning(context.Background())
@@ -123,7 +124,7 @@ func raw(t *testing.T, method, url, body string, hdr map[string]string) (int, Er
 }
 
 func TestBadInput(t *testing.T) {
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	_, ts := startServer(t, mem, nil)
 	api := ts.URL + "/api/sandboxes"
 	long := strings.Repeat("a", 65)
@@ -164,20 +165,20 @@ func TestBadInput(t *testing.T) {
 	if status, _ := raw(t, "POST", api, `{"sandbox_id":"s1"}`, map[string]string{"Content-Type": "text/plain"}); status != 400 {
 		t.Fatalf("text/plain body: %d", status)
 	}
-	if len(mem.reqs) != 0 {
-		t.Fatalf("bad input reached the backend: %+v", mem.reqs)
+	if len(mem.Requests()) != 0 {
+		t.Fatalf("bad input reached the backend: %+v", mem.Requests())
 	}
 }
 
 func TestMountPolicyDrop(t *testing.T) {
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	c, _ := startServer(t, mem, func(o *Options) { o.Mounts.DropUnlisted = true })
 	_, err := c.Create(context.Background(), orchestrator.CreateRequest{SandboxID: "s1",
 		Mounts: []sandbox.VolumeMount{{HostPath: "/etc", SandboxPath: "/mnt/etc"}, {HostPath: "/srv/sage", SandboxPath: "/mnt/s"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := mem.reqs[0].Mounts; len(m) != 1 || m[0].HostPath != "/srv/sage" {
+	if m := mem.Requests()[0].Mounts; len(m) != 1 || m[0].HostPath != "/srv/sage" {
 		t.Fatalf("mounts: %+v", m)
 	}
 	if _, err := NewServer(Options{Backend: mem, Mounts: MountPolicy{Prefixes: []string{"/"}}}); err == nil {
@@ -186,7 +187,7 @@ func TestMountPolicyDrop(t *testing.T) {
 }
 
 func TestBackendErrors(t *testing.T) {
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	c, _ := startServer(t, mem, nil)
 	for _, tc := range []struct {
 		err    error
@@ -197,7 +198,7 @@ func TestBackendErrors(t *testing.T) {
 		{fmt.Errorf("bad: %w", fs.ErrInvalid), 400},
 		{context.DeadlineExceeded, 504},
 	} {
-		mem.createErr = tc.err
+		mem.FailCreate(tc.err)
 		_, err := c.Create(context.Background(), orchestrator.CreateRequest{SandboxID: "s1"})
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Status != tc.status || !strings.Contains(ae.Message, tc.err.Error()) {
@@ -229,7 +230,7 @@ func TestClientErrors(t *testing.T) {
 }
 
 func TestClientPathPrefixAndEscaping(t *testing.T) {
-	mem := newMem()
+	mem := &orchestratortest.Backend{}
 	_, ts := startServer(t, mem, nil)
 	c, err := NewClient(ts.URL+"/", "k3y")
 	if err != nil {
