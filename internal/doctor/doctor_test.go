@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
 )
 
 func fakeProc(t *testing.T, files map[string]string) string {
@@ -117,19 +119,10 @@ func TestServicesReachable(t *testing.T) {
 
 	rl, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer rl.Close()
-	go func() {
-		for {
-			c, err := rl.Accept()
-			if err != nil {
-				return
-			}
-			buf := make([]byte, 64)
-			c.Read(buf)
-			c.Write([]byte("+PONG\r\n"))
-			c.Close()
-		}
-	}()
+	testenv.ServeConns(t, rl, func(c net.Conn) {
+		c.Read(make([]byte, 64))
+		c.Write([]byte("+PONG\r\n"))
+	})
 	e := Env{GOOS: "linux", DockerHost: "unix://" + sock, RedisAddr: rl.Addr().String(),
 		OTLPEndpoint: "http://" + rl.Addr().String()}.withDefaults()
 	ctx := context.Background()

@@ -1,10 +1,13 @@
 package testenv
 
 import (
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -61,5 +64,36 @@ func TestBufferConcurrent(t *testing.T) {
 	wg.Wait()
 	if got := len(b.String()); got != 800 {
 		t.Fatalf("%d bytes kept, want 800", got)
+	}
+}
+
+func TestServeConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served atomic.Int32
+	t.Run("serve", func(t *testing.T) {
+		ServeConns(t, ln, func(c net.Conn) {
+			served.Add(1)
+			c.Write([]byte("hi\n"))
+		})
+		for range 3 {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(c) // ends when the handler's connection is closed
+			c.Close()
+			if err != nil || string(b) != "hi\n" {
+				t.Fatalf("read %q, %v", b, err)
+			}
+		}
+	})
+	if n := served.Load(); n != 3 {
+		t.Fatalf("%d connections served, want 3", n)
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Fatal("the listener is still open after the test ended")
 	}
 }

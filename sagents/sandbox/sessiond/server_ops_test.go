@@ -252,27 +252,20 @@ func TestInfoAndStopAcrossVersions(t *testing.T) {
 	require.NoError(t, prepareDir(dir))
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, sockName), Net: "unix"})
 	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.AcceptUnix()
-			if err != nil {
-				return
-			}
-			var req Request
-			if readJSON(c, KindRequest, &req) == nil {
-				switch {
-				case req.V != 1:
-					writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session's daemon speaks version 1, the client %d", ErrProtocol, req.V)))
-				case req.Op == OpInfo:
-					writeJSON(c, KindResponse, Response{Info: &Info{Name: "old", PID: 1}})
-				default:
-					writeJSON(c, KindResponse, Response{})
-				}
-			}
-			c.Close()
+	testenv.ServeConns(t, ln, func(c net.Conn) {
+		var req Request
+		if readJSON(c, KindRequest, &req) != nil {
+			return
 		}
-	}()
+		switch {
+		case req.V != 1:
+			writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session's daemon speaks version 1, the client %d", ErrProtocol, req.V)))
+		case req.Op == OpInfo:
+			writeJSON(c, KindResponse, Response{Info: &Info{Name: "old", PID: 1}})
+		default:
+			writeJSON(c, KindResponse, Response{})
+		}
+	})
 	ctx := context.Background()
 	_, err = Call(ctx, dir, Request{Op: OpExec, Command: "true"}, Streams{})
 	require.ErrorIs(t, err, ErrProtocol, "control: the stand-in refuses v2 as version 1 did")

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
@@ -41,19 +42,11 @@ func newEscapeWorld(t *testing.T) escapeWorld {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
 	w.port = ln.Addr().(*net.TCPAddr).Port
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			w.accepted.Add(1)
-			c.Write([]byte("HOSTSERVICE\n"))
-			c.Close()
-		}
-	}()
+	testenv.ServeConns(t, ln, func(c net.Conn) {
+		w.accepted.Add(1)
+		c.Write([]byte("HOSTSERVICE\n"))
+	})
 	return w
 }
 

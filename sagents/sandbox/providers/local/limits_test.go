@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -75,17 +76,7 @@ func TestLimitFileSize(t *testing.T) {
 func TestNetworkOffAndOpen(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("HELLO\n"))
-			c.Close()
-		}
-	}()
+	testenv.ServeConns(t, ln, func(c net.Conn) { c.Write([]byte("HELLO\n")) })
 	probe := fmt.Sprintf(`perl -MIO::Socket::INET -e 'my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:%d", Timeout => 3) or die "no connection\n"; print scalar <$s>'`,
 		ln.Addr().(*net.TCPAddr).Port)
 	off := newLocal(t, nil)

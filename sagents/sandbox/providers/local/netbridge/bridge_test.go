@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
@@ -30,18 +32,10 @@ func TestMainBridgesAndReturnsTheExitStatus(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "s.sock")
 	ul, err := net.Listen("unix", sock)
 	require.NoError(t, err)
-	defer ul.Close()
-	go func() {
-		for {
-			c, err := ul.Accept()
-			if err != nil {
-				return
-			}
-			line, _ := bufio.NewReader(c).ReadString('\n')
-			c.Write([]byte("echo " + line))
-			c.Close()
-		}
-	}()
+	testenv.ServeConns(t, ul, func(c net.Conn) {
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Write([]byte("echo " + line))
+	})
 	probe, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := probe.Addr().(*net.TCPAddr).Port
