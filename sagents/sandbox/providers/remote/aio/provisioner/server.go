@@ -160,24 +160,11 @@ func validateBody(b CreateBody) error {
 		return fmt.Errorf("%w: owner %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.Owner)
 	}
 	for k := range b.Env {
-		if !validEnvName(k) {
+		if !sandbox.ValidEnvName(k) {
 			return fmt.Errorf("%w: env name %q: want [A-Za-z_][A-Za-z0-9_]*", ErrInvalid, k)
 		}
 	}
 	return nil
-}
-
-func validEnvName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i, r := range k {
-		ok := r == '_' || (r >= 'A' && r <= 'Z') || (r >= 'a' && r <= 'z') || (i > 0 && r >= '0' && r <= '9')
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
