@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,10 +60,8 @@ func finish(env *cliEnv, res *sandbox.CommandResult, err error, timeout time.Dur
 		return fail(env, exitSandboxError, err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return fail(env, exitSandboxError, err)
+		if code := printJSON(env, res); code != 0 {
+			return code
 		}
 	} else if res.CPUTimeExceeded {
 		fmt.Fprintln(env.stderr, "sage: the command used up its CPU time limit (all its processes together) and was killed")

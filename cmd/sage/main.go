@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -181,6 +182,16 @@ func fail(env *cliEnv, code int, err error) int {
 		return exitUsage
 	}
 	return code
+}
+
+// printJSON writes v to stdout as indented JSON and returns the exit code.
+func printJSON(env *cliEnv, v any) int {
+	enc := json.NewEncoder(env.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fail(env, exitSandboxError, err)
+	}
+	return 0
 }
 
 // settingError is a flag value or setting found wrong after parsing.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -158,12 +157,7 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSO
 		return fail(env, exitSandboxError, err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
-			return fail(env, exitSandboxError, err)
-		}
-		return 0
+		return printJSON(env, rows)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "THREAD\tSANDBOX\tURL\tBACKEND ID\tIDLE\tOWNER\tRUNNING")

@@ -131,15 +131,6 @@ func execInDaemon(ctx context.Context, env *cliEnv, name string, cfg sandbox.Con
 	return finish(env, r.Result, err, timeout, asJSON)
 }
 
-func printJSON(env *cliEnv, v any) int {
-	enc := json.NewEncoder(env.stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fail(env, exitSandboxError, err)
-	}
-	return 0
-}
-
 // optDuration is a duration flag that knows whether it was given.
 type optDuration struct {
 	d   time.Duration
