@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
 
@@ -295,7 +296,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	}
 	// The arguments, environment included, travel through a memfd
 	// (--args): the host's /proc/PID/cmdline of bwrap shows none of them.
-	af, err := memfd("sage-bwrap-args", []byte(strings.Join(BwrapArgs(o), "\x00")+"\x00"))
+	af, err := memfd.Sealed("sage-bwrap-args", []byte(strings.Join(BwrapArgs(o), "\x00")+"\x00"))
 	if err != nil {
 		closeFiles(files[4:])
 		return nil, err

@@ -20,24 +20,6 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
-// memfd holds data in an anonymous, sealed-size file for a child to read.
-func memfd(name string, data []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("local: memfd: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("local: memfd: %w", err)
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("local: memfd: %w", err)
-	}
-	return f, nil
-}
-
 // sealInheritedFDs marks every descriptor above stderr close-on-exec. Go
 // opens its own that way, but a descriptor the caller of this program left
 // open (sage exec ... 8</) would otherwise pass through bwrap into the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
 )
 
 // File returns a sealed, close-on-exec memfd holding prog, positioned at
@@ -18,22 +18,9 @@ func File(prog []byte) (*os.File, error) {
 	if len(prog) == 0 || len(prog)%8 != 0 {
 		return nil, fmt.Errorf("seccomp: program of %d bytes is not a filter (a non-empty multiple of 8); build it with Program", len(prog))
 	}
-	fd, err := unix.MemfdCreate("sage-seccomp", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	f, err := memfd.Sealed("sage-seccomp", prog)
 	if err != nil {
-		return nil, fmt.Errorf("seccomp: memfd_create: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "sage-seccomp")
-	if _, err := f.Write(prog); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seccomp: writing the filter: %w", err)
-	}
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seccomp: sealing the filter: %w", err)
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("seccomp: rewinding the filter: %w", err)
+		return nil, fmt.Errorf("seccomp: the filter's file: %w", err)
 	}
 	return f, nil
 }
