@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -100,25 +99,16 @@ func RunProcess(ctx context.Context, spec ProcessSpec) (*CommandResult, error) {
 }
 
 type process struct {
-	cmd            *exec.Cmd
-	pgid           int
-	outR, errR     *os.File
-	stdout, stderr *BoundedBuffer
-	drained        chan struct{}
+	cmd  *exec.Cmd
+	pgid int
+	out  *Output
 }
 
 func startProcess(spec ProcessSpec, limit int) (*process, error) {
-	outR, outW, err := os.Pipe()
+	out, outW, errW, err := NewOutput(limit)
 	if err != nil {
 		closeFiles(spec.ExtraFiles)
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		closeFiles(spec.ExtraFiles)
-		return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		return nil, err
 	}
 	cmd := &exec.Cmd{Path: spec.Path, Args: spec.Args, Dir: spec.Dir, Env: spec.Env,
 		Stdin: spec.Stdin, Stdout: outW, Stderr: errW, WaitDelay: drainDeadline, ExtraFiles: spec.ExtraFiles}
@@ -142,47 +132,11 @@ func startProcess(spec ProcessSpec, limit int) (*process, error) {
 		}
 	}
 	if err != nil {
-		outR.Close()
-		errR.Close()
+		out.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", spec.Path, err)
 	}
-	half := limit / 2
-	p := &process{cmd: cmd, pgid: cmd.Process.Pid, outR: outR, errR: errR,
-		stdout: NewBoundedBuffer(half), stderr: NewBoundedBuffer(limit - half),
-		drained: make(chan struct{})}
-	go p.drain(spec.OnStdout, spec.OnStderr)
-	return p, nil
-}
-
-func (p *process) drain(onOut, onErr func([]byte)) {
-	done := make(chan struct{}, 2)
-	go func() { CopyOutput(p.outR, p.stdout, onOut); done <- struct{}{} }()
-	go func() { CopyOutput(p.errR, p.stderr, onErr); done <- struct{}{} }()
-	<-done
-	<-done
-	close(p.drained)
-}
-
-var chunkPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// CopyOutput reads a command's stream r until it ends, keeping what buf
-// bounds and handing each chunk to on (when not nil) as it arrives.
-func CopyOutput(r io.Reader, buf *BoundedBuffer, on func([]byte)) {
-	cp := chunkPool.Get().(*[]byte)
-	defer chunkPool.Put(cp)
-	chunk := *cp
-	for {
-		n, err := r.Read(chunk)
-		if n > 0 {
-			buf.Write(chunk[:n])
-			if on != nil {
-				on(chunk[:n])
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	out.Start(spec.OnStdout, spec.OnStderr)
+	return &process{cmd: cmd, pgid: cmd.Process.Pid, out: out}, nil
 }
 
 // wait waits for the leader; on ctx done it terminates the group. It
@@ -215,22 +169,13 @@ func (p *process) wait(ctx context.Context, grace time.Duration, terminate func(
 // up on pipes still held open after drainDeadline.
 func (p *process) finish() {
 	killGroup(p.pgid, syscall.SIGKILL)
-	select {
-	case <-p.drained:
-	case <-time.After(drainDeadline):
-		p.outR.SetReadDeadline(time.Now())
-		p.errR.SetReadDeadline(time.Now())
-		<-p.drained
-	}
-	p.outR.Close()
-	p.errR.Close()
+	p.out.Wait(drainDeadline)
+	p.out.Close()
 }
 
 func (p *process) result(d time.Duration) *CommandResult {
 	res := &CommandResult{Duration: d}
-	res.Stdout, res.StdoutDroppedBytes = p.stdout.Text()
-	res.Stderr, res.StderrDroppedBytes = p.stderr.Text()
-	res.Truncated = res.StdoutDroppedBytes > 0 || res.StderrDroppedBytes > 0
+	p.out.Fill(res)
 	res.ExitCode, res.Signal = exitStatus(p.cmd.ProcessState)
 	res.Success = res.ExitCode == 0
 	return res

@@ -15,16 +15,14 @@ import (
 // pipes are one command's stdio: the child's ends go to the supervisor,
 // the host reads stdout and stderr into bounded buffers.
 type pipes struct {
-	child          []*os.File // stdin, stdout, stderr of the command
-	inW            *os.File
-	outR, errR     *os.File
-	stdout, stderr *sandbox.BoundedBuffer
-	drained        chan struct{}
-	stdin          io.Reader
+	child []*os.File // stdin, stdout, stderr of the command
+	inW   *os.File
+	out   *sandbox.Output
+	stdin io.Reader
 }
 
 func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
-	p := &pipes{drained: make(chan struct{}), stdin: opts.Stdin}
+	p := &pipes{stdin: opts.Stdin}
 	var inR *os.File
 	var err error
 	if f, ok := opts.Stdin.(*os.File); ok && !stdinViaPipe { // a red-team control only
@@ -38,22 +36,15 @@ func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
 	} else if inR, p.inW, err = os.Pipe(); err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	out, outW, errW, err := sandbox.NewOutput(opts.OutputLimit)
 	if err != nil {
-		closeFiles([]*os.File{inR, p.inW})
+		if inR != devnull { // the session's, shared by its commands
+			inR.Close()
+		}
+		closeFiles([]*os.File{p.inW})
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeFiles([]*os.File{inR, p.inW, outR, outW})
-		return nil, err
-	}
-	p.child, p.outR, p.errR = []*os.File{inR, outW, errW}, outR, errR
-	limit := opts.OutputLimit
-	if limit <= 0 {
-		limit = sandbox.DefaultOutputLimit
-	}
-	p.stdout, p.stderr = sandbox.NewBoundedBuffer(limit/2), sandbox.NewBoundedBuffer(limit-limit/2)
+	p.child, p.out = []*os.File{inR, outW, errW}, out
 	return p, nil
 }
 
@@ -63,33 +54,21 @@ func (p *pipes) run(opts sandbox.ExecOptions) {
 	if p.inW != nil && p.stdin != nil {
 		go func() { io.Copy(p.inW, p.stdin); p.inW.Close() }()
 	}
-	done := make(chan struct{}, 2)
-	go func() { sandbox.CopyOutput(p.outR, p.stdout, opts.OnStdout); done <- struct{}{} }()
-	go func() { sandbox.CopyOutput(p.errR, p.stderr, opts.OnStderr); done <- struct{}{} }()
-	go func() { <-done; <-done; close(p.drained) }()
+	p.out.Start(opts.OnStdout, opts.OnStderr)
 }
 
 // result collects the output: what the command wrote, and what the pipes
 // hold a moment after it exited.
 func (p *pipes) result(d time.Duration) *sandbox.CommandResult {
-	select {
-	case <-p.drained:
-	case <-time.After(drainAfterExit):
-		p.outR.SetReadDeadline(time.Now())
-		p.errR.SetReadDeadline(time.Now())
-		<-p.drained
-	}
+	p.out.Wait(drainAfterExit)
 	res := &sandbox.CommandResult{Duration: d}
-	res.Stdout, res.StdoutDroppedBytes = p.stdout.Text()
-	res.Stderr, res.StderrDroppedBytes = p.stderr.Text()
-	res.Truncated = res.StdoutDroppedBytes > 0 || res.StderrDroppedBytes > 0
+	p.out.Fill(res)
 	return res
 }
 
 func (p *pipes) close() {
 	closeFiles(p.child)
-	p.outR.Close()
-	p.errR.Close()
+	p.out.Close()
 	if p.inW != nil {
 		p.inW.Close()
 	}
