@@ -30,7 +30,7 @@ func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cg
 	writable := err == nil && probe.pids && probe.mem
 	probe.remove()
 	if !writable {
-		if os.Geteuid() == 0 && os.Getenv("SAGE_TEST_ALLOW_SKIP") != "1" {
+		if os.Geteuid() == 0 && !testenv.SkipAllowed() {
 			t.Fatalf("running as root without writable pids and memory cgroups (%v); set SAGE_TEST_ALLOW_SKIP=1 to skip", err)
 		}
 		t.Skipf("no writable pids and memory cgroups here (%v)", err)
