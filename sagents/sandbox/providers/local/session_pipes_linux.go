@@ -38,10 +38,7 @@ func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
 	}
 	out, outW, errW, err := sandbox.NewOutput(opts.OutputLimit)
 	if err != nil {
-		if inR != devnull { // the session's, shared by its commands
-			inR.Close()
-		}
-		closeFiles([]*os.File{p.inW})
+		closeFiles([]*os.File{inR, p.inW})
 		return nil, err
 	}
 	p.child, p.out = []*os.File{inR, outW, errW}, out
