@@ -67,17 +67,13 @@ func RunProcess(ctx context.Context, spec ProcessSpec) (*CommandResult, error) {
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
-	limit := spec.OutputLimit
-	if limit <= 0 {
-		limit = DefaultOutputLimit
-	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if spec.Timeout > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, spec.Timeout, errTimeout)
 	}
 	defer cancel()
 
-	p, err := startProcess(spec, limit)
+	p, err := startProcess(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +100,8 @@ type process struct {
 	out  *Output
 }
 
-func startProcess(spec ProcessSpec, limit int) (*process, error) {
-	out, outW, errW, err := NewOutput(limit)
+func startProcess(spec ProcessSpec) (*process, error) {
+	out, outW, errW, err := NewOutput(spec.OutputLimit)
 	if err != nil {
 		closeFiles(spec.ExtraFiles)
 		return nil, err
