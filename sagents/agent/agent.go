@@ -124,27 +124,10 @@ func (a *Agent) SystemPrompt() string {
 func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
 	obs := a.cfg.Observer
 	in := []observability.Message{{Role: openai.ChatMessageRoleUser, Content: task}}
-	ownChain := false
-	if _, ok := observability.RunFromContext(ctx); !ok {
-		ctx = obs.ChainStart(ctx, observability.ChainInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
-		ownChain = true
-	}
-	ctx = obs.AgentStart(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
+	ctx, end := obs.StartAgent(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
 	res = &Result{}
 	defer func() {
-		out := []observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}
-		if err != nil {
-			obs.AgentError(ctx, err)
-		} else {
-			obs.AgentEnd(ctx, observability.AgentResult{Outputs: out})
-		}
-		if ownChain {
-			if err != nil {
-				obs.ChainError(ctx, err)
-			} else {
-				obs.ChainEnd(ctx, observability.ChainResult{Outputs: out})
-			}
-		}
+		end([]observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}, err)
 	}()
 	mctx := obs.MessageStart(ctx, in[0])
 	obs.MessageEnd(mctx, in[0])
