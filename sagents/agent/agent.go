@@ -170,29 +170,22 @@ func (a *Agent) callModel(ctx context.Context, res *Result) (openai.ChatCompleti
 	if err != nil {
 		return openai.ChatCompletionMessage{}, nil, err
 	}
-	defer s.Close()
 	mctx := a.cfg.Observer.MessageStart(ctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
 	wrote := false
-	for {
-		c, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			break
+	resp, err := s.CollectDeltas(func(content, _ string) error {
+		if content != "" {
+			io.WriteString(a.cfg.Output, content)
+			wrote = true
 		}
-		if err != nil {
-			a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
-			return openai.ChatCompletionMessage{}, nil, err
-		}
-		for _, ch := range c.Choices {
-			if ch.Index == 0 && ch.Delta.Content != "" {
-				io.WriteString(a.cfg.Output, ch.Delta.Content)
-				wrote = true
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
+		return openai.ChatCompletionMessage{}, nil, err
 	}
 	if wrote {
 		io.WriteString(a.cfg.Output, "\n")
 	}
-	resp := s.Response()
 	res.Usage = res.Usage.Add(resp.Usage)
 	if len(resp.Choices) == 0 {
 		a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -85,4 +86,33 @@ func (t ToolCall) ArgumentsText() string {
 		return t.Raw
 	}
 	return string(t.Arguments)
+}
+
+// MessagePart is one part of a message's content (go-openai's type,
+// aliased as Message is).
+type MessagePart = openai.ChatMessagePart
+
+// TextPart is a part of text.
+func TextPart(text string) MessagePart {
+	return MessagePart{Type: openai.ChatMessagePartTypeText, Text: text}
+}
+
+// ImagePart is an image by URL (https: or a data: URL).
+func ImagePart(url string) MessagePart {
+	return MessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: url}}
+}
+
+// SetContent sets m's content to parts: the text of the parts as one
+// string when every part is text (what every server takes), else the
+// parts themselves.
+func SetContent(m *Message, parts []MessagePart) {
+	var text strings.Builder
+	for _, p := range parts {
+		if p.Type != openai.ChatMessagePartTypeText {
+			m.Content, m.MultiContent = "", parts
+			return
+		}
+		text.WriteString(p.Text)
+	}
+	m.Content, m.MultiContent = text.String(), nil
 }

@@ -35,3 +35,14 @@ func TestArgumentsText(t *testing.T) {
 	assert.Equal(t, `{"a":1}`, ToolCall{Arguments: json.RawMessage(`{"a":1}`), Raw: `{"a":1}`}.ArgumentsText())
 	assert.Equal(t, `{"a":`, ToolCall{Raw: `{"a":`, ArgumentsErr: &ArgumentsError{}}.ArgumentsText())
 }
+
+func TestSetContent(t *testing.T) {
+	m := UserMessage("old")
+	SetContent(&m, []MessagePart{TextPart("a"), TextPart("b")})
+	assert.Equal(t, "ab", m.Content, "text parts alone are plain content")
+	assert.Nil(t, m.MultiContent)
+	SetContent(&m, []MessagePart{TextPart("look"), ImagePart("https://x/a.png")})
+	assert.Empty(t, m.Content)
+	require.Len(t, m.MultiContent, 2)
+	assert.Equal(t, "https://x/a.png", m.MultiContent[1].ImageURL.URL)
+}
