@@ -78,27 +78,20 @@ func (m *ChatModel) Stream(ctx context.Context, in []*schema.Message, opts ...mo
 	sr, sw := schema.Pipe[*schema.Message](8)
 	go func() {
 		defer sw.Close()
-		defer s.Close()
-		for {
-			c, err := s.Recv()
-			if errors.Is(err, io.EOF) {
-				break
+		resp, err := s.CollectDeltas(func(content, reasoning string) error {
+			if sw.Send(&schema.Message{Role: schema.Assistant, Content: content, ReasoningContent: reasoning}, nil) {
+				return errReaderClosed
 			}
-			if err != nil {
-				sw.Send(nil, err)
-				return
-			}
-			for _, ch := range c.Choices {
-				d := ch.Delta
-				if ch.Index != 0 || d.Content == "" && d.ReasoningContent == "" {
-					continue
-				}
-				if sw.Send(&schema.Message{Role: schema.Assistant, Content: d.Content, ReasoningContent: d.ReasoningContent}, nil) {
-					return // the reader closed it
-				}
-			}
+			return nil
+		})
+		if errors.Is(err, errReaderClosed) {
+			return
 		}
-		last, err := fromResponse(s.Response())
+		if err != nil {
+			sw.Send(nil, err)
+			return
+		}
+		last, err := fromResponse(resp)
 		if err == nil {
 			last.Content, last.ReasoningContent = "", "" // sent already
 		}
@@ -106,6 +99,9 @@ func (m *ChatModel) Stream(ctx context.Context, in []*schema.Message, opts ...mo
 	}()
 	return sr, nil
 }
+
+// errReaderClosed stops a stream whose reader was closed.
+var errReaderClosed = errors.New("einosage: the stream's reader was closed")
 
 // request builds the llm request: messages, tools (bound or given as an
 // option) and the common options.
@@ -190,26 +186,23 @@ func toMessage(m *schema.Message) (llm.Message, error) {
 	}
 	if len(parts) > 0 {
 		if out.Content != "" {
-			parts = append([]openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: out.Content}}, parts...)
+			parts = append([]llm.MessagePart{llm.TextPart(out.Content)}, parts...)
 		}
-		out.Content, out.MultiContent = "", parts
+		llm.SetContent(&out, parts)
 	}
 	return out, nil
 }
 
-func contentParts(m *schema.Message) ([]openai.ChatMessagePart, error) {
-	var out []openai.ChatMessagePart
-	image := func(url string) {
-		out = append(out, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: url}})
-	}
+func contentParts(m *schema.Message) ([]llm.MessagePart, error) {
+	var out []llm.MessagePart
 	for _, p := range m.UserInputMultiContent {
 		switch {
 		case p.Type == schema.ChatMessagePartTypeText:
-			out = append(out, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: p.Text})
+			out = append(out, llm.TextPart(p.Text))
 		case p.Type == schema.ChatMessagePartTypeImageURL && p.Image != nil && p.Image.URL != nil:
-			image(*p.Image.URL)
+			out = append(out, llm.ImagePart(*p.Image.URL))
 		case p.Type == schema.ChatMessagePartTypeImageURL && p.Image != nil && p.Image.Base64Data != nil:
-			image("data:" + p.Image.MIMEType + ";base64," + *p.Image.Base64Data)
+			out = append(out, llm.ImagePart("data:"+p.Image.MIMEType+";base64,"+*p.Image.Base64Data))
 		default:
 			return nil, fmt.Errorf("a part of type %s is not supported (text and images are)", p.Type)
 		}
@@ -217,9 +210,9 @@ func contentParts(m *schema.Message) ([]openai.ChatMessagePart, error) {
 	for _, p := range m.MultiContent {
 		switch {
 		case p.Type == schema.ChatMessagePartTypeText:
-			out = append(out, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: p.Text})
+			out = append(out, llm.TextPart(p.Text))
 		case p.Type == schema.ChatMessagePartTypeImageURL && p.ImageURL != nil:
-			image(p.ImageURL.URL)
+			out = append(out, llm.ImagePart(p.ImageURL.URL))
 		default:
 			return nil, fmt.Errorf("a part of type %s is not supported (text and images are)", p.Type)
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/firebase/genkit/go/ai"
@@ -62,25 +61,12 @@ func stream(ctx context.Context, c *llm.Client, r llm.Request, cb ai.ModelStream
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	for {
-		ch, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return s.Response(), nil
+	return s.CollectDeltas(func(content, _ string) error {
+		if content == "" {
+			return nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		for _, choice := range ch.Choices {
-			if choice.Index != 0 || choice.Delta.Content == "" {
-				continue
-			}
-			chunk := &ai.ModelResponseChunk{Role: ai.RoleModel, Content: []*ai.Part{ai.NewTextPart(choice.Delta.Content)}}
-			if err := cb(ctx, chunk); err != nil {
-				return nil, err
-			}
-		}
-	}
+		return cb(ctx, &ai.ModelResponseChunk{Role: ai.RoleModel, Content: []*ai.Part{ai.NewTextPart(content)}})
+	})
 }
 
 func request(req *ai.ModelRequest, o ModelOptions) (llm.Request, error) {
@@ -133,15 +119,13 @@ func request(req *ai.ModelRequest, o ModelOptions) (llm.Request, error) {
 func toMessages(m *ai.Message) ([]llm.Message, error) {
 	var tools []llm.Message
 	msg := llm.Message{}
-	var text []string
-	var parts []openai.ChatMessagePart
+	var parts []llm.MessagePart
 	for _, p := range m.Content {
 		switch {
 		case p.IsText():
-			text = append(text, p.Text)
-			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: p.Text})
-		case p.IsMedia() && strings.HasPrefix(p.ContentType, "image/") || p.IsMedia() && p.ContentType == "":
-			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: p.Text}})
+			parts = append(parts, llm.TextPart(p.Text))
+		case p.IsMedia() && (p.ContentType == "" || strings.HasPrefix(p.ContentType, "image/")):
+			parts = append(parts, llm.ImagePart(p.Text))
 		case p.IsReasoning():
 			msg.ReasoningContent += p.Text
 		case p.IsToolRequest():
@@ -178,11 +162,7 @@ func toMessages(m *ai.Message) ([]llm.Message, error) {
 	default:
 		return nil, fmt.Errorf("role %q without tool responses", m.Role)
 	}
-	if len(parts) == len(text) {
-		msg.Content = strings.Join(text, "")
-	} else {
-		msg.MultiContent = parts
-	}
+	llm.SetContent(&msg, parts)
 	return []llm.Message{msg}, nil
 }
 

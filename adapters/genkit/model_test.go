@@ -11,20 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	genkitsage "github.com/sage-go/sage/adapters/genkit"
-	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 	"github.com/sage-go/sage/sagents/sage"
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sage/sagetest"
 )
 
 // runtime is a passthrough runtime with a model on srv.
 func runtime(t *testing.T, srv *llmtest.Server) *sage.Runtime {
-	t.Helper()
-	rt, err := sage.New(context.Background(), sage.Options{Sandbox: sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir()},
-		Model: llm.Config{Standard: llm.ModelConfig{BaseURL: srv.URL, Model: llmtest.Model}}})
-	require.NoError(t, err)
-	t.Cleanup(func() { rt.Close(context.Background()) })
-	return rt
+	return sagetest.Passthrough(t, srv.URL, llmtest.Model)
 }
 
 // TestConversationConverts: Genkit's roles, tool requests and responses

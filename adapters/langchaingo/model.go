@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -73,30 +72,18 @@ func (m *Model) stream(ctx context.Context, req llm.Request, o llms.CallOptions)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	for {
-		c, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			return s.Response(), nil
+	return s.CollectDeltas(func(content, reasoning string) error {
+		var err error
+		if o.StreamingReasoningFunc != nil {
+			err = o.StreamingReasoningFunc(ctx, []byte(reasoning), []byte(content))
+		} else if content != "" {
+			err = o.StreamingFunc(ctx, []byte(content))
 		}
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("langchaingosage: streaming function: %w", err)
 		}
-		for _, ch := range c.Choices {
-			d := ch.Delta
-			if ch.Index != 0 {
-				continue
-			}
-			if o.StreamingReasoningFunc != nil && (d.Content != "" || d.ReasoningContent != "") {
-				err = o.StreamingReasoningFunc(ctx, []byte(d.ReasoningContent), []byte(d.Content))
-			} else if o.StreamingFunc != nil && d.Content != "" {
-				err = o.StreamingFunc(ctx, []byte(d.Content))
-			}
-			if err != nil {
-				return nil, fmt.Errorf("langchaingosage: streaming function: %w", err)
-			}
-		}
-	}
+		return nil
+	})
 }
 
 func (m *Model) request(in []llms.MessageContent, o llms.CallOptions) (llm.Request, error) {
@@ -194,22 +181,20 @@ func isArg1(params any) bool {
 func toMessages(mc llms.MessageContent) ([]llm.Message, error) {
 	var out []llm.Message
 	msg := llm.Message{}
-	var text []string
-	var parts []openai.ChatMessagePart
+	var parts []llm.MessagePart
 	for _, p := range mc.Parts {
 		switch p := p.(type) {
 		case llms.TextContent:
-			text = append(text, p.Text)
-			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: p.Text})
+			parts = append(parts, llm.TextPart(p.Text))
 		case llms.ImageURLContent:
-			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
-				ImageURL: &openai.ChatMessageImageURL{URL: p.URL, Detail: openai.ImageURLDetail(p.Detail)}})
+			img := llm.ImagePart(p.URL)
+			img.ImageURL.Detail = openai.ImageURLDetail(p.Detail)
+			parts = append(parts, img)
 		case llms.BinaryContent:
 			if !strings.HasPrefix(p.MIMEType, "image/") {
 				return nil, fmt.Errorf("binary content of type %q is not supported (images are)", p.MIMEType)
 			}
-			parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
-				ImageURL: &openai.ChatMessageImageURL{URL: p.String()}})
+			parts = append(parts, llm.ImagePart(p.String()))
 		case llms.ToolCall:
 			if p.FunctionCall == nil {
 				return nil, errors.New("a tool call without a function")
@@ -235,11 +220,7 @@ func toMessages(mc llms.MessageContent) ([]llm.Message, error) {
 	default:
 		return nil, fmt.Errorf("role %q without tool responses", mc.Role)
 	}
-	if len(parts) == len(text) {
-		msg.Content = strings.Join(text, "")
-	} else {
-		msg.MultiContent = parts
-	}
+	llm.SetContent(&msg, parts)
 	return []llm.Message{msg}, nil
 }
 

@@ -261,3 +261,19 @@ func (e *Env) checkSpans(p *problems, agentName string) {
 		}
 	}
 }
+
+// Passthrough returns a Runtime over a passthrough sandbox in a temporary
+// workspace, with the model named model at baseURL (an llmtest.Server's,
+// say): for the tests of an adapter's conversions, which need no
+// isolation. It is closed when t ends.
+func Passthrough(t testing.TB, baseURL, model string) *sage.Runtime {
+	t.Helper()
+	rt, err := sage.New(context.Background(), sage.Options{
+		Sandbox: sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir()},
+		Model:   llm.Config{Standard: llm.ModelConfig{BaseURL: baseURL, Model: model}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close(context.Background()) })
+	return rt
+}
