@@ -102,8 +102,10 @@ type Result struct {
 	Answer    string
 	Steps     int // model calls made
 	ToolCalls []ToolCall
-	Messages  []openai.ChatCompletionMessage
-	Usage     llm.Usage
+	// Messages is the conversation as sent to the model, the answer last
+	// (llm.Message is go-openai's ChatCompletionMessage).
+	Messages []llm.Message
+	Usage    llm.Usage
 }
 
 // SystemPrompt returns the system prompt a Run sends.
