@@ -4,6 +4,6 @@ import "time"
 
 // The streamed agent run ends in a goroutine reading the graph's output.
 const (
-	sagetestWait = 5 * time.Second
+	sagetestWait = 30 * time.Second
 	sagetestTick = 10 * time.Millisecond
 )
