@@ -6,8 +6,11 @@ GO        ?= go
 BIN       := bin
 GOFILES    = $(shell find . -name '*.go' -not -path './tools/*' -not -path './.cache/*')
 BENCHTIME ?= 1s
+# The framework adapters, each a Go module of its own (the core module
+# pulls none of their dependencies); vet, cross and unit run in each.
+ADAPTERS  := adapters/eino adapters/langchaingo adapters/genkit
 
-.PHONY: all setup build build-lean test vet fmt-check cross unit bench demo clean kube
+.PHONY: all setup build build-lean test vet fmt-check cross unit adapters bench demo clean kube
 
 all: build
 
@@ -30,6 +33,7 @@ build-lean:
 
 vet:
 	$(GO) vet ./...
+	@for d in $(ADAPTERS); do echo "(cd $$d && $(GO) vet ./...)"; (cd $$d && $(GO) vet ./...) || exit 1; done
 
 fmt-check:
 	@out="$$(gofmt -l $(GOFILES))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -37,11 +41,17 @@ fmt-check:
 # The darwin code (Seatbelt) must always build, even though CI runs Linux.
 cross:
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	@for d in $(ADAPTERS); do echo "(cd $$d && GOOS=darwin GOARCH=arm64 $(GO) build ./...)"; (cd $$d && GOOS=darwin GOARCH=arm64 $(GO) build ./...) || exit 1; done
 
 unit:
 	$(GO) test -race -count=1 -timeout 30m ./...
+	@for d in $(ADAPTERS); do echo "(cd $$d && $(GO) test -race -count=1 -timeout 10m ./...)"; (cd $$d && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
 
 test: setup vet fmt-check cross unit
+
+# The adapters' tests alone (unit runs them after the core's).
+adapters:
+	@for d in $(ADAPTERS); do (cd $$d && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; done
 
 # Benchmarks print ns/op; scripts/bench-ratio.sh prints each candidate
 # against its baseline measured in the same run (the machine is noisy);

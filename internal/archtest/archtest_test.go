@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,8 +26,14 @@ type pkg struct {
 // what a package links, transitively).
 func list(t *testing.T, patterns ...string) []pkg {
 	t.Helper()
+	return listIn(t, "../..", patterns...)
+}
+
+// listIn is list from dir (another module's root).
+func listIn(t *testing.T, dir string, patterns ...string) []pkg {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append([]string{"list", "-json"}, patterns...)...)
-	cmd.Dir = "../.."
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	require.NoError(t, err, "go list %v", patterns)
 	var pkgs []pkg
@@ -51,7 +58,8 @@ func layer(path string) int {
 		prefix string
 		n      int
 	}{
-		{"cmd/", 5}, {"examples/", 5},
+		{"cmd/", 6}, {"examples/", 6},
+		{"sagents/sage", 5},
 		{"sagents/agent", 4},
 		{"sagents/tools", 3},
 		{"sagents/sandbox", 2}, {"sagents/llm", 2},
@@ -76,7 +84,7 @@ func owner(path string) string {
 	return rel
 }
 
-// TestImportsRunOneWay: cmd -> agent -> tools -> sandbox/llm ->
+// TestImportsRunOneWay: cmd -> sage -> agent -> tools -> sandbox/llm ->
 // observability, internal at the bottom; never upwards or sideways
 // (sandbox and llm do not import each other).
 func TestImportsRunOneWay(t *testing.T) {
@@ -98,7 +106,7 @@ func TestImportsRunOneWay(t *testing.T) {
 				// internal helpers of a layer (doctor checks the local mode).
 				continue
 			}
-			assert.Less(t, to, from, "%s imports %s: imports run cmd -> agent -> tools -> sandbox/llm -> observability",
+			assert.Less(t, to, from, "%s imports %s: imports run cmd -> sage -> agent -> tools -> sandbox/llm -> observability",
 				strings.TrimPrefix(p.ImportPath, module), strings.TrimPrefix(imp, module))
 		}
 	}
@@ -112,6 +120,35 @@ func TestLayerControl(t *testing.T) {
 		"tools -> sandbox is downward")
 	assert.True(t, layer(module+"sagents/agent") > layer(module+"sagents/sandbox/providers/local"))
 	assert.NotEqual(t, owner(module+"sagents/sandbox/providers/local"), owner(module+"sagents/llm"))
+	assert.Greater(t, layer(module+"sagents/sage"), layer(module+"sagents/agent"), "sage wires the agent")
+	assert.Greater(t, layer(module+"examples/agent"), layer(module+"sagents/sage/sagetest"))
+}
+
+// TestAdaptersAreTheirOwnModules: the framework adapters under adapters/
+// are modules of their own, so the core module's packages (what `go test
+// ./...` sees here) neither contain nor import them, and none of eino's,
+// langchaingo's or genkit's packages is linked by the core.
+func TestAdaptersAreTheirOwnModules(t *testing.T) {
+	for _, p := range list(t, "./...") {
+		assert.False(t, strings.HasPrefix(p.ImportPath, module+"adapters/"), "%s is in the core module", p.ImportPath)
+		for _, d := range p.Deps {
+			for _, fw := range []string{module + "adapters/", "github.com/cloudwego/", "github.com/tmc/langchaingo/", "github.com/firebase/genkit/"} {
+				assert.False(t, strings.HasPrefix(d, fw), "%s links %s", p.ImportPath, d)
+			}
+		}
+	}
+	frameworks := map[string]string{"eino": "github.com/cloudwego/eino/", "langchaingo": "github.com/tmc/langchaingo/",
+		"genkit": "github.com/firebase/genkit/"}
+	for a, fw := range frameworks {
+		dir := filepath.Join("../../adapters", a)
+		require.FileExists(t, filepath.Join(dir, "go.mod"), "adapters/%s is a module", a)
+		// Control: the adapter itself links its framework, so the
+		// prefixes above are the ones to look for.
+		pkgs := listIn(t, dir, ".")
+		require.Len(t, pkgs, 1)
+		assert.True(t, slices.ContainsFunc(pkgs[0].Deps, func(d string) bool { return strings.HasPrefix(d, fw) }),
+			"adapters/%s links %s", a, fw)
+	}
 }
 
 var heavy = []string{"go.opentelemetry.io/", "github.com/docker/", "k8s.io/", "github.com/getkin/kin-openapi"}
@@ -128,12 +165,12 @@ func heavyDeps(p pkg) []string {
 	return out
 }
 
-// TestCoreLinksLight: the sandbox core, the local mode and every example
-// link no OpenTelemetry, Docker, Kubernetes or kin-openapi package, and
+// TestCoreLinksLight: the sandbox core, the local mode, package sage and
+// every example link no OpenTelemetry, Docker, Kubernetes or kin-openapi package, and
 // (control) the OTel handler does, so the check sees them.
 func TestCoreLinksLight(t *testing.T) {
-	pkgs := list(t, "./sagents/sandbox", "./sagents/sandbox/providers/local", "./examples/...", "./sagents/observability/otelsage")
-	require.Greater(t, len(pkgs), 4)
+	pkgs := list(t, "./sagents/sandbox", "./sagents/sandbox/providers/local", "./sagents/sage", "./examples/...", "./sagents/observability/otelsage")
+	require.Greater(t, len(pkgs), 5)
 	for _, p := range pkgs {
 		if p.ImportPath == module+"sagents/observability/otelsage" {
 			assert.NotEmpty(t, heavyDeps(p), "control: the OTel handler links OpenTelemetry")

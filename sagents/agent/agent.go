@@ -102,8 +102,10 @@ type Result struct {
 	Answer    string
 	Steps     int // model calls made
 	ToolCalls []ToolCall
-	Messages  []openai.ChatCompletionMessage
-	Usage     llm.Usage
+	// Messages is the conversation as sent to the model, the answer last
+	// (llm.Message is go-openai's ChatCompletionMessage).
+	Messages []llm.Message
+	Usage    llm.Usage
 }
 
 // SystemPrompt returns the system prompt a Run sends.
@@ -124,27 +126,10 @@ func (a *Agent) SystemPrompt() string {
 func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
 	obs := a.cfg.Observer
 	in := []observability.Message{{Role: openai.ChatMessageRoleUser, Content: task}}
-	ownChain := false
-	if _, ok := observability.RunFromContext(ctx); !ok {
-		ctx = obs.ChainStart(ctx, observability.ChainInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
-		ownChain = true
-	}
-	ctx = obs.AgentStart(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
+	ctx, end := obs.StartAgent(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
 	res = &Result{}
 	defer func() {
-		out := []observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}
-		if err != nil {
-			obs.AgentError(ctx, err)
-		} else {
-			obs.AgentEnd(ctx, observability.AgentResult{Outputs: out})
-		}
-		if ownChain {
-			if err != nil {
-				obs.ChainError(ctx, err)
-			} else {
-				obs.ChainEnd(ctx, observability.ChainResult{Outputs: out})
-			}
-		}
+		end([]observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}, err)
 	}()
 	mctx := obs.MessageStart(ctx, in[0])
 	obs.MessageEnd(mctx, in[0])
@@ -187,29 +172,22 @@ func (a *Agent) callModel(ctx context.Context, res *Result) (openai.ChatCompleti
 	if err != nil {
 		return openai.ChatCompletionMessage{}, nil, err
 	}
-	defer s.Close()
 	mctx := a.cfg.Observer.MessageStart(ctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
 	wrote := false
-	for {
-		c, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			break
+	resp, err := s.CollectDeltas(func(content, _ string) error {
+		if content != "" {
+			io.WriteString(a.cfg.Output, content)
+			wrote = true
 		}
-		if err != nil {
-			a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
-			return openai.ChatCompletionMessage{}, nil, err
-		}
-		for _, ch := range c.Choices {
-			if ch.Index == 0 && ch.Delta.Content != "" {
-				io.WriteString(a.cfg.Output, ch.Delta.Content)
-				wrote = true
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})
+		return openai.ChatCompletionMessage{}, nil, err
 	}
 	if wrote {
 		io.WriteString(a.cfg.Output, "\n")
 	}
-	resp := s.Response()
 	res.Usage = res.Usage.Add(resp.Usage)
 	if len(resp.Choices) == 0 {
 		a.cfg.Observer.MessageEnd(mctx, observability.Message{Role: openai.ChatMessageRoleAssistant})

@@ -32,6 +32,8 @@
 // valid and do nothing; dispatch then costs no allocation.
 //
 // Custom handlers embed [Base] and override only the methods they need. The
-// OpenTelemetry handler lives in the otel sub-package; [ConsoleHandler] prints
-// a run tree to stderr when no collector is available.
+// OpenTelemetry handler lives in the otelsage sub-package
+// (github.com/sage-go/sage/sagents/observability/otelsage); [ConsoleHandler]
+// prints a run tree to stderr when no collector is available. An agent loop
+// reports itself with [Manager.StartAgent].
 package observability

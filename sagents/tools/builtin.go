@@ -13,3 +13,8 @@ func Builtins(o BuiltinOptions) []Tool {
 	ts = append(ts, SearchTools()...)
 	return append(ts, PythonTool())
 }
+
+// RegisterBuiltins registers every built-in tool ([Builtins]) with m.
+func (m *Manager) RegisterBuiltins(o BuiltinOptions) error {
+	return m.Register(Builtins(o)...)
+}

@@ -119,15 +119,34 @@ func (m *Manager) Names() []string {
 	return slices.Sorted(maps.Keys(m.tools))
 }
 
-// Definitions lists the tools as OpenAI tool definitions, sorted by name.
-func (m *Manager) Definitions() []openai.Tool {
+// Spec describes one registered tool as a model sees it: what an agent
+// framework needs to offer the tool in its own terms.
+type Spec struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters json.RawMessage
+}
+
+// Specs lists the registered tools, sorted by name.
+func (m *Manager) Specs() []Spec {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]openai.Tool, 0, len(m.tools))
+	out := make([]Spec, 0, len(m.tools))
 	for _, n := range m.namesLocked() {
 		t := m.tools[n].tool
+		out = append(out, Spec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+	}
+	return out
+}
+
+// Definitions lists the tools as OpenAI tool definitions, sorted by name.
+func (m *Manager) Definitions() []openai.Tool {
+	specs := m.Specs()
+	out := make([]openai.Tool, 0, len(specs))
+	for _, s := range specs {
 		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: t.Name(), Description: t.Description(), Parameters: t.Schema(),
+			Name: s.Name, Description: s.Description, Parameters: s.Parameters,
 		}})
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/testenv"
@@ -40,7 +41,7 @@ func open(t *testing.T, mode sandbox.Type) *sandbox.Sandbox {
 func manager(t *testing.T, h *sandbox.Sandbox, opts tools.Options) *tools.Manager {
 	t.Helper()
 	m := tools.NewManager(h, opts)
-	require.NoError(t, m.Register(tools.Builtins(tools.BuiltinOptions{})...))
+	require.NoError(t, m.RegisterBuiltins(tools.BuiltinOptions{}))
 	return m
 }
 
@@ -183,6 +184,24 @@ func field(t *testing.T, text, name string) string {
 	}
 	t.Fatalf("no %s in %q", name, text)
 	return ""
+}
+
+// TestSpecs: the specs an adapter builds its framework's tools from are
+// the definitions' name, description and schema, in the same order, and
+// RegisterBuiltins registered every built-in (a second call is the
+// duplicate-name error, and registers nothing).
+func TestSpecs(t *testing.T) {
+	m := manager(t, open(t, sandbox.Passthrough), tools.Options{})
+	specs, defs := m.Specs(), m.Definitions()
+	require.Len(t, specs, len(tools.Builtins(tools.BuiltinOptions{})))
+	require.Len(t, defs, len(specs))
+	for i, s := range specs {
+		assert.Equal(t, defs[i].Function.Name, s.Name)
+		assert.Equal(t, defs[i].Function.Description, s.Description)
+		assert.Equal(t, defs[i].Function.Parameters, s.Parameters)
+	}
+	require.ErrorContains(t, m.RegisterBuiltins(tools.BuiltinOptions{}), "already registered")
+	assert.Len(t, m.Specs(), len(specs))
 }
 
 func TestDefinitions(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -122,18 +123,44 @@ type reply struct {
 	Calls []call
 }
 
-// Next returns the reply to a conversation: the step of the plan that
-// follows the last one it contains.
+// planCalls are the ids of each step's tool calls, in plan order.
+var planCalls = [][]string{{"call_write"}, {"call_run"}, {"call_read", "call_list"}}
+
+// next returns the reply to a conversation: the step of the plan that
+// follows the last one it contains. The plan's own call ids say which step
+// that is, as a framework may split one reply's tool calls over several
+// assistant messages (langchaingo's agents do); a conversation without them
+// is counted in assistant messages.
 func next(msgs []message) reply {
-	step := 0
+	step, assistants := 0, 0
 	var lastTools []message
+	results := map[string]message{} // by tool_call_id
 	for _, m := range msgs {
 		switch m.Role {
 		case "assistant":
-			step++
+			assistants++
 			lastTools = nil
+			for _, c := range m.ToolCalls {
+				for i, ids := range planCalls {
+					if slices.Contains(ids, c.ID) {
+						step = max(step, i+1)
+					}
+				}
+			}
 		case "tool":
 			lastTools = append(lastTools, m)
+			results[m.ToolCallID] = m
+		}
+	}
+	if step == 0 {
+		step = assistants
+	} else {
+		// The results of the step reached, wherever they are.
+		lastTools = nil
+		for _, id := range planCalls[step-1] {
+			if r, ok := results[id]; ok {
+				lastTools = append(lastTools, r)
+			}
 		}
 	}
 	for _, t := range lastTools {

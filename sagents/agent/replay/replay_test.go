@@ -30,6 +30,46 @@ func TestPlanFollowsTheConversation(t *testing.T) {
 	assert.Contains(t, r.Text, "failed")
 }
 
+// TestPlanFollowsSplitCalls: a framework that sends the two calls of one
+// reply as two assistant messages (langchaingo's agents do) still gets the
+// answer quoting file_read's result, not a fifth step (the control: the
+// same conversation without the plan's ids is counted by assistant
+// messages and loses it).
+func TestPlanFollowsSplitCalls(t *testing.T) {
+	calls := func(id string) []struct {
+		ID string `json:"id"`
+	} {
+		return []struct {
+			ID string `json:"id"`
+		}{{ID: id}}
+	}
+	split := []message{{Role: "user"},
+		{Role: "assistant", ToolCalls: calls("call_write")}, {Role: "tool", ToolCallID: "call_write"},
+		{Role: "assistant", ToolCalls: calls("call_run")}, {Role: "tool", ToolCallID: "call_run"},
+		{Role: "assistant", ToolCalls: calls("call_read")}, {Role: "tool", ToolCallID: "call_read", Content: "header\nfirst 15 Fibonacci numbers: 0 1 1"},
+		{Role: "assistant", ToolCalls: calls("call_list")}, {Role: "tool", ToolCallID: "call_list", Content: "fib.py"},
+	}
+	r := next(split)
+	assert.Empty(t, r.Calls)
+	assert.Contains(t, r.Text, "first 15 Fibonacci numbers: 0 1 1")
+
+	r = next(split[:5])
+	require.Len(t, r.Calls, 2, "after the run come read and list")
+
+	failed := append(append([]message(nil), split[:7]...), message{Role: "assistant", ToolCalls: calls("call_list")},
+		message{Role: "tool", ToolCallID: "call_list", Name: "list_dir", Content: `{"success":false}`})
+	r = next(failed)
+	assert.Contains(t, r.Text, "list_dir call failed", "a failure in the step's split calls is seen")
+
+	var noIDs []message
+	for _, m := range split {
+		m.ToolCalls, m.ToolCallID = nil, ""
+		noIDs = append(noIDs, m)
+	}
+	r = next(noIDs)
+	assert.NotContains(t, r.Text, "first 15 Fibonacci numbers", "control: counting assistant messages loses the read")
+}
+
 func TestServerSpeaksChatCompletions(t *testing.T) {
 	s, err := Start()
 	require.NoError(t, err)

@@ -41,8 +41,9 @@ func (b *Backend) list(ctx context.Context, pooled bool, fs ...filters.KeyValueP
 }
 
 // RemoveAll force-removes every container (running or not) with this
-// backend's prefix and installation; tests and `sage sandbox rm --all`
-// use it.
+// backend's prefix and installation. Tests use it to clean up; `sage
+// sandbox rm --all` does not: it releases each listed thread through the
+// orchestrator (its state record, lock and container).
 func (b *Backend) RemoveAll(ctx context.Context) (int, error) {
 	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(b.scope()...)})
 	if err != nil {
