@@ -16,7 +16,7 @@ import (
 // remoteConfig is a sandbox config for the provider against srv.
 func remoteConfig(srv *opensandboxtest.Server, extra map[string]any) sandbox.Config {
 	pc := map[string]any{opensandbox.KeyWorkspace: "auto", opensandbox.KeyExecdToken: srv.ExecdToken,
-		opensandbox.KeyReadySeconds: 10}
+		opensandbox.KeyReadySeconds: 10, opensandbox.KeyExecdTmp: srv.ExecdTmp}
 	for k, v := range extra {
 		pc[k] = v
 	}

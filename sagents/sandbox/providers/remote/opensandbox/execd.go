@@ -18,7 +18,7 @@ const ExecdPort = 44772
 // HeaderExecdToken carries execd's access token.
 const HeaderExecdToken = "X-EXECD-ACCESS-TOKEN"
 
-// headerTailCursor carries the last log line index of a logs answer.
+// headerTailCursor carries the byte offset a logs answer ends at.
 const headerTailCursor = "EXECD-COMMANDS-TAIL-CURSOR"
 
 // RunCommandRequest is what POST /command takes.
@@ -101,7 +101,7 @@ func (c *ExecdClient) WaitReady(ctx context.Context, interval time.Duration) err
 }
 
 // stream posts body to path and hands every event to on until the stream
-// ends; an error from on stops reading and is returned.
+// ends; an error from on stops reading and is returned (errFinal: nil).
 func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on func(Event) error) error {
 	resp, err := c.w.request(ctx, op, http.MethodPost, path, nil, body, http.StatusOK)
 	if err != nil {
@@ -121,15 +121,22 @@ func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on 
 			return fmt.Errorf("opensandbox: %s: %w", op, err)
 		}
 		if err := on(ev); err != nil {
+			if errors.Is(err, errFinal) {
+				return nil
+			}
 			return err
 		}
 	}
 }
 
 // RunCommand runs a command and hands its events to on: "init" (Text is
-// the command id), "stdout", "stderr", then "error" (a failed command:
-// Error.Value is the exit code) and "execution_complete". A background
-// command's stream ends after "init".
+// the command id), "ping", one "stdout" or "stderr" event per line (see
+// lines.go), then either "error" (a failed command: Error.Value is the
+// exit code, or -1 with Go's "signal: killed" as the traceback) or
+// "execution_complete", never both. A background command's stream has
+// "init" and "execution_complete". execd keeps every stream open for
+// another second after its last event (EXECD_API_GRACE_SHUTDOWN); on
+// returns errFinal to stop there.
 func (c *ExecdClient) RunCommand(ctx context.Context, r RunCommandRequest, on func(Event) error) error {
 	return c.stream(ctx, "run command", "/command", r, on)
 }
@@ -146,12 +153,12 @@ func (c *ExecdClient) Status(ctx context.Context, id string) (*CommandStatus, er
 	return &s, err
 }
 
-// Logs reads at most max bytes of a background command's output after
-// line cursor (a negative cursor: from the start) and returns it with
-// the tail cursor for the next call. A log longer than max is an error.
+// Logs reads at most max bytes of a background command's combined
+// output from byte offset cursor on, and returns them with the offset
+// execd says the log ends at (-1 when it does not say).
 func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int64) ([]byte, int64, error) {
 	q := url.Values{}
-	if cursor >= 0 {
+	if cursor > 0 {
 		q.Set("cursor", strconv.FormatInt(cursor, 10))
 	}
 	op := "logs of command " + id
@@ -160,12 +167,9 @@ func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max))
 	if err != nil {
 		return nil, 0, fmt.Errorf("opensandbox: %s: %w", op, err)
-	}
-	if int64(len(b)) > max {
-		return nil, 0, fmt.Errorf("opensandbox: %s: log larger than %d bytes", op, max)
 	}
 	tail := int64(-1)
 	if v := resp.Header.Get(headerTailCursor); v != "" {

@@ -43,9 +43,18 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			fsError(w, err)
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.Copy(w, f)
+		if fi.IsDir() { // as execd: 200 and nothing
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		// Byte ranges (206 with Content-Range) as execd serves them.
+		http.ServeContent(w, r, filepath.Base(paths[0]), fi.ModTime(), f)
 	case "/files/info GET":
 		if !needPaths() {
 			return
@@ -61,16 +70,23 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, out)
 	case "/files DELETE":
+		// As execd: os.Stat (a symlink is followed), a missing path is
+		// fine (so a dangling symlink stays), a directory is refused.
 		if !needPaths() {
 			return
 		}
 		for _, p := range paths {
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-				writeError(w, http.StatusInternalServerError, "IS_DIRECTORY", p+" is a directory")
-				return
+			fi, err := os.Stat(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				continue
+			case err == nil && fi.IsDir():
+				err = errors.New("path is a directory: " + p)
+			case err == nil:
+				err = os.Remove(p)
 			}
-			if err := os.Remove(p); err != nil {
-				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error removing file "+p+". "+err.Error())
 				return
 			}
 		}
@@ -86,6 +102,21 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 		for _, it := range items {
 			if !filepath.IsAbs(it.Src) || !filepath.IsAbs(it.Dest) {
 				e.s.violation(w, "mv: paths must be absolute: %+v", it)
+				return
+			}
+			// As execd: the source must exist, the destination's
+			// directory is made, and an existing destination (a symlink
+			// followed) is refused.
+			if _, err := os.Stat(it.Src); err != nil {
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found. source path not found: "+it.Src+": "+err.Error())
+				return
+			}
+			if err := os.MkdirAll(filepath.Dir(it.Dest), 0o755); err != nil {
+				fsError(w, err)
+				return
+			}
+			if _, err := os.Stat(it.Dest); err == nil {
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: destination path already exists: "+it.Dest)
 				return
 			}
 			if err := os.Rename(it.Src, it.Dest); err != nil {
@@ -109,7 +140,12 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 				e.s.violation(w, "directories: path %q must be absolute, mode octal digits", d)
 				return
 			}
-			if err := os.MkdirAll(d, mode); err != nil {
+			// As execd: mkdir -p, then a chmod unless the mode is 0.
+			err := os.MkdirAll(d, 0o777)
+			if err == nil && mode != 0 {
+				err = os.Chmod(d, mode)
+			}
+			if err != nil {
 				fsError(w, err)
 				return
 			}
@@ -134,10 +170,11 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// octal reads a mode written as octal digits (644); nil means 755.
+// octal reads a mode written as octal digits (644); nil means 0 (no
+// chmod).
 func octal(m *int) (fs.FileMode, bool) {
 	if m == nil {
-		return 0o755, true
+		return 0, true
 	}
 	v, err := strconv.ParseUint(strconv.Itoa(*m), 8, 32)
 	return fs.FileMode(v), err == nil && v <= 0o7777
@@ -162,9 +199,9 @@ func info(p string, fi fs.FileInfo) map[string]any {
 func fsError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", err.Error())
+		writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found. "+err.Error())
 	default:
-		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: "+err.Error())
 	}
 }
 
@@ -183,8 +220,12 @@ func (e *Execd) list(w http.ResponseWriter, dir, depthArg string) {
 		fsError(w, err)
 		return
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
-		writeError(w, http.StatusBadRequest, "NOT_A_DIRECTORY", dir+" is a symlink or not a directory")
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "path is a symbolic link, refusing to traverse: "+dir)
+		return
+	}
+	if !fi.IsDir() {
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: "+dir+" is not a directory")
 		return
 	}
 	out := []any{}
@@ -257,7 +298,13 @@ func (e *Execd) upload(w http.ResponseWriter, r *http.Request) {
 			e.s.violation(w, "upload: metadata for %s not followed by its file part: %v", meta.Path, err)
 			return
 		}
-		f, err := os.OpenFile(meta.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		// As execd: the parents are made, the file truncated and
+		// written (through a symlink at the path), then chmodded.
+		if err := os.MkdirAll(filepath.Dir(meta.Path), 0o777); err != nil {
+			fsError(w, err)
+			return
+		}
+		f, err := os.OpenFile(meta.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o777)
 		if err != nil {
 			fsError(w, err)
 			return
@@ -265,6 +312,9 @@ func (e *Execd) upload(w http.ResponseWriter, r *http.Request) {
 		_, err = io.Copy(f, part)
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil && mode != 0 {
+			err = os.Chmod(meta.Path, mode)
 		}
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())

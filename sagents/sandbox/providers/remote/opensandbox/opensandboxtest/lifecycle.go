@@ -26,6 +26,16 @@ type Server struct {
 	FailCreate bool
 	// ExecdDown, when set, makes new sandboxes' execd refuse connections.
 	ExecdDown bool
+	// Grace is how long a command stream stays open after its last
+	// event (execd's EXECD_API_GRACE_SHUTDOWN, 1 s by default as there).
+	Grace time.Duration
+	// ExecdTmp is the fake execd's TMPDIR on this host, where it keeps
+	// each command's output as execd does (a directory of the test's).
+	ExecdTmp string
+	// ExecdAddr, when set before the first sandbox is created, is the
+	// host:port of a real execd that every sandbox's endpoint then
+	// names instead of a fake one (see TestRealExecd).
+	ExecdAddr string
 
 	t    testing.TB
 	root string
@@ -56,7 +66,11 @@ type Sandbox struct {
 // the test. Violations make the test fail.
 func New(t testing.TB) *Server {
 	s := &Server{APIKey: "lifecycle-key", ExecdToken: "execd-token", ReadyAfter: 1, t: t,
-		root: t.TempDir(), sandboxes: map[string]*Sandbox{}}
+		root: t.TempDir(), sandboxes: map[string]*Sandbox{}, Grace: time.Second}
+	s.ExecdTmp = filepath.Join(s.root, "tmp")
+	if err := os.MkdirAll(s.ExecdTmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s.srv = httptest.NewServer(validated(http.HandlerFunc(s.serve), s.record))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(func() {
