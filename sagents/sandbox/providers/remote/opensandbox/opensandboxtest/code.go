@@ -39,7 +39,7 @@ while True:
                 if v is not None:
                     res = repr(v)
         except SystemExit as x:
-            err = {"ename": "SystemExit", "evalue": "" if x.code is None else str(x.code), "traceback": ["An exception has occurred, use %tb to see the full traceback.\n", "SystemExit: " + str(x.code) + "\n"]}
+            err = {"ename": "SystemExit", "evalue": "" if x.code is None else str(x.code), "traceback": ["An exception has occurred, use %tb to see the full traceback.\n", "\x1b[0;31mSystemExit\x1b[0m\x1b[0;31m:\x1b[0m " + str(x.code) + "\n"]}
         except BaseException as x:
             tb = traceback.format_exception(type(x), x, x.__traceback__)
             err = {"ename": type(x).__name__, "evalue": str(x), "traceback": tb[:-1] + ["\x1b[0;31m" + type(x).__name__ + "\x1b[0m: " + str(x)]}
@@ -53,10 +53,10 @@ type pyContext struct {
 	id    string
 	busy  sync.Mutex // one cell at a time
 	count int        // execution count
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	dead bool
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	dead  bool
 }
 
 func (c *pyContext) kill() {

@@ -59,11 +59,15 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 		if !needPaths() {
 			return
 		}
-		out := map[string]any{}
+		out := map[string]fileInfo{}
 		for _, p := range paths {
 			fi, err := os.Lstat(p)
-			if err != nil {
-				fsError(w, err)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found. file not found: "+p+": "+err.Error())
+				return
+			case err != nil:
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: error accessing file "+p+": "+err.Error())
 				return
 			}
 			out[p] = info(p, fi)
@@ -180,7 +184,19 @@ func octal(m *int) (fs.FileMode, bool) {
 	return fs.FileMode(v), err == nil && v <= 0o7777
 }
 
-func info(p string, fi fs.FileInfo) map[string]any {
+// fileInfo is execd's description of a file, in its field order.
+type fileInfo struct {
+	Path       string `json:"path"`
+	Type       string `json:"type"`
+	Size       int64  `json:"size"`
+	ModifiedAt string `json:"modified_at"`
+	CreatedAt  string `json:"created_at"`
+	Owner      string `json:"owner"`
+	Group      string `json:"group"`
+	Mode       int    `json:"mode"`
+}
+
+func info(p string, fi fs.FileInfo) fileInfo {
 	t := "file"
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -192,8 +208,7 @@ func info(p string, fi fs.FileInfo) map[string]any {
 	}
 	mode, _ := strconv.Atoi(strconv.FormatUint(uint64(fi.Mode().Perm()), 8))
 	mt := fi.ModTime().UTC().Format(time.RFC3339)
-	return map[string]any{"path": p, "type": t, "size": fi.Size(), "modified_at": mt, "created_at": mt,
-		"owner": "root", "group": "root", "mode": mode}
+	return fileInfo{Path: p, Type: t, Size: fi.Size(), ModifiedAt: mt, CreatedAt: mt, Owner: "root", Group: "root", Mode: mode}
 }
 
 func fsError(w http.ResponseWriter, err error) {
@@ -228,7 +243,7 @@ func (e *Execd) list(w http.ResponseWriter, dir, depthArg string) {
 		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: "+dir+" is not a directory")
 		return
 	}
-	out := []any{}
+	out := []fileInfo{}
 	var walk func(d string, level int) error
 	walk = func(d string, level int) error {
 		ents, err := os.ReadDir(d)

@@ -156,14 +156,24 @@ func (s *Server) terminate(sb *Sandbox) {
 	sb.execd.Close()
 }
 
+// writeJSON answers v as JSON without a final newline, as execd (gin)
+// and the lifecycle server do.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":"RUNTIME_ERROR","message":"fake: bad answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
 
+// writeError answers execd's error object.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]string{"code": code, "message": msg})
+	writeJSON(w, status, struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, msg})
 }
 
 // decodeStrict reads a JSON body with no unknown fields.
