@@ -92,7 +92,7 @@ func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Co
 		Image:      first(rc.Image, env("SAGE_OPENSANDBOX_IMAGE"), DefaultImage),
 		ExecdToken: first(str(pc, KeyExecdToken), env("SAGE_OPENSANDBOX_EXECD_TOKEN")),
 		Workspace:  first(str(pc, KeyWorkspace), env("SAGE_OPENSANDBOX_WORKSPACE"), DefaultWorkspace),
-		ExecdTmp:   first(str(pc, KeyExecdTmp), DefaultExecdTmp),
+		ExecdTmp:   first(str(pc, KeyExecdTmp), env("SAGE_OPENSANDBOX_EXECD_TMPDIR"), DefaultExecdTmp),
 		Thread:     str(pc, KeyThreadID), Resources: map[string]string{"cpu": first(str(pc, KeyCPU), "1"),
 			"memory": first(str(pc, KeyMemory), "2Gi")}, TTL: DefaultTTL, ReadyTimeout: DefaultReady}
 	bad := func(key, val, reason string) error {

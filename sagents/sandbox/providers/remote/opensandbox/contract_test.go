@@ -38,8 +38,8 @@ func TestContract(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	sandboxtest.Run(t, sandboxtest.Options{
 		New:                func(t *testing.T) *sandbox.Sandbox { return open(t, srv, nil) },
-		HostProcesses:      true,
-		SignalsAsExitCodes: true,
+		HostProcesses: true,
+		PythonResults: true,
 	})
 	assert.Zero(t, srv.Live(), "every anonymous sandbox is deleted at Close")
 }
