@@ -27,22 +27,13 @@ func benchSandbox(b *testing.B, c opensandbox.Config) *opensandbox.Sandbox {
 // reading at the command's last event, as a client that knows execd's
 // grace second would.
 func bareTrue(ctx context.Context, e *opensandbox.ExecdClient) error {
-	stop := errStop{}
-	err := e.RunCommand(ctx, opensandbox.RunCommandRequest{Command: "true"}, func(ev opensandbox.Event) error {
+	return e.RunCommand(ctx, opensandbox.RunCommandRequest{Command: "true"}, func(ev opensandbox.Event) error {
 		if ev.Type == opensandbox.EventComplete || ev.Type == opensandbox.EventFailed {
-			return stop
+			return opensandbox.StopStream
 		}
 		return nil
 	})
-	if err == stop {
-		return nil
-	}
-	return err
 }
-
-type errStop struct{}
-
-func (errStop) Error() string { return "stop" }
 
 // BenchmarkOpenSandboxExecTrue times `exec true` through the provider
 // and the bare execd call (bareTrue) alternately in one loop, against the

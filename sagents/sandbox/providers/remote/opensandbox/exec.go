@@ -31,11 +31,6 @@ type outcome struct {
 	signal         string
 }
 
-// errFinal stops reading a /command stream at its last event: execd
-// keeps the stream open for another EXECD_API_GRACE_SHUTDOWN (1 s by
-// default) after it and sends nothing more.
-var errFinal = errors.New("opensandbox: final event")
-
 // ansi matches the terminal colour codes of IPython's tracebacks.
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 

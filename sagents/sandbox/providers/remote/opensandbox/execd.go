@@ -100,33 +100,84 @@ func (c *ExecdClient) WaitReady(ctx context.Context, interval time.Duration) err
 	}
 }
 
+// StopStream, returned by an event callback, stops reading a stream
+// there: the call returns nil and the rest of the stream (execd keeps a
+// command's stream open for its grace second after the last event) is
+// drained in the background rather than cut. Cutting it was seen to make
+// the real execd kill a command running at that moment with SIGPIPE
+// (execd forwards every signal it gets to its running commands).
+var StopStream = errors.New("opensandbox: stop reading the stream")
+
+// errFinal is StopStream under the name the provider uses.
+var errFinal = StopStream
+
+// maxDrain bounds the background read of a stopped stream.
+const maxDrain = 30 * time.Second
+
 // stream posts body to path and hands every event to on until the stream
-// ends; an error from on stops reading and is returned (errFinal: nil).
+// ends; an error from on stops reading and is returned (StopStream: nil).
+// Cancelling ctx while the stream is read ends it.
 func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on func(Event) error) error {
-	resp, err := c.w.request(ctx, op, http.MethodPost, path, nil, body, http.StatusOK)
+	// The request outlives ctx when on stops the stream, so that its end
+	// can be drained; until then ctx's end cancels it.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := c.w.request(rctx, op, http.MethodPost, path, nil, body, http.StatusOK)
 	if err != nil {
-		return err
+		stop()
+		cancel()
+		return ctxErr(ctx, err)
 	}
-	defer resp.Body.Close()
 	d := NewEventReader(resp.Body)
 	for {
 		ev, err := d.Next()
 		if err == io.EOF {
+			stop()
+			cancel()
+			resp.Body.Close()
 			return nil
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("opensandbox: %s: %w", op, err)
-		}
-		if err := on(ev); err != nil {
-			if errors.Is(err, errFinal) {
+		if err == nil {
+			err = on(ev)
+			if errors.Is(err, StopStream) {
+				if !stop() { // ctx ended meanwhile: nothing to drain for
+					cancel()
+					resp.Body.Close()
+					return nil
+				}
+				go func() {
+					t := time.AfterFunc(maxDrain, cancel)
+					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxJSONBody))
+					resp.Body.Close()
+					t.Stop()
+					cancel()
+				}()
 				return nil
 			}
-			return err
+			if err != nil {
+				stop()
+				cancel()
+				resp.Body.Close()
+				return err
+			}
+			continue
 		}
+		stop()
+		cancel()
+		resp.Body.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("opensandbox: %s: %w", op, err)
 	}
+}
+
+// ctxErr prefers ctx's error when ctx ended.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
 }
 
 // RunCommand runs a command and hands its events to on: "init" (Text is
