@@ -37,7 +37,7 @@ func open(t *testing.T, srv *opensandboxtest.Server, extra map[string]any) *sand
 func TestContract(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:                func(t *testing.T) *sandbox.Sandbox { return open(t, srv, nil) },
+		New:           func(t *testing.T) *sandbox.Sandbox { return open(t, srv, nil) },
 		HostProcesses: true,
 		PythonResults: true,
 	})
