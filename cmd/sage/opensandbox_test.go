@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -94,26 +96,36 @@ func openSandboxCLIOps() []cliOp {
 	}
 }
 
-// runOpenSandboxCLIOps runs every op against srv in the workspace ws (""
-// : the sandbox's own) and returns how many gave what they must.
-func runOpenSandboxCLIOps(t *testing.T, srv *opensandboxtest.Server, ws string) (held, all int) {
-	home := sandboxtest.TempDir(t)
+// osbTarget is the lifecycle server (and what its sandboxes need) the
+// command lines run against.
+type osbTarget struct {
+	url, apiKey, execdToken, execdTmp, workspace, image string
+}
+
+func fakeTarget(srv *opensandboxtest.Server, ws string) osbTarget {
 	if ws == "" {
 		ws = "auto"
 	}
+	return osbTarget{url: srv.URL, apiKey: srv.APIKey, execdToken: srv.ExecdToken, execdTmp: srv.ExecdTmp, workspace: ws}
+}
+
+// runOpenSandboxCLIOps runs every op against tg and returns how many gave
+// what they must.
+func runOpenSandboxCLIOps(t *testing.T, tg osbTarget) (held, all int) {
+	home := sandboxtest.TempDir(t)
 	for i, op := range openSandboxCLIOps() {
 		n := 1 // the subcommand ("fs write": two words), then the flags
 		if op.args[0] == "fs" {
 			n = 2
 		}
 		args := append([]string{}, op.args[:n]...)
-		args = append(args, "--mode", "remote", "--remote-provider", "opensandbox", "--opensandbox-url", srv.URL,
+		args = append(args, "--mode", "remote", "--remote-provider", "opensandbox", "--opensandbox-url", tg.url,
 			"--opensandbox-api-key-env", "OSB_TEST_KEY", "--session", "osbops")
 		args = append(args, op.args[n:]...)
 		cmd := exec.Command(sageBin, args...)
-		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "OSB_TEST_KEY="+srv.APIKey,
-			"SAGE_OPENSANDBOX_EXECD_TOKEN="+srv.ExecdToken, "SAGE_OPENSANDBOX_WORKSPACE="+ws,
-			"SAGE_OPENSANDBOX_EXECD_TMPDIR="+srv.ExecdTmp)
+		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "OSB_TEST_KEY="+tg.apiKey,
+			"SAGE_OPENSANDBOX_EXECD_TOKEN="+tg.execdToken, "SAGE_OPENSANDBOX_WORKSPACE="+tg.workspace,
+			"SAGE_OPENSANDBOX_EXECD_TMPDIR="+tg.execdTmp, "SAGE_OPENSANDBOX_IMAGE="+tg.image)
 		cmd.Stdin = strings.NewReader(op.stdin)
 		r, err := runCmd(cmd)
 		require.NoError(t, err)
@@ -138,7 +150,7 @@ func runOpenSandboxCLIOps(t *testing.T, srv *opensandboxtest.Server, ws string) 
 // the fake lifecycle server and execd.
 func TestOpenSandboxCLIOperations(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	held, all := runOpenSandboxCLIOps(t, srv, "")
+	held, all := runOpenSandboxCLIOps(t, fakeTarget(srv, ""))
 	t.Logf("%d of %d CLI operations hold", held, all)
 }
 
@@ -161,6 +173,30 @@ func TestOpenSandboxCLIOperationsRealExecd(t *testing.T) {
 		work = "/tmp"
 	}
 	ws := filepath.Join(work, "sage-cli-"+strconv.FormatInt(time.Now().UnixNano(), 10))
-	held, all := runOpenSandboxCLIOps(t, srv, ws)
+	held, all := runOpenSandboxCLIOps(t, fakeTarget(srv, ws))
 	t.Logf("%d of %d CLI operations hold against the real execd", held, all)
+}
+
+// TestOpenSandboxCLIOperationsRealServer runs them against a real
+// OpenSandbox lifecycle server (opt-in: SAGE_OPENSANDBOX_TEST_URL, _API_KEY,
+// _IMAGE, as the opensandbox package's TestRealServerContract), in one
+// sandbox kept for the session and deleted at the end.
+func TestOpenSandboxCLIOperationsRealServer(t *testing.T) {
+	url := os.Getenv("SAGE_OPENSANDBOX_TEST_URL")
+	if url == "" {
+		t.Skip("no real OpenSandbox server: set SAGE_OPENSANDBOX_TEST_URL (and _API_KEY, _IMAGE)")
+	}
+	tg := osbTarget{url: url, apiKey: os.Getenv("SAGE_OPENSANDBOX_TEST_API_KEY"), workspace: "/workspace",
+		image: os.Getenv("SAGE_OPENSANDBOX_TEST_IMAGE")}
+	t.Cleanup(func() {
+		life := opensandbox.NewLifecycleClient(url, tg.apiKey, nil)
+		list, err := life.List(context.Background(), map[string]string{opensandbox.LabelThread: "osbops"})
+		if assert.NoError(t, err) {
+			for _, sb := range list {
+				assert.NoError(t, life.Delete(context.Background(), sb.ID))
+			}
+		}
+	})
+	held, all := runOpenSandboxCLIOps(t, tg)
+	t.Logf("%d of %d CLI operations hold against the real server", held, all)
 }

@@ -133,3 +133,35 @@ func TestConfigFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyCodeContextIsAnError: a second cell sent to a code context that
+// is still running one gets execd's error object inside the 200 stream
+// (as recorded from the real execd); it comes back as an *APIError, not
+// as "an event without a type".
+func TestBusyCodeContextIsAnError(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	s, err := opensandbox.Open(context.Background(), config(srv))
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	ctx := context.Background()
+	cc, err := s.Execd().CreateContext(ctx, "python")
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		first <- s.Execd().RunCode(ctx, cc, "import time; time.sleep(1.5)", func(ev opensandbox.Event) error {
+			if ev.Type == opensandbox.EventInit {
+				close(started)
+			}
+			return nil
+		})
+	}()
+	<-started
+	time.Sleep(100 * time.Millisecond)
+	err = s.Execd().RunCode(ctx, cc, "print(2)", func(opensandbox.Event) error { return nil })
+	var ae *opensandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "RUNTIME_ERROR", ae.Code)
+	assert.Contains(t, ae.Message, "session is busy")
+	require.NoError(t, <-first, "the first cell ends normally (the control)")
+}

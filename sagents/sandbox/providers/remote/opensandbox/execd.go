@@ -213,14 +213,9 @@ func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int
 		q.Set("cursor", strconv.FormatInt(cursor, 10))
 	}
 	op := "logs of command " + id
-	resp, err := c.w.request(ctx, op, http.MethodGet, "/command/"+url.PathEscape(id)+"/logs", q, nil, http.StatusOK)
+	resp, b, err := c.w.fetch(ctx, op, "/command/"+url.PathEscape(id)+"/logs", q, max, http.StatusOK)
 	if err != nil {
 		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max))
-	if err != nil {
-		return nil, 0, fmt.Errorf("opensandbox: %s: %w", op, err)
 	}
 	tail := int64(-1)
 	if v := resp.Header.Get(headerTailCursor); v != "" {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -84,14 +83,9 @@ func (c *ExecdClient) Upload(ctx context.Context, path string, data []byte, perm
 // an error.
 func (c *ExecdClient) Download(ctx context.Context, path string, max int64) ([]byte, error) {
 	op := "download " + path
-	resp, err := c.w.request(ctx, op, http.MethodGet, "/files/download", url.Values{"path": {path}}, nil, http.StatusOK)
+	_, b, err := c.w.fetch(ctx, op, "/files/download", url.Values{"path": {path}}, max+1, http.StatusOK)
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("opensandbox: %s: %w", op, err)
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("opensandbox: %s: file larger than %d bytes", op, max)
@@ -109,14 +103,9 @@ func (c *ExecdClient) DownloadRange(ctx context.Context, path, rng string, max i
 	for k, v := range c.w.headers {
 		w.headers[k] = v
 	}
-	resp, err := w.request(ctx, op, http.MethodGet, "/files/download", url.Values{"path": {path}}, nil, http.StatusPartialContent, http.StatusOK)
+	resp, b, err := w.fetch(ctx, op, "/files/download", url.Values{"path": {path}}, max, http.StatusPartialContent, http.StatusOK)
 	if err != nil {
 		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max))
-	if err != nil {
-		return nil, 0, fmt.Errorf("opensandbox: %s: %w", op, err)
 	}
 	size := resp.ContentLength
 	if cr := resp.Header.Get("Content-Range"); resp.StatusCode == http.StatusPartialContent {

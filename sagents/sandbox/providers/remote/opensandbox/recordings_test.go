@@ -389,3 +389,28 @@ func TestRealExecdContract(t *testing.T) {
 	_, mk := realServer(t)
 	sandboxtest.Run(t, sandboxtest.Options{New: mk, PythonResults: true})
 }
+
+// The variables of TestRealServerContract: a real OpenSandbox lifecycle
+// server (which starts each sandbox with execd in it).
+const (
+	envServerURL   = "SAGE_OPENSANDBOX_TEST_URL"     // e.g. http://127.0.0.1:8080/v1
+	envServerKey   = "SAGE_OPENSANDBOX_TEST_API_KEY" // its API key
+	envServerImage = "SAGE_OPENSANDBOX_TEST_IMAGE"   // the sandbox image (default DefaultImage)
+)
+
+// TestRealServerContract runs the contract suite through the provider
+// against a real lifecycle server (opt-in, SAGE_OPENSANDBOX_TEST_URL):
+// every sandbox is a container it starts.
+func TestRealServerContract(t *testing.T) {
+	url := os.Getenv(envServerURL)
+	if url == "" {
+		t.Skipf("no real OpenSandbox server: set %s (and %s, %s) to run against one", envServerURL, envServerKey, envServerImage)
+	}
+	sandboxtest.Run(t, sandboxtest.Options{New: func(t *testing.T) *sandbox.Sandbox {
+		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{
+			Provider: opensandbox.ProviderName, ServerURL: url, APIKey: os.Getenv(envServerKey), Image: os.Getenv(envServerImage),
+			ProviderConfig: map[string]any{opensandbox.KeyReadySeconds: 120}}})
+		require.NoError(t, err)
+		return h
+	}, PythonResults: true})
+}
