@@ -165,3 +165,18 @@ func TestBusyCodeContextIsAnError(t *testing.T) {
 	assert.Contains(t, ae.Message, "session is busy")
 	require.NoError(t, <-first, "the first cell ends normally (the control)")
 }
+
+// TestPythonContextStartIsBounded: execd waits for its Jupyter server
+// (for ever when the sandbox has none, as a real lifecycle server's
+// sandbox without Jupyter showed); the command timeout bounds it.
+func TestPythonContextStartIsBounded(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	srv.CodeContextHangs = true
+	h := open(t, srv, nil)
+	defer h.Close(context.Background())
+	start := time.Now()
+	_, err := h.ExecutePython(context.Background(), "1", sandbox.PythonOptions{ExecOptions: sandbox.ExecOptions{Timeout: time.Second}})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "kernelspec named python")
+	assert.Less(t, time.Since(start), 10*time.Second)
+}

@@ -302,11 +302,11 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	}
 	s.pyMu.Lock()
 	defer s.pyMu.Unlock()
-	cc, err := s.pyContext(ctx, opts)
+	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
+	cc, err := s.pyContext(ctx, timeout, opts)
 	if err != nil {
 		return nil, err
 	}
-	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	o := newOutcome(opts.OutputLimit, false, opts.OnStdout, opts.OnStderr)
@@ -336,7 +336,10 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	return res, nil
 }
 
-func (s *Sandbox) pyContext(ctx context.Context, opts sandbox.PythonOptions) (CodeContext, error) {
+// pyContext returns this Sandbox's code context, creating it first
+// within timeout: execd waits for its Jupyter server for minutes, and
+// for ever where the sandbox has none.
+func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts sandbox.PythonOptions) (CodeContext, error) {
 	s.mu.Lock()
 	py := s.py
 	s.mu.Unlock()
@@ -344,8 +347,13 @@ func (s *Sandbox) pyContext(ctx context.Context, opts sandbox.PythonOptions) (Co
 		return *py, nil
 	}
 	done := opts.Step("starting the sandbox's Python interpreter")
-	cc, err := s.execd.CreateContext(ctx, "python")
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cc, err := s.execd.CreateContext(cctx, "python")
+	cancel()
 	done()
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return cc, fmt.Errorf("opensandbox: starting a Python code context took over %v (does the sandbox run a Jupyter server with a kernelspec named python?): %w", timeout, err)
+	}
 	if err != nil {
 		return cc, s.gone(ctx, err)
 	}

@@ -101,6 +101,11 @@ func (e *Execd) code(w http.ResponseWriter, r *http.Request) {
 			e.s.violation(w, "%v", err)
 			return
 		}
+		if e.s.CodeContextHangs {
+			<-r.Context().Done()
+			writeError(w, http.StatusServiceUnavailable, "RUNTIME_ERROR", "no Jupyter server (the client left)")
+			return
+		}
 		if req.Language != "python" {
 			writeError(w, http.StatusBadRequest, "UNSUPPORTED_LANGUAGE", "only python here, not "+req.Language)
 			return

@@ -26,6 +26,9 @@ type Server struct {
 	FailCreate bool
 	// ExecdDown, when set, makes new sandboxes' execd refuse connections.
 	ExecdDown bool
+	// CodeContextHangs makes creating a code context wait until the
+	// client gives up, as execd does in a sandbox without Jupyter.
+	CodeContextHangs bool
 	// Grace is how long a command stream stays open after its last
 	// event (execd's EXECD_API_GRACE_SHUTDOWN, 1 s by default as there).
 	Grace time.Duration
