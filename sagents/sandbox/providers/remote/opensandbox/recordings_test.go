@@ -396,6 +396,11 @@ const (
 	envServerURL   = "SAGE_OPENSANDBOX_TEST_URL"     // e.g. http://127.0.0.1:8080/v1
 	envServerKey   = "SAGE_OPENSANDBOX_TEST_API_KEY" // its API key
 	envServerImage = "SAGE_OPENSANDBOX_TEST_IMAGE"   // the sandbox image (default DefaultImage)
+	// A shell command the sandbox runs as its entrypoint (e.g. one that
+	// starts a Jupyter server, then waits), and k=v,k=v variables for it
+	// (e.g. JUPYTER_HOST and JUPYTER_TOKEN, which execd reads).
+	envServerEntrypoint = "SAGE_OPENSANDBOX_TEST_ENTRYPOINT"
+	envServerEnv        = "SAGE_OPENSANDBOX_TEST_ENV"
 )
 
 // TestRealServerContract runs the contract suite through the provider
@@ -406,10 +411,22 @@ func TestRealServerContract(t *testing.T) {
 	if url == "" {
 		t.Skipf("no real OpenSandbox server: set %s (and %s, %s) to run against one", envServerURL, envServerKey, envServerImage)
 	}
+	pc := map[string]any{opensandbox.KeyReadySeconds: 120}
+	if ep := os.Getenv(envServerEntrypoint); ep != "" {
+		pc[opensandbox.KeyEntrypoint] = []any{"sh", "-c", ep}
+	}
+	if kv := os.Getenv(envServerEnv); kv != "" {
+		env := map[string]any{}
+		for _, p := range strings.Split(kv, ",") {
+			k, v, _ := strings.Cut(p, "=")
+			env[k] = v
+		}
+		pc[opensandbox.KeyEnv] = env
+	}
 	sandboxtest.Run(t, sandboxtest.Options{New: func(t *testing.T) *sandbox.Sandbox {
 		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{
 			Provider: opensandbox.ProviderName, ServerURL: url, APIKey: os.Getenv(envServerKey), Image: os.Getenv(envServerImage),
-			ProviderConfig: map[string]any{opensandbox.KeyReadySeconds: 120}}})
+			ProviderConfig: pc}})
 		require.NoError(t, err)
 		return h
 	}, PythonResults: true})
