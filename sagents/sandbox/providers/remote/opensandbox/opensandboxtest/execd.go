@@ -1,7 +1,6 @@
 package opensandboxtest
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
@@ -371,6 +370,8 @@ func exitCode(err error) (int, string) {
 func tailLines(file string, stop <-chan struct{}, emit func(string)) {
 	var pos int64
 	cr := false
+	var line []byte
+	buf := make([]byte, 1<<20)
 	read := func(final bool) {
 		f, err := os.Open(file)
 		if err != nil {
@@ -380,34 +381,40 @@ func tailLines(file string, stop <-chan struct{}, emit func(string)) {
 		if _, err := f.Seek(pos, io.SeekStart); err != nil {
 			return
 		}
-		br := bufio.NewReader(f)
-		var line bytes.Buffer
+		line = line[:0]
 		for {
-			b, err := br.ReadByte()
+			n, err := f.Read(buf)
+			pos += int64(n)
+			for chunk := buf[:n]; len(chunk) > 0; {
+				i := bytes.IndexAny(chunk, "\r\n")
+				if i < 0 {
+					line, cr = append(line, chunk...), false
+					break
+				}
+				if i > 0 {
+					line, cr = append(line, chunk[:i]...), false
+				}
+				c := chunk[i]
+				switch {
+				case len(line) > 0:
+					emit(string(line))
+					line = line[:0]
+				case c == '\n' && cr:
+				default:
+					emit("\n")
+				}
+				cr = c == '\r'
+				chunk = chunk[i+1:]
+			}
 			if err != nil {
 				break
 			}
-			pos++
-			if b != '\n' && b != '\r' {
-				cr = false
-				line.WriteByte(b)
-				continue
-			}
-			switch {
-			case line.Len() > 0:
-				emit(line.String())
-				line.Reset()
-			case b == '\n' && cr:
-			default:
-				emit("\n")
-			}
-			cr = b == '\r'
 		}
-		if line.Len() > 0 {
+		if len(line) > 0 {
 			if final {
-				emit(line.String())
+				emit(string(line))
 			} else {
-				pos -= int64(line.Len()) // read again when it ends
+				pos -= int64(len(line)) // read again when it ends
 			}
 		}
 	}
