@@ -372,11 +372,14 @@ func (s *Sandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (
 // realpath resolves symlinks in p inside the sandbox. The path goes
 // through the environment, never into the command string.
 func (s *Sandbox) realpath(ctx context.Context, p string) (string, error) {
-	out, code, err := s.shell(ctx, `realpath -z -m -- "$SAGE_PATH"`, map[string]string{"SAGE_PATH": p})
+	// The final echo ends the output with a line end of its own, so the
+	// output is the same whether or not execd's output file could be
+	// read (see lines.go).
+	out, code, err := s.shell(ctx, `realpath -z -m -- "$SAGE_PATH" && echo`, map[string]string{"SAGE_PATH": p})
 	if err != nil {
 		return "", err
 	}
-	out, ok := strings.CutSuffix(out, "\x00")
+	out, ok := strings.CutSuffix(out, "\x00\n")
 	if code != 0 || !ok || !path.IsAbs(out) || strings.Contains(out, "\x00") {
 		return "", fmt.Errorf("opensandbox: resolving %q in the sandbox failed (exit %d): %.200q", p, code, out)
 	}
