@@ -180,3 +180,19 @@ func TestPythonContextStartIsBounded(t *testing.T) {
 	assert.ErrorContains(t, err, "kernelspec named python")
 	assert.Less(t, time.Since(start), 10*time.Second)
 }
+
+// TestOutputWithoutExecdFiles: where execd's output files cannot be read
+// (its TMPDIR is elsewhere), the output is rebuilt from the line events:
+// every line gets "\n" back, the last one too.
+func TestOutputWithoutExecdFiles(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	h := open(t, srv, map[string]any{opensandbox.KeyExecdTmp: "/nonexistent-execd-tmp"})
+	defer h.Close(context.Background())
+	res, err := h.ExecuteCommand(context.Background(), "echo a; echo; printf 'b\\r\\nc'; echo e >&2", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "a\n\nb\nc\n", res.Stdout, "line ends become \\n, a last line gets one")
+	assert.Equal(t, "e\n", res.Stderr)
+	res, err = h.ExecuteCommand(context.Background(), "printf 'a\\r\\nb'", sandbox.ExecOptions{Workdir: "."})
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb\n", res.Stdout)
+}
