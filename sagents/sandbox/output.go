@@ -67,6 +67,21 @@ func (b *BoundedBuffer) writeTail(p []byte) {
 	}
 }
 
+// Skip records n bytes that were written but cannot be had (a remote
+// stream that lost them). They count as dropped between head and tail:
+// the head takes no more bytes, and the tail starts again after them,
+// so the kept bytes never join across the gap.
+func (b *BoundedBuffer) Skip(n int64) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total += n
+	b.headMax = len(b.head)
+	b.tail, b.start = b.tail[:0], 0
+}
+
 // Total is the number of bytes written.
 func (b *BoundedBuffer) Total() int64 {
 	b.mu.Lock()

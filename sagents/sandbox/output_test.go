@@ -90,3 +90,21 @@ func FuzzBoundedBuffer(f *testing.F) {
 		}
 	})
 }
+
+func TestBoundedBufferSkip(t *testing.T) {
+	b := NewBoundedBuffer(8)
+	b.Write([]byte("ab"))
+	b.Skip(100)
+	b.Write([]byte("cdefghij"))
+	text, dropped := b.Text()
+	assert.Equal(t, "ab\n[... 104 bytes omitted ...]\nghij", text, "the head stops at the gap, the tail is what came after it")
+	assert.EqualValues(t, 104, dropped)
+	assert.EqualValues(t, 110, b.Total())
+	c := NewBoundedBuffer(8)
+	c.Write([]byte("ab"))
+	c.Skip(0)
+	c.Write([]byte("cd"))
+	text, dropped = c.Text()
+	assert.Equal(t, "abcd", text, "skipping nothing changes nothing (the control)")
+	assert.Zero(t, dropped)
+}

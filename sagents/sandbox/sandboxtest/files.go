@@ -31,6 +31,22 @@ func testFiles(t *testing.T, o Options) {
 		res := run(t, h, "cat a/b/file.txt", sandbox.ExecOptions{})
 		assert.Equal(t, "new", res.Stdout, "commands see what the file API wrote")
 	})
+	t.Run("overwrite", func(t *testing.T) {
+		require.NoError(t, h.WriteFile(c, "over.txt", []byte("a long first version\n"), sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "over.txt", []byte("short"), sandbox.WriteOptions{}), "writing an existing file again")
+		got, err := h.ReadFile(c, "over.txt")
+		require.NoError(t, err)
+		assert.Equal(t, "short", string(got), "the new content, nothing of the old")
+		require.NoError(t, h.WriteFile(c, "over.txt", []byte("+more"), sandbox.WriteOptions{Append: true}))
+		got, err = h.ReadFile(c, "over.txt")
+		require.NoError(t, err)
+		assert.Equal(t, "short+more", string(got))
+		require.NoError(t, h.EnsureDirectory(c, "over.d"))
+		assert.Error(t, h.WriteFile(c, "over.d", []byte("x"), sandbox.WriteOptions{}), "a directory is not replaced by a file")
+		list, err := h.ListDirectory(c, "over.d")
+		require.NoError(t, err, "the directory is still there")
+		assert.Empty(t, list)
+	})
 	t.Run("copy from host", func(t *testing.T) { testCopyFromHost(t, h, c) })
 	t.Run("binary content", func(t *testing.T) {
 		data := []byte{0, 1, 2, 0xff, 0xfe, '\n', 0}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,11 @@ type Options struct {
 	// providers: the API has no pid), so the Close check that a task's
 	// process is gone is skipped even when HostProcesses is set.
 	NoTaskPIDs bool
+	// PythonResults says that ExecutePython shows the value of a cell's
+	// last expression on stdout, as a notebook does (opensandbox's code
+	// contexts); otherwise code runs as a script and an expression alone
+	// prints nothing.
+	PythonResults bool
 }
 
 // Run runs the contract suite.
@@ -91,6 +97,13 @@ func testExec(t *testing.T, o Options) {
 		if !o.SignalsAsExitCodes {
 			assert.Equal(t, "SIGTERM", res.Signal)
 		}
+		res = run(t, h, "echo before; kill -KILL $$", sandbox.ExecOptions{})
+		assert.False(t, res.Success)
+		assert.Equal(t, 128+9, res.ExitCode)
+		assert.Equal(t, "before\n", res.Stdout, "output before the signal is kept")
+		if !o.SignalsAsExitCodes {
+			assert.Equal(t, "SIGKILL", res.Signal)
+		}
 	})
 	t.Run("stdin", func(t *testing.T) {
 		res := run(t, h, "tr a-z A-Z", sandbox.ExecOptions{Stdin: strings.NewReader("hello\n")})
@@ -137,6 +150,26 @@ func testExec(t *testing.T, o Options) {
 		require.NoError(t, err)
 		assert.Equal(t, "42\n", res.Stdout)
 		assert.Equal(t, 3, res.ExitCode)
+	})
+	t.Run("python expression and exception", func(t *testing.T) {
+		var streamed strings.Builder
+		res, err := h.ExecutePython(ctx(t), "print('a')\n6*7", sandbox.PythonOptions{})
+		if errors.Is(err, sandbox.ErrUnsupported) {
+			t.Skipf("python unsupported here: %v", err)
+		}
+		require.NoError(t, err)
+		assert.True(t, res.Success)
+		if o.PythonResults {
+			assert.Equal(t, "a\n42\n", res.Stdout, "the last expression's value is shown")
+		} else {
+			assert.Equal(t, "a\n", res.Stdout, "a script prints no expression's value")
+		}
+		res, err = h.ExecutePython(ctx(t), "raise ValueError('bad value')",
+			sandbox.PythonOptions{ExecOptions: sandbox.ExecOptions{OnStderr: func(p []byte) { streamed.Write(p) }}})
+		require.NoError(t, err)
+		assert.Equal(t, 1, res.ExitCode)
+		assert.Contains(t, res.Stderr, "ValueError: bad value")
+		assert.Contains(t, streamed.String(), "ValueError: bad value", "the traceback reaches the stderr callback too")
 	})
 }
 
@@ -199,12 +232,33 @@ func testOutput(t *testing.T, o Options) {
 		assert.Contains(t, res.Stderr, "bytes omitted")
 		assert.Less(t, len(res.Stderr), sandbox.DefaultOutputLimit)
 	})
+	t.Run("many lines and no final newline", func(t *testing.T) {
+		var streamed strings.Builder
+		res := run(t, h, "seq 1 35000; printf 'last\\n\\nno end'", sandbox.ExecOptions{OnStdout: func(p []byte) { streamed.Write(p) }})
+		want := seqLines(35000) + "last\n\nno end"
+		assert.Equal(t, len(want), len(res.Stdout), "every byte, none added")
+		assert.True(t, res.Stdout == want, "the bytes the command wrote (tail %q)", tail(res.Stdout))
+		assert.Equal(t, want, streamed.String(), "the callback got the same bytes")
+		res = run(t, h, "printf 'cr\\rcrlf\\r\\nend\\n'; printf 'e1\\ne2' >&2", sandbox.ExecOptions{})
+		assert.Equal(t, "cr\rcrlf\r\nend\n", res.Stdout, "carriage returns are kept")
+		assert.Equal(t, "e1\ne2", res.Stderr)
+	})
 	t.Run("custom limit keeps head and tail", func(t *testing.T) {
 		res := run(t, h, "seq 1 100000", sandbox.ExecOptions{OutputLimit: 200})
 		assert.True(t, strings.HasPrefix(res.Stdout, "1\n2\n3\n"), res.Stdout)
 		assert.True(t, strings.HasSuffix(res.Stdout, "99999\n100000\n"), res.Stdout)
 		assert.True(t, res.Truncated)
 	})
+}
+
+// seqLines is what seq 1 n prints.
+func seqLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func tail(s string) string {

@@ -19,8 +19,10 @@ const maxLog = 16 << 20
 // bgWrapper records the shell's pid (its process group under execd)
 // and then becomes the command, so the group can be killed with SIGKILL
 // (execd's interrupt has no force). The command travels in the
-// environment, not in the wrapper's text.
-const bgWrapper = `echo $$ >"$SAGE_PIDFILE"; c=$SAGE_COMMAND; unset SAGE_COMMAND SAGE_PIDFILE; exec /bin/sh -c "$c"`
+// environment, not in the wrapper's text. It runs under the shell execd
+// runs the wrapper with ("$0": bash, or sh where there is none), the
+// shell of foreground commands too.
+const bgWrapper = `echo $$ >"$SAGE_PIDFILE"; c=$SAGE_COMMAND; unset SAGE_COMMAND SAGE_PIDFILE; exec "$0" -c "$c"`
 
 // StartBackground starts command detached; execd keeps its output.
 func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
@@ -40,8 +42,11 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 	req.Background = true
 	var id string
 	err = s.execd.RunCommand(ctx, req, func(ev Event) error {
-		if ev.Type == EventInit {
+		switch ev.Type {
+		case EventInit:
 			id = ev.Text
+		case EventComplete, EventFailed:
+			return errFinal
 		}
 		return nil
 	})
@@ -88,8 +93,7 @@ func (s *Sandbox) known(id string) (int, error) {
 }
 
 // ReadBackgroundOutput reads at most max bytes of the task's combined
-// output from byte offset. execd counts lines, so the log is fetched
-// whole (up to 16 MiB) and cut here.
+// output from byte offset on.
 func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (sandbox.BackgroundOutput, error) {
 	if _, err := s.known(taskID); err != nil {
 		return sandbox.BackgroundOutput{}, err
@@ -97,19 +101,25 @@ func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offse
 	if max <= 0 {
 		max = 64 << 10
 	}
-	b, _, err := s.execd.Logs(ctx, taskID, -1, maxLog)
+	offset = max64(offset, 0)
+	b, _, err := s.execd.Logs(ctx, taskID, offset, int64(min(max, maxLog)))
 	if err != nil {
 		return sandbox.BackgroundOutput{}, s.gone(ctx, err)
 	}
-	if offset < 0 || offset > int64(len(b)) {
-		offset = int64(len(b))
-	}
-	end := min(offset+int64(max), int64(len(b)))
-	return sandbox.BackgroundOutput{Text: string(b[offset:end]), NextOffset: end}, nil
+	return sandbox.BackgroundOutput{Text: string(b), NextOffset: offset + int64(len(b))}, nil
 }
 
-// BackgroundStatus reads the task's status. An exit code 128+n is
-// reported as signal n too (the shell's convention).
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// BackgroundStatus reads the task's status. execd reports a task killed
+// by a signal as exit code -1 with Go's "signal: killed"; it comes back
+// as 128+n with the signal's name, as an exit code 128+n of the shell
+// does.
 func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.BackgroundState, error) {
 	if _, err := s.known(taskID); err != nil {
 		return sandbox.BackgroundState{}, err
@@ -121,7 +131,9 @@ func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.
 	out := sandbox.BackgroundState{Alive: st.Running}
 	if !st.Running && st.ExitCode != nil {
 		out.ExitCode = *st.ExitCode
-		if n := out.ExitCode - 128; n > 0 && n < 65 {
+		if code, sig, ok := signalExit(st.Error); ok && out.ExitCode < 0 {
+			out.ExitCode, out.Signal = code, sig
+		} else if n := out.ExitCode - 128; n > 0 && n < 65 {
 			out.Signal = unix.SignalName(syscall.Signal(n))
 		}
 	}

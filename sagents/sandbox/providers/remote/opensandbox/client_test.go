@@ -50,12 +50,13 @@ func TestExecdClientAgainstFake(t *testing.T) {
 	all, tail, err := e.Logs(ctx, id, -1, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, "a\nb\nc\n", string(all))
-	assert.EqualValues(t, 2, tail)
-	rest, _, err := e.Logs(ctx, id, 0, 1<<20)
+	assert.EqualValues(t, 6, tail, "the tail cursor is the byte offset the log ends at")
+	rest, _, err := e.Logs(ctx, id, 2, 1<<20)
 	require.NoError(t, err)
-	assert.Equal(t, "b\nc\n", string(rest), "a cursor reads the lines after it")
-	_, _, err = e.Logs(ctx, id, -1, 3)
-	assert.ErrorContains(t, err, "larger than 3 bytes")
+	assert.Equal(t, "b\nc\n", string(rest), "a cursor is a byte offset")
+	part, _, err := e.Logs(ctx, id, 0, 3)
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb", string(part), "at most max bytes")
 
 	_, err = e.Status(ctx, "no-such-command")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
@@ -131,4 +132,67 @@ func TestConfigFrom(t *testing.T) {
 			assert.Equal(t, tc.field, ce.Field, name)
 		}
 	}
+}
+
+// TestBusyCodeContextIsAnError: a second cell sent to a code context that
+// is still running one gets execd's error object inside the 200 stream
+// (as recorded from the real execd); it comes back as an *APIError, not
+// as "an event without a type".
+func TestBusyCodeContextIsAnError(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	s, err := opensandbox.Open(context.Background(), config(srv))
+	require.NoError(t, err)
+	defer s.Close(context.Background())
+	ctx := context.Background()
+	cc, err := s.Execd().CreateContext(ctx, "python")
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		first <- s.Execd().RunCode(ctx, cc, "import time; time.sleep(1.5)", func(ev opensandbox.Event) error {
+			if ev.Type == opensandbox.EventInit {
+				close(started)
+			}
+			return nil
+		})
+	}()
+	<-started
+	time.Sleep(100 * time.Millisecond)
+	err = s.Execd().RunCode(ctx, cc, "print(2)", func(opensandbox.Event) error { return nil })
+	var ae *opensandbox.APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "RUNTIME_ERROR", ae.Code)
+	assert.Contains(t, ae.Message, "session is busy")
+	require.NoError(t, <-first, "the first cell ends normally (the control)")
+}
+
+// TestPythonContextStartIsBounded: execd waits for its Jupyter server
+// (for ever when the sandbox has none, as a real lifecycle server's
+// sandbox without Jupyter showed); the command timeout bounds it.
+func TestPythonContextStartIsBounded(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	srv.CodeContextHangs = true
+	h := open(t, srv, nil)
+	defer h.Close(context.Background())
+	start := time.Now()
+	_, err := h.ExecutePython(context.Background(), "1", sandbox.PythonOptions{ExecOptions: sandbox.ExecOptions{Timeout: time.Second}})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "kernelspec named python")
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestOutputWithoutExecdFiles: where execd's output files cannot be read
+// (its TMPDIR is elsewhere), the output is rebuilt from the line events:
+// every line gets "\n" back, the last one too.
+func TestOutputWithoutExecdFiles(t *testing.T) {
+	srv := opensandboxtest.New(t)
+	h := open(t, srv, map[string]any{opensandbox.KeyExecdTmp: "/nonexistent-execd-tmp"})
+	defer h.Close(context.Background())
+	res, err := h.ExecuteCommand(context.Background(), "echo a; echo; printf 'b\\r\\nc'; echo e >&2", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "a\n\nb\nc\n", res.Stdout, "line ends become \\n, a last line gets one")
+	assert.Equal(t, "e\n", res.Stderr)
+	res, err = h.ExecuteCommand(context.Background(), "printf 'a\\r\\nb'", sandbox.ExecOptions{Workdir: "."})
+	require.NoError(t, err)
+	assert.Equal(t, "a\nb\n", res.Stdout)
 }

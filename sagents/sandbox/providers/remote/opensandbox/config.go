@@ -27,6 +27,7 @@ const (
 	KeyThreadID       = "thread_id"       // thread whose sandbox to find again or create
 	KeyShutdownPolicy = "shutdown_policy" // keep or delete
 	KeyReadySeconds   = "ready_timeout_seconds"
+	KeyExecdTmp       = "execd_tmpdir" // execd's TMPDIR, where it keeps each command's output
 )
 
 // Defaults.
@@ -35,6 +36,7 @@ const (
 	DefaultWorkspace = "/workspace"
 	DefaultTTL       = 30 * time.Minute
 	DefaultReady     = 2 * time.Minute
+	DefaultExecdTmp  = "/tmp"
 	// LabelThread is the metadata label carrying the thread id.
 	LabelThread = "sage.thread"
 )
@@ -58,6 +60,10 @@ type Config struct {
 	// sandbox; an anonymous one is always deleted).
 	Keep         bool
 	ReadyTimeout time.Duration
+	// ExecdTmp is execd's TMPDIR inside the sandbox (DefaultExecdTmp),
+	// where execd keeps each command's output as <id>.stdout and
+	// <id>.stderr: the exact bytes are read from there.
+	ExecdTmp string
 	// Timeout is the default command timeout (0: sandbox.DefaultTimeout).
 	Timeout time.Duration
 	// HTTPClient, when set, is used for both APIs.
@@ -86,6 +92,7 @@ func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Co
 		Image:      first(rc.Image, env("SAGE_OPENSANDBOX_IMAGE"), DefaultImage),
 		ExecdToken: first(str(pc, KeyExecdToken), env("SAGE_OPENSANDBOX_EXECD_TOKEN")),
 		Workspace:  first(str(pc, KeyWorkspace), env("SAGE_OPENSANDBOX_WORKSPACE"), DefaultWorkspace),
+		ExecdTmp:   first(str(pc, KeyExecdTmp), env("SAGE_OPENSANDBOX_EXECD_TMPDIR"), DefaultExecdTmp),
 		Thread:     str(pc, KeyThreadID), Resources: map[string]string{"cpu": first(str(pc, KeyCPU), "1"),
 			"memory": first(str(pc, KeyMemory), "2Gi")}, TTL: DefaultTTL, ReadyTimeout: DefaultReady}
 	bad := func(key, val, reason string) error {
@@ -143,6 +150,9 @@ func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Co
 	}
 	if c.ReadyTimeout, err = seconds(pc, KeyReadySeconds, c.ReadyTimeout); err != nil || c.ReadyTimeout <= 0 {
 		return c, bad(KeyReadySeconds, fmt.Sprint(pc[KeyReadySeconds]), "want a positive number of seconds")
+	}
+	if !strings.HasPrefix(c.ExecdTmp, "/") {
+		return c, bad(KeyExecdTmp, c.ExecdTmp, "want an absolute path such as /tmp")
 	}
 	if c.Workspace != "auto" && (!strings.HasPrefix(c.Workspace, "/") || c.Workspace == "/") {
 		return c, bad(KeyWorkspace, c.Workspace, `want an absolute path other than "/", or "auto"`)

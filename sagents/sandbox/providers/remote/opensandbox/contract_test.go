@@ -16,7 +16,7 @@ import (
 // remoteConfig is a sandbox config for the provider against srv.
 func remoteConfig(srv *opensandboxtest.Server, extra map[string]any) sandbox.Config {
 	pc := map[string]any{opensandbox.KeyWorkspace: "auto", opensandbox.KeyExecdToken: srv.ExecdToken,
-		opensandbox.KeyReadySeconds: 10}
+		opensandbox.KeyReadySeconds: 10, opensandbox.KeyExecdTmp: srv.ExecdTmp}
 	for k, v := range extra {
 		pc[k] = v
 	}
@@ -37,9 +37,9 @@ func open(t *testing.T, srv *opensandboxtest.Server, extra map[string]any) *sand
 func TestContract(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:                func(t *testing.T) *sandbox.Sandbox { return open(t, srv, nil) },
-		HostProcesses:      true,
-		SignalsAsExitCodes: true,
+		New:           func(t *testing.T) *sandbox.Sandbox { return open(t, srv, nil) },
+		HostProcesses: true,
+		PythonResults: true,
 	})
 	assert.Zero(t, srv.Live(), "every anonymous sandbox is deleted at Close")
 }

@@ -7,11 +7,13 @@
 //   - the wire layer: LifecycleClient (lifecycle.go) creates, finds,
 //     renews, pauses, resumes and deletes sandboxes and resolves the
 //     endpoint of a port; ExecdClient (execd.go, execd_files.go) runs
-//     commands streamed as server-sent events (sse.go), reads background
-//     command status and logs, interrupts, runs Python in code contexts,
-//     moves files and directories through the file API and reads metrics.
+//     commands streamed as events (sse.go), reads background command
+//     status and logs, interrupts, runs Python in code contexts, moves
+//     files and directories through the file API and reads metrics.
 //     Every response body is read with a bound.
-//   - the adapter (handle.go): a sandbox.Handle over one sandbox.
+//   - the sandbox (sandbox.go, exec.go, files.go, background.go) and its
+//     sandbox.Driver (driver.go). lines.go rebuilds a command's output
+//     from execd's line events and its output files, the exact bytes.
 //   - configuration (config.go, provider.go): provider_config keys and
 //     SAGE_OPENSANDBOX_* variables, and remote.Register("opensandbox").
 //

@@ -35,18 +35,14 @@ func (d *Driver) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
 	if err := d.check(); err != nil {
 		return sandbox.FileInfo{}, err
 	}
-	real, err := d.resolve(ctx, "stat", p, true)
+	t, err := d.resolve(ctx, "stat", p, true)
 	if err != nil {
 		return sandbox.FileInfo{}, err
 	}
-	info, err := d.execd.Info(ctx, real)
-	if err != nil {
-		return sandbox.FileInfo{}, d.pathErr("stat", p, d.gone(ctx, err))
-	}
-	f, ok := info[real]
-	if !ok {
+	if t.info == nil {
 		return sandbox.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 	}
+	f := *t.info
 	return d.fileInfo(f), nil
 }
 

@@ -134,3 +134,18 @@ func (w *wire) call(ctx context.Context, op, method, path string, q url.Values, 
 	}
 	return nil
 }
+
+// fetch is request followed by reading at most max bytes of the answer's
+// body (the body is closed; the response is returned for its headers).
+func (w *wire) fetch(ctx context.Context, op, path string, q url.Values, max int64, want ...int) (*http.Response, []byte, error) {
+	resp, err := w.request(ctx, op, http.MethodGet, path, q, nil, want...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max))
+	if err != nil {
+		return nil, nil, fmt.Errorf("opensandbox: %s: %w", op, err)
+	}
+	return resp, b, nil
+}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,71 +24,171 @@ const stopGrace = 5 * time.Second
 
 // outcome collects one command's stream.
 type outcome struct {
-	stdout, stderr *sandbox.BoundedBuffer
-	onOut, onErr   func([]byte)
+	stdout, stderr *lineStream
+	command        bool // a /command stream: stop at its last event
 	id             string
 	exit           int
-	errText        []string
+	signal         string
 }
+
+// ansi matches the terminal colour codes of IPython's tracebacks.
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
 func (o *outcome) event(ev Event) error {
 	switch ev.Type {
 	case EventInit:
 		o.id = ev.Text
-	case EventStdout:
-		o.stdout.Write([]byte(ev.Text))
-		if o.onOut != nil {
-			o.onOut([]byte(ev.Text))
+	case EventStdout, EventStderr:
+		st := o.stdout
+		if ev.Type == EventStderr {
+			st = o.stderr
 		}
-	case EventStderr:
-		o.stderr.Write([]byte(ev.Text))
-		if o.onErr != nil {
-			o.onErr([]byte(ev.Text))
+		if ev.Oversize > 0 {
+			st.lost(ev.Oversize)
+		} else {
+			st.event(ev.Text)
+		}
+	case EventResult:
+		// An expression's value (the last line of a cell), as text.
+		if t, ok := ev.Results["text"].(string); ok {
+			o.stdout.event(t + "\n")
 		}
 	case EventFailed:
-		if ev.Error == nil {
-			o.exit = 1
-			break
+		o.failed(ev.Error)
+		if o.command {
+			return errFinal
 		}
-		if n, err := strconv.Atoi(strings.TrimSpace(ev.Error.Value)); err == nil && (ev.Error.Name == "CommandExecError" || ev.Error.Name == "SystemExit") {
-			o.exit = n
-			break
-		}
-		o.exit = 1
-		o.errText = append(o.errText, ev.Error.Traceback...)
-		if len(ev.Error.Traceback) == 0 {
-			o.errText = append(o.errText, ev.Error.Name+": "+ev.Error.Value)
+	case EventComplete:
+		if o.command {
+			return errFinal
 		}
 	}
 	return nil
 }
 
-func newOutcome(limit int, onOut, onErr func([]byte)) *outcome {
+// failed reads an "error" event: a command's exit code (-1 and Go's
+// "signal: killed" for a signal), a SystemExit's code, or an exception,
+// whose traceback goes to stderr at once.
+func (o *outcome) failed(e *EventError) {
+	o.exit = 1
+	if e == nil {
+		return
+	}
+	val := strings.TrimSpace(e.Value)
+	switch e.Name {
+	case "CommandExecError":
+		n, err := strconv.Atoi(val)
+		switch {
+		case err == nil && n >= 0:
+			o.exit = n
+			return
+		case err == nil && len(e.Traceback) > 0:
+			if code, sig, ok := signalExit(e.Traceback[0]); ok {
+				o.exit, o.signal = code, sig
+				return
+			}
+		}
+	case "SystemExit":
+		if val == "" || val == "None" {
+			o.exit = 0
+			return
+		}
+		if n, err := strconv.Atoi(val); err == nil {
+			o.exit = n
+			return
+		}
+		o.stderr.event(val + "\n")
+		return
+	}
+	lines := e.Traceback
+	if len(lines) == 0 {
+		lines = []string{e.Name + ": " + e.Value}
+	}
+	for _, l := range lines {
+		o.stderr.event(ansi.ReplaceAllString(strings.TrimSuffix(l, "\n"), "") + "\n")
+	}
+}
+
+// newOutcome splits limit between the two streams; command says the
+// events are execd's line events of a /command stream.
+func newOutcome(limit int, command bool, onOut, onErr func([]byte)) *outcome {
 	if limit <= 0 {
 		limit = sandbox.DefaultOutputLimit
 	}
-	return &outcome{stdout: sandbox.NewBoundedBuffer(limit / 2), stderr: sandbox.NewBoundedBuffer(limit - limit/2),
-		onOut: onOut, onErr: onErr}
+	o := &outcome{stdout: newLineStream(limit/2, onOut), stderr: newLineStream(limit-limit/2, onErr), command: command}
+	o.stdout.raw, o.stderr.raw = !command, !command
+	return o
 }
 
 func (o *outcome) result(d time.Duration) *sandbox.CommandResult {
-	for _, l := range o.errText {
-		o.stderr.Write([]byte(strings.TrimSuffix(l, "\n") + "\n"))
-	}
-	r := &sandbox.CommandResult{ExitCode: o.exit, Success: o.exit == 0, Duration: d}
-	r.Stdout, r.StdoutDroppedBytes = o.stdout.Text()
-	r.Stderr, r.StderrDroppedBytes = o.stderr.Text()
+	r := &sandbox.CommandResult{ExitCode: o.exit, Success: o.exit == 0, Duration: d, Signal: o.signal}
+	r.Stdout, r.StdoutDroppedBytes = o.stdout.out.Text()
+	r.Stderr, r.StderrDroppedBytes = o.stderr.out.Text()
 	r.Truncated = r.StdoutDroppedBytes > 0 || r.StderrDroppedBytes > 0
 	return r
+}
+
+// runCommand runs req to its last event and then gives each stream the
+// exact bytes the command wrote, read from execd's output files (see
+// lines.go), which it schedules for removal.
+func (s *Sandbox) runCommand(ctx context.Context, req RunCommandRequest, o *outcome) error {
+	err := s.execd.RunCommand(ctx, req, o.event)
+	if err != nil || o.id == "" {
+		return err
+	}
+	for _, st := range []struct {
+		l   *lineStream
+		ext string
+	}{{o.stdout, ".stdout"}, {o.stderr, ".stderr"}} {
+		file := path.Join(s.cfg.ExecdTmp, o.id+st.ext)
+		var exact []byte
+		switch {
+		case st.l.events == 0:
+		case !st.l.over:
+			exact, _ = s.execd.Download(ctx, file, int64(2*st.l.kept.Len()+64))
+		case st.l.finishLarge(func(rng string, max int64) ([]byte, int64, error) {
+			return s.execd.DownloadRange(ctx, file, rng, max)
+		}):
+			s.dropLater(file)
+			continue
+		}
+		st.l.finish(exact)
+		s.dropLater(file)
+	}
+	return nil
+}
+
+// dropLater queues an execd output file for removal; they go in
+// batches (and at Close), so a command costs no extra round trip.
+func (s *Sandbox) dropLater(file string) {
+	s.mu.Lock()
+	s.stale = append(s.stale, file)
+	var batch []string
+	if len(s.stale) >= staleBatch {
+		batch, s.stale = s.stale, nil
+	}
+	s.mu.Unlock()
+	if batch != nil {
+		s.dropNow(batch)
+	}
+}
+
+// staleBatch is how many execd output files are removed at once.
+const staleBatch = 64
+
+func (s *Sandbox) dropNow(files []string) {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.execd.RemoveFiles(c, files...)
 }
 
 // shell runs a short helper command and returns its stdout (bounded to
 // 64 KiB) and exit code.
 func (s *Sandbox) shell(ctx context.Context, command string, env map[string]string) (string, int, error) {
-	o := newOutcome(128<<10, nil, nil)
+	o := newOutcome(128<<10, true, nil, nil)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := s.execd.RunCommand(ctx, RunCommandRequest{Command: command, Envs: env, TimeoutMS: 30000}, o.event)
+	err := s.runCommand(ctx, RunCommandRequest{Command: command, Envs: env, TimeoutMS: 30000}, o)
 	if err != nil {
 		return "", 0, s.gone(ctx, err)
 	}
@@ -93,7 +196,8 @@ func (s *Sandbox) shell(ctx context.Context, command string, env map[string]stri
 	return r.Stdout, r.ExitCode, nil
 }
 
-// ExecuteCommand runs command with /bin/sh -c through execd.
+// ExecuteCommand runs command through execd, which runs it with bash -c
+// (sh -c where the sandbox has no bash).
 func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -105,11 +209,11 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandb
 	defer cleanup()
 	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
 	req.TimeoutMS = timeout.Milliseconds()
-	o := newOutcome(opts.OutputLimit, opts.OnStdout, opts.OnStderr)
+	o := newOutcome(opts.OutputLimit, true, opts.OnStdout, opts.OnStderr)
 	runCtx, cancel := context.WithTimeout(ctx, timeout+stopGrace)
 	defer cancel()
 	start := time.Now()
-	err = s.execd.RunCommand(runCtx, req, o.event)
+	err = s.runCommand(runCtx, req, o)
 	d := time.Since(start)
 	res := o.result(d)
 	switch {
@@ -152,18 +256,17 @@ func (s *Sandbox) prepare(ctx context.Context, command string, opts sandbox.Exec
 	}
 	req.Cwd = s.ws
 	if opts.Workdir != "" {
-		dir, err := s.resolve(ctx, "exec", opts.Workdir, false)
+		t, err := s.resolve(ctx, "exec", opts.Workdir, false)
 		if err != nil {
 			return req, nop, err
 		}
-		info, err := s.execd.Info(ctx, dir)
-		if err != nil {
-			return req, nop, s.gone(ctx, err)
+		if t.info == nil {
+			return req, nop, &fs.PathError{Op: "exec", Path: opts.Workdir, Err: fs.ErrNotExist}
 		}
-		if info[dir].Type != "directory" {
+		if t.info.Type != "directory" {
 			return req, nop, fmt.Errorf("opensandbox: workdir %q is not a directory", opts.Workdir)
 		}
-		req.Cwd = dir
+		req.Cwd = t.real
 	}
 	if opts.Stdin == nil {
 		return req, nop, nil
@@ -199,14 +302,14 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	}
 	s.pyMu.Lock()
 	defer s.pyMu.Unlock()
-	cc, err := s.pyContext(ctx, opts)
+	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
+	cc, err := s.pyContext(ctx, timeout, opts)
 	if err != nil {
 		return nil, err
 	}
-	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	o := newOutcome(opts.OutputLimit, opts.OnStdout, opts.OnStderr)
+	o := newOutcome(opts.OutputLimit, false, opts.OnStdout, opts.OnStderr)
 	start := time.Now()
 	err = s.execd.RunCode(runCtx, cc, code, o.event)
 	res := o.result(time.Since(start))
@@ -233,7 +336,10 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	return res, nil
 }
 
-func (s *Sandbox) pyContext(ctx context.Context, opts sandbox.PythonOptions) (CodeContext, error) {
+// pyContext returns this Sandbox's code context, creating it first
+// within timeout: execd waits for its Jupyter server for minutes, and
+// for ever where the sandbox has none.
+func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts sandbox.PythonOptions) (CodeContext, error) {
 	s.mu.Lock()
 	py := s.py
 	s.mu.Unlock()
@@ -241,8 +347,13 @@ func (s *Sandbox) pyContext(ctx context.Context, opts sandbox.PythonOptions) (Co
 		return *py, nil
 	}
 	done := opts.Step("starting the sandbox's Python interpreter")
-	cc, err := s.execd.CreateContext(ctx, "python")
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cc, err := s.execd.CreateContext(cctx, "python")
+	cancel()
 	done()
+	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+		return cc, fmt.Errorf("opensandbox: starting a Python code context took over %v (does the sandbox run a Jupyter server with a kernelspec named python?): %w", timeout, err)
+	}
 	if err != nil {
 		return cc, s.gone(ctx, err)
 	}

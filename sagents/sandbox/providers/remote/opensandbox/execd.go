@@ -18,7 +18,7 @@ const ExecdPort = 44772
 // HeaderExecdToken carries execd's access token.
 const HeaderExecdToken = "X-EXECD-ACCESS-TOKEN"
 
-// headerTailCursor carries the last log line index of a logs answer.
+// headerTailCursor carries the byte offset a logs answer ends at.
 const headerTailCursor = "EXECD-COMMANDS-TAIL-CURSOR"
 
 // RunCommandRequest is what POST /command takes.
@@ -100,36 +100,94 @@ func (c *ExecdClient) WaitReady(ctx context.Context, interval time.Duration) err
 	}
 }
 
+// StopStream, returned by an event callback, stops reading a stream
+// there: the call returns nil and the rest of the stream (execd keeps a
+// command's stream open for its grace second after the last event) is
+// drained in the background rather than cut. Cutting it was seen to make
+// the real execd kill a command running at that moment with SIGPIPE
+// (execd forwards every signal it gets to its running commands).
+var StopStream = errors.New("opensandbox: stop reading the stream")
+
+// errFinal is StopStream under the name the provider uses.
+var errFinal = StopStream
+
+// maxDrain bounds the background read of a stopped stream.
+const maxDrain = 30 * time.Second
+
 // stream posts body to path and hands every event to on until the stream
-// ends; an error from on stops reading and is returned.
+// ends; an error from on stops reading and is returned (StopStream: nil).
+// Cancelling ctx while the stream is read ends it.
 func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on func(Event) error) error {
-	resp, err := c.w.request(ctx, op, http.MethodPost, path, nil, body, http.StatusOK)
+	// The request outlives ctx when on stops the stream, so that its end
+	// can be drained; until then ctx's end cancels it.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := c.w.request(rctx, op, http.MethodPost, path, nil, body, http.StatusOK)
 	if err != nil {
-		return err
+		stop()
+		cancel()
+		return ctxErr(ctx, err)
 	}
-	defer resp.Body.Close()
 	d := NewEventReader(resp.Body)
 	for {
 		ev, err := d.Next()
 		if err == io.EOF {
+			stop()
+			cancel()
+			resp.Body.Close()
 			return nil
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		if err == nil {
+			err = on(ev)
+			if errors.Is(err, StopStream) {
+				if !stop() { // ctx ended meanwhile: nothing to drain for
+					cancel()
+					resp.Body.Close()
+					return nil
+				}
+				go func() {
+					t := time.AfterFunc(maxDrain, cancel)
+					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxJSONBody))
+					resp.Body.Close()
+					t.Stop()
+					cancel()
+				}()
+				return nil
 			}
-			return fmt.Errorf("opensandbox: %s: %w", op, err)
+			if err != nil {
+				stop()
+				cancel()
+				resp.Body.Close()
+				return err
+			}
+			continue
 		}
-		if err := on(ev); err != nil {
-			return err
+		stop()
+		cancel()
+		resp.Body.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
+		return fmt.Errorf("opensandbox: %s: %w", op, err)
 	}
 }
 
+// ctxErr prefers ctx's error when ctx ended.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return err
+}
+
 // RunCommand runs a command and hands its events to on: "init" (Text is
-// the command id), "stdout", "stderr", then "error" (a failed command:
-// Error.Value is the exit code) and "execution_complete". A background
-// command's stream ends after "init".
+// the command id), "ping", one "stdout" or "stderr" event per line (see
+// lines.go), then either "error" (a failed command: Error.Value is the
+// exit code, or -1 with Go's "signal: killed" as the traceback) or
+// "execution_complete", never both. A background command's stream has
+// "init" and "execution_complete". execd keeps every stream open for
+// another second after its last event (EXECD_API_GRACE_SHUTDOWN); on
+// returns errFinal to stop there.
 func (c *ExecdClient) RunCommand(ctx context.Context, r RunCommandRequest, on func(Event) error) error {
 	return c.stream(ctx, "run command", "/command", r, on)
 }
@@ -146,26 +204,18 @@ func (c *ExecdClient) Status(ctx context.Context, id string) (*CommandStatus, er
 	return &s, err
 }
 
-// Logs reads at most max bytes of a background command's output after
-// line cursor (a negative cursor: from the start) and returns it with
-// the tail cursor for the next call. A log longer than max is an error.
+// Logs reads at most max bytes of a background command's combined
+// output from byte offset cursor on, and returns them with the offset
+// execd says the log ends at (-1 when it does not say).
 func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int64) ([]byte, int64, error) {
 	q := url.Values{}
-	if cursor >= 0 {
+	if cursor > 0 {
 		q.Set("cursor", strconv.FormatInt(cursor, 10))
 	}
 	op := "logs of command " + id
-	resp, err := c.w.request(ctx, op, http.MethodGet, "/command/"+url.PathEscape(id)+"/logs", q, nil, http.StatusOK)
+	resp, b, err := c.w.fetch(ctx, op, "/command/"+url.PathEscape(id)+"/logs", q, max, http.StatusOK)
 	if err != nil {
 		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, 0, fmt.Errorf("opensandbox: %s: %w", op, err)
-	}
-	if int64(len(b)) > max {
-		return nil, 0, fmt.Errorf("opensandbox: %s: log larger than %d bytes", op, max)
 	}
 	tail := int64(-1)
 	if v := resp.Header.Get(headerTailCursor); v != "" {

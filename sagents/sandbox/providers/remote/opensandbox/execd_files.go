@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,19 +83,38 @@ func (c *ExecdClient) Upload(ctx context.Context, path string, data []byte, perm
 // an error.
 func (c *ExecdClient) Download(ctx context.Context, path string, max int64) ([]byte, error) {
 	op := "download " + path
-	resp, err := c.w.request(ctx, op, http.MethodGet, "/files/download", url.Values{"path": {path}}, nil, http.StatusOK)
+	_, b, err := c.w.fetch(ctx, op, "/files/download", url.Values{"path": {path}}, max+1, http.StatusOK)
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("opensandbox: %s: %w", op, err)
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("opensandbox: %s: file larger than %d bytes", op, max)
 	}
 	return b, nil
+}
+
+// DownloadRange reads the bytes of path that rng (an HTTP byte range
+// such as "bytes=0-99" or "bytes=-100") names, at most max, and the
+// file's size.
+func (c *ExecdClient) DownloadRange(ctx context.Context, path, rng string, max int64) ([]byte, int64, error) {
+	op := "download " + path
+	w := c.w
+	w.headers = map[string]string{"Range": rng}
+	for k, v := range c.w.headers {
+		w.headers[k] = v
+	}
+	resp, b, err := w.fetch(ctx, op, "/files/download", url.Values{"path": {path}}, max, http.StatusPartialContent, http.StatusOK)
+	if err != nil {
+		return nil, 0, err
+	}
+	size := resp.ContentLength
+	if cr := resp.Header.Get("Content-Range"); resp.StatusCode == http.StatusPartialContent {
+		_, total, ok := strings.Cut(cr, "/")
+		if size, err = strconv.ParseInt(total, 10, 64); !ok || err != nil {
+			return nil, 0, fmt.Errorf("opensandbox: %s: bad Content-Range %q", op, cr)
+		}
+	}
+	return b, size, nil
 }
 
 // Info describes the files at paths; a missing one matches

@@ -19,7 +19,7 @@ import (
 func config(srv *opensandboxtest.Server) opensandbox.Config {
 	return opensandbox.Config{URL: srv.URL, APIKey: srv.APIKey, ExecdToken: srv.ExecdToken, Image: "img:1",
 		Entrypoint: []string{"tail", "-f", "/dev/null"}, Resources: map[string]string{"cpu": "1"},
-		Workspace: "auto", ReadyTimeout: 5 * time.Second}
+		Workspace: "auto", ReadyTimeout: 5 * time.Second, ExecdTmp: srv.ExecdTmp}
 }
 
 func TestCreateFails(t *testing.T) {

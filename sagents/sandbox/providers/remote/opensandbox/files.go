@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/sage-go/sage/sagents/sandbox"
 )
@@ -20,11 +21,18 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	real, err := s.resolve(ctx, "read", p, false)
+	t, err := s.resolve(ctx, "read", p, false)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.execd.Download(ctx, real, MaxFileSize)
+	switch {
+	case t.info == nil:
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	case t.info.Type == "directory":
+		// execd answers 200 and nothing for a directory.
+		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
+	}
+	b, err := s.execd.Download(ctx, t.real, MaxFileSize)
 	return b, s.pathErr("read", p, s.gone(ctx, err))
 }
 
@@ -36,44 +44,62 @@ func (s *Sandbox) pathErr(op, p string, err error) error {
 	return &fs.PathError{Op: op, Path: p, Err: err}
 }
 
-// WriteFile uploads data. Without Append it uploads to a temporary name
-// and renames it over the target (atomic); a symlink at the target is
-// replaced, never followed. Append downloads, appends and uploads again
-// (not atomic against concurrent writers).
+// WriteFile uploads data. It uploads to a temporary name beside the
+// target (execd creates missing parent directories) and moves it onto
+// the target: a reader sees the old file or the new one, never a part.
+// execd refuses to move onto an existing path, so over an existing file
+// or symlink the target is removed first and the move repeated: then a
+// reader may for a moment find no file, but still never a partial one. A
+// symlink at the target is replaced, never followed. Append downloads,
+// appends and writes the whole again (not atomic against concurrent
+// writers), following a symlink that stays inside the workspace.
 func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts sandbox.WriteOptions) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	real, err := s.resolve(ctx, "write", p, true)
+	t, err := s.resolve(ctx, "write", p, !opts.Append)
 	if err != nil {
 		return err
 	}
-	if real == s.realWS {
-		return sandbox.NewPathError("write", p, sandbox.ErrBadPath, "is the workspace")
+	if t.real == s.realWS || (t.info != nil && t.info.Type == "directory") {
+		return sandbox.NewPathError("write", p, sandbox.ErrBadPath, "is a directory")
 	}
 	perm := opts.Perm
 	if perm == 0 {
 		perm = 0o644
 	}
-	if err := s.execd.MakeDirs(ctx, map[string]Permission{path.Dir(real): {Mode: 755}}); err != nil {
-		return s.pathErr("write", p, s.gone(ctx, err))
-	}
-	if opts.Append {
-		old, err := s.execd.Download(ctx, real, MaxFileSize)
+	if opts.Append && t.info != nil {
+		old, err := s.execd.Download(ctx, t.real, MaxFileSize)
 		if err != nil && !isNotExist(err) {
 			return s.pathErr("write", p, s.gone(ctx, err))
 		}
 		data = append(old, data...)
 	}
-	tmp := path.Join(path.Dir(real), ".sage-tmp-"+sandbox.NewID("w"))
+	tmp := path.Join(path.Dir(t.real), ".sage-tmp-"+sandbox.NewID("w"))
 	if err := s.execd.Upload(ctx, tmp, data, perm); err != nil {
 		return s.pathErr("write", p, s.gone(ctx, err))
 	}
-	if err := s.execd.Move(ctx, tmp, real); err != nil {
-		_ = s.execd.RemoveFiles(context.WithoutCancel(ctx), tmp)
-		return s.pathErr("write", p, s.gone(ctx, err))
+	exists := t.info != nil
+	for try := 0; ; try++ {
+		if exists {
+			err = s.execd.RemoveDirs(ctx, t.real) // rm -rf: a symlink itself, never its target
+		}
+		if err == nil {
+			if err = s.execd.Move(ctx, tmp, t.real); err == nil {
+				return nil
+			}
+		}
+		// Moved onto a path that exists (execd's 500 "destination path
+		// already exists"), perhaps made meanwhile: remove it and retry.
+		infos, ierr := s.execd.Info(ctx, t.real)
+		fi, found := infos[t.real]
+		if ierr != nil || !found || fi.Type == "directory" || try == 2 {
+			break
+		}
+		exists = true
 	}
-	return nil
+	_ = s.execd.RemoveFiles(context.WithoutCancel(ctx), tmp)
+	return s.pathErr("write", p, s.gone(ctx, err))
 }
 
 func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
@@ -83,15 +109,11 @@ func (s *Sandbox) FileExists(ctx context.Context, p string) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
 	}
-	real, err := s.resolve(ctx, "stat", p, false)
+	t, err := s.resolve(ctx, "stat", p, true)
 	if err != nil {
 		return false, err
 	}
-	_, err = s.execd.Info(ctx, real)
-	if isNotExist(err) {
-		return false, nil
-	}
-	return err == nil, s.pathErr("stat", p, s.gone(ctx, err))
+	return t.info != nil, nil
 }
 
 // ListDirectory lists the entries of a directory, sorted by name.
@@ -99,11 +121,14 @@ func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]sandbox.FileIn
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	real, err := s.resolve(ctx, "list", p, false)
+	t, err := s.resolve(ctx, "list", p, false)
 	if err != nil {
 		return nil, err
 	}
-	list, err := s.execd.ListDir(ctx, real, 1)
+	if t.info == nil {
+		return nil, &fs.PathError{Op: "list", Path: p, Err: fs.ErrNotExist}
+	}
+	list, err := s.execd.ListDir(ctx, t.real, 1)
 	if err != nil {
 		return nil, s.pathErr("list", p, s.gone(ctx, err))
 	}
@@ -119,16 +144,21 @@ func (s *Sandbox) fileInfo(f FileInfo) sandbox.FileInfo {
 		Symlink: f.Type == "symlink", Size: f.Size, Mode: fmt.Sprintf("%04d", f.Mode), ModTime: f.ModifiedAt}
 }
 
-// EnsureDirectory creates a directory and its parents.
+// EnsureDirectory creates a directory and its parents (mode 0755 less
+// the sandbox's umask; an existing directory keeps its mode).
 func (s *Sandbox) EnsureDirectory(ctx context.Context, p string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	real, err := s.resolve(ctx, "mkdir", p, false)
+	t, err := s.resolve(ctx, "mkdir", p, false)
 	if err != nil {
 		return err
 	}
-	return s.pathErr("mkdir", p, s.gone(ctx, s.execd.MakeDirs(ctx, map[string]Permission{real: {Mode: 755}})))
+	if t.info != nil && t.info.Type == "directory" {
+		return nil
+	}
+	// Mode 0: execd's mkdir -p without a chmod afterwards.
+	return s.pathErr("mkdir", p, s.gone(ctx, s.execd.MakeDirs(ctx, map[string]Permission{t.real: {Mode: 0}})))
 }
 
 // DeleteFile removes a file, a symlink (not its target) or a directory
@@ -137,23 +167,19 @@ func (s *Sandbox) DeleteFile(ctx context.Context, p string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	real, err := s.resolve(ctx, "delete", p, true)
+	t, err := s.resolve(ctx, "delete", p, true)
 	if err != nil {
 		return err
 	}
-	if real == s.realWS {
+	if t.real == s.realWS {
 		return sandbox.NewPathError("delete", p, sandbox.ErrBadPath, "is the workspace")
 	}
-	info, err := s.execd.Info(ctx, real)
-	if err != nil {
-		return s.pathErr("delete", p, s.gone(ctx, err))
+	if t.info == nil {
+		return &fs.PathError{Op: "delete", Path: p, Err: fs.ErrNotExist}
 	}
-	if info[real].Type == "directory" {
-		err = s.execd.RemoveDirs(ctx, real)
-	} else {
-		err = s.execd.RemoveFiles(ctx, real)
-	}
-	return s.pathErr("delete", p, s.gone(ctx, err))
+	// DELETE /directories is rm -rf: it removes a file or a symlink too
+	// (DELETE /files follows symlinks and leaves a dangling one alone).
+	return s.pathErr("delete", p, s.gone(ctx, s.execd.RemoveDirs(ctx, t.real)))
 }
 
 // FileTree lists p down to MaxDepth with one listing call.
@@ -170,10 +196,11 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts sandbox.TreeOptio
 	if opts.MaxEntries <= 0 {
 		opts.MaxEntries = sandbox.DefaultMaxEntries
 	}
-	real, err := s.resolve(ctx, "tree", p, false)
+	t, err := s.resolve(ctx, "tree", p, false)
 	if err != nil {
 		return nil, err
 	}
+	real := t.real
 	// One level more than shown, to count what lies below MaxDepth.
 	list, err := s.execd.ListDir(ctx, real, opts.MaxDepth+1)
 	if err != nil {
@@ -215,10 +242,11 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 	if err := s.check(); err != nil {
 		return res, err
 	}
-	dst, err := s.resolve(ctx, "copy", sandboxPath, true)
+	t, err := s.resolve(ctx, "copy", sandboxPath, true)
 	if err != nil {
 		return res, err
 	}
+	dst := t.real
 	err = sandbox.WalkCopy(ctx, hostPath, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
 		switch {
 		case d.IsDir():

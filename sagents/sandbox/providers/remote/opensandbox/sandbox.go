@@ -38,6 +38,7 @@ type Sandbox struct {
 	mu       sync.Mutex
 	closed   bool
 	tasks    map[string]int // background command ids started here: their pids
+	stale    []string       // execd output files to remove
 	py       *CodeContext
 	pyMu     sync.Mutex // one Python cell at a time
 	closeMu  sync.Once
@@ -49,6 +50,9 @@ type Sandbox struct {
 // is deleted again when it fails.
 func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	life := NewLifecycleClient(cfg.URL, cfg.APIKey, cfg.HTTPClient)
+	if cfg.ExecdTmp == "" {
+		cfg.ExecdTmp = DefaultExecdTmp
+	}
 	s := &Sandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
 	if s.timeout <= 0 {
 		s.timeout = sandbox.DefaultTimeout
@@ -228,6 +232,8 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.closed = true
 		tasks := s.tasks
 		py := s.py
+		stale := s.stale
+		s.stale = nil
 		s.mu.Unlock()
 		if s.stopRenew != nil {
 			s.stopRenew()
@@ -236,6 +242,12 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		var errs []error
 		keep := s.cfg.Keep && s.cfg.Thread != ""
 		if keep {
+			for id := range tasks {
+				stale = append(stale, path.Join(s.cfg.ExecdTmp, id+".output"))
+			}
+			if len(stale) > 0 {
+				s.dropNow(stale)
+			}
 			for id := range tasks {
 				if st, err := s.execd.Status(ctx, id); err == nil && st.Running {
 					errs = append(errs, ignoreGone(s.execd.Interrupt(ctx, id)))
@@ -272,39 +284,102 @@ func (s *Sandbox) abs(op, p string) (string, error) {
 	return p, nil
 }
 
+// target is a path resolved inside the sandbox: its real path and, when
+// it exists, what execd says about it (a final symlink not followed when
+// resolve was asked to keep it).
+type target struct {
+	real string
+	info *FileInfo // nil: it does not exist
+}
+
 // resolve maps p to its real path in the sandbox and checks that it stays
 // in the workspace. With leaf set, a symlink as the last component is
 // kept (for writes and deletes, which act on the link itself).
-func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (string, error) {
+//
+// It asks the file API first: one GET /files/info for every component
+// below the workspace says whether any is a symlink, and if none is, the
+// path is its own real path. Only a path through a symlink, or with more
+// than its last component missing, costs a command (realpath).
+func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (target, error) {
 	a, err := s.abs(op, p)
 	if err != nil {
-		return "", err
+		return target{}, err
 	}
+	cand := s.realWS + strings.TrimPrefix(a, s.ws)
+	var chain []string
+	for q := cand; q != s.realWS && strings.HasPrefix(q, s.realWS+"/"); q = path.Dir(q) {
+		chain = append(chain, q)
+	}
+	if len(chain) == 0 {
+		return target{real: s.realWS, info: &FileInfo{Path: s.realWS, Type: "directory"}}, nil
+	}
+	plain := func(infos map[string]FileInfo, paths []string, leafOK bool) bool {
+		for _, q := range paths {
+			fi, ok := infos[q]
+			if !ok || (fi.Type == "symlink" && !(leafOK && q == cand)) {
+				return false
+			}
+		}
+		return true
+	}
+	infos, err := s.execd.Info(ctx, chain...)
+	switch {
+	case err == nil && plain(infos, chain, leaf):
+		fi := infos[cand]
+		return target{real: cand, info: &fi}, nil
+	case isNotExist(err) && len(chain) > 1:
+		// Maybe only the last component is missing.
+		if infos, err := s.execd.Info(ctx, chain[1:]...); err == nil && plain(infos, chain[1:], false) {
+			return target{real: cand}, nil
+		}
+	case len(chain) == 1 && isNotExist(err):
+		return target{real: cand}, nil
+	case err != nil && ctx.Err() != nil:
+		return target{}, err
+	}
+	return s.resolveSlow(ctx, op, p, a, leaf)
+}
+
+// resolveSlow resolves a through the sandbox's realpath.
+func (s *Sandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (target, error) {
 	dir, name := a, ""
 	if leaf && a != s.ws {
 		dir, name = path.Dir(a), path.Base(a)
 	}
 	real, err := s.realpath(ctx, dir)
 	if err != nil {
-		return "", err
+		return target{}, err
 	}
 	if name != "" {
 		real = path.Join(real, name)
 	}
 	if real != s.realWS && !strings.HasPrefix(real, s.realWS+"/") {
-		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "resolves outside the workspace (through a symlink)")
+		return target{}, sandbox.NewPathError(op, p, sandbox.ErrEscape, "resolves outside the workspace (through a symlink)")
 	}
-	return real, nil
+	t := target{real: real}
+	infos, err := s.execd.Info(ctx, real)
+	switch {
+	case err == nil:
+		if fi, ok := infos[real]; ok {
+			t.info = &fi
+		}
+	case !isNotExist(err):
+		return target{}, s.pathErr(op, p, s.gone(ctx, err))
+	}
+	return t, nil
 }
 
 // realpath resolves symlinks in p inside the sandbox. The path goes
 // through the environment, never into the command string.
 func (s *Sandbox) realpath(ctx context.Context, p string) (string, error) {
-	out, code, err := s.shell(ctx, `realpath -z -m -- "$SAGE_PATH"`, map[string]string{"SAGE_PATH": p})
+	// The final echo ends the output with a line end of its own, so the
+	// output is the same whether or not execd's output file could be
+	// read (see lines.go).
+	out, code, err := s.shell(ctx, `realpath -z -m -- "$SAGE_PATH" && echo`, map[string]string{"SAGE_PATH": p})
 	if err != nil {
 		return "", err
 	}
-	out, ok := strings.CutSuffix(out, "\x00")
+	out, ok := strings.CutSuffix(out, "\x00\n")
 	if code != 0 || !ok || !path.IsAbs(out) || strings.Contains(out, "\x00") {
 		return "", fmt.Errorf("opensandbox: resolving %q in the sandbox failed (exit %d): %.200q", p, code, out)
 	}

@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"regexp"
 )
 
-// MaxEventSize bounds one server-sent event (all its data lines).
+// MaxEventSize bounds one server-sent event (all its data lines, or one
+// bare JSON line).
 const MaxEventSize = 1 << 20
 
-// ErrEventTooLarge is returned by EventReader.Next for an event over
-// MaxEventSize.
+// ErrEventTooLarge is what an oversized event would have been decoded
+// into: EventReader.Next skips such an event and returns a placeholder
+// with Oversize set, so one huge output line does not end the stream.
 var ErrEventTooLarge = errors.New("opensandbox: server-sent event larger than 1 MiB")
 
 // Event is one execd stream event.
@@ -25,6 +29,10 @@ type Event struct {
 	Timestamp      int64          `json:"timestamp,omitempty"`
 	Results        map[string]any `json:"results,omitempty"`
 	Error          *EventError    `json:"error,omitempty"`
+	// Oversize is set on the placeholder of an event over MaxEventSize
+	// that was skipped: its size in bytes. Only Type (when the event's
+	// start names it) is kept.
+	Oversize int64 `json:"-"`
 }
 
 // EventError is the error carried by an "error" event.
@@ -47,10 +55,14 @@ const (
 	EventPing     = "ping"
 )
 
-// EventReader decodes an execd event stream. It reads standard SSE
-// ("data:" lines, an empty line ending the event; "event:", "id:",
-// "retry:" and comments are ignored) and also the bare form execd
-// writes, one JSON object per line.
+// EventReader decodes an execd event stream. It reads the bare form
+// execd writes (one JSON object per line, events apart by an empty
+// line) and standard SSE ("data:" lines, an empty line ending the event;
+// "event:", "id:", "retry:" and comments are ignored).
+//
+// execd answers a failure that happens after the stream began with its
+// JSON error object ({"code":..., "message":...}) inside the 200 stream;
+// Next returns it as an *APIError.
 type EventReader struct {
 	r   *bufio.Reader
 	buf bytes.Buffer
@@ -61,33 +73,49 @@ func NewEventReader(r io.Reader) *EventReader {
 	return &EventReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
-// Next returns the next event, or io.EOF at the end of the stream.
+// Next returns the next event, or io.EOF at the end of the stream. An
+// event over MaxEventSize comes back as a placeholder with Oversize set
+// (the reader goes on after it).
 func (d *EventReader) Next() (Event, error) {
 	d.buf.Reset()
+	var over int64 // size of the data lines of an oversized event so far
+	var overType string
 	for {
-		line, err := d.line()
+		line, size, err := d.line()
 		if err != nil && err != io.EOF {
 			return Event{}, err
 		}
 		eof := err == io.EOF
 		switch {
-		case len(line) == 0:
+		case size == 0:
+			if over > 0 {
+				return Event{Type: overType, Oversize: over}, nil
+			}
 			if d.buf.Len() > 0 {
 				return d.decode()
 			}
 		case line[0] == ':':
 		case bytes.HasPrefix(line, []byte("data:")):
+			if over > 0 || size > MaxEventSize || int64(d.buf.Len())+size > MaxEventSize {
+				if over == 0 {
+					overType = eventType(append(d.buf.Bytes(), bytes.TrimPrefix(line[5:], []byte(" "))...))
+					over = int64(d.buf.Len())
+					d.buf.Reset()
+				}
+				over += size
+				break
+			}
 			v := bytes.TrimPrefix(line[5:], []byte(" "))
 			if d.buf.Len() > 0 {
 				d.buf.WriteByte('\n')
 			}
-			if d.buf.Len()+len(v) > MaxEventSize {
-				return Event{}, ErrEventTooLarge
-			}
 			d.buf.Write(v)
 		case line[0] == '{':
-			if d.buf.Len() > 0 {
+			if d.buf.Len() > 0 || over > 0 {
 				return Event{}, errors.New("opensandbox: event stream mixes data: lines and bare JSON")
+			}
+			if size > MaxEventSize {
+				return Event{Type: eventType(line), Oversize: size}, nil
 			}
 			d.buf.Write(line)
 			return d.decode()
@@ -97,6 +125,9 @@ func (d *EventReader) Next() (Event, error) {
 			return Event{}, fmt.Errorf("opensandbox: bad event stream line %.40q", line)
 		}
 		if eof {
+			if over > 0 {
+				return Event{Type: overType, Oversize: over}, nil
+			}
 			if d.buf.Len() > 0 {
 				return d.decode()
 			}
@@ -105,22 +136,45 @@ func (d *EventReader) Next() (Event, error) {
 	}
 }
 
-// line reads one line without its end, at most MaxEventSize bytes.
-func (d *EventReader) line() ([]byte, error) {
+// maxKept is how much of a line over MaxEventSize line keeps (enough
+// to read the event's type).
+const maxKept = 256
+
+// line reads one line without its end and returns it with its size. A
+// line over MaxEventSize is read to its end but only its first maxKept
+// bytes are returned.
+func (d *EventReader) line() ([]byte, int64, error) {
 	var out []byte
+	var size int64
 	for {
 		chunk, err := d.r.ReadSlice('\n')
-		if len(out)+len(chunk) > MaxEventSize+2 {
-			return nil, ErrEventTooLarge
+		size += int64(len(chunk))
+		if size <= MaxEventSize+2 {
+			out = append(out, chunk...)
+		} else if len(out) < maxKept {
+			out = append(out, chunk[:min(len(chunk), maxKept-len(out))]...)
 		}
-		out = append(out, chunk...)
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		out = bytes.TrimSuffix(out, []byte("\n"))
-		out = bytes.TrimSuffix(out, []byte("\r"))
-		return out, err
+		if size <= MaxEventSize+2 {
+			out = bytes.TrimSuffix(out, []byte("\n"))
+			out = bytes.TrimSuffix(out, []byte("\r"))
+			size = int64(len(out))
+		}
+		return out, size, err
 	}
+}
+
+// typePrefix reads the type of an event from its start: execd writes
+// "type" first.
+var typePrefix = regexp.MustCompile(`^\{\s*"type"\s*:\s*"([a-z_]{1,40})"`)
+
+func eventType(start []byte) string {
+	if m := typePrefix.FindSubmatch(start); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 func (d *EventReader) decode() (Event, error) {
@@ -129,6 +183,10 @@ func (d *EventReader) decode() (Event, error) {
 		return Event{}, fmt.Errorf("opensandbox: bad event %.60q: %w", d.buf.Bytes(), err)
 	}
 	if ev.Type == "" {
+		var e struct{ Code, Message string }
+		if json.Unmarshal(d.buf.Bytes(), &e) == nil && e.Code != "" {
+			return Event{}, &APIError{Op: "event stream", Status: http.StatusOK, Code: e.Code, Message: e.Message}
+		}
 		return Event{}, fmt.Errorf("opensandbox: event without a type: %.60q", d.buf.Bytes())
 	}
 	return ev, nil

@@ -1,7 +1,7 @@
 package opensandbox
 
 import (
-	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -54,12 +54,50 @@ func TestEventReaderRejects(t *testing.T) {
 		_, err := readAll(t, s)
 		assert.Error(t, err, name)
 	}
-	huge := "data: {\"type\":\"stdout\",\"text\":\"" + strings.Repeat("x", MaxEventSize) + "\"}\n\n"
-	_, err := readAll(t, huge)
-	assert.True(t, errors.Is(err, ErrEventTooLarge), "got %v", err)
-	manyLines := strings.Repeat("data: "+strings.Repeat("y", 1000)+"\n", MaxEventSize/1000+2) + "\n"
-	_, err = readAll(t, manyLines)
-	assert.True(t, errors.Is(err, ErrEventTooLarge), "an event of many data lines is bounded too; got %v", err)
+}
+
+// TestEventReaderBoundsEvents: an event over MaxEventSize, in one bare
+// line (execd's form: one output line of a command becomes one event)
+// or in many short data: lines, is skipped and comes back as a
+// placeholder naming its type and size, and the stream goes on. Both
+// oversized events are valid JSON, so without either bound they would be
+// decoded whole.
+func TestEventReaderBoundsEvents(t *testing.T) {
+	big := "{\"type\":\"stdout\",\"text\":\"" + strings.Repeat("x", MaxEventSize) + "\"}\n\n"
+	var many strings.Builder
+	many.WriteString("data: {\"type\":\"stderr\",\n")
+	for i := 0; many.Len() < MaxEventSize*6/5; i++ {
+		fmt.Fprintf(&many, "data: \"k%d\":\"%s\",\n", i, strings.Repeat("y", 100))
+	}
+	many.WriteString("data: \"text\":\"z\"}\n\n")
+	under := "{\"type\":\"stdout\",\"text\":\"" + strings.Repeat("u", MaxEventSize-100) + "\"}\n\n"
+	after := "{\"type\":\"execution_complete\",\"execution_time\":3}\n\n"
+	evs, err := readAll(t, big+many.String()+under+after)
+	require.NoError(t, err)
+	require.Len(t, evs, 4)
+	assert.Equal(t, EventStdout, evs[0].Type)
+	assert.Greater(t, evs[0].Oversize, int64(MaxEventSize), "one bare line over the bound")
+	assert.Empty(t, evs[0].Text)
+	assert.Equal(t, EventStderr, evs[1].Type)
+	assert.Greater(t, evs[1].Oversize, int64(MaxEventSize), "many data: lines over the bound together")
+	assert.Zero(t, evs[2].Oversize, "an event under the bound is decoded (the control)")
+	assert.Len(t, evs[2].Text, MaxEventSize-100)
+	assert.Equal(t, EventComplete, evs[3].Type, "the stream goes on after an oversized event")
+}
+
+// TestEventReaderErrorObject: execd writes its JSON error object into a
+// stream that has begun (status 200): recorded from the real execd for
+// a second cell sent to a busy code context.
+func TestEventReaderErrorObject(t *testing.T) {
+	stream := "{\"type\":\"init\",\"text\":\"9652debe-7210-4cb8-b785-917bc443d59f\",\"timestamp\":1796157619883}\n\n" +
+		"{\"code\":\"RUNTIME_ERROR\",\"message\":\"error running codes session is busy\"}"
+	evs, err := readAll(t, stream)
+	require.Len(t, evs, 1)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, "RUNTIME_ERROR", ae.Code)
+	assert.Equal(t, "error running codes session is busy", ae.Message)
+	assert.NotContains(t, err.Error(), "without a type")
 }
 
 func FuzzEventReader(f *testing.F) {

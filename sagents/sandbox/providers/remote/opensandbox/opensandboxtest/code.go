@@ -11,12 +11,14 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // driver is a Python loop that runs length-prefixed cells in one
 // globals dict (so state lasts from cell to cell) and answers each with
-// a length-prefixed JSON record of its output and error.
-const driver = `import sys, io, json, traceback, contextlib, os
+// a length-prefixed JSON record of its output, error and, as Jupyter
+// shows it, the repr of a last expression's value.
+const driver = `import sys, io, json, traceback, contextlib, os, ast
 g = {"__name__": "__main__"}
 src, dst = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
 while True:
@@ -24,27 +26,37 @@ while True:
     if not n:
         break
     code = src.read(int(n)).decode()
-    o, e, err = io.StringIO(), io.StringIO(), None
+    o, e, err, res = io.StringIO(), io.StringIO(), None, None
     with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
         try:
-            exec(compile(code, "<cell>", "exec"), g)
+            tree = ast.parse(code, "<cell>")
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, "<cell>", "exec"), g)
+            if last is not None:
+                v = eval(compile(last, "<cell>", "eval"), g)
+                if v is not None:
+                    res = repr(v)
         except SystemExit as x:
-            err = {"ename": "SystemExit", "evalue": str(0 if x.code is None else x.code), "traceback": []}
+            err = {"ename": "SystemExit", "evalue": "" if x.code is None else str(x.code), "traceback": ["An exception has occurred, use %tb to see the full traceback.\n", "\x1b[0;31mSystemExit\x1b[0m\x1b[0;31m:\x1b[0m " + str(x.code) + "\n"]}
         except BaseException as x:
-            err = {"ename": type(x).__name__, "evalue": str(x), "traceback": traceback.format_exception(type(x), x, x.__traceback__)}
-    msg = json.dumps({"stdout": o.getvalue(), "stderr": e.getvalue(), "error": err}).encode()
+            tb = traceback.format_exception(type(x), x, x.__traceback__)
+            err = {"ename": type(x).__name__, "evalue": str(x), "traceback": tb[:-1] + ["\x1b[0;31m" + type(x).__name__ + "\x1b[0m: " + str(x)]}
+    msg = json.dumps({"stdout": o.getvalue(), "stderr": e.getvalue(), "error": err, "result": res}).encode()
     dst.write(str(len(msg)).encode() + b"\n" + msg)
     dst.flush()
 `
 
 // pyContext is one Python interpreter.
 type pyContext struct {
-	id   string
-	mu   sync.Mutex // one cell at a time
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	dead bool
+	id    string
+	busy  sync.Mutex // one cell at a time
+	count int        // execution count
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	dead  bool
 }
 
 func (c *pyContext) kill() {
@@ -52,9 +64,10 @@ func (c *pyContext) kill() {
 }
 
 type cellResult struct {
-	Stdout string          `json:"stdout"`
-	Stderr string          `json:"stderr"`
-	Error  json.RawMessage `json:"error"`
+	Stdout string      `json:"stdout"`
+	Stderr string      `json:"stderr"`
+	Error  *eventError `json:"error"`
+	Result *string     `json:"result"`
 }
 
 func (c *pyContext) run(code string) (*cellResult, error) {
@@ -86,6 +99,11 @@ func (e *Execd) code(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := decodeStrict(r, &req); err != nil {
 			e.s.violation(w, "%v", err)
+			return
+		}
+		if e.s.CodeContextHangs {
+			<-r.Context().Done()
+			writeError(w, http.StatusServiceUnavailable, "RUNTIME_ERROR", "no Jupyter server (the client left)")
 			return
 		}
 		if req.Language != "python" {
@@ -164,29 +182,62 @@ func (e *Execd) runCode(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.dead {
 		writeError(w, http.StatusNotFound, "NOT_FOUND", "context "+c.id+" was interrupted")
 		return
 	}
+	if !c.busy.TryLock() {
+		// execd answers a second cell in a busy context inside the 200
+		// stream it began.
+		out := newSSE(w)
+		defer out.end()
+		out.send(event{Type: "init", Text: c.id})
+		out.failLate("RUNTIME_ERROR", "error running codes session is busy")
+		return
+	}
+	defer c.busy.Unlock()
 	out := newSSE(w)
+	defer out.end()
+	out.send(event{Type: "init", Text: c.id})
+	stop := make(chan struct{})
+	defer close(stop)
+	out.pinger(stop)
+	start := time.Now()
 	res, err := c.run(req.Code)
 	if err != nil {
 		c.dead = true
-		out.send(map[string]any{"type": "error", "error": map[string]any{"ename": "KernelDied", "evalue": err.Error()}})
+		out.failLate("RUNTIME_ERROR", "error running codes "+err.Error())
 		return
 	}
-	if res.Stdout != "" {
-		streamWriter{out, "stdout"}.Write([]byte(res.Stdout))
+	c.count++
+	took := max(time.Since(start).Milliseconds(), 1)
+	streams := func() {
+		if res.Stdout != "" {
+			out.send(event{Type: "stdout", Text: res.Stdout})
+		}
+		if res.Stderr != "" {
+			out.send(event{Type: "stderr", Text: res.Stderr})
+		}
 	}
-	if res.Stderr != "" {
-		streamWriter{out, "stderr"}.Write([]byte(res.Stderr))
+	// The orders the recordings show (Jupyter's channels race; these are
+	// the ones where the end comes before the output).
+	switch {
+	case res.Error != nil && res.Error.EName == "SystemExit":
+		out.send(event{Type: "status", Text: "error"})
+		out.send(event{Type: "error", Error: res.Error})
+		streams()
+		out.send(event{Type: "execution_complete", ExecutionTime: took})
+	case res.Error != nil:
+		streams()
+		out.send(event{Type: "execution_complete", ExecutionTime: took})
+		out.send(event{Type: "status", Text: "error"})
+		out.send(event{Type: "error", Error: res.Error})
+	default:
+		out.send(event{Type: "execution_complete", ExecutionTime: took})
+		streams()
+		if res.Result != nil {
+			out.send(event{Type: "execution_count", ExecutionCount: c.count})
+			out.send(event{Type: "result", Results: map[string]any{"text": *res.Result}})
+		}
 	}
-	if len(res.Error) > 0 && string(res.Error) != "null" {
-		var ev map[string]any
-		_ = json.Unmarshal(res.Error, &ev)
-		out.send(map[string]any{"type": "error", "error": ev})
-	}
-	out.send(map[string]any{"type": "execution_complete", "execution_time": 1})
 }

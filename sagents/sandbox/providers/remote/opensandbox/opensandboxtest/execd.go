@@ -2,9 +2,11 @@ package opensandboxtest
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,7 +19,10 @@ import (
 	"time"
 )
 
-// Execd is the fake execd of one sandbox.
+// Execd is the fake execd of one sandbox. It answers as the real execd
+// (upstream 4db3a993) did in the recordings under ../testdata: the same
+// event framing and order, exit codes, file semantics and the grace
+// second after each command's last event.
 type Execd struct {
 	s   *Server
 	sb  *Sandbox
@@ -31,14 +36,15 @@ type Execd struct {
 }
 
 type command struct {
-	id      string
-	content string
-	proc    *os.Process
-	log     string // background commands: their output file
-	done    chan struct{}
-	exit    int
-	started time.Time
-	ended   time.Time
+	id         string
+	content    string
+	proc       *os.Process
+	background bool
+	done       chan struct{}
+	exit       int
+	errMsg     string
+	started    time.Time
+	ended      time.Time
 }
 
 func newExecd(s *Server, sb *Sandbox) *Execd {
@@ -109,43 +115,86 @@ func (e *Execd) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sse writes events one "data:" block each, flushed at once.
+// event is one stream event, with execd's field order.
+type event struct {
+	Type           string         `json:"type,omitempty"`
+	Text           string         `json:"text,omitempty"`
+	ExecutionCount int            `json:"execution_count,omitempty"`
+	ExecutionTime  int64          `json:"execution_time,omitempty"`
+	Timestamp      int64          `json:"timestamp,omitempty"`
+	Results        map[string]any `json:"results,omitempty"`
+	Error          *eventError    `json:"error,omitempty"`
+}
+
+type eventError struct {
+	EName     string   `json:"ename"`
+	EValue    string   `json:"evalue"`
+	Traceback []string `json:"traceback"`
+}
+
+// sse writes events as execd does: each a bare JSON object followed by
+// an empty line, flushed at once; the headers go with the first event.
 type sse struct {
-	mu sync.Mutex
-	w  http.ResponseWriter
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	sent bool
+	done bool
 }
 
-func newSSE(w http.ResponseWriter) *sse {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	return &sse{w: w}
+// newSSE returns a stream writer; call end before the handler returns.
+func newSSE(w http.ResponseWriter) *sse { return &sse{w: w} }
+
+// end stops every later write (a ping in flight).
+func (s *sse) end() {
+	s.mu.Lock()
+	s.done = true
+	s.mu.Unlock()
 }
 
-func (s *sse) send(ev map[string]any) {
-	ev["timestamp"] = time.Now().UnixMilli()
+func (s *sse) send(ev event) {
+	ev.Timestamp = time.Now().UnixMilli()
 	b, _ := json.Marshal(ev)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	if s.done {
+		return
+	}
+	if !s.sent {
+		s.sent = true
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Connection", "keep-alive")
+		h.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	_, _ = s.w.Write(append(b, '\n', '\n'))
 	if f, ok := s.w.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
-// streamWriter turns writes into stdout or stderr events of at most
-// 32 KiB.
-type streamWriter struct {
-	s    *sse
-	kind string
+// failLate writes execd's error object into a stream that has begun: the
+// status stays 200.
+func (s *sse) failLate(code, msg string) {
+	b, _ := json.Marshal(map[string]string{"code": code, "message": msg})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.w.Write(b)
 }
 
-func (w streamWriter) Write(p []byte) (int, error) {
-	for rest := p; len(rest) > 0; {
-		n := min(len(rest), 32<<10)
-		w.s.send(map[string]any{"type": w.kind, "text": string(rest[:n])})
-		rest = rest[n:]
-	}
-	return len(p), nil
+// pinger sends execd's "ping" events: one at once, then every 3 s.
+func (s *sse) pinger(stop <-chan struct{}) {
+	go func() {
+		for {
+			s.send(event{Type: "ping", Text: "pong"})
+			select {
+			case <-stop:
+				return
+			case <-time.After(3 * time.Second):
+			}
+		}
+	}()
 }
 
 type runCommandRequest struct {
@@ -155,6 +204,16 @@ type runCommandRequest struct {
 	Timeout    int64             `json:"timeout"`
 	Envs       map[string]string `json:"envs"`
 }
+
+// shell is the shell execd runs commands with: bash, or sh without it.
+func shell() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	return "/bin/sh"
+}
+
+func (e *Execd) outFile(id, ext string) string { return filepath.Join(e.s.ExecdTmp, id+ext) }
 
 func (e *Execd) runCommand(w http.ResponseWriter, r *http.Request) {
 	var req runCommandRequest
@@ -170,11 +229,12 @@ func (e *Execd) runCommand(w http.ResponseWriter, r *http.Request) {
 	if cwd == "" {
 		cwd = e.Workspace()
 	}
-	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		writeError(w, http.StatusBadRequest, "INVALID_CWD", "cwd "+cwd+" is not a directory")
+	if _, err := os.Stat(cwd); err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid request, validation error working directory does not exist: "+cwd+": "+err.Error())
 		return
 	}
-	cmd := exec.Command("/bin/sh", "-c", req.Command)
+	cmd := exec.Command(shell(), "-c", req.Command)
+	cmd.Args[0] = filepath.Base(cmd.Args[0])
 	cmd.Dir = cwd
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + e.Workspace(), "LANG=C.UTF-8"}
 	for k, v := range e.sb.Env {
@@ -184,84 +244,197 @@ func (e *Execd) runCommand(w http.ResponseWriter, r *http.Request) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 300 * time.Millisecond
-	c := &command{content: req.Command, done: make(chan struct{}), started: time.Now()}
+	c := &command{content: req.Command, done: make(chan struct{}), started: time.Now(), background: req.Background}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.closed {
+		e.mu.Unlock()
 		writeError(w, http.StatusServiceUnavailable, "CLOSED", "execd is shutting down")
 		return
 	}
 	e.seq++
-	c.id = "cmd-" + strconv.Itoa(e.seq)
+	c.id = newID()
+	e.mu.Unlock()
+	out := newSSE(w)
+	defer out.end()
+	stopPing := make(chan struct{})
+	defer close(stopPing)
+	var tails sync.WaitGroup
 	if req.Background {
-		c.log = filepath.Join(e.sb.Dir, c.id+".log")
-		f, err := os.Create(c.log)
+		f, err := os.Create(e.outFile(c.id, ".output"))
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
 			return
 		}
 		defer f.Close()
-		cmd.Stdout, cmd.Stderr = f, f
+		devNull, _ := os.Open(os.DevNull)
+		defer devNull.Close()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, f, f
+		out.send(event{Type: "init", Text: c.id})
+		out.pinger(stopPing)
+	} else {
+		stdout, err1 := os.Create(e.outFile(c.id, ".stdout"))
+		stderr, err2 := os.Create(e.outFile(c.id, ".stderr"))
+		if err := errors.Join(err1, err2); err != nil {
+			writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+			return
+		}
+		defer stdout.Close()
+		defer stderr.Close()
+		cmd.Stdout, cmd.Stderr = stdout, stderr
 	}
-	out := newSSE(w)
-	out.send(map[string]any{"type": "init", "text": c.id})
+	stopTail := make(chan struct{})
 	if !req.Background {
-		cmd.Stdout, cmd.Stderr = streamWriter{out, "stdout"}, streamWriter{out, "stderr"}
+		for _, t := range []struct{ ext, kind string }{{".stdout", "stdout"}, {".stderr", "stderr"}} {
+			tails.Add(1)
+			go func() {
+				defer tails.Done()
+				tailLines(e.outFile(c.id, t.ext), stopTail, func(text string) { out.send(event{Type: t.kind, Text: text}) })
+			}()
+		}
 	}
 	if err := cmd.Start(); err != nil {
-		out.send(map[string]any{"type": "error", "error": map[string]any{"ename": "StartError", "evalue": err.Error()}})
+		close(stopTail)
+		tails.Wait()
+		out.send(event{Type: "init", Text: c.id})
+		out.send(event{Type: "error", Error: &eventError{EName: "CommandExecError", EValue: err.Error(), Traceback: []string{err.Error()}}})
 		return
 	}
 	c.proc = cmd.Process
+	e.mu.Lock()
 	e.cmds[c.id] = c
+	e.mu.Unlock()
+	if !req.Background {
+		out.send(event{Type: "init", Text: c.id})
+		out.pinger(stopPing)
+	}
+	// As execd: a timeout kills the process group; a client that goes
+	// away does not end the command (only an interrupt or the timeout).
 	var timer *time.Timer
 	if req.Timeout > 0 {
 		timer = time.AfterFunc(time.Duration(req.Timeout)*time.Millisecond, func() { _ = syscall.Kill(-c.proc.Pid, syscall.SIGKILL) })
 	}
-	go func() {
+	wait := func() {
 		err := cmd.Wait()
 		if timer != nil {
 			timer.Stop()
 		}
-		c.exit = exitCode(cmd, err)
+		c.exit, c.errMsg = exitCode(err)
 		c.ended = time.Now()
 		close(c.done)
-	}()
-	if req.Background {
-		return
 	}
-	e.mu.Unlock()
-	defer e.mu.Lock() // for the deferred Unlock
+	if req.Background {
+		go wait()
+		out.send(event{Type: "execution_complete", ExecutionTime: max(time.Since(c.started).Milliseconds(), 1)})
+	} else {
+		wait()
+		close(stopTail)
+		tails.Wait()
+		if c.errMsg != "" {
+			out.send(event{Type: "error", Error: &eventError{EName: "CommandExecError", EValue: strconv.Itoa(c.exit), Traceback: []string{c.errMsg}}})
+		} else {
+			out.send(event{Type: "execution_complete", ExecutionTime: max(c.ended.Sub(c.started).Milliseconds(), 1)})
+		}
+	}
+	// execd holds every command stream open for its grace period
+	// (EXECD_API_GRACE_SHUTDOWN) after the last event.
 	select {
 	case <-r.Context().Done():
-		_ = syscall.Kill(-c.proc.Pid, syscall.SIGKILL)
-		<-c.done
-		return
-	case <-c.done:
+	case <-time.After(e.s.Grace):
 	}
-	if c.exit != 0 {
-		out.send(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError",
-			"evalue": strconv.Itoa(c.exit), "traceback": []string{"exit status " + strconv.Itoa(c.exit)}}})
-	}
-	out.send(map[string]any{"type": "execution_complete", "execution_time": c.ended.Sub(c.started).Milliseconds()})
 }
 
-// exitCode is the shell's exit code, 128+n for a signal.
-func exitCode(cmd *exec.Cmd, err error) int {
+// newID is a command id as execd makes them: 32 hex digits.
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// exitCode is execd's exit code and error text for cmd.Wait's error: the
+// exit status, or -1 and Go's "signal: killed" for a signal.
+func exitCode(err error) (int, string) {
+	if err == nil {
+		return 0, ""
+	}
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) && cmd.ProcessState == nil {
-		return 127
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), err.Error()
 	}
-	ps := cmd.ProcessState
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
+	return 1, err.Error()
 }
 
-func (e *Execd) lookup(w http.ResponseWriter, id string) *command {
-	return find(e, w, e.cmds, "command", id)
+// tailLines reads file every 100 ms as execd does and hands on each
+// complete line without its end ("\n" or "\r", a "\r\n" pair once), an
+// empty line as "\n"; at stop it reads the rest and hands on a last
+// line without an end as it is.
+func tailLines(file string, stop <-chan struct{}, emit func(string)) {
+	var pos int64
+	cr := false
+	var line []byte
+	buf := make([]byte, 1<<20)
+	read := func(final bool) {
+		f, err := os.Open(file)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if _, err := f.Seek(pos, io.SeekStart); err != nil {
+			return
+		}
+		line = line[:0]
+		for {
+			n, err := f.Read(buf)
+			pos += int64(n)
+			for chunk := buf[:n]; len(chunk) > 0; {
+				i := bytes.IndexAny(chunk, "\r\n")
+				if i < 0 {
+					line, cr = append(line, chunk...), false
+					break
+				}
+				if i > 0 {
+					line, cr = append(line, chunk[:i]...), false
+				}
+				c := chunk[i]
+				switch {
+				case len(line) > 0:
+					emit(string(line))
+					line = line[:0]
+				case c == '\n' && cr:
+				default:
+					emit("\n")
+				}
+				cr = c == '\r'
+				chunk = chunk[i+1:]
+			}
+			if err != nil {
+				break
+			}
+		}
+		if len(line) > 0 {
+			if final {
+				emit(string(line))
+			} else {
+				pos -= int64(len(line)) // read again when it ends
+			}
+		}
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			read(true)
+			return
+		case <-t.C:
+			read(false)
+		}
+	}
+}
+
+func (e *Execd) lookup(id string) *command {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cmds[id]
 }
 
 // find returns the what called id in m (one of e's maps), or answers 404
@@ -277,76 +450,91 @@ func find[V any](e *Execd, w http.ResponseWriter, m map[string]*V, what, id stri
 }
 
 // interrupt sends SIGTERM to the command's process group and SIGKILL
-// two seconds later if it still runs.
+// after 3 s if it still runs, answering when it ended (as execd).
 func (e *Execd) interrupt(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
 	if id == "" {
 		e.s.violation(w, "interrupt: id is required")
 		return
 	}
-	c := e.lookup(w, id)
+	c := e.lookup(id)
 	if c == nil {
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error interruptting code context. no such session")
 		return
 	}
+	select {
+	case <-c.done:
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error interruptting code context. command session "+id+" is not running")
+		return
+	default:
+	}
 	_ = syscall.Kill(-c.proc.Pid, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-c.done:
-		case <-time.After(2 * time.Second):
-			_ = syscall.Kill(-c.proc.Pid, syscall.SIGKILL)
-		}
-	}()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && syscall.Kill(-c.proc.Pid, 0) == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-c.proc.Pid, syscall.SIGKILL)
 	w.WriteHeader(http.StatusOK)
 }
 
+// commandStatus is execd's status answer, in its field order.
+type commandStatus struct {
+	ID         string     `json:"id"`
+	Content    string     `json:"content,omitempty"`
+	Running    bool       `json:"running"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	StartedAt  time.Time  `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
 func (e *Execd) status(w http.ResponseWriter, id string) {
-	c := e.lookup(w, id)
+	c := e.lookup(id)
 	if c == nil {
+		writeError(w, http.StatusNotFound, "INVALID_REQUEST_BODY", "command not found: "+id)
 		return
 	}
-	// While it runs, exit_code and finished_at are left out (the
-	// document is OpenAPI 3.1, where "nullable" does not allow null).
-	v := map[string]any{"id": c.id, "content": c.content, "running": true,
-		"started_at": c.started.UTC().Format(time.RFC3339)}
+	v := commandStatus{ID: c.id, Content: c.content, Running: true, StartedAt: c.started.UTC()}
 	select {
 	case <-c.done:
-		v["running"], v["exit_code"], v["finished_at"] = false, c.exit, c.ended.UTC().Format(time.RFC3339)
+		exit, ended := c.exit, c.ended.UTC()
+		v.Running, v.ExitCode, v.Error, v.FinishedAt = false, &exit, c.errMsg, &ended
 	default:
 	}
 	writeJSON(w, http.StatusOK, v)
 }
 
-// logs answers the lines after cursor (all without one) and the index of
-// the last line in EXECD-COMMANDS-TAIL-CURSOR.
+// logs answers a background command's output from byte offset cursor on,
+// and the offset it ends at in EXECD-COMMANDS-TAIL-CURSOR.
 func (e *Execd) logs(w http.ResponseWriter, r *http.Request, id string) {
-	c := e.lookup(w, id)
+	c := e.lookup(id)
 	if c == nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "command not found: "+id)
 		return
 	}
-	if c.log == "" {
-		writeError(w, http.StatusBadRequest, "NOT_BACKGROUND", "command "+id+" ran in the foreground")
+	if !c.background {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "command "+id+" is not running in background")
 		return
 	}
-	b, err := os.ReadFile(c.log)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
-		return
-	}
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	if len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
-	}
-	from := 0
+	var from int64
 	if v := r.URL.Query().Get("cursor"); v != "" {
-		n, err := strconv.Atoi(v)
+		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			e.s.violation(w, "logs: bad cursor %q", v)
 			return
 		}
-		from = min(n+1, len(lines))
+		from = n
 	}
-	w.Header().Set("Content-Type", "text/plain")
-	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.Itoa(len(lines)-1))
+	b, err := os.ReadFile(e.outFile(id, ".output"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", err.Error())
+		return
+	}
+	end := max(from, int64(len(b)))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.FormatInt(end, 10))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(bytes.Join(lines[from:], nil))
+	if from < int64(len(b)) {
+		_, _ = w.Write(b[from:])
+	}
 }

@@ -43,34 +43,54 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			fsError(w, err)
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.Copy(w, f)
+		if fi.IsDir() { // as execd: 200 and nothing
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		// Byte ranges (206 with Content-Range) as execd serves them.
+		http.ServeContent(w, r, filepath.Base(paths[0]), fi.ModTime(), f)
 	case "/files/info GET":
 		if !needPaths() {
 			return
 		}
-		out := map[string]any{}
+		out := map[string]fileInfo{}
 		for _, p := range paths {
 			fi, err := os.Lstat(p)
-			if err != nil {
-				fsError(w, err)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found. file not found: "+p+": "+err.Error())
+				return
+			case err != nil:
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: error accessing file "+p+": "+err.Error())
 				return
 			}
 			out[p] = info(p, fi)
 		}
 		writeJSON(w, http.StatusOK, out)
 	case "/files DELETE":
+		// As execd: os.Stat (a symlink is followed), a missing path is
+		// fine (so a dangling symlink stays), a directory is refused.
 		if !needPaths() {
 			return
 		}
 		for _, p := range paths {
-			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
-				writeError(w, http.StatusInternalServerError, "IS_DIRECTORY", p+" is a directory")
-				return
+			fi, err := os.Stat(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				continue
+			case err == nil && fi.IsDir():
+				err = errors.New("path is a directory: " + p)
+			case err == nil:
+				err = os.Remove(p)
 			}
-			if err := os.Remove(p); err != nil {
-				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error removing file "+p+". "+err.Error())
 				return
 			}
 		}
@@ -86,6 +106,21 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 		for _, it := range items {
 			if !filepath.IsAbs(it.Src) || !filepath.IsAbs(it.Dest) {
 				e.s.violation(w, "mv: paths must be absolute: %+v", it)
+				return
+			}
+			// As execd: the source must exist, the destination's
+			// directory is made, and an existing destination (a symlink
+			// followed) is refused.
+			if _, err := os.Stat(it.Src); err != nil {
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found. source path not found: "+it.Src+": "+err.Error())
+				return
+			}
+			if err := os.MkdirAll(filepath.Dir(it.Dest), 0o755); err != nil {
+				fsError(w, err)
+				return
+			}
+			if _, err := os.Stat(it.Dest); err == nil {
+				writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: destination path already exists: "+it.Dest)
 				return
 			}
 			if err := os.Rename(it.Src, it.Dest); err != nil {
@@ -109,7 +144,12 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 				e.s.violation(w, "directories: path %q must be absolute, mode octal digits", d)
 				return
 			}
-			if err := os.MkdirAll(d, mode); err != nil {
+			// As execd: mkdir -p, then a chmod unless the mode is 0.
+			err := os.MkdirAll(d, 0o777)
+			if err == nil && mode != 0 {
+				err = os.Chmod(d, mode)
+			}
+			if err != nil {
 				fsError(w, err)
 				return
 			}
@@ -134,16 +174,29 @@ func (e *Execd) files(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// octal reads a mode written as octal digits (644); nil means 755.
+// octal reads a mode written as octal digits (644); nil means 0 (no
+// chmod).
 func octal(m *int) (fs.FileMode, bool) {
 	if m == nil {
-		return 0o755, true
+		return 0, true
 	}
 	v, err := strconv.ParseUint(strconv.Itoa(*m), 8, 32)
 	return fs.FileMode(v), err == nil && v <= 0o7777
 }
 
-func info(p string, fi fs.FileInfo) map[string]any {
+// fileInfo is execd's description of a file, in its field order.
+type fileInfo struct {
+	Path       string `json:"path"`
+	Type       string `json:"type"`
+	Size       int64  `json:"size"`
+	ModifiedAt string `json:"modified_at"`
+	CreatedAt  string `json:"created_at"`
+	Owner      string `json:"owner"`
+	Group      string `json:"group"`
+	Mode       int    `json:"mode"`
+}
+
+func info(p string, fi fs.FileInfo) fileInfo {
 	t := "file"
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -155,16 +208,15 @@ func info(p string, fi fs.FileInfo) map[string]any {
 	}
 	mode, _ := strconv.Atoi(strconv.FormatUint(uint64(fi.Mode().Perm()), 8))
 	mt := fi.ModTime().UTC().Format(time.RFC3339)
-	return map[string]any{"path": p, "type": t, "size": fi.Size(), "modified_at": mt, "created_at": mt,
-		"owner": "root", "group": "root", "mode": mode}
+	return fileInfo{Path: p, Type: t, Size: fi.Size(), ModifiedAt: mt, CreatedAt: mt, Owner: "root", Group: "root", Mode: mode}
 }
 
 func fsError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", err.Error())
+		writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found. "+err.Error())
 	default:
-		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: "+err.Error())
 	}
 }
 
@@ -183,11 +235,15 @@ func (e *Execd) list(w http.ResponseWriter, dir, depthArg string) {
 		fsError(w, err)
 		return
 	}
-	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
-		writeError(w, http.StatusBadRequest, "NOT_A_DIRECTORY", dir+" is a symlink or not a directory")
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "path is a symbolic link, refusing to traverse: "+dir)
 		return
 	}
-	out := []any{}
+	if !fi.IsDir() {
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "error accessing file: "+dir+" is not a directory")
+		return
+	}
+	out := []fileInfo{}
 	var walk func(d string, level int) error
 	walk = func(d string, level int) error {
 		ents, err := os.ReadDir(d)
@@ -257,7 +313,13 @@ func (e *Execd) upload(w http.ResponseWriter, r *http.Request) {
 			e.s.violation(w, "upload: metadata for %s not followed by its file part: %v", meta.Path, err)
 			return
 		}
-		f, err := os.OpenFile(meta.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+		// As execd: the parents are made, the file truncated and
+		// written (through a symlink at the path), then chmodded.
+		if err := os.MkdirAll(filepath.Dir(meta.Path), 0o777); err != nil {
+			fsError(w, err)
+			return
+		}
+		f, err := os.OpenFile(meta.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o777)
 		if err != nil {
 			fsError(w, err)
 			return
@@ -265,6 +327,9 @@ func (e *Execd) upload(w http.ResponseWriter, r *http.Request) {
 		_, err = io.Copy(f, part)
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil && mode != 0 {
+			err = os.Chmod(meta.Path, mode)
 		}
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())

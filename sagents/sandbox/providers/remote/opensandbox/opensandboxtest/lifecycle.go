@@ -26,6 +26,19 @@ type Server struct {
 	FailCreate bool
 	// ExecdDown, when set, makes new sandboxes' execd refuse connections.
 	ExecdDown bool
+	// CodeContextHangs makes creating a code context wait until the
+	// client gives up, as execd does in a sandbox without Jupyter.
+	CodeContextHangs bool
+	// Grace is how long a command stream stays open after its last
+	// event (execd's EXECD_API_GRACE_SHUTDOWN, 1 s by default as there).
+	Grace time.Duration
+	// ExecdTmp is the fake execd's TMPDIR on this host, where it keeps
+	// each command's output as execd does (a directory of the test's).
+	ExecdTmp string
+	// ExecdAddr, when set before the first sandbox is created, is the
+	// host:port of a real execd that every sandbox's endpoint then
+	// names instead of a fake one (see TestRealExecd).
+	ExecdAddr string
 
 	t    testing.TB
 	root string
@@ -56,7 +69,11 @@ type Sandbox struct {
 // the test. Violations make the test fail.
 func New(t testing.TB) *Server {
 	s := &Server{APIKey: "lifecycle-key", ExecdToken: "execd-token", ReadyAfter: 1, t: t,
-		root: t.TempDir(), sandboxes: map[string]*Sandbox{}}
+		root: t.TempDir(), sandboxes: map[string]*Sandbox{}, Grace: time.Second}
+	s.ExecdTmp = filepath.Join(s.root, "tmp")
+	if err := os.MkdirAll(s.ExecdTmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s.srv = httptest.NewServer(validated(http.HandlerFunc(s.serve), s.record))
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(func() {
@@ -142,14 +159,24 @@ func (s *Server) terminate(sb *Sandbox) {
 	sb.execd.Close()
 }
 
+// writeJSON answers v as JSON without a final newline, as execd (gin)
+// and the lifecycle server do.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":"RUNTIME_ERROR","message":"fake: bad answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
 
+// writeError answers execd's error object.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]string{"code": code, "message": msg})
+	writeJSON(w, status, struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, msg})
 }
 
 // decodeStrict reads a JSON body with no unknown fields.

@@ -54,6 +54,9 @@ func (s *Server) one(w http.ResponseWriter, r *http.Request, sb *Sandbox, rest [
 		}
 		s.mu.Lock()
 		state, addr := sb.State, sb.execd.Addr()
+		if s.ExecdAddr != "" {
+			addr = s.ExecdAddr
+		}
 		s.mu.Unlock()
 		if state == "Terminated" {
 			writeError(w, http.StatusNotFound, "NOT_FOUND", "sandbox "+sb.ID+" is terminated")

@@ -27,7 +27,8 @@ const maxChecked = 16 << 20
 // the provider uses (api/opensandbox-subset.openapi.yaml).
 type Spec struct {
 	*openapitest.Doc
-	event *openapi3.Schema
+	event   *openapi3.Schema
+	failure *openapi3.Schema
 
 	mu   sync.Mutex
 	seen map[string]bool
@@ -70,7 +71,8 @@ func LoadSpec() (*Spec, error) {
 			specErr = err
 			return
 		}
-		spec = &Spec{Doc: d, event: d.T.Components.Schemas["StreamEvent"].Value, seen: map[string]bool{}}
+		spec = &Spec{Doc: d, event: d.T.Components.Schemas["StreamEvent"].Value,
+			failure: d.T.Components.Responses["Failure"].Value.Content.Get("application/json").Schema.Value, seen: map[string]bool{}}
 	})
 	return spec, specErr
 }
@@ -100,16 +102,23 @@ func (s *Spec) checkEvents(what string, body []byte) error {
 	return errors.Join(errs...)
 }
 
-// checkEventLine validates one line of an event stream: a data line must
-// hold one StreamEvent.
+// checkEventLine validates one line of an event stream: a bare JSON line
+// (execd's form) or a data line must hold one StreamEvent, or execd's
+// error object for a failure after the stream began.
 func (s *Spec) checkEventLine(what, line string) error {
 	data, ok := strings.CutPrefix(line, "data:")
-	if !ok {
+	if !ok && !strings.HasPrefix(line, "{") {
 		return nil
 	}
 	var v any
 	if err := json.Unmarshal([]byte(strings.TrimSpace(data)), &v); err != nil {
 		return fmt.Errorf("%s: event data is not JSON: %w", what, err)
+	}
+	if m, isObj := v.(map[string]any); isObj && m["type"] == nil && m["code"] != nil {
+		if err := s.failure.VisitJSON(v, s.SchemaOptions()...); err != nil {
+			return fmt.Errorf("%s: error object %s: %w", what, data, err)
+		}
+		return nil
 	}
 	if err := s.event.VisitJSON(v, s.SchemaOptions()...); err != nil {
 		return fmt.Errorf("%s: event %s: %w", what, data, err)
