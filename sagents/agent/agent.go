@@ -129,7 +129,8 @@ func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
 		ctx = obs.ChainStart(ctx, observability.ChainInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
 		ownChain = true
 	}
-	ctx = obs.AgentStart(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
+	ctx = obs.AgentStart(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in,
+		Provider: a.cfg.Client.Provider(a.cfg.ModelType), Model: a.cfg.Client.Model(a.cfg.ModelType)})
 	res = &Result{}
 	defer func() {
 		out := []observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}
