@@ -130,7 +130,7 @@ func TestSetupFromEnv(t *testing.T) {
 			shutdown := setupEmit(t, sageotel.SetupOptions{})
 			shutdownTwice(t, shutdown)
 			got := col.spans()
-			assert.ElementsMatch(t, []string{"invoke_workflow turn", "chat gpt-4o"}, got["env-service"], "%v", got)
+			assert.ElementsMatch(t, []string{"turn", "chat gpt-4o"}, got["env-service"], "%v", got)
 		})
 	}
 }
