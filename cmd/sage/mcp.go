@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/observability/otelsage"
@@ -136,7 +134,7 @@ func (f *mcpFlags) run(ctx context.Context, env *cliEnv) (int, error) {
 		return exitSandboxError, err
 	}
 	fmt.Fprintf(env.stderr, "sage mcp: sandbox %s (%s), workspace %s; serving MCP on stdio\n", h.Type(), h.ID(), h.WorkspacePath())
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}})
+	err = srv.Run(ctx, &mcpserver.StdioTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}})
 	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		return exitSandboxError, err
 	}

@@ -103,11 +103,13 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // Handler serves the streamable HTTP transport. It checks neither Host,
 // Origin nor credentials beyond the SDK's localhost protection: mount it
-// behind them (sandboxd's checks).
+// behind them (sandboxd's checks). In front of the SDK's handler it
+// answers what the specification (2025-06-18, 2025-11-25) asks and the SDK
+// does not (sessionGate).
 func (s *Server) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+	return &sessionGate{max: s.opts.MaxRequestBytes, next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Logger: s.opts.Logger, MaxRequestBodyBytes: s.opts.MaxRequestBytes,
-			SessionTimeout: s.opts.SessionTimeout, PropagateRequestCancellation: true})
+			SessionTimeout: s.opts.SessionTimeout, PropagateRequestCancellation: true})}
 }
 
 func (s *Server) toolHandler(name string) mcp.ToolHandler {
