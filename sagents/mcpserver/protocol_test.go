@@ -64,6 +64,13 @@ type stdioHost struct {
 func startStdio(t *testing.T, transport func(r io.ReadCloser, w io.WriteCloser) mcp.Transport) (*stdioHost, *observabilitytest.Recorder, chan error) {
 	t.Helper()
 	srv, rec, _ := wireServer(t)
+	h, ran := serveStdio(t, srv, transport)
+	return h, rec, ran
+}
+
+// serveStdio runs srv over transport on pipes until the test ends.
+func serveStdio(t *testing.T, srv *mcpserver.Server, transport func(r io.ReadCloser, w io.WriteCloser) mcp.Transport) (*stdioHost, chan error) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &stdioHost{t: t, in: inW, done: make(chan struct{}), cond: make(chan struct{}, 1024)}
@@ -88,7 +95,7 @@ func startStdio(t *testing.T, transport func(r io.ReadCloser, w io.WriteCloser) 
 			}
 		}
 	}()
-	return h, rec, ran
+	return h, ran
 }
 
 func (h *stdioHost) send(line string) {
@@ -329,25 +336,7 @@ func TestMissingResourceCode(t *testing.T) {
 	for version, want := range map[string]float64{"2025-06-18": -32002, "2025-11-25": -32002} {
 		t.Run(version, func(t *testing.T) {
 			srv, _, ws := wireServer(t)
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(func() { cancel(); inW.Close() })
-			go func() { _ = srv.Run(ctx, sageStdio(inR, outW)); outW.Close() }()
-			h := &stdioHost{t: t, in: inW, done: make(chan struct{}), cond: make(chan struct{}, 1024)}
-			go func() {
-				defer close(h.done)
-				sc := bufio.NewScanner(outR)
-				for sc.Scan() {
-					var m map[string]any
-					if json.Unmarshal(sc.Bytes(), &m) == nil {
-						h.mu.Lock()
-						h.got = append(h.got, m)
-						h.mu.Unlock()
-						h.cond <- struct{}{}
-					}
-				}
-			}()
+			h, _ := serveStdio(t, srv, sageStdio)
 			h.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`)
 			init := h.reply(float64(1), 30*time.Second)
 			require.Equal(t, version, init["result"].(map[string]any)["protocolVersion"])
