@@ -69,10 +69,9 @@ type rwExpect struct {
 	} `json:"error"`
 }
 
-// TestRealWorldStreams replays every recorded SSE transcript through
-// ChatStream and checks the assembled meaning against expected.json.
-func TestRealWorldStreams(t *testing.T) {
-	dir := realworldDir(t)
+// expectedRows reads dir's expected.json.
+func expectedRows(t *testing.T, dir string) map[string]rwExpect {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +80,14 @@ func TestRealWorldStreams(t *testing.T) {
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
+	return want
+}
+
+// TestRealWorldStreams replays every recorded SSE transcript through
+// ChatStream and checks the assembled meaning against expected.json.
+func TestRealWorldStreams(t *testing.T) {
+	dir := realworldDir(t)
+	want := expectedRows(t, dir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.sse"))
 	if err != nil {
 		t.Fatal(err)
@@ -391,14 +398,7 @@ func errorMessageOf(t *testing.T, body string) string {
 // usage, its "usage" fields removed, must still give the recorded usage.
 func TestRealWorldGroqUsageWithoutStreamOptions(t *testing.T) {
 	dir := realworldDir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want map[string]rwExpect
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := expectedRows(t, dir)
 	files, _ := filepath.Glob(filepath.Join(dir, "groq-*.sse"))
 	tried := 0
 	for _, f := range files {

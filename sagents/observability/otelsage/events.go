@@ -36,20 +36,30 @@ const (
 // exception emits the exception event of a failed model call, with the
 // call's identifying attributes; it belongs to the call's span (ctx).
 func (h *Handler) exception(ctx context.Context, st *llmState, err error, errType string) {
-	if !h.logger.Enabled(ctx, otellog.EnabledParameters{Severity: otellog.SeverityWarn, EventName: EventOperationException}) {
+	rec, ok := h.event(ctx, EventOperationException, otellog.SeverityWarn, "WARN")
+	if !ok {
 		return
 	}
-	var rec otellog.Record
-	now := time.Now()
-	rec.SetEventName(EventOperationException)
-	rec.SetTimestamp(now)
-	rec.SetObservedTimestamp(now)
-	rec.SetSeverity(otellog.SeverityWarn)
-	rec.SetSeverityText("WARN")
 	rec.AddAttributes(AttrExceptionType.String(exceptionType(err)), AttrExceptionMessage.String(h.truncate(err.Error())),
 		AttrErrorType.String(errType))
 	rec.AddAttributes(st.attrs...)
 	h.logger.Emit(ctx, rec)
+}
+
+// event starts the record of an event, or reports false when the logger
+// takes none of its kind.
+func (h *Handler) event(ctx context.Context, name string, sev otellog.Severity, sevText string) (otellog.Record, bool) {
+	var rec otellog.Record
+	if !h.logger.Enabled(ctx, otellog.EnabledParameters{Severity: sev, EventName: name}) {
+		return rec, false
+	}
+	now := time.Now()
+	rec.SetEventName(name)
+	rec.SetTimestamp(now)
+	rec.SetObservedTimestamp(now)
+	rec.SetSeverity(sev)
+	rec.SetSeverityText(sevText)
+	return rec, true
 }
 
 // exceptionType is the Go type of the innermost error of err's chain that
@@ -75,15 +85,10 @@ func (h *Handler) details(ctx context.Context, st *llmState, r *observability.LL
 	if !h.capture.Events() {
 		return
 	}
-	if !h.logger.Enabled(ctx, otellog.EnabledParameters{Severity: otellog.SeverityInfo, EventName: EventOperationDetails}) {
+	rec, ok := h.event(ctx, EventOperationDetails, otellog.SeverityInfo, "INFO")
+	if !ok {
 		return
 	}
-	var rec otellog.Record
-	now := time.Now()
-	rec.SetEventName(EventOperationDetails)
-	rec.SetTimestamp(now)
-	rec.SetObservedTimestamp(now)
-	rec.SetSeverity(otellog.SeverityInfo)
 	rec.AddAttributes(st.attrs...)
 	if r != nil {
 		rec.AddAttributes(h.responseAttrs(st, *r, known)...)
