@@ -99,8 +99,8 @@ func (h *Handler) details(ctx context.Context, st *llmState, r *observability.LL
 	if errType != "" {
 		rec.AddAttributes(AttrErrorType.String(errType))
 	}
-	if len(st.req.Messages) > 0 {
-		rec.AddAttributes(attribute.KeyValue{Key: AttrInputMessages, Value: structured(h.jsonMessages(st.req.Messages, false))})
+	if len(st.inputs) > 0 {
+		rec.AddAttributes(attribute.KeyValue{Key: AttrInputMessages, Value: structured(h.jsonMessages(st.inputs, false))})
 	}
 	h.logger.Emit(ctx, rec)
 }

@@ -21,8 +21,8 @@ type llmState struct {
 	server   string
 	port     int
 	agent    *agentTotals
-	req      observability.LLMRequest // for the details event
-	attrs    []attribute.KeyValue     // the span's start attributes, for the events
+	inputs   []observability.Message // for the details event, when content goes on events
+	attrs    []attribute.KeyValue    // the span's start attributes, for the events
 }
 
 // openAI reports whether the call's telemetry takes the openai.*
@@ -77,7 +77,10 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 		op = OpChat
 	}
 	ls := &llmState{op: op, provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort,
-		agent: nearestAgent(ctx), req: r}
+		agent: nearestAgent(ctx)}
+	if h.capture.Events() {
+		ls.inputs = r.Messages
+	}
 	attrs := make([]attribute.KeyValue, 0, 20)
 	attrs = append(attrs,
 		AttrOperationName.String(op),

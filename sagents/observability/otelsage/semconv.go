@@ -254,15 +254,15 @@ func (in *instruments) hitRatio(ctx context.Context, opt metric.RecordOption, u 
 	}
 }
 
-// operation records the duration of an agent, tool or workflow run:
-// release is its gen_ai.client.operation.duration attribute set, latest
-// that of its own metric in the development conventions.
-func (in *instruments) operation(ctx context.Context, op string, dur time.Duration, release, latest attribute.Set) {
+// operation records the duration of an agent, tool or workflow run on
+// gen_ai.client.operation.duration (release) or its own metric
+// (development conventions); set is its attribute set in that version.
+func (in *instruments) operation(ctx context.Context, op string, dur time.Duration, set attribute.Set) {
+	opt := metric.WithAttributeSet(set)
 	if !in.latest {
-		in.opDuration.Record(ctx, dur.Seconds(), metric.WithAttributeSet(release))
+		in.opDuration.Record(ctx, dur.Seconds(), opt)
 		return
 	}
-	opt := metric.WithAttributeSet(latest)
 	switch op {
 	case OpInvokeAgent:
 		in.agentDuration.Record(ctx, dur.Seconds(), opt)

@@ -305,8 +305,14 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 		}
 	}
 	dur := time.Since(st.start)
-	release := []attribute.KeyValue{AttrOperationName.String(st.op)}
-	var latest []attribute.KeyValue
+	latest := h.latest
+	// The release's gen_ai.client.operation.duration takes the operation
+	// name and the provider; the development conventions' own metrics
+	// neither (their name says the operation).
+	kv := make([]attribute.KeyValue, 0, 6)
+	if !latest {
+		kv = append(kv, AttrOperationName.String(st.op))
+	}
 	provider := h.provider
 	switch {
 	case st.agent != nil:
@@ -315,12 +321,10 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 			provider = p
 		}
 		if st.agent.name != "" {
-			release = append(release, AttrAgentName.String(st.agent.name))
-			latest = append(latest, AttrAgentName.String(st.agent.name))
+			kv = append(kv, AttrAgentName.String(st.agent.name))
 		}
 		if model != "" {
-			release = append(release, AttrRequestModel.String(model))
-			latest = append(latest, AttrRequestModel.String(model))
+			kv = append(kv, AttrRequestModel.String(model))
 		}
 	case st.tool != nil:
 		if a := st.tool.totals; a != nil {
@@ -328,23 +332,25 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 				provider = p
 			}
 		}
-		release = append(release, AttrToolName.String(st.tool.name))
-		latest = append(latest, AttrToolName.String(st.tool.name), AttrToolType.String("function"))
-		if st.tool.agent != "" {
-			latest = append(latest, AttrAgentName.String(st.tool.agent))
+		kv = append(kv, AttrToolName.String(st.tool.name))
+		if latest {
+			kv = append(kv, AttrToolType.String("function"))
+			if st.tool.agent != "" {
+				kv = append(kv, AttrAgentName.String(st.tool.agent))
+			}
 		}
 	case st.wf != nil:
 		if st.wf.name != "" {
-			release = append(release, AttrWorkflowName.String(st.wf.name))
-			latest = append(latest, AttrWorkflowName.String(st.wf.name))
+			kv = append(kv, AttrWorkflowName.String(st.wf.name))
 		}
 	}
-	release = append(release, AttrProviderName.String(provider))
-	if errType != "" {
-		release = append(release, AttrErrorType.String(errType))
-		latest = append(latest, AttrErrorType.String(errType))
+	if !latest {
+		kv = append(kv, AttrProviderName.String(provider))
 	}
-	h.m.operation(ctx, st.op, dur, attribute.NewSet(release...), attribute.NewSet(latest...))
+	if errType != "" {
+		kv = append(kv, AttrErrorType.String(errType))
+	}
+	h.m.operation(ctx, st.op, dur, attribute.NewSet(kv...))
 	if st.agent != nil && errType == "" {
 		st.agent.mu.Lock()
 		calls, tools := st.agent.inferenceCalls, st.agent.toolCalls
