@@ -129,13 +129,86 @@ func TestAgentExportsOTLP(t *testing.T) {
 	if rcv.spans["invoke_agent sage"] != 1 || rcv.spans["chat sage-replay"] == 0 || rcv.spans["execute_tool file_write"] == 0 {
 		t.Errorf("spans received: %v", rcv.spans)
 	}
-	if rcv.spans["invoke_workflow sage"] != 0 {
-		t.Errorf("a single agent run is reported as a workflow too: %v", rcv.spans)
+	if rcv.spans["invoke_workflow sage agent"] != 0 || rcv.spans["invoke_workflow sage"] != 0 || rcv.spans["sage agent"] != 1 {
+		t.Errorf("a single agent run is reported as a workflow, or not under its command: %v", rcv.spans)
 	}
 	ops := rcv.metrics["gen_ai.client.operation.duration"]
 	for _, op := range []string{"chat", "execute_tool", "invoke_agent"} {
 		if !ops[op] {
 			t.Errorf("no gen_ai.client.operation.duration of %s; metrics received: %v", op, rcv.metrics)
 		}
+	}
+}
+
+// TestExecIsNoGenAIOperation: sage exec exports a span of its own kind,
+// "sage exec", holding the sandbox's spans, and no GenAI name or metric
+// (the old command was an invoke_workflow span counted in
+// gen_ai.client.operation.duration).
+func TestExecIsNoGenAIOperation(t *testing.T) {
+	rcv := startOTLPReceiver(t)
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "passthrough", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.spans["sage exec"] != 1 || rcv.spans["sandbox.exec"] != 1 || rcv.spans["invoke_workflow sage exec"] != 0 {
+		t.Errorf("spans received: %v", rcv.spans)
+	}
+	for name := range rcv.metrics {
+		if strings.HasPrefix(name, "gen_ai.") {
+			t.Errorf("a sandbox command is on %s: %v", name, rcv.metrics)
+		}
+	}
+}
+
+// TestExecTracesOnlyEndpoint: the traces-only set-up Langfuse and Datadog
+// document (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, http/protobuf) exports the
+// traces and warns of nothing: no metrics go to localhost:4317 (the old
+// command warned and waited for them at every exit; the metrics' TLS
+// setting makes that old failure certain whatever listens there).
+func TestExecTracesOnlyEndpoint(t *testing.T) {
+	rcv, endpoint := serveOTLP(t)
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_TRACES_EXPORTER",
+		"OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint+"/v1/traces")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_INSECURE", "false")
+	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "passthrough", "--", "true")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "otel:") {
+		t.Errorf("warnings: %s", r.stderr)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if rcv.spans["sage exec"] != 1 {
+		t.Errorf("spans received: %v", rcv.spans)
+	}
+}
+
+// TestExecConsoleExporter: OTEL_TRACES_EXPORTER=console prints the spans
+// on stderr (stdout is the command's); the old command exported nothing.
+func TestExecConsoleExporter(t *testing.T) {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	t.Setenv("OTEL_LOGS_EXPORTER", "none")
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	r := sage(t, sandboxtest.TempDir(t), "", "exec", "--mode", "passthrough", "--", "echo out")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "out\n" {
+		t.Errorf("stdout = %q: the spans go to stderr", r.stdout)
+	}
+	if !strings.Contains(r.stderr, `"Name":"sage exec"`) || !strings.Contains(r.stderr, `"Name":"sandbox.exec"`) {
+		t.Errorf("stderr has no spans:\n%s", r.stderr)
 	}
 }

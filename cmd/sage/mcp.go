@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/observability"
@@ -72,13 +69,15 @@ func (hostApprover) Approve(_ context.Context, req tools.ApprovalRequest) (bool,
 }
 
 // observer returns an observability Manager with handlers registered and,
-// when OTEL_EXPORTER_OTLP_*ENDPOINT is set, OTLP traces and metrics (the
-// OTEL_* variables turn either off); the func shuts the export down.
+// when the environment asks for an export (an OTEL_EXPORTER_OTLP_*ENDPOINT,
+// or OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER or OTEL_LOGS_EXPORTER
+// naming one: console writes to stderr), OpenTelemetry traces, metrics and
+// GenAI log events as otelsage.Setup reads the OTEL_* variables; the func
+// shuts the export down.
 func observer(ctx context.Context, handlers ...observability.Handler) (*observability.Manager, func(), error) {
 	obs := observability.New(observability.Options{})
 	obs.Register(handlers...)
-	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" &&
-		os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") == "" {
+	if !otelsage.ExportConfiguredFromEnv() {
 		return obs, func() {}, nil
 	}
 	shutdown, err := otelsage.Setup(ctx, otelsage.SetupOptions{Manager: obs})
@@ -135,7 +134,7 @@ func (f *mcpFlags) run(ctx context.Context, env *cliEnv) (int, error) {
 		return exitSandboxError, err
 	}
 	fmt.Fprintf(env.stderr, "sage mcp: sandbox %s (%s), workspace %s; serving MCP on stdio\n", h.Type(), h.ID(), h.WorkspacePath())
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}})
+	err = srv.Run(ctx, &mcpserver.StdioTransport{Reader: readCloser{env.stdin}, Writer: writeCloser{env.stdout}})
 	if err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		return exitSandboxError, err
 	}

@@ -97,12 +97,14 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitSandboxError, err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
-	mcpHandler, shutdown, err := f.mcpHandler(ctx, h, logger)
+	mcpSrv, shutdown, err := f.mcpServer(ctx, h, logger)
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
 	defer shutdown()
-	srv, err := aioserver.New(aioserver.Options{Handle: h, Token: f.token, MaxBodyBytes: f.maxBody, Mounts: map[string]http.Handler{"/mcp": mcpHandler},
+	srv, err := aioserver.New(aioserver.Options{Handle: h, Token: f.token, MaxBodyBytes: f.maxBody,
+		Mounts:         map[string]http.Handler{"/mcp": mcpSrv.Handler()},
+		MCPServers:     map[string]aioserver.ToolServer{"sage": mcpSrv},
 		DefaultTimeout: f.timeout, Version: "sage-sandboxd " + buildVersion(), Logger: logger,
 		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, MaxReadBytes: f.maxRead, MaxEntries: f.maxEntries})
 	if err != nil {
@@ -154,9 +156,9 @@ func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (*
 		Local: sandbox.LocalConfig{Prestart: true}})
 }
 
-// mcpHandler serves the sandbox's tools over MCP (streamable HTTP), for
-// sandboxd's /mcp.
-func (f *sandboxdFlags) mcpHandler(ctx context.Context, h *sandbox.Sandbox, logger *slog.Logger) (http.Handler, func(), error) {
+// mcpServer serves the sandbox's tools over MCP: streamable HTTP at
+// sandboxd's /mcp, and the AIO API's /v1/mcp/sage/tools endpoints.
+func (f *sandboxdFlags) mcpServer(ctx context.Context, h *sandbox.Sandbox, logger *slog.Logger) (*mcpserver.Server, func(), error) {
 	obs, shutdown, err := observer(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -172,5 +174,5 @@ func (f *sandboxdFlags) mcpHandler(ctx context.Context, h *sandbox.Sandbox, logg
 		shutdown()
 		return nil, nil, err
 	}
-	return srv.Handler(), shutdown, nil
+	return srv, func() { _ = srv.Close(); shutdown() }, nil
 }

@@ -159,9 +159,9 @@ func TestSessionFS(t *testing.T) {
 }
 
 // A session's commands show up in an OTLP receiver as a command line
-// without a session does: a workflow run per command line holding its
-// sandbox spans; the daemon's start (acquire) and stop (release) are runs
-// of their own.
+// without a session does: a span per command line, named after it (no
+// GenAI operation), holding its sandbox spans; the daemon's start
+// (acquire) and stop (release) are spans of their own.
 func TestSessionTracesOTLP(t *testing.T) {
 	home := sessionHome(t)
 	rcv := startOTLPReceiver(t)
@@ -191,8 +191,8 @@ func TestSessionTracesOTLP(t *testing.T) {
 	// Control: a command line without a session.
 	r := sage(t, home, "", "exec", "--mode", "local", "--", "true")
 	require.Equal(t, 0, r.code, r.stderr)
-	plain := waitFor(map[string]int{"invoke_workflow sage exec": 1, "sandbox.exec": 1})
-	for _, name := range []string{"invoke_workflow sage exec", "sandbox.acquire", "sandbox.exec", "sandbox.release"} {
+	plain := waitFor(map[string]int{"sage exec": 1, "sandbox.exec": 1})
+	for _, name := range []string{"sage exec", "sandbox.acquire", "sandbox.exec", "sandbox.release"} {
 		assert.Equal(t, 1, plain[name], "control, %s: %v", name, plain)
 	}
 
@@ -204,9 +204,9 @@ func TestSessionTracesOTLP(t *testing.T) {
 	require.Equal(t, 1, r.code, r.stderr)
 	r = sage(t, home, "", "session", "stop", "traced")
 	require.Equal(t, 0, r.code, r.stderr)
-	want := map[string]int{"invoke_workflow sage exec": 3, "sandbox.exec": 3, "invoke_workflow sage fs read": 1,
-		"sandbox.read_file": 1, "invoke_workflow sage session serve": 1, "sandbox.acquire": 2,
-		"invoke_workflow sage session stop": 1, "sandbox.release": 2}
+	want := map[string]int{"sage exec": 3, "sandbox.exec": 3, "sage fs read": 1,
+		"sandbox.read_file": 1, "sage session serve": 1, "sandbox.acquire": 2,
+		"sage session stop": 1, "sandbox.release": 2}
 	got := waitFor(want)
 	for name, n := range want {
 		assert.Equal(t, n, got[name], "%s: %v", name, got)

@@ -126,7 +126,8 @@ func (a *Agent) SystemPrompt() string {
 func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
 	obs := a.cfg.Observer
 	in := []observability.Message{{Role: openai.ChatMessageRoleUser, Content: task}}
-	ctx, end := obs.StartAgent(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in})
+	ctx, end := obs.StartAgent(ctx, observability.AgentInfo{SessionID: a.cfg.SessionID, Name: a.cfg.Name, Inputs: in,
+		Provider: a.cfg.Client.Provider(a.cfg.ModelType), Model: a.cfg.Client.Model(a.cfg.ModelType)})
 	res = &Result{}
 	defer func() {
 		end([]observability.Message{{Role: openai.ChatMessageRoleAssistant, Content: res.Answer}}, err)

@@ -151,6 +151,13 @@ func TestAgentLoopEndToEnd(t *testing.T) {
 	require.Equal(t, int64(100), observabilitytest.Data[observability.LLMResponse](rec, "LLMEnd")[0].Usage.InputTokens)
 	require.Equal(t, int64(20), observabilitytest.Data[observability.LLMResponse](rec, "LLMEnd")[0].Usage.OutputTokens)
 	require.Equal(t, "call_1", observabilitytest.Data[observability.ToolCall](rec, "ToolStart")[0].CallID)
+	// The agent's model is known when it starts (for sampling), not only
+	// once its first call answered.
+	ai := observabilitytest.Data[observability.AgentInfo](rec, "AgentStart")
+	require.Len(t, ai, 1)
+	require.Equal(t, "openai", ai[0].Provider)
+	require.NotEmpty(t, ai[0].Model)
+	require.Equal(t, observabilitytest.Data[observability.LLMRequest](rec, "LLMStart")[0].Model, ai[0].Model)
 }
 
 func TestAgentStopsAtMaxSteps(t *testing.T) {

@@ -23,6 +23,8 @@ type assembler struct {
 	lim   ResponseLimits // zero: the defaults
 	bytes int            // text held: content, reasoning, refusal, tool calls
 	calls int            // tool calls held, all choices
+
+	fingerprint, tier string // system_fingerprint, service_tier
 }
 
 type choiceState struct {
@@ -61,6 +63,12 @@ func (a *assembler) add(c *Chunk) error {
 	}
 	if c.Usage != nil {
 		a.usage = *c.Usage
+	}
+	if c.SystemFingerprint != "" && len(c.SystemFingerprint) <= 256 {
+		a.fingerprint = c.SystemFingerprint
+	}
+	if c.ServiceTier != "" && len(c.ServiceTier) <= 64 {
+		a.tier = c.ServiceTier
 	}
 	for i := range c.Choices {
 		a.addChoice(&c.Choices[i])
@@ -217,7 +225,7 @@ func (cs *choiceState) newCall(index int) *callState {
 // response builds the Response; tool-call arguments are parsed here, once
 // the calls are complete.
 func (a *assembler) response() *Response {
-	r := &Response{ID: a.id, Model: a.model, Usage: a.usage}
+	r := &Response{ID: a.id, Model: a.model, Usage: a.usage, SystemFingerprint: a.fingerprint, ServiceTier: a.tier}
 	for _, cs := range a.choices {
 		r.Choices = append(r.Choices, cs.build())
 	}

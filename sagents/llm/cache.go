@@ -141,7 +141,7 @@ func rulePromptCache(p *plan, t target, r cacheRequest) {
 		return
 	case PromptCacheBreakpoints:
 		if t.caps.CacheControl != Unsupported {
-			p.patch.cacheMarks = placeBreakpoints(p.req.Messages, r.marks, r.tools)
+			p.patch.cacheMarks = placeBreakpoints(p.req.Messages, r.marks, r.tools, toolsChars(p.req.Tools))
 		}
 		return
 	case PromptCacheKey:
@@ -152,7 +152,7 @@ func rulePromptCache(p *plan, t target, r cacheRequest) {
 	}
 	switch { // auto
 	case t.caps.CacheControl == Supported:
-		p.patch.cacheMarks = placeBreakpoints(p.req.Messages, r.marks, r.tools)
+		p.patch.cacheMarks = placeBreakpoints(p.req.Messages, r.marks, r.tools, toolsChars(p.req.Tools))
 	case t.caps.PromptCacheKey == Supported:
 		setCacheKey(p, t, r)
 	}
@@ -192,6 +192,21 @@ func setCacheKey(p *plan, t target, r cacheRequest) {
 	p.patch.set["prompt_cache_key"] = "sage-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// toolsChars is the size of the tool definitions as sent (their JSON), in
+// characters: the providers put them first in the cached prefix (tools,
+// then system, then messages), so they count towards a breakpoint's
+// prefix.
+func toolsChars(tools []openai.Tool) int {
+	if len(tools) == 0 {
+		return 0
+	}
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return 0
+	}
+	return utf8.RuneCount(b)
+}
+
 // messageText is a message's text and whether it has any content a marker
 // can be put on.
 func messageChars(m openai.ChatCompletionMessage) (n int, markable bool) {
@@ -217,9 +232,12 @@ func isSystem(role string) bool {
 // message, and the latest non-tool message. Tool messages, messages without
 // content and segments shorter than their minimum are skipped; a Volatile
 // tool list (it precedes every message in the cached prefix) places none.
-// When there are more candidates than the limit, the conversation tail is
-// kept first, then the later segments.
-func placeBreakpoints(msgs []openai.ChatCompletionMessage, marks []Stability, tools Stability) []int {
+// toolChars, the size of the tool definitions, counts in the prefix: a
+// segment that starts the conversation (a short system prompt after
+// several KB of tools) is measured with them, as the tail is. When there
+// are more candidates than the limit, the conversation tail is kept first,
+// then the later segments.
+func placeBreakpoints(msgs []openai.ChatCompletionMessage, marks []Stability, tools Stability, toolChars int) []int {
 	if tools == Volatile || len(msgs) == 0 {
 		return nil
 	}
@@ -238,6 +256,8 @@ func placeBreakpoints(msgs []openai.ChatCompletionMessage, marks []Stability, to
 		prefix[i] = chars[i]
 		if i > 0 {
 			prefix[i] += prefix[i-1]
+		} else {
+			prefix[i] += toolChars
 		}
 	}
 	// long reports whether the segment of n characters ending at message i
@@ -284,7 +304,13 @@ func placeBreakpoints(msgs []openai.ChatCompletionMessage, marks []Stability, to
 			}
 		}
 	} else {
-		longEnough := func(i int) bool { return long(i, chars[i]) }
+		// The first message's segment starts with the tools.
+		longEnough := func(i int) bool {
+			if i == 0 {
+				return long(i, prefix[0])
+			}
+			return long(i, chars[i])
+		}
 		add(longest(msgs, ok, longEnough, isSystem))
 		add(longest(msgs, ok, longEnough, func(r string) bool { return r == openai.ChatMessageRoleUser }))
 	}

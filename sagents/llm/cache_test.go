@@ -309,35 +309,39 @@ func msgs(spec string) []openai.ChatCompletionMessage {
 func TestPlaceBreakpoints(t *testing.T) {
 	S, V, Sm := Stable, Volatile, SemiStable
 	for _, tc := range []struct {
-		name  string
-		spec  string
-		marks []Stability
-		tools Stability
-		want  []int
+		name      string
+		spec      string
+		marks     []Stability
+		tools     Stability
+		want      []int
+		toolChars int
 	}{
-		{"unmarked: longest system, long user, tail", "SUaua", nil, 0, []int{0, 1, 4}},
-		{"unmarked: short system and user skipped", "suaUa", nil, 0, []int{3, 4}},
-		{"unmarked: short conversation, nothing", "sua", nil, 0, nil},
-		{"tail skips tool and contentless messages", "SU-tt", nil, 0, []int{0, 1}},
-		{"tail is never a tool message", "sU-T", nil, 0, []int{1}},
-		{"marked: stable system end and tail", "SsUaua", []Stability{S, S}, S, []int{1, 5}},
-		{"marked: a short stable run is skipped", "suUa", []Stability{S}, S, []int{3}},
-		{"marked: each stable segment, semi-stable after", "SSSUAU", []Stability{S, Sm, S, S}, S, []int{0, 1, 3, 5}},
-		{"marked: the limit keeps the tail, then stable before semi-stable", "SSSSSU", []Stability{S, Sm, S, Sm, S}, S, []int{0, 2, 4, 5}},
-		{"marked: a volatile tail gives way", "SUaU", []Stability{S, 0, 0, V}, S, []int{0, 2}},
-		{"marked: volatile tools, nothing", "SUaU", []Stability{S}, V, nil},
-		{"marked: unmarked long user is not a segment", "SUUUa", []Stability{S}, S, []int{0, 4}},
+		{"unmarked: longest system, long user, tail", "SUaua", nil, 0, []int{0, 1, 4}, 0},
+		{"unmarked: short system and user skipped", "suaUa", nil, 0, []int{3, 4}, 0},
+		{"unmarked: short conversation, nothing", "sua", nil, 0, nil, 0},
+		{"tail skips tool and contentless messages", "SU-tt", nil, 0, []int{0, 1}, 0},
+		{"tail is never a tool message", "sU-T", nil, 0, []int{1}, 0},
+		{"marked: stable system end and tail", "SsUaua", []Stability{S, S}, S, []int{1, 5}, 0},
+		{"marked: a short stable run is skipped", "suUa", []Stability{S}, S, []int{3}, 0},
+		{"marked: each stable segment, semi-stable after", "SSSUAU", []Stability{S, Sm, S, S}, S, []int{0, 1, 3, 5}, 0},
+		{"marked: the limit keeps the tail, then stable before semi-stable", "SSSSSU", []Stability{S, Sm, S, Sm, S}, S, []int{0, 2, 4, 5}, 0},
+		{"marked: a volatile tail gives way", "SUaU", []Stability{S, 0, 0, V}, S, []int{0, 2}, 0},
+		{"marked: volatile tools, nothing", "SUaU", []Stability{S}, V, nil, 0},
+		{"marked: unmarked long user is not a segment", "SUUUa", []Stability{S}, S, []int{0, 4}, 0},
+		{"unmarked: short system after long tools", "sua", nil, 0, []int{0, 2}, 5000},
+		{"marked: short stable system after long tools", "sua", []Stability{S}, S, []int{0, 2}, 5000},
+		{"control: short system after short tools", "sua", nil, 0, nil, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := placeBreakpoints(msgs(tc.spec), tc.marks, tc.tools)
+			got := placeBreakpoints(msgs(tc.spec), tc.marks, tc.tools, tc.toolChars)
 			assert.Equal(t, tc.want, got)
 		})
 	}
 	t.Run("a stable run is measured whole", func(t *testing.T) {
 		half := strings.Repeat("s", MinCachedSystemChars/2)
 		m := []openai.ChatCompletionMessage{{Role: "system", Content: half}, {Role: "system", Content: half}, {Role: "user", Content: "hi"}}
-		assert.Equal(t, []int{1}, placeBreakpoints(m, []Stability{S, S}, S), "the run's end, not each message")
-		assert.Nil(t, placeBreakpoints(m[1:], []Stability{S}, S), "half a run is too short")
+		assert.Equal(t, []int{1}, placeBreakpoints(m, []Stability{S, S}, S, 0), "the run's end, not each message")
+		assert.Nil(t, placeBreakpoints(m[1:], []Stability{S}, S, 0), "half a run is too short")
 	})
 }
 
@@ -516,7 +520,7 @@ func FuzzPlaceBreakpoints(f *testing.F) {
 			ms = append(ms, Stability(b%4))
 		}
 		m := msgs(string(clean))
-		got := placeBreakpoints(m, ms, Stability(tools%4))
+		got := placeBreakpoints(m, ms, Stability(tools%4), 0)
 		if len(got) > MaxCacheBreakpoints {
 			t.Fatalf("%d breakpoints", len(got))
 		}
@@ -566,4 +570,41 @@ func ExampleParsePromptCacheMode() {
 	m, err := ParsePromptCacheMode("breakpoints")
 	fmt.Println(m, err)
 	// Output: breakpoints <nil>
+}
+
+// TestToolsCountInTheCachedPrefix: a short system prompt after several KB
+// of tool definitions (the built-in tools) heads a long cached prefix, as
+// the providers cache it (tools, then system, then messages): it gets a
+// breakpoint (the old rule measured the system prompt alone and placed
+// none). Control: without the tools, no breakpoint.
+func TestToolsCountInTheCachedPrefix(t *testing.T) {
+	tools := make([]openai.Tool, 6)
+	for i := range tools {
+		tools[i] = openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name:        fmt.Sprintf("tool_%d", i),
+			Description: strings.Repeat("Does one careful thing in the sandbox workspace. ", 18),
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"A path relative to the workspace."}},"required":["path"]}`),
+		}}
+	}
+	require.Greater(t, toolsChars(tools), 4000, "several KB of tools")
+	for _, withTools := range []bool{true, false} {
+		srv := llmtest.New(t, llmtest.Chat("ok"))
+		c := providerClient(t, srv, "https://api.anthropic.com/v1", "claude-sonnet-4-5")
+		r := Request{}
+		r.Messages = []openai.ChatCompletionMessage{
+			{Role: "system", Content: "You are a careful coding agent. Use the tools."},
+			{Role: "user", Content: "List the files."},
+		}
+		if withTools {
+			r.Tools = tools
+		}
+		_, err := c.Chat(ctxT(t), r)
+		require.NoError(t, err)
+		got := inspectCache(t, srv.Last(t).Body)
+		if withTools {
+			assert.Equal(t, []int{0, 1}, got.marked, "the system prompt and the tail")
+		} else {
+			assert.Empty(t, got.marked, "control: a short prompt alone is not worth a breakpoint")
+		}
+	}
 }

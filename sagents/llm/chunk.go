@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Chunk is one decoded stream chunk, normalised from whichever dialect the
@@ -15,6 +16,10 @@ type Chunk struct {
 	Model   string        `json:"model"`
 	Choices []ChunkChoice `json:"choices"`
 	Usage   *Usage        `json:"usage,omitempty"` // set on the usage chunk, often with no choices
+	// SystemFingerprint and ServiceTier are what the server said of the
+	// backend that answered, when it said it.
+	SystemFingerprint string `json:"system_fingerprint,omitempty"`
+	ServiceTier       string `json:"service_tier,omitempty"`
 }
 
 // ChunkChoice is one choice's delta in a chunk.
@@ -159,6 +164,17 @@ func nonEmpty(out []Chunk, c Chunk) []Chunk {
 	return append(out, c)
 }
 
+// ErrResponsesAPI: the server answered a chat completions request in the
+// shape of OpenAI's Responses API (a proxy or gateway routing /chat/completions
+// to a Responses endpoint); the answer cannot be read as a chat completion.
+var ErrResponsesAPI = errors.New("llm: the server answered with the Responses API")
+
+func responsesAPIError(what string) error {
+	return &Error{Kind: KindBadRequest, Err: ErrResponsesAPI, Message: fmt.Sprintf(
+		"the server answered a chat completions request with an OpenAI Responses API %s: the endpoint (or a proxy in front of it) "+
+			"speaks the Responses API; point the base URL at an OpenAI-compatible /chat/completions endpoint", what)}
+}
+
 // malformedChunk marks a chunk that is not valid JSON of the expected shape.
 type malformedChunk struct{ err error }
 
@@ -186,9 +202,12 @@ func (dec *chunkDecoder) decode(data []byte) (Chunk, error) {
 	if err := json.Unmarshal(data, w); err != nil {
 		return Chunk{}, &malformedChunk{&Error{Kind: KindServer, Message: fmt.Sprintf("malformed stream chunk %.200q", data), Err: err}}
 	}
-	c := Chunk{ID: w.ID, Model: w.Model}
-	if w.Usage != nil {
-		c.Usage = w.Usage.usage()
+	if len(w.Choices) == 0 && strings.HasPrefix(w.Type, "response.") {
+		return Chunk{}, &malformedChunk{responsesAPIError(fmt.Sprintf("event stream (event %q)", w.Type))}
+	}
+	c := Chunk{ID: w.ID, Model: w.Model, SystemFingerprint: w.SystemFingerprint, ServiceTier: w.ServiceTier}
+	if u := w.usage(); u != nil {
+		c.Usage = u.usage()
 	}
 	if len(w.Choices) > 0 {
 		c.Choices = make([]ChunkChoice, len(w.Choices))

@@ -34,6 +34,7 @@ func classify(err error, ex *exchange) error {
 	e := fromGoOpenAI(err)
 	if ex != nil {
 		e.RetryAfter = ex.retryAfter()
+		e.Message = withGatewayCause(e.Message, ex)
 	}
 	e.Kind = kindOf(e)
 	if e.Kind == KindUnsupportedParameter && e.Param == "" {
@@ -162,8 +163,58 @@ func parseErrorDepth(raw []byte, depth int) (*Error, bool) {
 	if e.Message == "" && e.Code == "" {
 		return nil, false
 	}
+	if cause := metadataCause(top["metadata"], depth); cause != "" && !strings.Contains(e.Message, cause) {
+		e.Message += ": " + cause
+	}
 	e.Message = truncate(e.Message)
 	return e, true
+}
+
+// withGatewayCause adds to msg the cause a gateway keeps in the error
+// body beside it (metadataCause), which go-openai's decoding drops.
+func withGatewayCause(msg string, ex *exchange) string {
+	ex.mu.Lock()
+	body := ex.errBody
+	ex.mu.Unlock()
+	if len(body) == 0 || msg == "" {
+		return msg
+	}
+	if pe, ok := parseErrorBody(body); ok && len(pe.Message) > len(msg) && strings.HasPrefix(pe.Message, msg+": ") {
+		return pe.Message
+	}
+	return msg
+}
+
+// metadataCause is the cause a gateway keeps beside a generic message:
+// OpenRouter's "Provider returned error" carries the upstream's own
+// answer in metadata.raw (a string, or the upstream's JSON error), and the
+// provider's name in metadata.provider_name.
+func metadataCause(raw json.RawMessage, depth int) string {
+	if len(raw) == 0 || isNull(raw) || depth >= 3 {
+		return ""
+	}
+	var md struct {
+		Raw          json.RawMessage `json:"raw"`
+		ProviderName string          `json:"provider_name"`
+	}
+	if json.Unmarshal(raw, &md) != nil || len(md.Raw) == 0 || isNull(md.Raw) {
+		return ""
+	}
+	var cause string
+	if !jsonString(md.Raw, &cause) {
+		cause = string(md.Raw)
+	}
+	if e, ok := parseErrorDepth([]byte(cause), depth+1); ok && e.Message != "" {
+		cause = e.Message // the upstream's JSON error: its message
+	}
+	cause = strings.TrimSpace(cause)
+	if cause == "" {
+		return ""
+	}
+	if md.ProviderName != "" && !strings.Contains(cause, md.ProviderName) {
+		cause = md.ProviderName + ": " + cause
+	}
+	return cause
 }
 
 // jsonString decodes raw into dst when it is a JSON string.

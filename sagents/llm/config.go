@@ -34,6 +34,9 @@ type ModelConfig struct {
 	// them round-robin.
 	APIKey string
 	Model  string
+	// Provider is the model's gen_ai.provider.name in telemetry; empty
+	// means the well-known provider of BaseURL's host (ProviderName).
+	Provider string
 	// Capabilities known in advance; Unknown fields are learned from probes
 	// and from the server's errors.
 	Capabilities Capabilities

@@ -21,31 +21,42 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	out := make([][]float32, 0, len(texts))
 	for b, start := 0, 0; start < len(texts); b, start = b+1, start+c.embedBatch {
 		end := min(start+c.embedBatch, len(texts))
-		vecs, err := retryDo(ctx, c.retry, func(ctx context.Context) ([][]float32, error) {
-			return c.embedOnce(ctx, texts[start:end])
-		})
+		vecs, err := c.embedBatchOf(ctx, texts[start:end])
 		if err != nil {
-			return nil, &EmbedBatchError{Batch: b, Start: start, End: end, Err: withModel(err, c.embedding.cfg.Model)}
+			return nil, &EmbedBatchError{Batch: b, Start: start, End: end, Err: err}
 		}
 		out = append(out, vecs...)
 	}
 	return out, nil
 }
 
-func (c *Client) embedOnce(ctx context.Context, batch []string) ([][]float32, error) {
+// embedBatchOf embeds one batch, retried as the policy allows: one
+// embeddings operation for the Observer, however many attempts it took
+// (as a chat call is one, retries included).
+func (c *Client) embedBatchOf(ctx context.Context, batch []string) ([][]float32, error) {
+	ctx = c.observeEmbedStart(ctx, c.embedding)
+	var resp *openai.EmbeddingResponse
+	vecs, err := retryDo(ctx, c.retry, func(ctx context.Context) ([][]float32, error) {
+		var vecs [][]float32
+		var err error
+		resp, vecs, err = c.embedOnce(ctx, batch)
+		return vecs, err
+	})
+	err = withModel(err, c.embedding.cfg.Model)
+	c.observeEmbedEnd(ctx, resp, err)
+	return vecs, err
+}
+
+func (c *Client) embedOnce(ctx context.Context, batch []string) (*openai.EmbeddingResponse, [][]float32, error) {
 	m := c.embedding
 	ex := &exchange{}
 	req := openai.EmbeddingRequestStrings{Input: batch, Model: openai.EmbeddingModel(m.cfg.Model), Dimensions: c.embedDims}
-	ctx = c.observeEmbedStart(ctx, m)
 	resp, err := m.client().CreateEmbeddings(withExchange(ctx, ex), req)
 	if err != nil {
-		err = classify(err, ex)
-		c.observeEmbedEnd(ctx, nil, err)
-		return nil, err
+		return nil, nil, classify(err, ex)
 	}
 	vecs, err := orderEmbeddings(resp.Data, len(batch))
-	c.observeEmbedEnd(ctx, &resp, err)
-	return vecs, err
+	return &resp, vecs, err
 }
 
 // orderEmbeddings places each vector at its "index"; servers may list them in

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -28,15 +30,69 @@ func (c *Client) observeStart(ctx context.Context, m *model, r Request, stream b
 		mt = observability.ModelFast
 	}
 	return c.obs.LLMStart(ctx, observability.LLMRequest{
-		Provider:      "openai",
+		Provider:      m.provider(),
 		Model:         m.cfg.Model,
 		ModelType:     mt,
 		ServerAddress: host,
 		ServerPort:    port,
 		Stream:        stream,
+		APIType:       "chat_completions",
 		Messages:      observedMessages(r.Messages),
 		Params:        observedParams(r),
 	})
+}
+
+// provider is the model's gen_ai.provider.name: the configured one, else
+// its base URL's.
+func (m *model) provider() string {
+	if m.cfg.Provider != "" {
+		return m.cfg.Provider
+	}
+	return ProviderName(m.cfg.BaseURL)
+}
+
+// ProviderName is the GenAI conventions' gen_ai.provider.name of an
+// OpenAI-compatible base URL: the well-known value of its host (deepseek,
+// groq, mistral_ai, x_ai, azure.ai.openai, ...), else "openai" (the API
+// the client speaks).
+func ProviderName(baseURL string) string {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return "openai"
+	}
+	host := strings.ToLower(u.Hostname())
+	on := func(domain string) bool { return host == domain || strings.HasSuffix(host, "."+domain) }
+	switch {
+	case on("openai.azure.com"), on("cognitiveservices.azure.com"):
+		return "azure.ai.openai"
+	case on("models.inference.ai.azure.com"), on("services.ai.azure.com"), on("models.ai.azure.com"):
+		return "azure.ai.inference"
+	case on("deepseek.com"):
+		return "deepseek"
+	case on("groq.com"):
+		return "groq"
+	case on("mistral.ai"):
+		return "mistral_ai"
+	case on("x.ai"):
+		return "x_ai"
+	case on("perplexity.ai"):
+		return "perplexity"
+	case on("anthropic.com"):
+		return "anthropic"
+	case on("cohere.com"), on("cohere.ai"):
+		return "cohere"
+	case on("moonshot.ai"), on("moonshot.cn"):
+		return "moonshot_ai"
+	case host == "generativelanguage.googleapis.com":
+		return "gcp.gemini"
+	case host == "aiplatform.googleapis.com" || strings.HasSuffix(host, "-aiplatform.googleapis.com"):
+		return "gcp.vertex_ai"
+	case strings.HasPrefix(host, "bedrock-runtime.") && on("amazonaws.com"):
+		return "aws.bedrock"
+	case on("ml.cloud.ibm.com"):
+		return "ibm.watsonx.ai"
+	}
+	return "openai"
 }
 
 // observedParams are the request parameters that were set.
@@ -58,6 +114,7 @@ func observedParams(r Request) observability.RequestParams {
 		Temperature: f64(r.Temperature), TopP: f64(r.TopP),
 		FrequencyPenalty: f64(nz(r.FrequencyPenalty)), PresencePenalty: f64(nz(r.PresencePenalty)),
 		MaxTokens: max(r.MaxCompletionTokens, r.MaxTokens), Stop: r.Stop, ChoiceCount: r.N,
+		ServiceTier: string(r.ServiceTier),
 	}
 	if r.Seed != nil {
 		s := int64(*r.Seed)
@@ -78,7 +135,7 @@ func (c *Client) observeEmbedStart(ctx context.Context, m *model) context.Contex
 		return ctx
 	}
 	host, port := serverAddress(m.cfg.BaseURL)
-	return c.obs.LLMStart(ctx, observability.LLMRequest{Operation: observability.OpEmbeddings, Provider: "openai",
+	return c.obs.LLMStart(ctx, observability.LLMRequest{Operation: observability.OpEmbeddings, Provider: m.provider(),
 		Model: m.cfg.Model, ServerAddress: host, ServerPort: port, Params: observability.RequestParams{Dimensions: c.embedDims}})
 }
 
@@ -96,10 +153,12 @@ func (c *Client) observeEmbedEnd(ctx context.Context, resp *openai.EmbeddingResp
 
 // observeEnd reports how a call ended. It is a no-op without an Observer.
 func (c *Client) observeEnd(ctx context.Context, resp *Response, err error) {
-	report(c.obs, ctx, resp, err)
+	report(c.obs, ctx, resp, nil, err)
 }
 
-func report(obs *observability.Manager, ctx context.Context, resp *Response, err error) {
+// report ends the llm run of ctx with resp (and the stream's chunk
+// intervals), or err.
+func report(obs *observability.Manager, ctx context.Context, resp *Response, intervals []time.Duration, err error) {
 	if obs == nil {
 		return
 	}
@@ -108,9 +167,12 @@ func report(obs *observability.Manager, ctx context.Context, resp *Response, err
 		return
 	}
 	out := observability.LLMResponse{
-		ID:               resp.ID,
-		Model:            resp.Model,
-		TimeToFirstChunk: resp.TTFT,
+		ID:                resp.ID,
+		Model:             resp.Model,
+		SystemFingerprint: resp.SystemFingerprint,
+		ServiceTier:       resp.ServiceTier,
+		ChunkIntervals:    intervals,
+		TimeToFirstChunk:  resp.TTFT,
 		Usage: observability.Usage{
 			InputTokens:              int64(resp.Usage.Input),
 			OutputTokens:             int64(resp.Usage.Output),
@@ -132,7 +194,7 @@ func report(obs *observability.Manager, ctx context.Context, resp *Response, err
 func (s *Stream) report(resp *Response, err error) {
 	obs := s.obs
 	s.obs = nil
-	report(obs, s.octx, resp, err)
+	report(obs, s.octx, resp, s.intervals, err)
 }
 
 func serverAddress(baseURL string) (string, int) {

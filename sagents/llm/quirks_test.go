@@ -154,7 +154,56 @@ func TestStreamQuirks(t *testing.T) {
 			contains: "Invalid API key given", requests: 1}},
 		{file: "inband-unrecognised.sse", err: &wantErr{kind: KindUnknown,
 			contains: "the moon is in the wrong phase", requests: 1}},
+		// Groq, when stream_options was not sent, reports usage only in
+		// x_groq.usage of the last chunk (the old reader saw 0/0/0).
+		{file: "groq-usage-in-xgroq.sse", want: meaning{
+			content: []string{"Here is the plan."}, finish: []string{"stop"},
+			usage: Usage{Input: 21, Output: 988, Total: 1009},
+		}},
+		// A proxy that routes /chat/completions to the Responses API: the
+		// old reader counted its events as chunks and failed with "stream
+		// interrupted: unexpected EOF"; it is said for what it is, once.
+		{file: "responses-api-on-chat.sse", err: &wantErr{kind: KindBadRequest,
+			contains: `Responses API event stream (event "response.created")`, requests: 1}},
 	})
+}
+
+// TestGatewayErrorKeepsUpstreamCause: OpenRouter's 429 "Provider returned
+// error" keeps the upstream's reason in error.metadata.raw (and the
+// upstream's name in provider_name); the message carries both (the old
+// one was only "Provider returned error").
+func TestGatewayErrorKeepsUpstreamCause(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.SetFallback(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Status: 429, Body: fixture(t, "error-openrouter-upstream.json")}
+	})
+	c, _ := newClient(t, srv)
+	_, err := c.Chat(ctxT(t), req("x"))
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, KindRateLimited, e.Kind)
+	assert.Equal(t, 429, e.StatusCode)
+	assert.Equal(t, "Provider returned error: Chutes: mistralai/devstral-small:free is temporarily rate-limited upstream. "+
+		"Please retry shortly, or add your own key to accumulate your rate limits.", e.Message)
+	// A metadata.raw that is the upstream's JSON error gives its message.
+	e2, ok := parseErrorBody([]byte(`{"error":{"message":"Provider returned error","code":400,` +
+		`"metadata":{"raw":"{\"error\":{\"message\":\"max_tokens is too large\"}}"}}}`))
+	require.True(t, ok)
+	assert.Equal(t, "Provider returned error: max_tokens is too large", e2.Message)
+}
+
+// TestResponsesAPIBodyOnChat: the same proxy answering a non-streaming
+// chat completions request with a Responses API body (object "response")
+// is an error saying so, not an empty answer.
+func TestResponsesAPIBodyOnChat(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.SetFallback(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Body: fixture(t, "body-responses-api.json")} })
+	c, _ := newClient(t, srv)
+	resp, err := c.Chat(ctxT(t), req("x"))
+	assert.Nil(t, resp)
+	require.ErrorIs(t, err, ErrResponsesAPI)
+	assert.ErrorContains(t, err, "/chat/completions endpoint")
+	assert.Len(t, srv.Requests(), 1, "not retried")
 }
 
 // TestQuirkGuards holds shapes the old reader already got right and the new

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 )
 
@@ -66,10 +69,9 @@ type rwExpect struct {
 	} `json:"error"`
 }
 
-// TestRealWorldStreams replays every recorded SSE transcript through
-// ChatStream and checks the assembled meaning against expected.json.
-func TestRealWorldStreams(t *testing.T) {
-	dir := realworldDir(t)
+// expectedRows reads dir's expected.json.
+func expectedRows(t *testing.T, dir string) map[string]rwExpect {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +80,14 @@ func TestRealWorldStreams(t *testing.T) {
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
+	return want
+}
+
+// TestRealWorldStreams replays every recorded SSE transcript through
+// ChatStream and checks the assembled meaning against expected.json.
+func TestRealWorldStreams(t *testing.T) {
+	dir := realworldDir(t)
+	want := expectedRows(t, dir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.sse"))
 	if err != nil {
 		t.Fatal(err)
@@ -380,4 +390,69 @@ func errorMessageOf(t *testing.T, body string) string {
 		return w.Error.Message
 	}
 	return w.Message
+}
+
+// TestRealWorldGroqUsageWithoutStreamOptions: Groq's recorded streams carry
+// their usage twice, in "usage" and in "x_groq"."usage"; without
+// stream_options Groq sends only the latter. Each recording with x_groq
+// usage, its "usage" fields removed, must still give the recorded usage.
+func TestRealWorldGroqUsageWithoutStreamOptions(t *testing.T) {
+	dir := realworldDir(t)
+	want := expectedRows(t, dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "groq-*.sse"))
+	tried := 0
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(body), `"x_groq":{`) || !strings.Contains(string(body), `"completion_tokens"`) {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".sse")
+		exp := want[name]
+		if exp.Error != nil {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			tried++
+			stripped := stripTopUsage(t, string(body))
+			srv := llmtest.New(t)
+			srv.SetFallback(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Raw: stripped} })
+			c, _ := newClient(t, srv)
+			s, err := c.ChatStream(ctxT(t), req("x"))
+			require.NoError(t, err)
+			resp, err := s.Collect()
+			require.NoError(t, err)
+			assert.Equal(t, exp.Usage.Input, resp.Usage.Input)
+			assert.Equal(t, exp.Usage.Output, resp.Usage.Output)
+			assert.Equal(t, exp.Usage.Total, resp.Usage.Total)
+		})
+	}
+	if tried == 0 {
+		t.Fatalf("no Groq recording with x_groq usage in %s", dir)
+	}
+}
+
+// stripTopUsage removes the top-level "usage" of every data line.
+func stripTopUsage(t *testing.T, body string) string {
+	t.Helper()
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(body, "\n") {
+		data, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: ")
+		if !ok || data == "[DONE]" {
+			out.WriteString(line)
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			out.WriteString(line)
+			continue
+		}
+		delete(m, "usage")
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		out.WriteString("data: " + string(b) + "\n")
+	}
+	return out.String()
 }

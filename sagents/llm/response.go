@@ -69,6 +69,10 @@ type Response struct {
 	Model   string
 	Choices []Choice // ordered by choice index
 	Usage   Usage
+	// SystemFingerprint and ServiceTier are what the server said of the
+	// backend that answered (OpenAI), when it said it.
+	SystemFingerprint string
+	ServiceTier       string
 	// TTFT is the time from sending the successful attempt to its first
 	// stream chunk; 0 for Chat.
 	TTFT    time.Duration
@@ -101,8 +105,11 @@ type wireResponse struct {
 		Message      wireDelta `json:"message"`
 		FinishReason string    `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *wireUsage      `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Usage             *wireUsage      `json:"usage"`
+	Error             json.RawMessage `json:"error"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	ServiceTier       string          `json:"service_tier"`
+	Object            string          `json:"object"`
 }
 
 // decodeChatBody decodes a chat.completion body with the stream's wire
@@ -118,7 +125,10 @@ func decodeChatBody(body []byte, lim ResponseLimits) (*Response, error) {
 	if len(w.Error) > 0 && !isNull(w.Error) && len(w.Choices) == 0 {
 		return nil, streamEventError(w.Error)
 	}
-	c := Chunk{ID: w.ID, Model: w.Model}
+	if w.Object == "response" && len(w.Choices) == 0 {
+		return nil, responsesAPIError(`body (object "response")`)
+	}
+	c := Chunk{ID: w.ID, Model: w.Model, SystemFingerprint: w.SystemFingerprint, ServiceTier: w.ServiceTier}
 	if w.Usage != nil {
 		c.Usage = w.Usage.usage()
 	}

@@ -30,6 +30,12 @@ type Stream struct {
 	ttft    time.Duration
 	read    int   // chunks received and assembled
 	err     error // sticky: io.EOF or the failure
+	// last is when the latest chunk was received; intervals are the
+	// times between one chunk and the next (at most
+	// observability.MaxChunkIntervals), kept while an Observer waits
+	// for them.
+	last      time.Time
+	intervals []time.Duration
 
 	// The llm run reported to the client's Observer (nil when none).
 	obs  *observability.Manager
@@ -135,6 +141,11 @@ func (s *Stream) fetch() (Chunk, error) {
 		return Chunk{}, err
 	}
 	s.read++
+	now := time.Now()
+	if !s.last.IsZero() && s.obs != nil && len(s.intervals) < observability.MaxChunkIntervals {
+		s.intervals = append(s.intervals, now.Sub(s.last))
+	}
+	s.last = now
 	return c, nil
 }
 

@@ -109,6 +109,9 @@ type exchange struct {
 	// most keepBody bytes) into body before go-openai decodes it.
 	keepBody int
 	body     []byte
+	// errBody is an error response's body (at most maxErrorBody bytes),
+	// for what go-openai's decoding drops (a gateway's metadata).
+	errBody []byte
 
 	mu   sync.Mutex
 	resp *http.Response
@@ -167,8 +170,16 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp, err := t.base.RoundTrip(out)
 	if err == nil && resp.StatusCode >= 300 {
-		// go-openai reads error bodies whole: bound them.
-		resp.Body = limitedBody{io.LimitReader(resp.Body, maxErrorBody), resp.Body}
+		// go-openai reads error bodies whole: bound them, and keep them.
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		if rerr != nil {
+			return nil, rerr
+		}
+		ex.mu.Lock()
+		ex.errBody = b
+		ex.mu.Unlock()
+		resp.Body = io.NopCloser(bytes.NewReader(b))
 	}
 	if err == nil && ex.keepBody > 0 && resp.StatusCode < 300 {
 		if err = ex.keep(resp); err != nil {
@@ -181,11 +192,6 @@ func (t *rewriteTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // maxErrorBody bounds what is read of an error response.
 const maxErrorBody = 1 << 20
-
-type limitedBody struct {
-	io.Reader
-	io.Closer
-}
 
 // keep reads resp's body, bounded, and replaces it with the bytes read.
 func (ex *exchange) keep(resp *http.Response) error {

@@ -20,14 +20,32 @@ import (
 //     text (StepFun, mlx, vLLM in between: counted once), or only in
 //     "reasoning_details"[].text (OpenRouter, Snowflake Cortex);
 //   - tool calls carry fields of their own (Gemini's extra_content with its
-//     thought signature) that must be sent back unchanged.
+//     thought signature) that must be sent back unchanged;
+//   - usage arrives in "usage", or (Groq, when stream_options was not
+//     sent) only in "x_groq"."usage".
 
 type wireChunk struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Choices []wireChoice    `json:"choices"`
-	Usage   *wireUsage      `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+	ID                string          `json:"id"`
+	Model             string          `json:"model"`
+	Choices           []wireChoice    `json:"choices"`
+	Usage             *wireUsage      `json:"usage"`
+	Error             json.RawMessage `json:"error"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	ServiceTier       string          `json:"service_tier"`
+	XGroq             *struct {
+		Usage *wireUsage `json:"usage"`
+	} `json:"x_groq"`
+	// Type is set on the events of OpenAI's Responses API
+	// ("response.created", ...), which are no chat completion chunks.
+	Type string `json:"type"`
+}
+
+// usage is the chunk's usage wherever the server put it.
+func (w *wireChunk) usage() *wireUsage {
+	if w.Usage == nil && w.XGroq != nil {
+		return w.XGroq.Usage
+	}
+	return w.Usage
 }
 
 type wireChoice struct {

@@ -20,7 +20,12 @@
 // read (bounded by MaxResourceBytes). A URI outside the workspace is
 // refused with an error that wraps fs.ErrPermission.
 //
-// [Server.Run] serves one client over a transport (mcp.StdioTransport for
-// `sage mcp`); [Server.Handler] serves the streamable HTTP transport
-// (`sage sandboxd` mounts it at /mcp behind its token).
+// [Server.Run] serves one client over a transport ([StdioTransport] for
+// `sage mcp`: a malformed line is answered -32700 and the session goes on,
+// and a call the host cancelled gets no response, as the specification
+// asks); [Server.Handler] serves the streamable HTTP transport (`sage
+// sandboxd` mounts it at /mcp behind its token): a request without
+// Mcp-Session-Id other than initialize is HTTP 400, an unknown method is
+// -32601. A missing resource is -32002 in the protocol versions up to
+// 2025-11-25 that define that code, -32602 in later ones.
 package mcpserver

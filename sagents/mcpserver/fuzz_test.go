@@ -1,11 +1,16 @@
 package mcpserver_test
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sage-go/sage/sagents/mcpserver"
 )
@@ -51,4 +56,47 @@ func TestResourcePath(t *testing.T) {
 			t.Errorf("%s: got %q, %v; want %q", uri, got, err, want)
 		}
 	}
+}
+
+// FuzzStdioLine: whatever line a host sends, the stdio transport either
+// hands a message to the server or answers the line with a JSON-RPC error,
+// and never stops reading.
+func FuzzStdioLine(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1`, `[]`, `[{}]`, `null`, `"x"`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"params":{}}`, "\x00\xff", `{"id":null,"result":1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		if strings.ContainsAny(line, "\r\n") {
+			t.Skip("one line")
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		conn, err := (&mcpserver.StdioTransport{Reader: inR, Writer: outW, MaxLineBytes: 1024}).Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		go func() {
+			_, _ = io.WriteString(inW, line+"\n"+`{"jsonrpc":"2.0","id":"next","method":"ping"}`+"\n")
+		}()
+		out := make(chan string, 4)
+		go func() {
+			sc := bufio.NewScanner(outR)
+			for sc.Scan() {
+				out <- sc.Text()
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for {
+			msg, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatalf("the transport stopped reading after %q: %v", line, err)
+			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.Raw() == "next" {
+				return // the line did not end the session
+			}
+		}
+	})
 }

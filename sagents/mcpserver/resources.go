@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -97,7 +99,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	b, err := s.opts.Files.ReadFile(ctx, rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, resourceNotFound(req, uri)
 	case err != nil:
 		return nil, fmt.Errorf("mcpserver: read %s: %w", uri, err)
 	case int64(len(b)) > s.opts.MaxResourceBytes:
@@ -111,6 +113,27 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		c.Blob = b
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
+}
+
+// codeResourceNotFound is the error code of a missing resource in the MCP
+// specification up to 2025-11-25 (-32002); later versions (SEP-2164, and
+// the SDK's ResourceNotFoundError) use -32602.
+const codeResourceNotFound = -32002
+
+// resourceNotFound is the error for a missing resource in the protocol
+// version the session negotiated.
+func resourceNotFound(req *mcp.ReadResourceRequest, uri string) error {
+	version := ""
+	if req.Session != nil {
+		if p := req.Session.InitializeParams(); p != nil {
+			version = p.ProtocolVersion
+		}
+	}
+	if version != "" && version <= "2025-11-25" { // the versions are dates
+		return &jsonrpc.Error{Code: codeResourceNotFound, Message: "Resource not found",
+			Data: json.RawMessage(fmt.Sprintf(`{"uri":%q}`, uri))}
+	}
+	return mcp.ResourceNotFoundError(uri)
 }
 
 func mimeType(name string, b []byte) string {

@@ -120,7 +120,12 @@ type AgentInfo struct {
 	SessionID string // inherited from the chain when empty
 	Name      string
 	Step      string // the step or node of the workflow, if any
-	Inputs    []Message
+	// Provider and Model are the agent's configured model, when it has
+	// one: the conventions want them when the agent's span starts (for
+	// sampling), not only once its first model call answered.
+	Provider string
+	Model    string
+	Inputs   []Message
 }
 
 // AgentResult ends an agent run.
@@ -146,7 +151,10 @@ type LLMRequest struct {
 	ServerAddress string // host of the API endpoint
 	ServerPort    int
 	Stream        bool
-	Messages      []Message
+	// APIType is the provider API the call used, for providers that have
+	// more than one ("chat_completions" or "responses" for OpenAI's).
+	APIType  string
+	Messages []Message
 	// Params are the request parameters that were set.
 	Params RequestParams
 }
@@ -164,6 +172,7 @@ type RequestParams struct {
 	ChoiceCount      int    // n, reported when not 1
 	OutputType       string // text, json, ...; empty when not set
 	Dimensions       int    // of requested embeddings
+	ServiceTier      string // the service tier asked for, if any
 }
 
 // LLMResponse ends one model call.
@@ -175,8 +184,20 @@ type LLMResponse struct {
 	// TimeToFirstChunk is the time from the request to the first streamed
 	// chunk; zero when unknown or not streaming.
 	TimeToFirstChunk time.Duration
-	Messages         []Message // the output message(s)
+	// ChunkIntervals are the times between one streamed chunk and the
+	// next, from the second chunk on (at most MaxChunkIntervals, the
+	// first ones); nil when not streaming.
+	ChunkIntervals []time.Duration
+	// SystemFingerprint and ServiceTier are what the server said of the
+	// backend that answered, when it said it.
+	SystemFingerprint string
+	ServiceTier       string
+	Messages          []Message // the output message(s)
 }
+
+// MaxChunkIntervals bounds LLMResponse.ChunkIntervals: a stream's first
+// intervals are kept, the rest are not reported.
+const MaxChunkIntervals = 4096
 
 // ToolCall starts one tool call.
 type ToolCall struct {

@@ -1,6 +1,9 @@
 package observability
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SandboxOp starts one sandbox operation: a command, a file operation, a
 // background task, a session start or restart, an egress decision, or the
@@ -18,6 +21,14 @@ type SandboxOp struct {
 	Path string
 	// TaskID names the background task, if any.
 	TaskID string
+	// Isolation is how the sandbox isolates commands ("bwrap", "gvisor",
+	// "seatbelt", "container", "none"), and Network the network mode its
+	// commands get ("off", "open", "allowlist"); "" when unknown.
+	Isolation string
+	Network   string
+	// Start, when set, is when the operation began (a background command
+	// reported once it has ended); zero means now.
+	Start time.Time
 }
 
 // SandboxResult ends one sandbox operation.
@@ -26,6 +37,8 @@ type SandboxResult struct {
 	Command  bool
 	ExitCode int
 	TimedOut bool
+	// Signal is the signal that ended the command, if one did ("KILL").
+	Signal string
 	// NotFound says the answer was "no such file": an expected answer,
 	// not a failure of the operation.
 	NotFound bool

@@ -102,4 +102,11 @@ type (
 	HostCopier interface {
 		CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts CopyOptions) (CopyResult, error)
 	}
+	// IsolationReporter says how the driver isolates commands: the
+	// technique (IsolationBwrap, IsolationGvisor, IsolationSeatbelt,
+	// IsolationNone, ...) and the network mode they get. The sandbox's
+	// events carry both.
+	IsolationReporter interface {
+		Isolation() (kind string, network NetworkMode)
+	}
 )

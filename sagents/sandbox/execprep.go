@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -33,6 +35,12 @@ func (h *HostFS) Workdir(opts ExecOptions) (Location, error) {
 	}
 	fi, err := os.Stat(loc.Host)
 	if err != nil {
+		// The error names the directory as the sandbox sees it: the host
+		// path behind it is not the caller's (nor the model's) business.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = &fs.PathError{Op: pe.Op, Path: loc.Virtual, Err: pe.Err}
+		}
 		return Location{}, fmt.Errorf("sandbox: workdir %q: %w", wd, err)
 	}
 	if !fi.IsDir() {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
 )
@@ -25,13 +26,42 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts Exec
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	task, err := b.StartBackground(ctx, command, opts)
 	if err != nil {
 		s.end(ctx, nil, err)
 		return nil, err
 	}
 	s.obs.SandboxEnd(ctx, observability.SandboxResult{TaskID: task.ID})
+	if s.obs.Len() > 0 {
+		if s.bgCount.Add(1) <= maxTracedTasks {
+			s.bgStarts.Store(task.ID, start)
+		} else {
+			s.bgCount.Add(-1)
+		}
+	}
 	return task, nil
+}
+
+// maxTracedTasks bounds the background tasks whose start is remembered
+// for their end's event; tasks past it are not reported when they end.
+const maxTracedTasks = 4096
+
+// reportEnded reports a background task seen ended for the first time: a
+// "background" operation backdated to its start, with its exit, a child of
+// the run that saw it end (the tool call waiting for it, usually). The
+// command's duration, exit code and signal are that operation's.
+func (s *Sandbox) reportEnded(ctx context.Context, taskID string, st BackgroundState) {
+	v, ok := s.bgStarts.LoadAndDelete(taskID)
+	if !ok {
+		return
+	}
+	s.bgCount.Add(-1)
+	op := s.op("background", "", taskID)
+	op.Start = v.(time.Time)
+	s.stats.commands.Add(1)
+	ctx = s.obs.SandboxStart(ctx, op)
+	s.obs.SandboxEnd(ctx, observability.SandboxResult{Command: true, ExitCode: st.ExitCode, Signal: st.Signal, TaskID: taskID})
 }
 
 // ReadBackgroundOutput reads at most max bytes of the task's log from
@@ -56,7 +86,11 @@ func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (Backgrou
 	if err := s.checkOpen(); err != nil {
 		return BackgroundState{}, err
 	}
-	return b.BackgroundStatus(ctx, taskID)
+	st, err := b.BackgroundStatus(ctx, taskID)
+	if err == nil && !st.Alive {
+		s.reportEnded(ctx, taskID, st)
+	}
+	return st, err
 }
 
 // KillBackground ends the task's whole process group: SIGTERM, then

@@ -312,3 +312,19 @@ func TestHostFSRefusesFIFOsWithoutBlocking(t *testing.T) {
 	_, err := h.ReadFile(ctx, "nested")
 	assert.ErrorIs(t, err, syscall.EISDIR)
 }
+
+// TestWorkdirErrorNamesTheSandboxPath: a missing working directory is
+// reported by its sandbox path, never by the host directory behind it
+// (the error reaches the model and the traces). Control: the host path
+// is a real prefix the old message carried.
+func TestWorkdirErrorNamesTheSandboxPath(t *testing.T) {
+	ws := t.TempDir()
+	pm, err := NewPathMapper("/workspace", ws, nil)
+	require.NoError(t, err)
+	h := &HostFS{Mapper: pm}
+	_, err = h.Workdir(ExecOptions{Workdir: "no/such/dir"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.NotContains(t, err.Error(), ws, "the host workspace leaks")
+	assert.Contains(t, err.Error(), "/workspace/no/such/dir")
+}

@@ -24,6 +24,14 @@ type Sandbox struct {
 	drv     Driver
 	timeout time.Duration
 	obs     *observability.Manager
+	// isolation and network are the driver's IsolationReporter answer,
+	// put on every event.
+	isolation, network string
+	// bgStarts remembers when each background task started under an
+	// observer (task id -> time.Time), so that its end is reported as one
+	// event covering the command (ops_background.go).
+	bgStarts sync.Map
+	bgCount  atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -58,7 +66,12 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 // NewFromDriver wraps a driver opened by other means (a provider that
 // hands out sandboxes it holds). It uses cfg's Mode, Timeout and Observer.
 func NewFromDriver(cfg Config, d Driver) *Sandbox {
-	return &Sandbox{mode: cfg.Mode, drv: d, timeout: cfg.Timeout, obs: cfg.Observer}
+	s := &Sandbox{mode: cfg.Mode, drv: d, timeout: cfg.Timeout, obs: cfg.Observer}
+	if r, ok := d.(IsolationReporter); ok {
+		kind, network := r.Isolation()
+		s.isolation, s.network = kind, string(network)
+	}
+	return s
 }
 
 // Driver returns the driver behind s, for its mode-specific methods (as
@@ -126,7 +139,8 @@ func (s *Sandbox) checkOpen() error {
 }
 
 func (s *Sandbox) op(name, path, task string) observability.SandboxOp {
-	return observability.SandboxOp{Op: name, Mode: string(s.mode), SandboxID: s.drv.ID(), Path: path, TaskID: task}
+	return observability.SandboxOp{Op: name, Mode: string(s.mode), SandboxID: s.drv.ID(), Path: path, TaskID: task,
+		Isolation: s.isolation, Network: s.network}
 }
 
 // begin checks the closed state and starts the operation's event.

@@ -16,9 +16,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	collog "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logpb "go.opentelemetry.io/proto/otlp/logs/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
@@ -36,6 +38,7 @@ type receiver struct {
 	mu    sync.Mutex
 	rs    []*tracepb.ResourceSpans
 	rm    []*metricpb.ResourceMetrics
+	rl    []*logpb.ResourceLogs
 	paths []string
 	auth  []string // the Authorization header of each HTTP export
 }
@@ -96,6 +99,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		r.rm = append(r.rm, m.ResourceMetrics...)
 		resp = &colmetric.ExportMetricsServiceResponse{}
+	case "/otlp/v1/logs":
+		var m collog.ExportLogsServiceRequest
+		if err := proto.Unmarshal(b, &m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.rl = append(r.rl, m.ResourceLogs...)
+		resp = &collog.ExportLogsServiceResponse{}
 	default:
 		http.NotFound(w, req)
 		return
@@ -185,7 +196,11 @@ func clearOTLPEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 		"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER",
-		"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_COMPRESSION"} {
+		"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_COMPRESSION",
+		"OTEL_LOGS_EXPORTER", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT",
+		"OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_INSECURE", sageotel.CaptureContentEnv,
+		sageotel.SemconvOptInEnv} {
 		t.Setenv(k, "")
 	}
 }
@@ -227,7 +242,7 @@ func TestSetupExportsTracesAndMetrics(t *testing.T) {
 			shutdownTwice(t, shutdown)
 
 			got := r.spanNames()
-			assert.ElementsMatch(t, []string{"invoke_workflow turn", "chat gpt-4o"}, got["export-test"], "%v", got)
+			assert.ElementsMatch(t, []string{"turn", "chat gpt-4o"}, got["export-test"], "%v", got)
 			sums, names := r.tokenSums()
 			assert.Equal(t, map[string]float64{"input": 7, "output": 3}, sums, "metrics received: %v", names)
 			assert.Contains(t, names, "gen_ai.client.operation.duration")

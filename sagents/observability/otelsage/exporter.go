@@ -7,16 +7,20 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -30,14 +34,40 @@ const (
 
 // signal is one OTLP signal: its environment-variable infix and HTTP path.
 type signal struct {
-	env  string // TRACES, METRICS
-	path string // /v1/traces, /v1/metrics
+	env  string // TRACES, METRICS, LOGS
+	path string // /v1/traces, /v1/metrics, /v1/logs
 }
 
 var (
 	signalTraces  = signal{env: "TRACES", path: "/v1/traces"}
 	signalMetrics = signal{env: "METRICS", path: "/v1/metrics"}
+	signalLogs    = signal{env: "LOGS", path: "/v1/logs"}
+	allSignals    = []signal{signalTraces, signalMetrics, signalLogs}
 )
+
+// name is the signal in lower case ("traces").
+func (s signal) name() string { return strings.ToLower(s.env) }
+
+// exporterVar is the signal's OTEL_*_EXPORTER variable.
+func (s signal) exporterVar() string { return "OTEL_" + s.env + "_EXPORTER" }
+
+// endpointFor reports whether an endpoint is configured that applies to
+// sig (the Setup option, the general variable or sig's own), and whether
+// any endpoint is configured at all.
+func endpointFor(sig signal, c *setupConfig, getenv func(string) string) (applies, any bool) {
+	if c.endpoint != "" || strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" {
+		return true, true
+	}
+	for _, s := range allSignals {
+		if strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_"+s.env+"_ENDPOINT")) != "" {
+			any = true
+			if s == sig {
+				applies = true
+			}
+		}
+	}
+	return applies, any
+}
 
 // target is where and how one signal is exported.
 type target struct {
@@ -45,6 +75,7 @@ type target struct {
 	hostport string
 	path     string // the URL path (HTTP only)
 	insecure bool
+	timeout  time.Duration // of one export, retries included
 }
 
 // String is the target as a log attribute.
@@ -121,6 +152,21 @@ func resolveTarget(sig signal, c *setupConfig, getenv func(string) string) (targ
 	if c.insecure != nil {
 		t.insecure = *c.insecure
 	}
+	t.timeout = c.exportTimeout
+	if c.timeoutFromEnv {
+		for _, name := range []string{"OTEL_EXPORTER_OTLP_" + sig.env + "_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
+			v := strings.TrimSpace(getenv(name))
+			if v == "" {
+				continue
+			}
+			ms, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || ms <= 0 {
+				return target{}, fmt.Errorf("otel: %s=%q: want a positive number of milliseconds", name, v)
+			}
+			t.timeout = time.Duration(ms) * time.Millisecond
+			break
+		}
+	}
 	return t, nil
 }
 
@@ -164,28 +210,33 @@ func isLoopback(hostport string) bool {
 }
 
 // exportersFromEnv reads a comma-separated OTEL_*_EXPORTER list: ok is
-// false when the variable is unset.
-func exportersFromEnv(name string) (set map[string]bool, ok bool) {
+// false when the variable is unset. A value not in known is an error
+// naming the variable and what it takes.
+func exportersFromEnv(name string, known ...string) (set map[string]bool, ok bool, err error) {
 	v := strings.TrimSpace(os.Getenv(name))
 	if v == "" {
-		return nil, false
+		return nil, false, nil
 	}
 	set = map[string]bool{}
 	for _, s := range strings.Split(v, ",") {
-		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
-			set[s] = true
+		if s = strings.ToLower(strings.TrimSpace(s)); s == "" {
+			continue
 		}
+		if !slices.Contains(known, s) {
+			return nil, true, fmt.Errorf("otel: %s=%q: %q is not supported (want %s)", name, v, s, strings.Join(known, ", "))
+		}
+		set[s] = true
 	}
-	return set, true
+	return set, true, nil
 }
 
-func (c *setupConfig) retry() (initial, maxInterval, maxElapsed time.Duration) {
-	return 100 * time.Millisecond, time.Second, c.exportTimeout
+func retry(t target) (initial, maxInterval, maxElapsed time.Duration) {
+	return 100 * time.Millisecond, time.Second, t.timeout
 }
 
 // newSpanExporter builds the OTLP span exporter of t.
 func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingExporter, error) {
-	ini, mx, el := c.retry()
+	ini, mx, el := retry(t)
 	var (
 		exp sdktrace.SpanExporter
 		err error
@@ -194,7 +245,7 @@ func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingEx
 	case ProtocolHTTP:
 		opts := []otlptracehttp.Option{
 			otlptracehttp.WithEndpoint(t.hostport), otlptracehttp.WithURLPath(t.path),
-			otlptracehttp.WithTimeout(c.exportTimeout),
+			otlptracehttp.WithTimeout(t.timeout),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
 		}
 		if t.insecure {
@@ -203,7 +254,7 @@ func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingEx
 		exp, err = otlptracehttp.New(ctx, opts...)
 	default:
 		opts := []otlptracegrpc.Option{
-			otlptracegrpc.WithEndpoint(t.hostport), otlptracegrpc.WithTimeout(c.exportTimeout),
+			otlptracegrpc.WithEndpoint(t.hostport), otlptracegrpc.WithTimeout(t.timeout),
 			otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
 		}
 		if t.insecure {
@@ -221,7 +272,7 @@ func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingEx
 // follows OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (read by the
 // exporter).
 func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*countingMetricExporter, error) {
-	ini, mx, el := c.retry()
+	ini, mx, el := retry(t)
 	var (
 		exp sdkmetric.Exporter
 		err error
@@ -230,7 +281,7 @@ func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*counting
 	case ProtocolHTTP:
 		opts := []otlpmetrichttp.Option{
 			otlpmetrichttp.WithEndpoint(t.hostport), otlpmetrichttp.WithURLPath(t.path),
-			otlpmetrichttp.WithTimeout(c.exportTimeout),
+			otlpmetrichttp.WithTimeout(t.timeout),
 			otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
 		}
 		if t.insecure {
@@ -239,7 +290,7 @@ func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*counting
 		exp, err = otlpmetrichttp.New(ctx, opts...)
 	default:
 		opts := []otlpmetricgrpc.Option{
-			otlpmetricgrpc.WithEndpoint(t.hostport), otlpmetricgrpc.WithTimeout(c.exportTimeout),
+			otlpmetricgrpc.WithEndpoint(t.hostport), otlpmetricgrpc.WithTimeout(t.timeout),
 			otlpmetricgrpc.WithRetry(otlpmetricgrpc.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
 		}
 		if t.insecure {
@@ -251,6 +302,40 @@ func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*counting
 		return nil, fmt.Errorf("otel: OTLP %s metric exporter for %s: %w", t.protocol, t, err)
 	}
 	return &countingMetricExporter{Exporter: exp, drops: drops{what: "metrics", key: "dropped_exports", endpoint: t.String(), log: c.log}}, nil
+}
+
+// newLogExporter builds the OTLP log exporter of t.
+func newLogExporter(ctx context.Context, c *setupConfig, t target) (*countingLogExporter, error) {
+	ini, mx, el := retry(t)
+	var (
+		exp sdklog.Exporter
+		err error
+	)
+	switch t.protocol {
+	case ProtocolHTTP:
+		opts := []otlploghttp.Option{
+			otlploghttp.WithEndpoint(t.hostport), otlploghttp.WithURLPath(t.path),
+			otlploghttp.WithTimeout(t.timeout),
+			otlploghttp.WithRetry(otlploghttp.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
+		}
+		if t.insecure {
+			opts = append(opts, otlploghttp.WithInsecure())
+		}
+		exp, err = otlploghttp.New(ctx, opts...)
+	default:
+		opts := []otlploggrpc.Option{
+			otlploggrpc.WithEndpoint(t.hostport), otlploggrpc.WithTimeout(t.timeout),
+			otlploggrpc.WithRetry(otlploggrpc.RetryConfig{Enabled: true, InitialInterval: ini, MaxInterval: mx, MaxElapsedTime: el}),
+		}
+		if t.insecure {
+			opts = append(opts, otlploggrpc.WithInsecure())
+		}
+		exp, err = otlploggrpc.New(ctx, opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("otel: OTLP %s log exporter for %s: %w", t.protocol, t, err)
+	}
+	return &countingLogExporter{Exporter: exp, drops: drops{what: "log records", key: "dropped_records", endpoint: t.String(), log: c.log}}, nil
 }
 
 // drops counts what an exporter dropped instead of reporting the error of
@@ -313,6 +398,19 @@ type countingMetricExporter struct {
 func (e *countingMetricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	if err := e.Exporter.Export(ctx, rm); err != nil {
 		e.add(1, err)
+	}
+	return nil
+}
+
+// countingLogExporter is countingExporter for log records.
+type countingLogExporter struct {
+	sdklog.Exporter
+	drops
+}
+
+func (e *countingLogExporter) Export(ctx context.Context, records []sdklog.Record) error {
+	if err := e.Exporter.Export(ctx, records); err != nil {
+		e.add(int64(len(records)), err)
 	}
 	return nil
 }

@@ -92,6 +92,16 @@ func TestCapturedMessagesKeepToolCalls(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 3, responses)
+
+	// Every finish_reason is one of the message schema's values (OpenAI's
+	// "tool_calls" is "tool_call" there).
+	var outMsgs []struct {
+		FinishReason string `json:"finish_reason"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &outMsgs))
+	for _, m := range outMsgs {
+		assert.Contains(t, []string{"stop", "length", "content_filter", "tool_call", "error"}, m.FinishReason)
+	}
 }
 
 // TestAgentMessagesAreOutputs: the agent's output message says why it
@@ -186,7 +196,7 @@ func TestExceptionRecordedOnce(t *testing.T) {
 	f.m.ChainError(c2, errors.New("other"))
 
 	n := byName(f.rec.Ended())
-	for _, name := range []string{"chat m", "invoke_agent a", "invoke_workflow w"} {
+	for _, name := range []string{"chat m", "invoke_agent a", "w"} {
 		s := n[name][0]
 		assert.Equal(t, codes.Error, s.Status().Code, name)
 		assert.Equal(t, "rate_limited", attrs(s)["error.type"].AsString(), name)
@@ -194,8 +204,8 @@ func TestExceptionRecordedOnce(t *testing.T) {
 	require.Len(t, n["chat m"][0].Events(), 1)
 	assert.Equal(t, "exception", n["chat m"][0].Events()[0].Name)
 	assert.Empty(t, n["invoke_agent a"][0].Events())
-	assert.Empty(t, n["invoke_workflow w"][0].Events())
-	require.Len(t, n["invoke_workflow w2"][0].Events(), 1)
+	assert.Empty(t, n["w"][0].Events())
+	require.Len(t, n["w2"][0].Events(), 1)
 }
 
 func TestCaptureContentEnvValues(t *testing.T) {
@@ -222,9 +232,14 @@ func TestInstrumentationScope(t *testing.T) {
 	assert.Equal(t, sageotel.SchemaURL, rm.ScopeMetrics[0].Scope.SchemaURL)
 }
 
-// TestSingleAgentWorkflowIsNotReported: a chain that only wraps an agent of
-// the same name is not a workflow of its own; a real one is, backdated to
-// its start, and so is an empty one.
+// TestSingleAgentWorkflowIsNotReported: a chain is an invoke_workflow span
+// only when it groups GenAI operations (here two agents), backdated to its
+// start. A chain that only wraps an agent of the same name is that agent;
+// one that holds a single agent and sandbox work (sage agent: acquire,
+// agent, release) or nothing is a plain span of its own name, with no GenAI
+// name, attribute or metric (the old code reported "invoke_workflow sage
+// agent" for every sage agent run, and counted it in
+// gen_ai.client.operation.duration).
 func TestSingleAgentWorkflowIsNotReported(t *testing.T) {
 	f := newFixture(t, nil)
 	cctx := f.m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "s1", Name: "solo"})
@@ -237,6 +252,22 @@ func TestSingleAgentWorkflowIsNotReported(t *testing.T) {
 	before := time.Now()
 	cctx = f.m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "s2", Name: "research"})
 	time.Sleep(5 * time.Millisecond)
+	for _, name := range []string{"planner", "writer"} {
+		actx = f.m.AgentStart(cctx, observability.AgentInfo{Name: name})
+		f.m.AgentEnd(actx, observability.AgentResult{})
+	}
+	f.m.ChainEnd(cctx, observability.ChainResult{})
+
+	cctx = f.m.ChainStart(context.Background(), observability.ChainInfo{SessionID: "s3", Name: "sage agent"})
+	sctx := f.m.SandboxStart(cctx, observability.SandboxOp{Op: "acquire", Mode: "local"})
+	f.m.SandboxEnd(sctx, observability.SandboxResult{})
+	actx = f.m.AgentStart(cctx, observability.AgentInfo{Name: "sage"})
+	f.m.AgentEnd(actx, observability.AgentResult{})
+	sctx = f.m.SandboxStart(cctx, observability.SandboxOp{Op: "release", Mode: "local"})
+	f.m.SandboxEnd(sctx, observability.SandboxResult{})
+	f.m.ChainEnd(cctx, observability.ChainResult{})
+
+	cctx = f.m.ChainStart(context.Background(), observability.ChainInfo{Name: "one"})
 	actx = f.m.AgentStart(cctx, observability.AgentInfo{Name: "planner"})
 	f.m.AgentEnd(actx, observability.AgentResult{})
 	f.m.ChainEnd(cctx, observability.ChainResult{})
@@ -247,18 +278,58 @@ func TestSingleAgentWorkflowIsNotReported(t *testing.T) {
 	assert.Len(t, f.rec.Ended(), len(f.rec.Started()))
 	n := byName(f.rec.Ended())
 	assert.NotContains(t, n, "invoke_workflow solo")
+	assert.NotContains(t, n, "solo")
 	solo := n["invoke_agent solo"][0]
 	assert.False(t, solo.Parent().IsValid(), "the agent is the root")
 	assert.Equal(t, "s1", attrs(solo)["gen_ai.conversation.id"].AsString())
 	assert.Equal(t, solo.SpanContext().SpanID(), n["chat m"][0].Parent().SpanID())
 
-	wf, planner := n["invoke_workflow research"][0], n["invoke_agent planner"][0]
-	assert.Equal(t, wf.SpanContext().SpanID(), planner.Parent().SpanID())
+	require.Len(t, n["invoke_workflow research"], 1, "spans: %v", keys(n))
+	wf := n["invoke_workflow research"][0]
+	for _, name := range []string{"invoke_agent planner", "invoke_agent writer"} {
+		found := false
+		for _, s := range n[name] {
+			found = found || s.Parent().SpanID() == wf.SpanContext().SpanID()
+		}
+		assert.True(t, found, "%s is under the workflow", name)
+	}
 	assert.False(t, wf.StartTime().Before(before))
-	assert.Less(t, wf.StartTime(), planner.StartTime(), "backdated to the chain's start")
+	assert.Less(t, wf.StartTime(), n["invoke_agent writer"][0].StartTime(), "backdated to the chain's start")
 	assert.Equal(t, "s2", attrs(wf)["gen_ai.conversation.id"].AsString())
 	assert.Equal(t, "research", attrs(wf)["gen_ai.workflow.name"].AsString())
-	assert.Contains(t, n, "invoke_workflow empty")
+	assert.Equal(t, "invoke_workflow", attrs(wf)["gen_ai.operation.name"].AsString())
+
+	for _, name := range []string{"sage agent", "one", "empty"} {
+		require.Len(t, n[name], 1, "%s in %v", name, keys(n))
+		s := n[name][0]
+		assert.False(t, s.Parent().IsValid(), "%s is a root", name)
+		for k := range attrs(s) {
+			assert.False(t, strings.HasPrefix(string(k), "gen_ai."), "%s has %s", name, k)
+		}
+	}
+	assert.Equal(t, "s3", attrs(n["sage agent"][0])["sage.session.id"].AsString())
+	cli := n["sage agent"][0].SpanContext().SpanID()
+	for _, name := range []string{"sandbox.acquire", "invoke_agent sage", "sandbox.release"} {
+		require.Len(t, n[name], 1, name)
+		assert.Equal(t, cli, n[name][0].Parent().SpanID(), "%s is under sage agent", name)
+	}
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, f.reader.Collect(context.Background(), &rm))
+	workflows := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == sageotel.MetricOperationDuration {
+				for _, dp := range h.DataPoints {
+					if op, _ := dp.Attributes.Value(sageotel.AttrOperationName); op.AsString() == "invoke_workflow" {
+						name, _ := dp.Attributes.Value(sageotel.AttrWorkflowName)
+						workflows[name.AsString()] += dp.Count
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]uint64{"research": 1}, workflows, "only the real workflow is a GenAI operation")
 }
 
 // TestEmbeddingsSpan: an embeddings call is an "embeddings {model}" CLIENT

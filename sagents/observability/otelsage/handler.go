@@ -1,7 +1,6 @@
 package otelsage
 
 import (
-	"fmt"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -9,6 +8,8 @@ import (
 
 	otelapi "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
+	logglobal "go.opentelemetry.io/otel/log/global"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -18,14 +19,16 @@ import (
 // ScopeName is the instrumentation scope of the handler's tracer and meter.
 const ScopeName = "github.com/sage-go/sage/sagents/observability/otelsage"
 
-// CaptureContentEnv is the environment variable that turns content capture
-// on: true, SPAN_ONLY or SPAN_AND_EVENT (content goes on spans); false,
-// NO_CONTENT or EVENT_ONLY leave it off (the handler emits no content
-// events).
+// CaptureContentEnv is the environment variable that chooses where
+// message content, tool arguments and tool results go: true or SPAN_ONLY
+// (on spans), EVENT_ONLY (on the gen_ai.client.inference.operation.details
+// log event), SPAN_AND_EVENT (both); false or NO_CONTENT (nowhere, the
+// default).
 const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
-// SchemaURL is the semantic-conventions schema of the handler's tracer and
-// meter: the GenAI conventions it follows are those of v1.41.
+// SchemaURL is the semantic-conventions schema of the handler's tracer,
+// meter and logger by default: the GenAI conventions it follows are those
+// of v1.41 (see [LatestSchemaURL] for the opt-in).
 const SchemaURL = "https://opentelemetry.io/schemas/1.41.0"
 
 // DefaultMaxContentLength is the default cap, in bytes, of each captured
@@ -46,6 +49,9 @@ const (
 	AttrUsageOutput        = attribute.Key("gen_ai.usage.output_tokens")
 	AttrUsageCacheRead     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
 	AttrUsageCacheCreation = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	// AttrUsageCacheWrite replaces AttrUsageCacheCreation in the latest
+	// development conventions.
+	AttrUsageCacheWrite    = attribute.Key("gen_ai.usage.cache_write.input_tokens")
 	AttrUsageReasoning     = attribute.Key("gen_ai.usage.reasoning.output_tokens")
 	AttrConversationID     = attribute.Key("gen_ai.conversation.id")
 	AttrAgentName          = attribute.Key("gen_ai.agent.name")
@@ -74,6 +80,11 @@ const (
 	AttrEmbeddingsDims     = attribute.Key("gen_ai.embeddings.dimension.count")
 	AttrModelType          = attribute.Key("sage.llm.model_type")
 	AttrStepName           = attribute.Key("sage.step.name")
+	AttrSessionID          = attribute.Key("sage.session.id") // on runs that are no GenAI operation
+	AttrRequestServiceTier = attribute.Key("openai.request.service_tier")
+	AttrServiceTier        = attribute.Key("openai.response.service_tier")
+	AttrSystemFingerprint  = attribute.Key("openai.response.system_fingerprint")
+	AttrAPIType            = attribute.Key("openai.api.type")
 )
 
 // MetricPromptCacheHitRatio is sage's histogram of the share of input
@@ -94,14 +105,12 @@ const (
 // [NewHandler]; it is safe for concurrent use.
 type Handler struct {
 	tracer   trace.Tracer
-	capture  bool
+	logger   otellog.Logger
+	capture  CaptureMode
 	maxLen   int
 	provider string
-
-	duration metric.Float64Histogram
-	tokens   tokenMetrics
-	ttfc     metric.Float64Histogram
-	cacheHit metric.Float64Histogram // share of input tokens read from the prompt cache
+	latest   bool // the development conventions (LatestExperimental)
+	m        *instruments
 }
 
 var _ observability.Handler = (*Handler)(nil)
@@ -113,10 +122,16 @@ type HandlerOptions struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider defaults to the global one.
 	MeterProvider metric.MeterProvider
+	// LoggerProvider receives the GenAI log events; it defaults to the
+	// global one (which drops them until one is set).
+	LoggerProvider otellog.LoggerProvider
 	// CaptureContent turns the capture of message content, tool arguments
-	// and tool results on or off (new(true)); nil follows
-	// CaptureContentEnv.
+	// and tool results on spans on or off (new(true)); nil follows
+	// CaptureMode, then CaptureContentEnv.
 	CaptureContent *bool
+	// CaptureMode says where content goes (spans, events, both);
+	// CaptureDefault follows CaptureContentEnv.
+	CaptureMode CaptureMode
 	// MaxContentLength caps each captured content attribute in bytes
 	// (DefaultMaxContentLength when <= 0).
 	MaxContentLength int
@@ -128,107 +143,105 @@ type HandlerOptions struct {
 	LatestExperimental *bool
 }
 
-// CaptureContentFromEnv reports whether CaptureContentEnv asks for content
-// capture.
-func CaptureContentFromEnv() bool {
-	return parseCapture(os.Getenv(CaptureContentEnv))
-}
+// CaptureMode says where captured content goes.
+type CaptureMode uint8
 
-// parseCapture reads a CaptureContentEnv value: a boolean, or one of the
-// modes of the Python GenAI instrumentations (whether content goes on
-// spans).
-func parseCapture(v string) bool {
-	v = strings.TrimSpace(v)
-	switch strings.ToUpper(v) {
-	case "SPAN_ONLY", "SPAN_AND_EVENT":
-		return true
-	case "NO_CONTENT", "EVENT_ONLY":
-		return false
-	}
-	b, _ := strconv.ParseBool(v)
-	return b
-}
-
-// Histogram bucket boundaries recommended by the GenAI conventions.
-var (
-	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
-	ratioBuckets    = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
-	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+// The capture modes, as CaptureContentEnv names them.
+const (
+	CaptureDefault        CaptureMode = iota // follow CaptureContentEnv
+	CaptureNone                              // NO_CONTENT, false
+	CaptureSpans                             // SPAN_ONLY, true
+	CaptureEvents                            // EVENT_ONLY
+	CaptureSpansAndEvents                    // SPAN_AND_EVENT
 )
 
-type handlerConfig struct {
-	tp       trace.TracerProvider
-	mp       metric.MeterProvider
-	capture  *bool
-	maxLen   int
-	provider string
-	latest   *bool
+// Spans reports whether content goes on spans.
+func (m CaptureMode) Spans() bool { return m == CaptureSpans || m == CaptureSpansAndEvents }
+
+// Events reports whether content goes on log events (and the opt-in
+// gen_ai.client.inference.operation.details event is emitted).
+func (m CaptureMode) Events() bool { return m == CaptureEvents || m == CaptureSpansAndEvents }
+
+// CaptureModeFromEnv reads CaptureContentEnv: a boolean, or one of the
+// modes of the GenAI instrumentations; anything else is CaptureNone.
+func CaptureModeFromEnv() CaptureMode { return parseCapture(os.Getenv(CaptureContentEnv)) }
+
+// CaptureContentFromEnv reports whether CaptureContentEnv puts content on
+// spans.
+func CaptureContentFromEnv() bool { return CaptureModeFromEnv().Spans() }
+
+func parseCapture(v string) CaptureMode {
+	v = strings.TrimSpace(v)
+	switch strings.ToUpper(v) {
+	case "SPAN_ONLY":
+		return CaptureSpans
+	case "SPAN_AND_EVENT":
+		return CaptureSpansAndEvents
+	case "EVENT_ONLY":
+		return CaptureEvents
+	case "NO_CONTENT":
+		return CaptureNone
+	}
+	if b, _ := strconv.ParseBool(v); b {
+		return CaptureSpans
+	}
+	return CaptureNone
 }
 
 // NewHandler returns an OpenTelemetry handler.
 func NewHandler(opts HandlerOptions) (*Handler, error) {
-	c := handlerConfig{tp: opts.TracerProvider, mp: opts.MeterProvider, capture: opts.CaptureContent,
-		maxLen: opts.MaxContentLength, provider: opts.DefaultProvider, latest: opts.LatestExperimental}
-	if c.provider == "" {
-		c.provider = "openai"
+	tp, mp, lp := opts.TracerProvider, opts.MeterProvider, opts.LoggerProvider
+	if tp == nil {
+		tp = otelapi.GetTracerProvider()
 	}
-	if c.tp == nil {
-		c.tp = otelapi.GetTracerProvider()
+	if mp == nil {
+		mp = otelapi.GetMeterProvider()
 	}
-	if c.mp == nil {
-		c.mp = otelapi.GetMeterProvider()
+	if lp == nil {
+		lp = logglobal.GetLoggerProvider()
 	}
-	if c.maxLen <= 0 {
-		c.maxLen = DefaultMaxContentLength
+	h := &Handler{maxLen: opts.MaxContentLength, provider: opts.DefaultProvider, latest: LatestExperimentalFromEnv()}
+	if h.provider == "" {
+		h.provider = "openai"
 	}
-	h := &Handler{
-		tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(SchemaURL),
-			trace.WithInstrumentationVersion(Version())),
-		maxLen:   c.maxLen,
-		provider: c.provider,
+	if h.maxLen <= 0 {
+		h.maxLen = DefaultMaxContentLength
 	}
-	if c.capture != nil {
-		h.capture = *c.capture
-	} else {
-		h.capture = CaptureContentFromEnv()
+	if opts.LatestExperimental != nil {
+		h.latest = *opts.LatestExperimental
 	}
-	meter := c.mp.Meter(ScopeName, metric.WithSchemaURL(SchemaURL),
-		metric.WithInstrumentationVersion(Version()))
+	switch {
+	case opts.CaptureContent != nil && *opts.CaptureContent:
+		h.capture = CaptureSpans
+	case opts.CaptureContent != nil:
+		h.capture = CaptureNone
+	case opts.CaptureMode != CaptureDefault:
+		h.capture = opts.CaptureMode
+	default:
+		h.capture = CaptureModeFromEnv()
+	}
+	schema := h.SchemaURL()
+	h.tracer = tp.Tracer(ScopeName, trace.WithSchemaURL(schema), trace.WithInstrumentationVersion(Version()))
+	h.logger = lp.Logger(ScopeName, otellog.WithSchemaURL(schema), otellog.WithInstrumentationVersion(Version()))
+	meter := mp.Meter(ScopeName, metric.WithSchemaURL(schema), metric.WithInstrumentationVersion(Version()))
 	var err error
-	h.duration, err = meter.Float64Histogram("gen_ai.client.operation.duration",
-		metric.WithDescription("GenAI operation duration."), metric.WithUnit("s"),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	if err != nil {
-		return nil, fmt.Errorf("otel: create duration histogram: %w", err)
-	}
-	latest := LatestExperimentalFromEnv()
-	if c.latest != nil {
-		latest = *c.latest
-	}
-	newTokens := newReleaseTokens
-	if latest {
-		newTokens = newLatestTokens
-	}
-	if h.tokens, err = newTokens(meter); err != nil {
+	if h.m, err = newInstruments(meter, h.latest); err != nil {
 		return nil, err
-	}
-	h.ttfc, err = meter.Float64Histogram("gen_ai.client.operation.time_to_first_chunk",
-		metric.WithDescription("Time from the request to the first chunk of a streamed response."), metric.WithUnit("s"),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	if err != nil {
-		return nil, fmt.Errorf("otel: create time-to-first-chunk histogram: %w", err)
-	}
-	h.cacheHit, err = meter.Float64Histogram(MetricPromptCacheHitRatio,
-		metric.WithDescription("Share of a model call's input tokens served from the provider's prompt cache."),
-		metric.WithUnit("1"), metric.WithExplicitBucketBoundaries(ratioBuckets...))
-	if err != nil {
-		return nil, fmt.Errorf("otel: create prompt cache histogram: %w", err)
 	}
 	return h, nil
 }
 
-// CaptureContent reports whether the handler exports content.
-func (h *Handler) CaptureContent() bool { return h.capture }
+// CaptureContent reports whether the handler puts content on spans.
+func (h *Handler) CaptureContent() bool { return h.capture.Spans() }
+
+// SchemaURL is the schema of the handler's telemetry: [SchemaURL], or
+// [LatestSchemaURL] under the latest development conventions.
+func (h *Handler) SchemaURL() string {
+	if h.latest {
+		return LatestSchemaURL
+	}
+	return SchemaURL
+}
 
 // Version is the instrumentation version of the handler's tracer and meter:
 // the version of the sage module that was built, "devel" when unknown.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sage-go/sage/sagents/observability"
@@ -13,7 +12,8 @@ import (
 
 // ---- llm ----
 
-// llmState is what the end of a model call needs for its metrics.
+// llmState is what the end of a model call needs for its metrics and
+// events.
 type llmState struct {
 	op       string
 	provider string
@@ -21,7 +21,15 @@ type llmState struct {
 	server   string
 	port     int
 	agent    *agentTotals
+	inputs   []observability.Message // for the details event, when content goes on events
+	attrs    []attribute.KeyValue    // the span's start attributes, for the events
 }
+
+// openAI reports whether the call's telemetry takes the openai.*
+// attributes: the conventions put them on calls whose provider is OpenAI's
+// (OpenAI itself and Azure OpenAI), not on other providers' compatible
+// endpoints.
+func (st *llmState) openAI() bool { return st.provider == "openai" || st.provider == "azure.ai.openai" }
 
 func paramAttrs(p observability.RequestParams) []attribute.KeyValue {
 	var kv []attribute.KeyValue
@@ -68,18 +76,17 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 	if op == "" {
 		op = OpChat
 	}
-	attrs := make([]attribute.KeyValue, 0, 16)
+	ls := &llmState{op: op, provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort,
+		agent: nearestAgent(ctx)}
+	if h.capture.Events() {
+		ls.inputs = r.Messages
+	}
+	attrs := make([]attribute.KeyValue, 0, 20)
 	attrs = append(attrs,
 		AttrOperationName.String(op),
 		AttrProviderName.String(provider),
 		AttrRequestModel.String(r.Model),
 	)
-	if r.ModelType != "" {
-		attrs = append(attrs, AttrModelType.String(string(r.ModelType)))
-	}
-	if r.Step != "" {
-		attrs = append(attrs, AttrStepName.String(r.Step))
-	}
 	if r.ServerAddress != "" {
 		attrs = append(attrs, AttrServerAddress.String(r.ServerAddress))
 	}
@@ -90,26 +97,45 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 		attrs = append(attrs, AttrRequestStream.Bool(true))
 	}
 	attrs = append(attrs, paramAttrs(r.Params)...)
+	if ls.openAI() {
+		if r.APIType != "" {
+			attrs = append(attrs, AttrAPIType.String(r.APIType))
+		}
+		if r.Params.ServiceTier != "" {
+			attrs = append(attrs, AttrRequestServiceTier.String(r.Params.ServiceTier))
+		}
+	}
+	ls.attrs = attrs
+	if r.ModelType != "" {
+		attrs = append(attrs, AttrModelType.String(string(r.ModelType)))
+	}
+	if r.Step != "" {
+		attrs = append(attrs, AttrStepName.String(r.Step))
+	}
 	if a, ok := h.messagesAttr(AttrInputMessages, r.Messages); ok {
 		attrs = append(attrs, a)
 	}
-	ls := &llmState{op: op, provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort, agent: nearestAgent(ctx)}
-	if a := ls.agent; a != nil && op == OpChat { // the agent's model is that of its first chat
+	if a := ls.agent; a != nil && op == OpChat {
 		a.mu.Lock()
-		if a.model == "" {
+		if a.model == "" { // the agent's model is that of its first chat, unless it named one
 			a.provider, a.model = provider, r.Model
 		}
+		if a.provider == "" {
+			a.provider = provider
+		}
+		a.inferenceCalls++
 		a.mu.Unlock()
 	}
-	return h.begin(ctx, op, r.Model, trace.SpanKindClient, &spanState{llm: ls}, attrs...), nil
+	return h.begin(ctx, r.Model, trace.SpanKindClient, &spanState{op: op, llm: ls}, attrs...), nil
 }
 
-func (st *llmState) metricAttrs(responseModel, errType string) attribute.Set {
-	kv := make([]attribute.KeyValue, 0, 7)
+// metricAttrs are the attributes of a model call's metrics.
+func (st *llmState) metricAttrs(r observability.LLMResponse, errType string) attribute.Set {
+	kv := make([]attribute.KeyValue, 0, 9)
 	kv = append(kv, AttrOperationName.String(st.op), AttrProviderName.String(st.provider),
 		AttrRequestModel.String(st.model))
-	if responseModel != "" {
-		kv = append(kv, AttrResponseModel.String(responseModel))
+	if r.Model != "" {
+		kv = append(kv, AttrResponseModel.String(r.Model))
 	}
 	if st.server != "" {
 		kv = append(kv, AttrServerAddress.String(st.server))
@@ -117,17 +143,19 @@ func (st *llmState) metricAttrs(responseModel, errType string) attribute.Set {
 	if st.port != 0 {
 		kv = append(kv, AttrServerPort.Int(st.port))
 	}
+	if st.openAI() && r.ServiceTier != "" {
+		kv = append(kv, AttrServiceTier.String(r.ServiceTier))
+	}
 	if errType != "" {
 		kv = append(kv, AttrErrorType.String(errType))
 	}
 	return attribute.NewSet(kv...)
 }
 
-// LLMEnd ends the model-call span with the response model, finish reasons,
-// token usage and time to first chunk, and records the metrics. A usage
-// whose input and output counts are both zero is unknown and not reported.
-func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error {
-	attrs := make([]attribute.KeyValue, 0, 11)
+// responseAttrs are the attributes a model call's response adds to its
+// span (and to its details event).
+func (h *Handler) responseAttrs(st *llmState, r observability.LLMResponse, known bool) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 0, 12)
 	if r.Model != "" {
 		attrs = append(attrs, AttrResponseModel.String(r.Model))
 	}
@@ -138,9 +166,7 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 		attrs = append(attrs, AttrResponseFinish.StringSlice(r.FinishReasons))
 	}
 	u := r.Usage
-	known := u.InputTokens != 0 || u.OutputTokens != 0
-	st := stateOf(ctx)
-	embeddings := st != nil && st.llm != nil && st.llm.op == OpEmbeddings
+	embeddings := st != nil && st.op == OpEmbeddings
 	switch {
 	case known && embeddings: // embeddings produce no output tokens
 		attrs = append(attrs, AttrUsageInput.Int64(u.InputTokens))
@@ -151,7 +177,7 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 		attrs = append(attrs, AttrUsageCacheRead.Int64(u.CacheReadInputTokens))
 	}
 	if u.CacheCreationInputTokens != 0 {
-		attrs = append(attrs, AttrUsageCacheCreation.Int64(u.CacheCreationInputTokens))
+		attrs = append(attrs, cacheWriteKey(h.latest).Int64(u.CacheCreationInputTokens))
 	}
 	if u.ReasoningTokens != 0 {
 		attrs = append(attrs, AttrUsageReasoning.Int64(u.ReasoningTokens))
@@ -159,48 +185,77 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 	if r.TimeToFirstChunk > 0 {
 		attrs = append(attrs, AttrTimeToFirstChunk.Float64(r.TimeToFirstChunk.Seconds()))
 	}
+	if st != nil && st.openAI() {
+		if r.SystemFingerprint != "" {
+			attrs = append(attrs, AttrSystemFingerprint.String(r.SystemFingerprint))
+		}
+		if r.ServiceTier != "" {
+			attrs = append(attrs, AttrServiceTier.String(r.ServiceTier))
+		}
+	}
+	return attrs
+}
+
+// LLMEnd ends the model-call span with the response model, finish reasons,
+// token usage and time to first chunk, records the metrics and, when
+// content goes on events, the details event. A usage whose input and
+// output counts are both zero is unknown and not reported.
+func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error {
+	u := r.Usage
+	known := u.InputTokens != 0 || u.OutputTokens != 0
+	st := stateOf(ctx)
+	var ls *llmState
+	if st != nil {
+		ls = st.llm
+	}
+	attrs := h.responseAttrs(ls, r, known)
 	if a, ok := h.messagesAttr(AttrOutputMessages, r.Messages); ok {
 		attrs = append(attrs, a)
 	}
 	h.end(ctx, attrs...)
-	if st == nil || st.llm == nil {
+	if ls == nil {
 		return nil
 	}
-	ls := st.llm
+	embeddings := ls.op == OpEmbeddings
 	if a := ls.agent; a != nil && !embeddings {
 		a.mu.Lock()
 		if r.Model != "" && a.answer == "" {
 			a.answer = r.Model
+		}
+		if len(r.FinishReasons) > 0 {
+			a.finish = append(a.finish[:0], r.FinishReasons...)
 		}
 		if known {
 			a.usage = true
 			a.input += u.InputTokens
 			a.output += u.OutputTokens
 		}
+		a.cacheRead += u.CacheReadInputTokens
+		a.cacheWrite += u.CacheCreationInputTokens
 		a.mu.Unlock()
 	}
-	set := ls.metricAttrs(r.Model, "")
-	h.duration.Record(ctx, time.Since(st.start).Seconds(), metric.WithAttributeSet(set))
-	if r.TimeToFirstChunk > 0 {
-		h.ttfc.Record(ctx, r.TimeToFirstChunk.Seconds(), metric.WithAttributeSet(set))
-	}
-	h.tokens.record(ctx, set, u, known, embeddings)
-	if known {
-		if u.InputTokens > 0 && !embeddings {
-			ratio := min(1, float64(u.CacheReadInputTokens)/float64(u.InputTokens))
-			h.cacheHit.Record(ctx, ratio, metric.WithAttributeSet(set))
-		}
-	}
+	h.m.inference(ctx, ls.metricAttrs(r, ""), embeddings, time.Since(st.start), r, "", known)
+	h.details(ctx, ls, &r, known, "")
 	return nil
 }
 
-// LLMError ends the model-call span with an error and records its duration.
+// LLMError ends the model-call span with an error, records its duration
+// and emits the gen_ai.client.operation.exception event.
 func (h *Handler) LLMError(ctx context.Context, err error) error {
-	st := h.fail(ctx, err)
-	if st != nil && st.llm != nil {
-		set := st.llm.metricAttrs("", observability.ErrorType(err))
-		h.duration.Record(ctx, time.Since(st.start).Seconds(), metric.WithAttributeSet(set))
-		h.tokens.record(ctx, set, observability.Usage{}, false, st.llm.op == OpEmbeddings)
+	st := stateOf(ctx)
+	var attrs []attribute.KeyValue
+	if h.latest && st != nil && st.llm != nil && st.llm.op == OpChat {
+		// A finish reason was expected and not received.
+		attrs = append(attrs, AttrResponseFinish.StringSlice([]string{"error"}))
 	}
+	h.fail(ctx, err, attrs...)
+	if st == nil || st.llm == nil {
+		return nil
+	}
+	et := observability.ErrorType(err)
+	h.m.inference(ctx, st.llm.metricAttrs(observability.LLMResponse{}, et), st.llm.op == OpEmbeddings,
+		time.Since(st.start), observability.LLMResponse{}, et, false)
+	h.exception(ctx, st.llm, err, et)
+	h.details(ctx, st.llm, nil, false, et)
 	return nil
 }

@@ -11,31 +11,31 @@ import (
 
 // ---- chain ----
 
-// ChainStart starts an invoke_workflow run. Its span starts with its first
-// child (backdated to now), unless that child is an agent of the same name,
-// which then stands for the workflow (see [workflow]).
+// ChainStart starts a chain run. Its span starts with its first child
+// (backdated to now); see [workflow] for when it is an invoke_workflow
+// span.
 func (h *Handler) ChainStart(ctx context.Context, i observability.ChainInfo) (context.Context, error) {
-	attrs := []attribute.KeyValue{AttrOperationName.String(OpInvokeWorkflow)}
-	st := &spanState{}
-	if i.Name != "" {
-		attrs = append(attrs, AttrWorkflowName.String(i.Name))
-		st.metric = append(st.metric, AttrWorkflowName.String(i.Name))
+	st := &spanState{op: OpInvokeWorkflow}
+	w := &workflow{parent: ctx, name: i.Name}
+	if r, ok := observability.RunFromContext(ctx); ok {
+		w.session = r.SessionID
 	}
 	if a, ok := h.messagesAttr(AttrInputMessages, i.Inputs); ok {
-		attrs = append(attrs, a)
+		w.inputs = append(w.inputs, a)
 	}
-	attrs = prepare(ctx, OpInvokeWorkflow, st, attrs)
-	st.wf = &workflow{parent: ctx, name: i.Name, attrs: attrs, start: st.start}
+	prepare(ctx, st, nil)
+	w.start = st.start
+	st.wf = w
 	return context.WithValue(ctx, stateKey{}, st), nil
 }
 
 // ChainEnd ends the chain span.
 func (h *Handler) ChainEnd(ctx context.Context, r observability.ChainResult) error {
-	ctx, ok := h.ending(ctx)
+	ctx, promoted, ok := h.ending(ctx)
 	if !ok {
 		return nil
 	}
-	if a, ok := h.messagesAttr(AttrOutputMessages, r.Outputs); ok {
+	if a, ok := h.messagesAttr(AttrOutputMessages, r.Outputs); ok && promoted {
 		h.end(ctx, a)
 	} else {
 		h.end(ctx)
@@ -45,7 +45,7 @@ func (h *Handler) ChainEnd(ctx context.Context, r observability.ChainResult) err
 
 // ChainError ends the chain span with an error.
 func (h *Handler) ChainError(ctx context.Context, err error) error {
-	if ctx, ok := h.ending(ctx); ok {
+	if ctx, _, ok := h.ending(ctx); ok {
 		h.fail(ctx, err)
 	}
 	return nil
@@ -53,14 +53,22 @@ func (h *Handler) ChainError(ctx context.Context, err error) error {
 
 // ---- agent ----
 
-// AgentStart starts an invoke_agent span. Its end adds the provider, model
-// and token totals of the model calls made under it.
+// AgentStart starts an invoke_agent span, with the agent's provider and
+// model when the event names them (else its first model call's, at its
+// end). Its end adds the response model, the last call's finish reasons
+// and the token totals of the model calls made under it.
 func (h *Handler) AgentStart(ctx context.Context, i observability.AgentInfo) (context.Context, error) {
 	attrs := []attribute.KeyValue{AttrOperationName.String(OpInvokeAgent)}
-	st := &spanState{agent: &agentTotals{}}
+	totals := &agentTotals{name: i.Name, provider: i.Provider, model: i.Model}
+	st := &spanState{op: OpInvokeAgent, agent: totals}
 	if i.Name != "" {
 		attrs = append(attrs, AttrAgentName.String(i.Name))
-		st.metric = append(st.metric, AttrAgentName.String(i.Name))
+	}
+	if i.Provider != "" && !h.latest {
+		attrs = append(attrs, AttrProviderName.String(i.Provider))
+	}
+	if i.Model != "" {
+		attrs = append(attrs, AttrRequestModel.String(i.Model))
 	}
 	if i.Step != "" {
 		attrs = append(attrs, AttrStepName.String(i.Step))
@@ -68,20 +76,20 @@ func (h *Handler) AgentStart(ctx context.Context, i observability.AgentInfo) (co
 	if a, ok := h.messagesAttr(AttrInputMessages, i.Inputs); ok {
 		attrs = append(attrs, a)
 	}
-	ctx = h.begin(ctx, OpInvokeAgent, i.Name, trace.SpanKindInternal, st, attrs...)
-	return context.WithValue(ctx, agentKey{}, st.agent), nil
+	ctx = h.begin(ctx, i.Name, trace.SpanKindInternal, st, attrs...)
+	return context.WithValue(ctx, agentKey{}, totals), nil
 }
 
-func agentAttrs(ctx context.Context) []attribute.KeyValue {
+func (h *Handler) agentAttrs(ctx context.Context) []attribute.KeyValue {
 	if st := stateOf(ctx); st != nil && st.agent != nil {
-		return st.agent.attrs()
+		return st.agent.attrs(h.latest)
 	}
 	return nil
 }
 
 // AgentEnd ends the agent span.
 func (h *Handler) AgentEnd(ctx context.Context, r observability.AgentResult) error {
-	attrs := agentAttrs(ctx)
+	attrs := h.agentAttrs(ctx)
 	if a, ok := h.messagesAttr(AttrOutputMessages, r.Outputs); ok {
 		attrs = append(attrs, a)
 	}
@@ -91,7 +99,7 @@ func (h *Handler) AgentEnd(ctx context.Context, r observability.AgentResult) err
 
 // AgentError ends the agent span with an error.
 func (h *Handler) AgentError(ctx context.Context, err error) error {
-	h.fail(ctx, err, agentAttrs(ctx)...)
+	h.fail(ctx, err, h.agentAttrs(ctx)...)
 	return nil
 }
 
@@ -99,7 +107,7 @@ func (h *Handler) AgentError(ctx context.Context, err error) error {
 
 // ToolStart starts an "execute_tool {tool}" span.
 func (h *Handler) ToolStart(ctx context.Context, c observability.ToolCall) (context.Context, error) {
-	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
 		AttrOperationName.String(OpExecuteTool),
 		AttrToolName.String(c.Name),
@@ -111,16 +119,26 @@ func (h *Handler) ToolStart(ctx context.Context, c observability.ToolCall) (cont
 	if c.CallID != "" {
 		attrs = append(attrs, AttrToolCallID.String(c.CallID))
 	}
-	if h.capture && c.Arguments != "" {
+	if h.capture.Spans() && c.Arguments != "" {
 		attrs = append(attrs, AttrToolCallArguments.String(h.truncate(c.Arguments)))
 	}
-	st := &spanState{metric: []attribute.KeyValue{AttrToolName.String(c.Name)}}
-	return h.begin(ctx, OpExecuteTool, c.Name, trace.SpanKindInternal, st, attrs...), nil
+	ts := &toolState{name: c.Name}
+	if a := nearestAgent(ctx); a != nil {
+		ts.totals = a
+		ts.agent = a.name
+		a.mu.Lock()
+		a.toolCalls++
+		a.mu.Unlock()
+		if h.latest && a.name != "" {
+			attrs = append(attrs, AttrAgentName.String(a.name))
+		}
+	}
+	return h.begin(ctx, c.Name, trace.SpanKindInternal, &spanState{op: OpExecuteTool, tool: ts}, attrs...), nil
 }
 
 // ToolEnd ends the tool span.
 func (h *Handler) ToolEnd(ctx context.Context, r observability.ToolResult) error {
-	if h.capture && r.Result != "" {
+	if h.capture.Spans() && r.Result != "" {
 		h.end(ctx, AttrToolCallResult.String(h.truncate(r.Result)))
 	} else {
 		h.end(ctx)

@@ -29,6 +29,7 @@ import (
 	sageotel "github.com/sage-go/sage/sagents/observability/otelsage"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
+	"github.com/sage-go/sage/sagents/tools"
 )
 
 // The Jaeger end-to-end test: a real Jaeger v2 (built by `make jaeger`)
@@ -263,11 +264,11 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	time.Sleep(turn.firstChunkDelay)
-	send(map[string]any{"id": id, "model": req.Model + "-2026", "choices": []any{
-		map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "Hel"}}}})
+	send(map[string]any{"id": id, "model": req.Model + "-2026", "system_fingerprint": "fp_e2e", "service_tier": "default",
+		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "Hel"}}}})
 	time.Sleep(turn.restDuration)
-	send(map[string]any{"id": id, "model": req.Model + "-2026", "choices": []any{
-		map[string]any{"index": 0, "delta": map[string]any{"content": "lo"}, "finish_reason": turn.finish}}})
+	send(map[string]any{"id": id, "model": req.Model + "-2026", "system_fingerprint": "fp_e2e", "service_tier": "default",
+		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "lo"}, "finish_reason": turn.finish}}})
 	var u usageJSON
 	u.PromptTokens, u.CompletionTokens = turn.in, turn.out
 	u.PromptTokensDetails.CachedTokens = turn.cached
@@ -316,6 +317,7 @@ func doChat(ctx context.Context, base, model string, msgs []observability.Messag
 	}
 	var content strings.Builder
 	sc := bufio.NewScanner(resp.Body)
+	var last time.Time
 	for sc.Scan() {
 		line, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
@@ -323,14 +325,19 @@ func doChat(ctx context.Context, base, model string, msgs []observability.Messag
 		}
 		if out.TimeToFirstChunk == 0 {
 			out.TimeToFirstChunk = time.Since(start)
+		} else if line != "[DONE]" {
+			out.ChunkIntervals = append(out.ChunkIntervals, time.Since(last))
 		}
+		last = time.Now()
 		if line == "[DONE]" {
 			break
 		}
 		var chunk struct {
-			ID      string `json:"id"`
-			Model   string `json:"model"`
-			Choices []struct {
+			ID          string `json:"id"`
+			Model       string `json:"model"`
+			Fingerprint string `json:"system_fingerprint"`
+			Tier        string `json:"service_tier"`
+			Choices     []struct {
 				Delta struct {
 					Content string `json:"content"`
 				} `json:"delta"`
@@ -342,6 +349,9 @@ func doChat(ctx context.Context, base, model string, msgs []observability.Messag
 			return out, fmt.Errorf("chat: bad chunk: %w", err)
 		}
 		out.ID, out.Model = chunk.ID, chunk.Model
+		if chunk.Fingerprint != "" {
+			out.SystemFingerprint, out.ServiceTier = chunk.Fingerprint, chunk.Tier
+		}
 		for _, c := range chunk.Choices {
 			content.WriteString(c.Delta.Content)
 			if c.FinishReason != "" {
@@ -395,6 +405,7 @@ type jSpan struct {
 	TraceID       string `json:"traceID"`
 	SpanID        string `json:"spanID"`
 	OperationName string `json:"operationName"`
+	Duration      int64  `json:"duration"` // µs
 	References    []struct {
 		RefType string `json:"refType"`
 		SpanID  string `json:"spanID"`
@@ -488,7 +499,8 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	shutdown, err := sageotel.Setup(context.Background(), sageotel.SetupOptions{Endpoint: endpoint, Protocol: protocol, ServiceName: service, Manager: m, NoGlobal: true, ExportTimeout: 10 * time.Second})
 	require.NoError(t, err)
 
-	// One user turn: chain -> agent -> llm, tool ok, tool failing, llm.
+	// One user turn: chain -> agent -> llm, tool ok, tool failing, the
+	// shell tool's background command, llm.
 	ctx := context.Background()
 	// Sandbox spans come from the sandbox's own events, through the same
 	// Manager as the llm and tool events.
@@ -496,10 +508,12 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 		RuntimeDir: t.TempDir(), SandboxID: "e2e-workspace", Observer: m})
 	require.NoError(t, err)
 	defer sb.Close(ctx)
+	tm := tools.NewManager(sb, tools.Options{Observer: m})
+	require.NoError(t, tm.Register(tools.Builtins(tools.BuiltinOptions{})...))
 	sess := "e2e-session-1"
 	cctx := m.ChainStart(ctx, observability.ChainInfo{SessionID: sess, Name: "e2e-turn",
 		Inputs: []observability.Message{{Role: "user", Content: "list the files"}}})
-	actx := m.AgentStart(cctx, observability.AgentInfo{Name: "researcher", Step: "act"})
+	actx := m.AgentStart(cctx, observability.AgentInfo{Name: "researcher", Step: "act", Provider: "openai", Model: "fake-gpt"})
 	msgs := []observability.Message{{Role: "user", Content: "list the files"}}
 	finish, err := chat(actx, m, model.URL, "fake-gpt", msgs)
 	require.NoError(t, err)
@@ -509,6 +523,9 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	require.Equal(t, "f.txt\n", out)
 	_, err = runTool(actx, m, sb, "call-bad", "echo nope >&2; exit 3")
 	require.Error(t, err)
+	shellOut, err := tm.Do(actx, tools.Call{ID: "call-bg", Name: "execute_shell_command",
+		Arguments: json.RawMessage(`{"command":"sleep 0.2; exit 5"}`)})
+	require.NoError(t, err, shellOut)
 	finish, err = chat(actx, m, model.URL, "fake-gpt", append(msgs, observability.Message{Role: "tool", Content: out, ToolCallID: "call-ok"}))
 	require.NoError(t, err)
 	require.Equal(t, "stop", finish)
@@ -517,22 +534,40 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	m.AgentEnd(actx, observability.AgentResult{})
 	m.ChainEnd(cctx, observability.ChainResult{})
 
+	// A plain sandbox command (sage exec): a chain of sandbox work only.
+	ectx := m.ChainStart(ctx, observability.ChainInfo{SessionID: sess, Name: "sage exec"})
+	esb, err := sandbox.New(ectx, sandbox.Config{Mode: sandbox.Passthrough, Workspace: t.TempDir(),
+		RuntimeDir: t.TempDir(), SandboxID: "e2e-exec", Observer: m})
+	require.NoError(t, err)
+	_, err = esb.ExecuteCommand(ectx, "true", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	require.NoError(t, esb.Close(ectx))
+	m.ChainEnd(ectx, observability.ChainResult{})
+
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, shutdown(sctx), "flush to Jaeger")
 
-	// Poll the query API until the whole trace is there.
-	const want = 9 // chain, agent, 3 llm (one failing), 2 tool, 2 sandbox.exec
-	var tr jTrace
+	// Poll the query API until both traces are there.
+	const want = 12 // chain, agent, 3 llm (one failing), 3 tool, 2 sandbox.exec, start_background, background
+	var tr, cli jTrace
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		traces, err := queryTraces(j, service)
-		if err == nil && len(traces) == 1 && len(traces[0].Spans) >= want {
-			tr = traces[0]
-			break
+		if err == nil && len(traces) == 2 {
+			for _, x := range traces {
+				if len(x.Spans) >= want {
+					tr = x
+				} else if len(x.Spans) == 4 {
+					cli = x
+				}
+			}
+			if tr.TraceID != "" && cli.TraceID != "" {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Jaeger never returned the trace of %d spans: %d traces, err %v", want, len(traces), err)
+			t.Fatalf("Jaeger never returned the traces of %d and 4 spans: %d traces, err %v", want, len(traces), err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -554,9 +589,12 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 		return byName[name][0]
 	}
 
-	chain := one("invoke_workflow e2e-turn")
+	// One agent under the chain: the chain is no workflow, a plain root.
+	chain := one("e2e-turn")
 	assert.Empty(t, chain.parent(), "the chain is the root")
-	assert.Equal(t, "invoke_workflow", chain.str("gen_ai.operation.name"))
+	_, op := chain.tag("gen_ai.operation.name")
+	assert.False(t, op, "a chain of one agent is no invoke_workflow")
+	assert.Equal(t, sess, chain.str("sage.session.id"))
 
 	agent := one("invoke_agent researcher")
 	assert.Equal(t, chain.SpanID, agent.parent())
@@ -564,15 +602,18 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	assert.Equal(t, "invoke_agent", agent.str("gen_ai.operation.name"))
 	assert.Equal(t, "openai", agent.str("gen_ai.provider.name"))
 	assert.Equal(t, "fake-gpt", agent.str("gen_ai.request.model"))
-	var totIn, totOut float64
+	assert.Equal(t, "fake-gpt-2026", agent.str("gen_ai.response.model"))
+	var totIn, totOut, totCached float64
 	for _, turn := range fakeTurns {
-		totIn, totOut = totIn+float64(turn.in), totOut+float64(turn.out)
+		totIn, totOut, totCached = totIn+float64(turn.in), totOut+float64(turn.out), totCached+float64(turn.cached)
 	}
 	assert.Equal(t, totIn, agent.num("gen_ai.usage.input_tokens"), "the agent's token total")
 	assert.Equal(t, totOut, agent.num("gen_ai.usage.output_tokens"))
+	assert.Equal(t, totCached, agent.num("gen_ai.usage.cache_read.input_tokens"))
+	assert.Contains(t, agent.str("gen_ai.response.finish_reasons"), "stop", "the last call's finish reasons")
 
 	for _, s := range tr.Spans {
-		if strings.HasPrefix(s.OperationName, "sandbox.") {
+		if strings.HasPrefix(s.OperationName, "sandbox.") || s.SpanID == chain.SpanID {
 			continue
 		}
 		assert.Equal(t, sess, s.str("gen_ai.conversation.id"), s.OperationName)
@@ -597,6 +638,8 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 		assert.EqualValues(t, turn.out, s.num("gen_ai.usage.output_tokens"))
 		assert.EqualValues(t, turn.cached, s.num("gen_ai.usage.cache_read.input_tokens"))
 		assert.EqualValues(t, turn.reasoning, s.num("gen_ai.usage.reasoning.output_tokens"))
+		assert.Equal(t, "fp_e2e", s.str("openai.response.system_fingerprint"))
+		assert.Equal(t, "default", s.str("openai.response.service_tier"))
 		ttfc := s.num("gen_ai.response.time_to_first_chunk")
 		assert.GreaterOrEqual(t, ttfc, turn.firstChunkDelay.Seconds(), "ttfc is at least the server's delay")
 		_, hasSystem := s.tag("gen_ai.system")
@@ -638,15 +681,45 @@ func jaegerTurn(t *testing.T, j *jaeger, protocol, endpoint string) {
 	assert.Contains(t, badTool.str("otel.status_description"), "exit status 3")
 	assert.True(t, hasException(badTool), "the error is recorded as an exception event")
 
-	sandbox := byName["sandbox.exec"]
-	require.Len(t, sandbox, 2)
+	sbx := byName["sandbox.exec"]
+	require.Len(t, sbx, 2)
 	parents := map[string]bool{}
-	for _, s := range sandbox {
+	for _, s := range sbx {
 		parents[s.parent()] = true
-		assert.Equal(t, "passthrough", s.str("sandbox.mode"))
+		assert.Equal(t, "passthrough", s.str("sage.sandbox.mode"))
+		assert.Equal(t, "none", s.str("sage.sandbox.isolation"))
+		assert.Equal(t, "open", s.str("sage.sandbox.network"))
 	}
 	assert.Equal(t, map[string]bool{okTool.SpanID: true, badTool.SpanID: true}, parents,
 		"each sandbox span is a child of its tool span")
+
+	// The shell tool runs its command in the background: the command is a
+	// span of its own under the tool, with its exit code and duration.
+	shell := one("execute_tool execute_shell_command")
+	bg := one("sandbox.background")
+	assert.Equal(t, shell.SpanID, bg.parent())
+	assert.Equal(t, shell.SpanID, one("sandbox.start_background").parent())
+	assert.EqualValues(t, 5, bg.num("sage.sandbox.exit_code"))
+	assert.GreaterOrEqual(t, bg.Duration, int64(200_000), "the command slept 0.2 s (µs)")
+
+	// The sandbox command: a root of its own kind, no GenAI name.
+	cliNames := map[string]jSpan{}
+	for _, s := range cli.Spans {
+		cliNames[s.OperationName] = s
+	}
+	root, ok := cliNames["sage exec"]
+	require.True(t, ok, "spans: %v", cliNames)
+	assert.Empty(t, root.parent())
+	for _, name := range []string{"sandbox.acquire", "sandbox.exec", "sandbox.release"} {
+		s, ok := cliNames[name]
+		require.True(t, ok, "%s in %v", name, cliNames)
+		assert.Equal(t, root.SpanID, s.parent(), name)
+	}
+	for _, s := range cli.Spans {
+		for _, tag := range s.Tags {
+			assert.False(t, strings.HasPrefix(tag.Key, "gen_ai."), "%s has %s", s.OperationName, tag.Key)
+		}
+	}
 }
 
 func hasException(s jSpan) bool {

@@ -12,15 +12,18 @@ import (
 	"github.com/sage-go/sage/sagents/observability"
 )
 
-// Attributes of the sandbox spans.
+// Attributes of the sandbox spans (sage's own: no convention covers them).
 const (
-	AttrSandboxMode     = attribute.Key("sandbox.mode")
-	AttrSandboxID       = attribute.Key("sandbox.id")
-	AttrSandboxPath     = attribute.Key("sandbox.path")
-	AttrSandboxTaskID   = attribute.Key("sandbox.task_id")
-	AttrSandboxExitCode = attribute.Key("sandbox.exit_code")
-	AttrSandboxTimedOut = attribute.Key("sandbox.timed_out")
-	AttrSandboxNotFound = attribute.Key("sandbox.not_found")
+	AttrSandboxMode      = attribute.Key("sage.sandbox.mode")
+	AttrSandboxID        = attribute.Key("sage.sandbox.id")
+	AttrSandboxIsolation = attribute.Key("sage.sandbox.isolation")
+	AttrSandboxNetwork   = attribute.Key("sage.sandbox.network")
+	AttrSandboxPath      = attribute.Key("sage.sandbox.path")
+	AttrSandboxTaskID    = attribute.Key("sage.sandbox.task_id")
+	AttrSandboxExitCode  = attribute.Key("sage.sandbox.exit_code")
+	AttrSandboxSignal    = attribute.Key("sage.sandbox.signal")
+	AttrSandboxTimedOut  = attribute.Key("sage.sandbox.timed_out")
+	AttrSandboxNotFound  = attribute.Key("sage.sandbox.not_found")
 )
 
 // sandboxSpanKey holds the span of a sandbox run, so that its end never
@@ -28,28 +31,37 @@ const (
 type sandboxSpanKey struct{}
 
 // SandboxStart starts a "sandbox.{op}" span, a child of the span the
-// context carries (a tool span, usually). Without a recording parent
-// nothing is recorded: a sandbox operation outside any traced run is not
-// a trace of its own. Commands and file contents are never recorded;
-// paths are.
+// context carries (a tool span, usually, or a chain's). Without a
+// recording parent nothing is recorded: a sandbox operation outside any
+// traced run is not a trace of its own. Commands and file contents are
+// never recorded; paths are.
 func (h *Handler) SandboxStart(ctx context.Context, op observability.SandboxOp) (context.Context, error) {
 	if st := stateOf(ctx); st != nil && st.wf != nil && !trace.SpanFromContext(ctx).IsRecording() {
-		// Directly under a workflow run (the CLI acquiring the sandbox
-		// before its agent starts): the workflow is more than its agent
-		// then, and its span starts here.
-		ctx = st.wf.child(ctx, h.tracer, "sandbox", op.Op)
+		// Directly under a chain (the CLI acquiring the sandbox before its
+		// agent starts, sage exec): its span starts here.
+		ctx = st.wf.child(ctx, h, "sandbox", op.Op, false)
 	}
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil
 	}
 	attrs := []attribute.KeyValue{AttrSandboxMode.String(op.Mode), AttrSandboxID.String(op.SandboxID)}
+	if op.Isolation != "" {
+		attrs = append(attrs, AttrSandboxIsolation.String(op.Isolation))
+	}
+	if op.Network != "" {
+		attrs = append(attrs, AttrSandboxNetwork.String(op.Network))
+	}
 	if op.Path != "" {
 		attrs = append(attrs, AttrSandboxPath.String(op.Path))
 	}
 	if op.TaskID != "" {
 		attrs = append(attrs, AttrSandboxTaskID.String(op.TaskID))
 	}
-	ctx, span := h.tracer.Start(ctx, "sandbox."+op.Op, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
+	if !op.Start.IsZero() {
+		opts = append(opts, trace.WithTimestamp(op.Start))
+	}
+	ctx, span := h.tracer.Start(ctx, "sandbox."+op.Op, opts...)
 	return context.WithValue(ctx, sandboxSpanKey{}, span), nil
 }
 
@@ -61,6 +73,9 @@ func (h *Handler) SandboxEnd(ctx context.Context, r observability.SandboxResult)
 	}
 	if r.Command {
 		span.SetAttributes(AttrSandboxExitCode.Int(r.ExitCode), AttrSandboxTimedOut.Bool(r.TimedOut))
+		if r.Signal != "" {
+			span.SetAttributes(AttrSandboxSignal.String(r.Signal))
+		}
 	}
 	if r.NotFound {
 		span.SetAttributes(AttrSandboxNotFound.Bool(true))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -19,13 +20,44 @@ import (
 const SemconvOptInEnv = "OTEL_SEMCONV_STABILITY_OPT_IN"
 
 // LatestExperimental is the [SemconvOptInEnv] value that selects the
-// latest development GenAI conventions.
+// latest development GenAI conventions ([LatestSchemaURL]).
 const LatestExperimental = "gen_ai_latest_experimental"
 
-// Metric names of the latest development GenAI conventions. They replace
-// the release's single gen_ai.client.token.usage histogram: counters per
-// token category (the cost proxy, each with gen_ai.token.modality) and
-// per-operation histograms for percentiles.
+// LatestSchemaURL is the schema of the handler's tracer, meter and logger
+// under [LatestExperimental]: the development GenAI conventions of
+// open-telemetry/semantic-conventions-genai build on semantic conventions
+// v1.44.0 (the version their documents link to).
+const LatestSchemaURL = "https://opentelemetry.io/schemas/1.44.0"
+
+// Metric names of the pinned release (v1.41).
+const (
+	MetricOperationDuration  = "gen_ai.client.operation.duration"
+	MetricTokenUsage         = "gen_ai.client.token.usage"
+	MetricTimeToFirstChunk   = "gen_ai.client.operation.time_to_first_chunk"
+	MetricTimePerOutputChunk = "gen_ai.client.operation.time_per_output_chunk"
+)
+
+// Metric names of the latest development GenAI conventions besides token
+// usage: model calls on gen_ai.client.inference.* and
+// gen_ai.client.embeddings.*, and agents, tools and workflows on metrics of
+// their own (none of them on gen_ai.client.operation.duration).
+const (
+	MetricInferenceDuration    = "gen_ai.client.inference.duration"
+	MetricInferenceTTFC        = "gen_ai.client.inference.time_to_first_chunk"
+	MetricInferenceTPOC        = "gen_ai.client.inference.time_per_output_chunk"
+	MetricEmbeddingsDuration   = "gen_ai.client.embeddings.duration"
+	MetricEmbeddingsInput      = "gen_ai.client.embeddings.operation.input_tokens"
+	MetricInvokeAgentDuration  = "gen_ai.invoke_agent.duration"
+	MetricInvokeAgentInference = "gen_ai.invoke_agent.inference_calls"
+	MetricInvokeAgentToolCalls = "gen_ai.invoke_agent.tool_calls"
+	MetricExecuteToolDuration  = "gen_ai.execute_tool.duration"
+	MetricWorkflowDuration     = "gen_ai.workflow.duration"
+)
+
+// Metric names of the latest development GenAI conventions' token usage.
+// They replace the release's single gen_ai.client.token.usage histogram:
+// counters per token category (the cost proxy, each with
+// gen_ai.token.modality) and per-operation histograms for percentiles.
 const (
 	MetricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
 	MetricUsageOutputTokens     = "gen_ai.client.inference.usage.output_tokens"
@@ -57,92 +89,197 @@ func optsIn(v, want string) bool {
 	return false
 }
 
-// tokenMetrics records token usage in one version of the conventions.
-type tokenMetrics interface {
-	record(ctx context.Context, set attribute.Set, u observability.Usage, known, embeddings bool)
-}
+// Histogram bucket boundaries the conventions recommend: the release's for
+// durations, ratios and tokens; the development conventions' for agent
+// invocations (0.1 s to 409.6 s), workflows (1 s to 2 h) and per-agent call
+// counts.
+var (
+	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	agentBuckets    = []float64{0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6}
+	workflowBuckets = []float64{1, 2, 4, 8, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+	countBuckets    = []float64{1, 2, 4, 8, 16, 32, 64, 128}
+	ratioBuckets    = []float64{0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+)
 
-// releaseTokens is gen_ai.client.token.usage with gen_ai.token.type, as
-// the pinned release defines it; unknown usage is not recorded.
-type releaseTokens struct{ h metric.Int64Histogram }
+// instruments are the handler's metrics in one version of the conventions:
+// the release's (latest false) or the development conventions' (true).
+// Instruments of the other version are nil and never recorded.
+type instruments struct {
+	latest bool
 
-func newReleaseTokens(meter metric.Meter) (tokenMetrics, error) {
-	h, err := meter.Int64Histogram("gen_ai.client.token.usage",
-		metric.WithDescription("Number of input and output tokens used."), metric.WithUnit("{token}"),
-		metric.WithExplicitBucketBoundaries(tokenBuckets...))
-	if err != nil {
-		return nil, fmt.Errorf("otel: create token histogram: %w", err)
-	}
-	return releaseTokens{h}, nil
-}
+	// release
+	opDuration metric.Float64Histogram // every GenAI operation
+	tokenUsage metric.Int64Histogram
+	ttfc, tpoc metric.Float64Histogram
 
-func (r releaseTokens) record(ctx context.Context, set attribute.Set, u observability.Usage, known, embeddings bool) {
-	if !known {
-		return
-	}
-	r.h.Record(ctx, u.InputTokens, metric.WithAttributeSet(set), metric.WithAttributes(AttrTokenType.String("input")))
-	if !embeddings {
-		r.h.Record(ctx, u.OutputTokens, metric.WithAttributeSet(set), metric.WithAttributes(AttrTokenType.String("output")))
-	}
-}
-
-// latestTokens is the development conventions' token metrics. Counters are
-// recorded for every finished operation (0 when the server sent no usage,
-// as those conventions ask); the per-operation histograms only when the
-// usage is known.
-type latestTokens struct {
+	// latest
+	inferDuration, inferTTFC, inferTPOC       metric.Float64Histogram
 	in, out, cacheRead, cacheWrite, reasoning metric.Int64Counter
 	opIn, opOut                               metric.Int64Histogram
+	embDuration                               metric.Float64Histogram
+	embInput                                  metric.Int64Histogram
+	agentDuration, toolDuration, wfDuration   metric.Float64Histogram
+	agentInferenceCalls, agentToolCalls       metric.Int64Histogram
+
+	// both
+	cacheHit metric.Float64Histogram // share of input tokens read from the prompt cache
 }
 
-func newLatestTokens(meter metric.Meter) (tokenMetrics, error) {
-	var t latestTokens
-	counters := []struct {
-		dst         *metric.Int64Counter
-		name, brief string
-	}{
-		{&t.in, MetricUsageInputTokens, "Input (prompt) tokens used, including cached tokens."},
-		{&t.out, MetricUsageOutputTokens, "Output (completion) tokens used, including reasoning tokens."},
-		{&t.cacheRead, MetricUsageCacheReadTokens, "Input tokens served from a provider-managed cache."},
-		{&t.cacheWrite, MetricUsageCacheWriteTokens, "Input tokens written to a provider-managed cache."},
-		{&t.reasoning, MetricUsageReasoningTokens, "Output tokens used for reasoning."},
+func newInstruments(meter metric.Meter, latest bool) (*instruments, error) {
+	in := &instruments{latest: latest}
+	f64 := func(dst *metric.Float64Histogram, name, unit, brief string, b []float64) error {
+		h, err := meter.Float64Histogram(name, metric.WithDescription(brief), metric.WithUnit(unit),
+			metric.WithExplicitBucketBoundaries(b...))
+		if err != nil {
+			return fmt.Errorf("otel: create %s: %w", name, err)
+		}
+		*dst = h
+		return nil
 	}
-	for _, c := range counters {
-		var err error
-		if *c.dst, err = meter.Int64Counter(c.name, metric.WithDescription(c.brief), metric.WithUnit("{token}")); err != nil {
-			return nil, fmt.Errorf("otel: create %s: %w", c.name, err)
+	i64 := func(dst *metric.Int64Histogram, name, unit, brief string, b []float64) error {
+		h, err := meter.Int64Histogram(name, metric.WithDescription(brief), metric.WithUnit(unit),
+			metric.WithExplicitBucketBoundaries(b...))
+		if err != nil {
+			return fmt.Errorf("otel: create %s: %w", name, err)
+		}
+		*dst = h
+		return nil
+	}
+	ctr := func(dst *metric.Int64Counter, name, brief string) error {
+		c, err := meter.Int64Counter(name, metric.WithDescription(brief), metric.WithUnit("{token}"))
+		if err != nil {
+			return fmt.Errorf("otel: create %s: %w", name, err)
+		}
+		*dst = c
+		return nil
+	}
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	if !latest {
+		add(f64(&in.opDuration, MetricOperationDuration, "s", "GenAI operation duration.", durationBuckets))
+		add(i64(&in.tokenUsage, MetricTokenUsage, "{token}", "Number of input and output tokens used.", tokenBuckets))
+		add(f64(&in.ttfc, MetricTimeToFirstChunk, "s", "Time from the request to the first chunk of a streamed response.", durationBuckets))
+		add(f64(&in.tpoc, MetricTimePerOutputChunk, "s", "Time per output chunk after the first one, from the end of the previous chunk to the end of this one.", durationBuckets))
+	} else {
+		add(f64(&in.inferDuration, MetricInferenceDuration, "s", "GenAI client inference operation duration.", durationBuckets))
+		add(f64(&in.inferTTFC, MetricInferenceTTFC, "s", "Time from the request to the first chunk of a streamed response.", durationBuckets))
+		add(f64(&in.inferTPOC, MetricInferenceTPOC, "s", "Time per output chunk after the first one, from the end of the previous chunk to the end of this one.", durationBuckets))
+		add(ctr(&in.in, MetricUsageInputTokens, "Input (prompt) tokens used, including cached tokens."))
+		add(ctr(&in.out, MetricUsageOutputTokens, "Output (completion) tokens used, including reasoning tokens."))
+		add(ctr(&in.cacheRead, MetricUsageCacheReadTokens, "Input tokens served from a provider-managed cache."))
+		add(ctr(&in.cacheWrite, MetricUsageCacheWriteTokens, "Input tokens written to a provider-managed cache."))
+		add(ctr(&in.reasoning, MetricUsageReasoningTokens, "Output tokens used for reasoning."))
+		add(i64(&in.opIn, MetricOperationInputTokens, "{token}", "Input (prompt) tokens used per inference operation.", tokenBuckets))
+		add(i64(&in.opOut, MetricOperationOutputTokens, "{token}", "Output (completion) tokens used per inference operation.", tokenBuckets))
+		add(f64(&in.embDuration, MetricEmbeddingsDuration, "s", "GenAI client embeddings operation duration.", durationBuckets))
+		add(i64(&in.embInput, MetricEmbeddingsInput, "{token}", "Input tokens used per embeddings operation.", tokenBuckets))
+		add(f64(&in.agentDuration, MetricInvokeAgentDuration, "s", "Duration of a GenAI agent invocation.", agentBuckets))
+		add(i64(&in.agentInferenceCalls, MetricInvokeAgentInference, "{inference_call}", "Inference calls a GenAI agent made during one invocation.", countBuckets))
+		add(i64(&in.agentToolCalls, MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls a GenAI agent made during one invocation.", countBuckets))
+		add(f64(&in.toolDuration, MetricExecuteToolDuration, "s", "Duration of a tool execution.", durationBuckets))
+		add(f64(&in.wfDuration, MetricWorkflowDuration, "s", "GenAI workflow duration.", workflowBuckets))
+	}
+	add(f64(&in.cacheHit, MetricPromptCacheHitRatio, "1", "Share of a model call's input tokens served from the provider's prompt cache.", ratioBuckets))
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
 		}
 	}
-	hists := []struct {
-		dst         *metric.Int64Histogram
-		name, brief string
-	}{
-		{&t.opIn, MetricOperationInputTokens, "Input (prompt) tokens used per inference operation."},
-		{&t.opOut, MetricOperationOutputTokens, "Output (completion) tokens used per inference operation."},
-	}
-	for _, h := range hists {
-		var err error
-		if *h.dst, err = meter.Int64Histogram(h.name, metric.WithDescription(h.brief), metric.WithUnit("{token}"),
-			metric.WithExplicitBucketBoundaries(tokenBuckets...)); err != nil {
-			return nil, fmt.Errorf("otel: create %s: %w", h.name, err)
-		}
-	}
-	return t, nil
+	return in, nil
 }
 
-func (t latestTokens) record(ctx context.Context, set attribute.Set, u observability.Usage, known, embeddings bool) {
-	opts := []metric.AddOption{metric.WithAttributeSet(set), metric.WithAttributes(AttrTokenModality.String("unknown"))}
-	t.in.Add(ctx, u.InputTokens, opts...)
-	t.cacheRead.Add(ctx, u.CacheReadInputTokens, opts...)
-	t.cacheWrite.Add(ctx, u.CacheCreationInputTokens, opts...)
-	if !embeddings {
-		t.out.Add(ctx, u.OutputTokens, opts...)
-		t.reasoning.Add(ctx, u.ReasoningTokens, opts...)
+// inference records the end of a model call: its duration, time to first
+// chunk and per-chunk times, and its tokens. errType is "" on success;
+// known says the server sent usage.
+func (in *instruments) inference(ctx context.Context, set attribute.Set, embeddings bool, dur time.Duration,
+	r observability.LLMResponse, errType string, known bool) {
+	opt := metric.WithAttributeSet(set)
+	u := r.Usage
+	if !in.latest {
+		in.opDuration.Record(ctx, dur.Seconds(), opt)
+		if errType == "" {
+			if r.TimeToFirstChunk > 0 {
+				in.ttfc.Record(ctx, r.TimeToFirstChunk.Seconds(), opt)
+			}
+			for _, d := range r.ChunkIntervals {
+				in.tpoc.Record(ctx, d.Seconds(), opt)
+			}
+		}
+		if known {
+			in.tokenUsage.Record(ctx, u.InputTokens, opt, metric.WithAttributes(AttrTokenType.String("input")))
+			if !embeddings {
+				in.tokenUsage.Record(ctx, u.OutputTokens, opt, metric.WithAttributes(AttrTokenType.String("output")))
+			}
+		}
+		in.hitRatio(ctx, opt, u, known && !embeddings)
+		return
 	}
-	if known {
-		t.opIn.Record(ctx, u.InputTokens, metric.WithAttributeSet(set))
-		if !embeddings {
-			t.opOut.Record(ctx, u.OutputTokens, metric.WithAttributeSet(set))
+	if embeddings {
+		in.embDuration.Record(ctx, dur.Seconds(), opt)
+		if known && errType == "" {
+			in.embInput.Record(ctx, u.InputTokens, opt)
+		}
+		return
+	}
+	in.inferDuration.Record(ctx, dur.Seconds(), opt)
+	if errType == "" {
+		if r.TimeToFirstChunk > 0 {
+			in.inferTTFC.Record(ctx, r.TimeToFirstChunk.Seconds(), opt)
+		}
+		for _, d := range r.ChunkIntervals {
+			in.inferTPOC.Record(ctx, d.Seconds(), opt)
 		}
 	}
+	// Counters count every finished call, a failed one too (0, or what
+	// was used before it failed): they are the spend. The per-operation
+	// histograms take successful calls with known usage only, so that
+	// their percentiles are those of answers.
+	mod := []metric.AddOption{opt, metric.WithAttributes(AttrTokenModality.String("unknown"))}
+	in.in.Add(ctx, u.InputTokens, mod...)
+	in.out.Add(ctx, u.OutputTokens, mod...)
+	in.cacheRead.Add(ctx, u.CacheReadInputTokens, mod...)
+	in.cacheWrite.Add(ctx, u.CacheCreationInputTokens, mod...)
+	in.reasoning.Add(ctx, u.ReasoningTokens, mod...)
+	if known && errType == "" {
+		in.opIn.Record(ctx, u.InputTokens, opt)
+		in.opOut.Record(ctx, u.OutputTokens, opt)
+	}
+	in.hitRatio(ctx, opt, u, known)
+}
+
+func (in *instruments) hitRatio(ctx context.Context, opt metric.RecordOption, u observability.Usage, ok bool) {
+	if ok && u.InputTokens > 0 {
+		in.cacheHit.Record(ctx, min(1, float64(u.CacheReadInputTokens)/float64(u.InputTokens)), opt)
+	}
+}
+
+// operation records the duration of an agent, tool or workflow run on
+// gen_ai.client.operation.duration (release) or its own metric
+// (development conventions); set is its attribute set in that version.
+func (in *instruments) operation(ctx context.Context, op string, dur time.Duration, set attribute.Set) {
+	opt := metric.WithAttributeSet(set)
+	if !in.latest {
+		in.opDuration.Record(ctx, dur.Seconds(), opt)
+		return
+	}
+	switch op {
+	case OpInvokeAgent:
+		in.agentDuration.Record(ctx, dur.Seconds(), opt)
+	case OpExecuteTool:
+		in.toolDuration.Record(ctx, dur.Seconds(), opt)
+	case OpInvokeWorkflow:
+		in.wfDuration.Record(ctx, dur.Seconds(), opt)
+	}
+}
+
+// agentCalls records the inference and tool calls of one agent invocation
+// (development conventions only).
+func (in *instruments) agentCalls(ctx context.Context, set attribute.Set, inference, tools int64) {
+	if !in.latest {
+		return
+	}
+	opt := metric.WithAttributeSet(set)
+	in.agentInferenceCalls.Record(ctx, inference, opt)
+	in.agentToolCalls.Record(ctx, tools, opt)
 }

@@ -1,11 +1,14 @@
 package otelsage
 
 import (
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -35,8 +38,9 @@ type SetupOptions struct {
 	// Insecure forces plain text (true) or TLS (false) to the collector;
 	// nil decides from the endpoint and the environment.
 	Insecure *bool
-	// ExportTimeout bounds each export, retries included
-	// (DefaultExportTimeout when <= 0).
+	// ExportTimeout bounds each export, retries included; when <= 0,
+	// OTEL_EXPORTER_OTLP_TIMEOUT (or its per-signal variant, in
+	// milliseconds) decides, else DefaultExportTimeout.
 	ExportTimeout time.Duration
 
 	// TracerProvider brings your own: Setup then creates no trace exporter
@@ -45,9 +49,17 @@ type SetupOptions struct {
 	// MeterProvider brings your own for the GenAI metrics: Setup then
 	// creates no OTLP metric exporter and does not shut the provider down.
 	MeterProvider metric.MeterProvider
+	// LoggerProvider brings your own for the GenAI log events: Setup then
+	// creates no log exporter and does not shut the provider down.
+	LoggerProvider otellog.LoggerProvider
 	// SpanProcessors are added to the TracerProvider that Setup builds (for
 	// example a second exporter, or a test recorder).
 	SpanProcessors []sdktrace.SpanProcessor
+	// ConsoleWriter receives what the console exporters write
+	// (OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER or OTEL_LOGS_EXPORTER
+	// =console); nil means os.Stderr, as stdout may carry a protocol
+	// (sage mcp) or a command's output.
+	ConsoleWriter io.Writer
 
 	// PrometheusAddr serves the metrics in the Prometheus text format at
 	// http://PrometheusAddr/metrics (off when empty).
@@ -69,21 +81,24 @@ type SetupOptions struct {
 }
 
 type setupConfig struct {
-	serviceName   string
-	endpoint      string
-	protocol      string
-	insecure      *bool
-	exportTimeout time.Duration
-	resAttrs      []attribute.KeyValue
-	tp            trace.TracerProvider
-	mp            metric.MeterProvider
-	processors    []sdktrace.SpanProcessor
-	promAddr      string
-	promLn        net.Listener
-	manager       *observability.Manager
-	handler       HandlerOptions
-	noGlobal      bool
-	log           *slog.Logger
+	serviceName    string
+	endpoint       string
+	protocol       string
+	insecure       *bool
+	exportTimeout  time.Duration
+	timeoutFromEnv bool // no option: OTEL_EXPORTER_OTLP_*TIMEOUT may set it
+	resAttrs       []attribute.KeyValue
+	tp             trace.TracerProvider
+	mp             metric.MeterProvider
+	lp             otellog.LoggerProvider
+	console        io.Writer
+	processors     []sdktrace.SpanProcessor
+	promAddr       string
+	promLn         net.Listener
+	manager        *observability.Manager
+	handler        HandlerOptions
+	noGlobal       bool
+	log            *slog.Logger
 }
 
 // config applies the defaults.
@@ -91,12 +106,15 @@ func (o SetupOptions) config() setupConfig {
 	c := setupConfig{
 		serviceName: o.ServiceName, endpoint: o.Endpoint, protocol: o.Protocol, insecure: o.Insecure,
 		exportTimeout: o.ExportTimeout, resAttrs: o.ResourceAttributes, tp: o.TracerProvider,
-		mp: o.MeterProvider, processors: o.SpanProcessors, promAddr: o.PrometheusAddr,
+		mp: o.MeterProvider, lp: o.LoggerProvider, console: o.ConsoleWriter, processors: o.SpanProcessors, promAddr: o.PrometheusAddr,
 		promLn: o.PrometheusListener, manager: o.Manager, handler: o.Handler, noGlobal: o.NoGlobal,
 		log: o.Logger,
 	}
 	if c.exportTimeout <= 0 {
-		c.exportTimeout = DefaultExportTimeout
+		c.exportTimeout, c.timeoutFromEnv = DefaultExportTimeout, true
+	}
+	if c.console == nil {
+		c.console = os.Stderr
 	}
 	if c.log == nil {
 		c.log = slog.Default()

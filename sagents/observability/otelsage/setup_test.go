@@ -94,13 +94,7 @@ func emit(m *observability.Manager) {
 // call through it and returns the shutdown.
 func setupEmit(t *testing.T, opts sageotel.SetupOptions) func(context.Context) error {
 	t.Helper()
-	m := observability.New(observability.Options{Logger: quiet()})
-	opts.Manager, opts.NoGlobal = m, true
-	if opts.Logger == nil {
-		opts.Logger = quiet()
-	}
-	shutdown, err := sageotel.Setup(context.Background(), opts)
-	require.NoError(t, err)
+	m, shutdown := setupManager(t, opts)
 	emit(m)
 	return shutdown
 }
@@ -130,7 +124,7 @@ func TestSetupFromEnv(t *testing.T) {
 			shutdown := setupEmit(t, sageotel.SetupOptions{})
 			shutdownTwice(t, shutdown)
 			got := col.spans()
-			assert.ElementsMatch(t, []string{"invoke_workflow turn", "chat gpt-4o"}, got["env-service"], "%v", got)
+			assert.ElementsMatch(t, []string{"turn", "chat gpt-4o"}, got["env-service"], "%v", got)
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sage-go/sage/sagents/observability"
@@ -27,12 +26,19 @@ func spanName(op, name string) string {
 // spanState is what the end of a span needs, kept in the context its start
 // returns.
 type spanState struct {
-	start  time.Time
-	metric []attribute.KeyValue // the attributes of its duration
-	errs   *errLog
-	agent  *agentTotals // for invoke_agent spans
-	llm    *llmState    // for chat spans
-	wf     *workflow    // for invoke_workflow runs
+	op    string // the GenAI operation: invoke_agent, execute_tool, chat, ...
+	start time.Time
+	errs  *errLog
+	agent *agentTotals // for invoke_agent spans
+	llm   *llmState    // for chat and embeddings spans
+	wf    *workflow    // for chain runs
+	tool  *toolState   // for execute_tool spans
+}
+
+// toolState is what a tool's metrics need.
+type toolState struct {
+	name, agent string
+	totals      *agentTotals // of the agent that called it, if any
 }
 
 type stateKey struct{}
@@ -69,20 +75,29 @@ func (l *errLog) seen(err error) bool {
 	return false
 }
 
-// agentTotals gathers, for an invoke_agent span, the model calls made under
-// it: the provider and model of the first, and the token totals.
+// agentTotals gathers, for an invoke_agent span, what the model and tool
+// calls made under it add up to: the provider and model (the agent's own,
+// else those of its first call), the last call's finish reasons and the
+// token totals.
 type agentTotals struct {
 	mu                      sync.Mutex
+	name                    string
 	provider, model, answer string
+	finish                  []string
 	input, output           int64
+	cacheRead, cacheWrite   int64
 	usage                   bool
+	inferenceCalls          int64
+	toolCalls               int64
 }
 
-func (a *agentTotals) attrs() []attribute.KeyValue {
+// attrs are the agent span's attributes at its end; latest leaves out what
+// the development conventions do not put on in-process agents.
+func (a *agentTotals) attrs(latest bool) []attribute.KeyValue {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var kv []attribute.KeyValue
-	if a.provider != "" {
+	if a.provider != "" && !latest {
 		kv = append(kv, AttrProviderName.String(a.provider))
 	}
 	if a.model != "" {
@@ -91,10 +106,34 @@ func (a *agentTotals) attrs() []attribute.KeyValue {
 	if a.answer != "" {
 		kv = append(kv, AttrResponseModel.String(a.answer))
 	}
+	if len(a.finish) > 0 {
+		kv = append(kv, AttrResponseFinish.StringSlice(a.finish))
+	}
 	if a.usage {
 		kv = append(kv, AttrUsageInput.Int64(a.input), AttrUsageOutput.Int64(a.output))
+		if a.cacheRead > 0 {
+			kv = append(kv, AttrUsageCacheRead.Int64(a.cacheRead))
+		}
+		if a.cacheWrite > 0 {
+			kv = append(kv, cacheWriteKey(latest).Int64(a.cacheWrite))
+		}
 	}
 	return kv
+}
+
+// cacheWriteKey is the attribute of tokens written to the prompt cache in
+// the chosen conventions.
+func cacheWriteKey(latest bool) attribute.Key {
+	if latest {
+		return AttrUsageCacheWrite
+	}
+	return AttrUsageCacheCreation
+}
+
+func (a *agentTotals) providerModel() (string, string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.provider, a.model
 }
 
 // nearestAgent returns the totals of the innermost agent run around ctx.
@@ -105,9 +144,9 @@ func nearestAgent(ctx context.Context) *agentTotals {
 
 type agentKey struct{}
 
-// prepare fills st (shared error log, start, metric attributes) and adds
-// the conversation id to attrs.
-func prepare(ctx context.Context, op string, st *spanState, attrs []attribute.KeyValue) []attribute.KeyValue {
+// prepare fills st (shared error log, start) and adds the conversation id
+// to attrs.
+func prepare(ctx context.Context, st *spanState, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if r, ok := observability.RunFromContext(ctx); ok && r.SessionID != "" {
 		attrs = append(attrs, AttrConversationID.String(r.SessionID))
 	}
@@ -117,37 +156,45 @@ func prepare(ctx context.Context, op string, st *spanState, attrs []attribute.Ke
 		st.errs = &errLog{}
 	}
 	st.start = time.Now()
-	st.metric = append([]attribute.KeyValue{AttrOperationName.String(op)}, st.metric...)
 	return attrs
 }
 
-func (h *Handler) begin(ctx context.Context, op, name string, kind trace.SpanKind, st *spanState, attrs ...attribute.KeyValue) context.Context {
-	attrs = prepare(ctx, op, st, attrs)
+// begin starts the span of a GenAI operation (agent, model call, tool).
+func (h *Handler) begin(ctx context.Context, name string, kind trace.SpanKind, st *spanState, attrs ...attribute.KeyValue) context.Context {
+	attrs = prepare(ctx, st, attrs)
 	if parent := stateOf(ctx); parent != nil && parent.wf != nil {
-		ctx = parent.wf.child(ctx, h.tracer, op, name)
+		ctx = parent.wf.child(ctx, h, st.op, name, true)
 	}
-	ctx, _ = h.tracer.Start(ctx, spanName(op, name), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	ctx, _ = h.tracer.Start(ctx, spanName(st.op, name), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, stateKey{}, st)
 }
 
-// workflow is an invoke_workflow run whose span starts with its first
-// child, or never: a workflow whose first child is an agent of the same
-// name (a single agent run wrapped in a chain) cannot be told apart from
-// that agent, and the conventions say not to report it. Its agent span is
-// then the root.
+// workflow is a chain run. Its span starts with its first child (backdated
+// to the chain's start), or never: a chain whose first child is an agent
+// of the same name (a single agent run wrapped in a chain) cannot be told
+// apart from that agent, which stands for it. The span is an
+// invoke_workflow span only once the chain groups GenAI operations (two
+// agents, model calls or tools directly under it); until then, and for a
+// chain of one agent plus sandbox work (sage agent) or of sandbox work
+// only (sage exec), it is a plain span named after the chain, with no
+// GenAI name, attribute or metric.
 type workflow struct {
-	mu     sync.Mutex
-	parent context.Context // the context of ChainStart
-	name   string
-	attrs  []attribute.KeyValue
-	start  time.Time
-	span   trace.Span // once started
-	elided bool       // no span: the agent stands for it
-	used   bool       // a child has started
+	mu       sync.Mutex
+	parent   context.Context // the context of ChainStart
+	name     string
+	session  string
+	inputs   []attribute.KeyValue // the workflow's attributes besides its name
+	start    time.Time
+	span     trace.Span // once started
+	elided   bool       // no span: the agent stands for it
+	used     bool       // a child has started
+	genai    int        // GenAI operations started directly under it
+	promoted bool       // it is an invoke_workflow span
 }
 
-// child returns the context under which a child run of the workflow starts.
-func (w *workflow) child(ctx context.Context, tracer trace.Tracer, op, name string) context.Context {
+// child returns the context under which a child run of the workflow starts;
+// genai says the child is a GenAI operation.
+func (w *workflow) child(ctx context.Context, h *Handler, op, name string, genai bool) context.Context {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	first := !w.used
@@ -158,36 +205,64 @@ func (w *workflow) child(ctx context.Context, tracer trace.Tracer, op, name stri
 	if w.elided {
 		return ctx
 	}
-	return trace.ContextWithSpan(ctx, w.startLocked(tracer))
+	span := w.startLocked(h)
+	if genai {
+		w.genai++
+		if w.genai >= 2 && !w.promoted {
+			w.promoted = true
+			span.SetName(spanName(OpInvokeWorkflow, w.name))
+			span.SetAttributes(w.workflowAttrs()...)
+		}
+	}
+	return trace.ContextWithSpan(ctx, span)
 }
 
-func (w *workflow) startLocked(tracer trace.Tracer) trace.Span {
+func (w *workflow) workflowAttrs() []attribute.KeyValue {
+	kv := []attribute.KeyValue{AttrOperationName.String(OpInvokeWorkflow)}
+	if w.name != "" {
+		kv = append(kv, AttrWorkflowName.String(w.name))
+	}
+	if w.session != "" {
+		kv = append(kv, AttrConversationID.String(w.session))
+	}
+	return append(kv, w.inputs...)
+}
+
+func (w *workflow) startLocked(h *Handler) trace.Span {
 	if w.span == nil {
-		_, w.span = tracer.Start(w.parent, spanName(OpInvokeWorkflow, w.name), trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithTimestamp(w.start), trace.WithAttributes(w.attrs...))
+		name := w.name
+		if name == "" {
+			name = "chain"
+		}
+		var attrs []attribute.KeyValue
+		if w.session != "" {
+			attrs = append(attrs, AttrSessionID.String(w.session))
+		}
+		_, w.span = h.tracer.Start(w.parent, name, trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithTimestamp(w.start), trace.WithAttributes(attrs...))
 	}
 	return w.span
 }
 
-// ending returns the context in which the workflow's span ends, or false
-// when it has none.
-func (h *Handler) ending(ctx context.Context) (context.Context, bool) {
+// ending returns the context in which the chain's span ends and whether it
+// is a workflow, or false for ok when it has no span.
+func (h *Handler) ending(ctx context.Context) (_ context.Context, promoted, ok bool) {
 	st := stateOf(ctx)
 	if st == nil || st.wf == nil {
-		return ctx, true
+		return ctx, false, false
 	}
 	w := st.wf
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.elided {
-		return ctx, false
+		return ctx, false, false
 	}
 	w.used = true
-	return trace.ContextWithSpan(ctx, w.startLocked(h.tracer)), true
+	return trace.ContextWithSpan(ctx, w.startLocked(h)), w.promoted, true
 }
 
-// end ends the span of ctx with attrs, records its duration, and returns
-// its state (nil when ctx holds none).
+// end ends the span of ctx with attrs, records the operation's duration,
+// and returns its state (nil when ctx holds none).
 func (h *Handler) end(ctx context.Context, attrs ...attribute.KeyValue) *spanState {
 	span := trace.SpanFromContext(ctx)
 	if len(attrs) > 0 {
@@ -195,9 +270,7 @@ func (h *Handler) end(ctx context.Context, attrs ...attribute.KeyValue) *spanSta
 	}
 	span.End()
 	st := stateOf(ctx)
-	if st != nil && st.llm == nil {
-		h.duration.Record(ctx, time.Since(st.start).Seconds(), metric.WithAttributes(st.metric...))
-	}
+	h.recordOperation(ctx, st, "")
 	return st
 }
 
@@ -213,11 +286,81 @@ func (h *Handler) fail(ctx context.Context, err error, attrs ...attribute.KeyVal
 	span.SetStatus(codes.Error, err.Error())
 	span.SetAttributes(append(attrs, AttrErrorType.String(et))...)
 	span.End()
-	if st != nil && st.llm == nil {
-		h.duration.Record(ctx, time.Since(st.start).Seconds(),
-			metric.WithAttributes(append(st.metric, AttrErrorType.String(et))...))
-	}
+	h.recordOperation(ctx, st, et)
 	return st
+}
+
+// recordOperation records the duration of an agent, tool or workflow run
+// (model calls record their own, with their response).
+func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType string) {
+	if st == nil || st.llm != nil || st.op == "" {
+		return
+	}
+	if st.wf != nil {
+		st.wf.mu.Lock()
+		promoted := st.wf.promoted
+		st.wf.mu.Unlock()
+		if !promoted {
+			return // not a GenAI operation
+		}
+	}
+	dur := time.Since(st.start)
+	latest := h.latest
+	// The release's gen_ai.client.operation.duration takes the operation
+	// name and the provider; the development conventions' own metrics
+	// neither (their name says the operation).
+	kv := make([]attribute.KeyValue, 0, 6)
+	if !latest {
+		kv = append(kv, AttrOperationName.String(st.op))
+	}
+	provider := h.provider
+	switch {
+	case st.agent != nil:
+		p, model := st.agent.providerModel()
+		if p != "" {
+			provider = p
+		}
+		if st.agent.name != "" {
+			kv = append(kv, AttrAgentName.String(st.agent.name))
+		}
+		if model != "" {
+			kv = append(kv, AttrRequestModel.String(model))
+		}
+	case st.tool != nil:
+		if a := st.tool.totals; a != nil {
+			if p, _ := a.providerModel(); p != "" {
+				provider = p
+			}
+		}
+		kv = append(kv, AttrToolName.String(st.tool.name))
+		if latest {
+			kv = append(kv, AttrToolType.String("function"))
+			if st.tool.agent != "" {
+				kv = append(kv, AttrAgentName.String(st.tool.agent))
+			}
+		}
+	case st.wf != nil:
+		if st.wf.name != "" {
+			kv = append(kv, AttrWorkflowName.String(st.wf.name))
+		}
+	}
+	if !latest {
+		kv = append(kv, AttrProviderName.String(provider))
+	}
+	if errType != "" {
+		kv = append(kv, AttrErrorType.String(errType))
+	}
+	h.m.operation(ctx, st.op, dur, attribute.NewSet(kv...))
+	if st.agent != nil && errType == "" {
+		st.agent.mu.Lock()
+		calls, tools := st.agent.inferenceCalls, st.agent.toolCalls
+		st.agent.mu.Unlock()
+		var set []attribute.KeyValue
+		if st.agent.name != "" {
+			set = append(set, AttrAgentName.String(st.agent.name))
+		}
+		h.m.agentCalls(ctx, attribute.NewSet(set...), calls, tools)
+	}
 }
 
 // truncate cuts s to at most max bytes on a rune boundary.
@@ -262,14 +405,26 @@ func (h *Handler) arguments(s string) any {
 	return h.truncate(s)
 }
 
-// messagesAttr renders messages in the GenAI conventions' JSON shape, each
-// content truncated. Output messages carry a finish_reason: the message's
-// own, else tool_calls or stop as the message says.
-func (h *Handler) messagesAttr(key attribute.Key, msgs []observability.Message) (attribute.KeyValue, bool) {
-	if !h.capture || len(msgs) == 0 {
-		return attribute.KeyValue{}, false
+// outputFinishReason maps a provider's finish reason to the message
+// schema's values: stop, length, content_filter, tool_call, error. OpenAI's
+// "tool_calls" and "function_call" are "tool_call"; other values pass.
+func outputFinishReason(r string, toolCalls bool) string {
+	switch r {
+	case "":
+		if toolCalls {
+			return "tool_call"
+		}
+		return "stop"
+	case "tool_calls", "function_call":
+		return "tool_call"
 	}
-	output := key == AttrOutputMessages
+	return r
+}
+
+// jsonMessages renders messages in the GenAI conventions' JSON shape, each
+// content truncated. Output messages carry a finish_reason: the message's
+// own, else tool_call or stop as the message says.
+func (h *Handler) jsonMessages(msgs []observability.Message, output bool) []jsonMessage {
 	out := make([]jsonMessage, 0, len(msgs))
 	for _, m := range msgs {
 		jm := jsonMessage{Role: m.Role, Name: m.Name, Parts: []jsonPart{}}
@@ -285,17 +440,20 @@ func (h *Handler) messagesAttr(key attribute.Key, msgs []observability.Message) 
 			jm.Parts = append(jm.Parts, jsonPart{Type: "tool_call", ID: tc.ID, Name: tc.Name, Arguments: h.arguments(tc.Arguments)})
 		}
 		if output {
-			jm.FinishReason = m.FinishReason
-			if jm.FinishReason == "" {
-				jm.FinishReason = "stop"
-				if len(m.ToolCalls) > 0 {
-					jm.FinishReason = "tool_calls"
-				}
-			}
+			jm.FinishReason = outputFinishReason(m.FinishReason, len(m.ToolCalls) > 0)
 		}
 		out = append(out, jm)
 	}
-	b, err := json.Marshal(out)
+	return out
+}
+
+// messagesAttr is messages as the span attribute key, when content goes on
+// spans.
+func (h *Handler) messagesAttr(key attribute.Key, msgs []observability.Message) (attribute.KeyValue, bool) {
+	if !h.capture.Spans() || len(msgs) == 0 {
+		return attribute.KeyValue{}, false
+	}
+	b, err := json.Marshal(h.jsonMessages(msgs, key == AttrOutputMessages))
 	if err != nil {
 		return attribute.KeyValue{}, false
 	}

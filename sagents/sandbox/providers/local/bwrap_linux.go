@@ -107,6 +107,8 @@ func virtualWorkspaceOf(cfg sandbox.Config) string {
 
 func (b *bwrapIsolator) close() error { return b.cg.remove() }
 
+func (b *bwrapIsolator) kind() string { return sandbox.IsolationBwrap }
+
 func (b *bwrapIsolator) place(_, preferred string) string { return preferred }
 
 var bwrapProbe sync.Map // bwrap path -> error (nil when it works)

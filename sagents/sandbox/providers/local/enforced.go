@@ -76,3 +76,7 @@ func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.
 	}
 	return st, nil
 }
+
+// Isolation reports the technique that isolates the commands and their
+// network mode (sandbox.IsolationReporter).
+func (s *Sandbox) Isolation() (string, sandbox.NetworkMode) { return s.iso.kind(), s.network }

@@ -138,6 +138,8 @@ func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
 
 // close removes the cgroups (killing what is left in them, runsc's
 // sandboxes included), then the state of sandboxes runsc did not delete.
+func (g *gvisorIsolator) kind() string { return sandbox.IsolationGvisor }
+
 func (g *gvisorIsolator) close() error {
 	err := g.cg.remove()
 	ents, _ := os.ReadDir(g.bundles)

@@ -37,7 +37,8 @@ type Sandbox struct {
 	umask      fs.FileMode // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
-	quota      *diskQuota   // the workspace's own file system; nil: none
+	network    sandbox.NetworkMode
+	quota      *diskQuota // the workspace's own file system; nil: none
 	*sandbox.Background
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
@@ -61,6 +62,8 @@ type isolator interface {
 	close() error
 	// limitsEnforced says which limits hold for every command, and how.
 	limitsEnforced() sandbox.LimitsEnforced
+	// kind names the technique, as Sandbox.Isolation reports it.
+	kind() string
 }
 
 // invocation is one command to run inside the sandbox.
@@ -151,7 +154,8 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	}
 	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
-		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota}
+		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota,
+		network: cmp.Or(cfg.Local.Network, sandbox.NetworkOff)}
 	if s.id == "" {
 		s.id = sandbox.NewID("local")
 		s.ownRuntime = cfg.RuntimeDir == ""

@@ -39,6 +39,8 @@ func (n *noIsolation) place(host, _ string) string { return host }
 
 func (n *noIsolation) close() error { return n.cg.remove() }
 
+func (n *noIsolation) kind() string { return sandbox.IsolationNone }
+
 func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 	extra := map[string]string{"TMPDIR": "/tmp"}
 	for k, v := range inv.env {

@@ -64,6 +64,13 @@ func (b *seatbeltIsolator) place(host, _ string) string { return host }
 
 func (b *seatbeltIsolator) close() error { return nil }
 
+func (b *seatbeltIsolator) kind() string {
+	if b.none {
+		return sandbox.IsolationNone
+	}
+	return sandbox.IsolationSeatbelt
+}
+
 func (b *seatbeltIsolator) wrap(inv invocation) (*wrapped, error) {
 	extra := map[string]string{"TMPDIR": b.tmp}
 	if inv.venv != "" {

@@ -107,3 +107,9 @@ var (
 	_ sandbox.TreeWalker       = (*Sandbox)(nil)
 	_ sandbox.HostCopier       = (*Sandbox)(nil)
 )
+
+// Isolation reports none: commands run on the host, with its network
+// (sandbox.IsolationReporter).
+func (s *Sandbox) Isolation() (string, sandbox.NetworkMode) {
+	return sandbox.IsolationNone, sandbox.NetworkOpen
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,4 +125,44 @@ func TestNodejsExecute_SDKNodejs(t *testing.T) {
 	d = run("/v1/code/execute", `{"language":"javascript","code":"throw new TypeError('bad')"}`)
 	assert.Equal(t, "error", d["status"])
 	assert.Equal(t, "TypeError", outputsOf(t, d)["error"]["ename"])
+}
+
+// nodejs.execute_code(code=..., files={...}): the files are created in the
+// execution directory before the code runs (the old server refused any
+// files). Without cwd a stateless run gets a fresh directory, removed
+// afterwards; with cwd they are written there and stay. A name that is not
+// a relative path inside the directory is refused and writes nothing.
+func TestNodejsExecuteFiles_SDKNodejs(t *testing.T) {
+	testenv.Command(t, "node", "install Node.js (apt-get install nodejs)")
+	f := newFixture(t, nil)
+	run := func(body string) map[string]any {
+		t.Helper()
+		st, m := f.post("/v1/nodejs/execute", body)
+		require.Equal(t, http.StatusOK, st, "%v", m)
+		return data(t, m)
+	}
+	code := `const fs = require('fs'); console.log(fs.readFileSync('lib/data.json','utf8').trim(), process.cwd())`
+	d := run(`{"code":` + quote(code) + `,"files":{"lib/data.json":"{\"n\":1}"}}`)
+	require.EqualValues(t, 0, d["exit_code"], "%v", d)
+	out := strings.Fields(d["stdout"].(string))
+	require.Len(t, out, 2, "%v", d)
+	assert.Equal(t, `{"n":1}`, out[0])
+	assert.True(t, strings.HasPrefix(out[1], f.ws+"/.sage/"), "a fresh directory under the workspace: %s", out[1])
+	_, err := os.Stat(out[1])
+	assert.ErrorIs(t, err, os.ErrNotExist, "the fresh directory is removed afterwards")
+
+	require.NoError(t, os.Mkdir(filepath.Join(f.ws, "proj"), 0o755))
+	d = run(`{"code":` + quote(code) + `,"cwd":"proj","files":{"lib/data.json":"{\"n\":2}"}}`)
+	require.EqualValues(t, 0, d["exit_code"], "%v", d)
+	assert.Equal(t, `{"n":2} `+f.ws+"/proj\n", d["stdout"])
+	b, err := os.ReadFile(filepath.Join(f.ws, "proj/lib/data.json"))
+	require.NoError(t, err, "files in cwd stay")
+	assert.Equal(t, `{"n":2}`, string(b))
+
+	for _, name := range []string{"../escape.txt", "/abs.txt", "a/../../b", ""} {
+		st, m := f.post("/v1/nodejs/execute", `{"code":"1","files":{`+quote(name)+`:"x"}}`)
+		assert.Equal(t, http.StatusBadRequest, st, "%q: %v", name, m)
+	}
+	_, err = os.Stat(filepath.Join(filepath.Dir(f.ws), "escape.txt"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

@@ -1,6 +1,8 @@
 package aioserver_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -243,3 +245,97 @@ func quote(s string) string {
 }
 
 func num(f float64) string { return strconv.FormatInt(int64(f), 10) }
+
+// exec_dir on /v1/bash/exec becomes the session's default working
+// directory (the SDKs' documentation: "if the session already exists, its
+// default working directory is updated for subsequent calls"), and a bash
+// session created with exec_dir runs its commands there (the old server
+// applied exec_dir to its one command, and ran the created session's
+// commands in the workspace while reporting exec_dir as working_dir).
+// Control: a session given no directory runs in the workspace.
+func TestBashExecDirIsTheSessionDefault(t *testing.T) {
+	f := newFixture(t, nil)
+	f.touch("sub/x", "made/y")
+	pwd := func(body string) (string, map[string]any) {
+		st, m := f.post("/v1/bash/exec", body)
+		require.Equal(t, http.StatusOK, st, "%v", m)
+		d := data(t, m)
+		return strings.TrimSpace(d["stdout"].(string)), d
+	}
+	out, d := pwd(`{"command":"pwd","exec_dir":"` + f.ws + `/sub"}`)
+	assert.Equal(t, f.ws+"/sub", out)
+	sid := d["session_id"].(string)
+	out, _ = pwd(`{"command":"pwd","session_id":"` + sid + `"}`)
+	assert.Equal(t, f.ws+"/sub", out, "the session's default is now exec_dir")
+	out, _ = pwd(`{"command":"cd /; pwd","session_id":"` + sid + `"}`)
+	assert.Equal(t, "/", out)
+	out, _ = pwd(`{"command":"pwd","session_id":"` + sid + `"}`)
+	assert.Equal(t, f.ws+"/sub", out, "cd inside a command does not stick (the API's documented behaviour)")
+
+	st, m := f.post("/v1/bash/sessions/create", `{"session_id":"made","exec_dir":"`+f.ws+`/made"}`)
+	require.Equal(t, http.StatusOK, st, "%v", m)
+	assert.Equal(t, f.ws+"/made", data(t, m)["working_dir"])
+	out, _ = pwd(`{"command":"pwd","session_id":"made"}`)
+	assert.Equal(t, f.ws+"/made", out, "a session created with exec_dir runs there")
+	st, m = f.do(http.MethodGet, "/v1/bash/sessions", "", nil)
+	require.Equal(t, http.StatusOK, st)
+	for _, s := range m["data"].([]any) {
+		info := s.(map[string]any)
+		if info["session_id"] == sid {
+			assert.Equal(t, f.ws+"/sub", info["working_dir"], "the listing shows the default")
+		}
+	}
+
+	out, _ = pwd(`{"command":"pwd"}`)
+	assert.Equal(t, f.ws, out, "control: a new session starts in the workspace")
+	st, _ = f.post("/v1/bash/exec", `{"command":"pwd","session_id":"`+sid+`","exec_dir":"/"}`)
+	assert.Equal(t, http.StatusForbidden, st, "a directory the sandbox refuses is refused")
+	out, _ = pwd(`{"command":"pwd","session_id":"` + sid + `"}`)
+	assert.Equal(t, f.ws+"/sub", out, "and does not become the default")
+}
+
+// /v1/shell/exec with Accept: text/event-stream streams (the OpenAPI
+// document offers it; the old server answered plain JSON): each event is
+// the answer at that moment, the output growing, the last one final. The
+// validating transport checks every event against the JSON answer's
+// schema. Control: without the header the answer is the JSON envelope.
+func TestShellExecEventStream(t *testing.T) {
+	f := newFixture(t, nil)
+	req, err := http.NewRequest(http.MethodPost, f.ts.URL+"/v1/shell/exec",
+		strings.NewReader(`{"command":"echo one; sleep 0.6; echo two","id":"sse"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := f.hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var events []map[string]any
+	for _, line := range strings.Split(string(body), "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(d), &m), d)
+			events = append(events, data(t, m))
+		}
+	}
+	require.GreaterOrEqual(t, len(events), 2, "%s", body)
+	first := -1
+	for i, e := range events {
+		if e["output"] == "one\n" && e["status"] == "running" {
+			first = i
+			break
+		}
+	}
+	assert.GreaterOrEqual(t, first, 0, "the first line came while the command slept: %s", body)
+	last := events[len(events)-1]
+	assert.Equal(t, "completed", last["status"])
+	assert.Equal(t, "one\ntwo\n", last["output"])
+	assert.EqualValues(t, 0, last["exit_code"])
+
+	st, m := f.post("/v1/shell/exec", `{"command":"echo plain","id":"sse"}`)
+	require.Equal(t, http.StatusOK, st, "control")
+	assert.Equal(t, "plain\n", data(t, m)["output"], "control: JSON without the header")
+}

@@ -132,6 +132,15 @@ func (s *Server) bashExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if req.ExecDir != "" {
+		// The directory becomes the session's default only once a command
+		// could run there.
+		if err := s.sessions.checkDir(r.Context(), req.ExecDir); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	opts.Workdir = s.sessions.bashWorkdir(sess, req.ExecDir)
 	if req.AsyncMode {
 		s.bashStart(w, r, sess, req, opts)
 		return

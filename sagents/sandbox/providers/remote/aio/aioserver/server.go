@@ -3,6 +3,7 @@ package aioserver
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +63,19 @@ type Options struct {
 	// Mounts are more handlers by ServeMux pattern (sandboxd's "/mcp"),
 	// served behind the same Host, Origin and token checks.
 	Mounts map[string]http.Handler
+	// MCPServers are the MCP servers the AIO API's /v1/mcp endpoints list
+	// and call, by name (sandboxd's own tools, also served at /mcp).
+	MCPServers map[string]ToolServer
+}
+
+// ToolServer is an MCP server whose tools GET /v1/mcp/{server}/tools lists
+// and POST /v1/mcp/{server}/tools/{tool} calls, in MCP's own shapes.
+type ToolServer interface {
+	// ListTools returns an MCP ListToolsResult.
+	ListTools(ctx context.Context) (json.RawMessage, error)
+	// CallTool returns an MCP CallToolResult; a tool the server does not
+	// have is an error wrapping fs.ErrNotExist.
+	CallTool(ctx context.Context, name string, arguments json.RawMessage) (json.RawMessage, error)
 }
 
 // Server is an http.Handler serving one sandbox.
@@ -148,6 +162,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /v1/code/execute", s.codeExecute)
 	m.HandleFunc("POST /v1/jupyter/execute", s.jupyterExecute)
 	m.HandleFunc("POST /v1/nodejs/execute", s.nodejsExecute)
+	m.HandleFunc("GET /v1/mcp/servers", s.mcpServers)
+	m.HandleFunc("GET /v1/mcp/{server}/tools", s.mcpTools)
+	m.HandleFunc("POST /v1/mcp/{server}/tools/{tool}", s.mcpCall)
 	for pattern, h := range s.opts.Mounts {
 		m.Handle(pattern, h)
 	}

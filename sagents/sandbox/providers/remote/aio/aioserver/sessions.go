@@ -26,6 +26,10 @@ type session struct {
 	count    int
 	shell    Shell
 	commands []*command
+	// bashDir is where /v1/bash/exec runs a command that names no
+	// exec_dir: the session's start directory, then the latest exec_dir
+	// (the API's "default working directory").
+	bashDir string
 }
 
 // command is a command of a session; the server runs every one itself
@@ -97,6 +101,7 @@ func (ss *sessions) create(ctx context.Context, id, dir string) (*session, error
 	if s, ok := ss.m[id]; ok {
 		old := s.shell
 		s.shell = sh
+		s.bashDir = start
 		go old.Close(context.WithoutCancel(ctx))
 		return s, nil
 	}
@@ -105,7 +110,7 @@ func (ss *sessions) create(ctx context.Context, id, dir string) (*session, error
 		return nil, badArg("too many sessions with running commands; close some first")
 	}
 	now := time.Now().UTC()
-	s = &session{id: id, created: now, lastUsed: now, shell: sh}
+	s = &session{id: id, created: now, lastUsed: now, shell: sh, bashDir: start}
 	ss.m[id] = s
 	return s, nil
 }
@@ -200,9 +205,22 @@ func (ss *sessions) list() []*session {
 	return out
 }
 
+// bashWorkdir is the directory of a /v1/bash/exec command: its own
+// exec_dir, which becomes the session's default for later commands, else
+// that default.
+func (ss *sessions) bashWorkdir(s *session, execDir string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if execDir != "" {
+		s.bashDir = execDir
+		return execDir
+	}
+	return s.bashDir
+}
+
 // snapshot is what the session answers show of a session.
 type sessionView struct {
-	id, dir           string
+	id, dir, bashDir  string
 	created, lastUsed time.Time
 	count             int
 	current           *string
@@ -210,7 +228,7 @@ type sessionView struct {
 
 func (ss *sessions) view(s *session) sessionView {
 	ss.mu.Lock()
-	v := sessionView{id: s.id, created: s.created, lastUsed: s.lastUsed, count: s.count}
+	v := sessionView{id: s.id, created: s.created, lastUsed: s.lastUsed, count: s.count, bashDir: s.bashDir}
 	sh := s.shell
 	for i := len(s.commands) - 1; i >= 0; i-- {
 		if c := s.commands[i]; !c.run.finished() {

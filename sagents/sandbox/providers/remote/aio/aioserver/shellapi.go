@@ -1,8 +1,12 @@
 package aioserver
 
 import (
+	"encoding/json"
+	"fmt"
+	"mime"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
@@ -58,6 +62,10 @@ func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if acceptsEventStream(r) {
+		s.streamShell(w, r, sess.id, req.Command, c, wait, quiet)
+		return
+	}
 	_, quietFor := c.run.waitQuiet(r.Context(), wait, quiet)
 	snap := c.run.snapshot()
 	if snap.err != nil {
@@ -69,6 +77,80 @@ func (s *Server) shellExec(w http.ResponseWriter, r *http.Request) {
 		status = shellNoChange
 	}
 	ok(w, aio.ShellCommandResult{SessionID: sess.id, Command: req.Command, Status: status, Output: &snap.stdout, ExitCode: code})
+}
+
+// acceptsEventStream reports whether the client asked for an event
+// stream (Accept: text/event-stream), as the OpenAPI document of
+// /v1/shell/exec offers.
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamEvery is how often a streamed shell command's output is looked at.
+const streamEvery = 100 * time.Millisecond
+
+// streamShell answers /v1/shell/exec as an event stream: each event's data
+// is the answer the call would give at that moment (the envelope of a
+// ShellCommandResult, the output so far), sent whenever the output grew,
+// and the last one is the answer the call gives without streaming (the
+// command's end, or still running once the wait or no_change_timeout
+// passed).
+func (s *Server) streamShell(w http.ResponseWriter, r *http.Request, sessID, command string, c *command, wait, quiet time.Duration) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	msg := okMessage
+	send := func(snap runSnapshot, status string, code *int) {
+		out := snap.stdout
+		b, err := json.Marshal(aio.Envelope[any]{Success: true, Message: &msg, Data: aio.ShellCommandResult{
+			SessionID: sessID, Command: command, Status: status, Output: &out, ExitCode: code}})
+		if err != nil {
+			return
+		}
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	start := time.Now()
+	sent, changed := -1, start
+	for {
+		ended := c.run.waitFor(r.Context(), streamEvery)
+		if r.Context().Err() != nil {
+			return
+		}
+		snap := c.run.snapshot()
+		status, code := shellStatus(snap)
+		if ended || snap.err != nil {
+			if snap.err != nil {
+				status, code = aio.ShellTerminated, nil
+			}
+			send(snap, status, code)
+			return
+		}
+		now := time.Now()
+		if len(snap.stdout) != sent {
+			sent, changed = len(snap.stdout), now
+			send(snap, status, code)
+		}
+		switch {
+		case wait >= 0 && now.Sub(start) >= wait:
+			send(snap, status, code)
+			return
+		case quiet > 0 && now.Sub(changed) >= quiet:
+			send(snap, shellNoChange, code)
+			return
+		}
+	}
 }
 
 // shellNoChange is the status of a command answered because its output
@@ -309,7 +391,7 @@ func bashInfo(v sessionView) aio.BashSessionInfo {
 	if v.current != nil {
 		st = "running"
 	}
-	return aio.BashSessionInfo{SessionID: v.id, Status: st, WorkingDir: v.dir, CreatedAt: v.created,
+	return aio.BashSessionInfo{SessionID: v.id, Status: st, WorkingDir: v.bashDir, CreatedAt: v.created,
 		LastUsedAt: v.lastUsed, CurrentCommand: v.current, CommandCount: v.count}
 }
 

@@ -12,13 +12,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/sage-go/sage/api"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/internal/openapitest"
@@ -176,7 +180,46 @@ func (d *Document) check(req *http.Request, reqBody []byte, status int, header h
 		}
 		return endpoint, d.checkEnvelope(endpoint, status, header, respBody)
 	}
+	if mt, _, _ := mime.ParseMediaType(header.Get("Content-Type")); mt == "text/event-stream" {
+		return endpoint, d.checkEvents(endpoint, in.Route.Operation, status, respBody)
+	}
 	return endpoint, d.CheckResponse(in, status, header, respBody)
+}
+
+// checkEvents validates an event stream answer: the operation must offer
+// one (a text/event-stream content in the project's document; the
+// upstream document only says so in the operation's description), and each
+// event's data must be the operation's JSON answer.
+func (d *Document) checkEvents(endpoint string, op *openapi3.Operation, status int, body []byte) error {
+	resp := op.Responses.Status(status)
+	if resp.Value.Content.Get("text/event-stream") == nil && !strings.Contains(op.Description, "text/event-stream") {
+		return fmt.Errorf("%s: an event stream is not documented here", endpoint)
+	}
+	js := resp.Value.Content.Get("application/json")
+	if js == nil || js.Schema == nil {
+		return fmt.Errorf("%s: no JSON answer to check the events against", endpoint)
+	}
+	var errs []error
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		n++
+		var val any
+		if err := json.Unmarshal([]byte(data), &val); err != nil {
+			errs = append(errs, fmt.Errorf("%s: event %d is not JSON: %w", endpoint, n, err))
+			continue
+		}
+		if err := js.Schema.Value.VisitJSON(val, d.SchemaOptions()...); err != nil {
+			errs = append(errs, fmt.Errorf("%s: event %d: %w", endpoint, n, err))
+		}
+	}
+	if n == 0 {
+		errs = append(errs, fmt.Errorf("%s: an event stream without events", endpoint))
+	}
+	return errors.Join(errs...)
 }
 
 func (d *Document) checkEnvelope(endpoint string, status int, header http.Header, body []byte) error {
