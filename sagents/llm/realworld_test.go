@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/llm/llmtest"
 )
 
@@ -27,25 +28,7 @@ func realworldDir(t *testing.T) string {
 		}
 		return d
 	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("realworld: no go.mod above the package directory")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "realworld", "llm")
-	if _, err := os.Stat(filepath.Join(d, "expected.json")); err != nil {
-		t.Skipf("realworld: recorded provider responses not found at %s (set SAGE_REALWORLD_LLM); skipping", d)
-	}
-	return d
+	return filepath.Dir(testenv.Shared(t, "realworld/llm/expected.json"))
 }
 
 // rwExpect is one row of expected.json: what the provider meant.

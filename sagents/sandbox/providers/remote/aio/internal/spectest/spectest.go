@@ -14,8 +14,6 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,35 +23,20 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/sage-go/sage/api"
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/internal/openapitest"
 )
 
-// UpstreamRel is the upstream document's path relative to the module
-// root's parent.
-const UpstreamRel = "shared/spec/aio-sandbox-openapi.json"
+// UpstreamRel is the upstream document's path inside the shared folder
+// (testenv.SharedPath).
+const UpstreamRel = "spec/aio-sandbox-openapi.json"
 
-// FindUpstream walks up from the working directory to the module root
-// (the directory holding go.mod) and returns <root>/../shared/spec/....
-// The error wraps fs.ErrNotExist when the document is not there.
+// FindUpstream returns the upstream document beside the repository
+// (testenv.SharedPath: $SAGE_SHARED_DIR, or shared/ above the working
+// directory). The error wraps fs.ErrNotExist when this checkout has none
+// and SAGE_SHARED_DIR is unset.
 func FindUpstream() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(filepath.Dir(dir), filepath.FromSlash(UpstreamRel))
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("upstream AIO document not found at %s: %w", p, err)
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
+	return testenv.SharedPath(UpstreamRel)
 }
 
 // Document is one loaded OpenAPI document.
