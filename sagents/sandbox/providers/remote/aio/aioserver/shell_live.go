@@ -237,6 +237,13 @@ func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecO
 	select {
 	case <-ended:
 	case <-p.done:
+		select {
+		case <-ended:
+			// The command ended the shell (exit): its marker and state came
+			// before bash ended, and select chose between the two at random.
+			return s.finish(p, out, start)
+		default:
+		}
 		res, err := s.died(ctx, p, out, start, command, opts)
 		if err != nil {
 			s.dir = prevDir // a refused exec_dir does not stick
