@@ -127,7 +127,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, err
 		}
 		if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
-			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
+			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; %s", ws, id.uid, err, reachFix(ws, err))
 		}
 	}
 	if !opts.Session.Enabled && sessionByConfig(cfg) {

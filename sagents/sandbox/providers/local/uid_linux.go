@@ -229,6 +229,38 @@ const (
 	needExec  = 1
 )
 
+// closedError is a directory (or file) reachable found closed to a uid.
+type closedError struct {
+	dir         string
+	mode, owner uint32
+	uid         int
+}
+
+func (e *closedError) Error() string {
+	return fmt.Sprintf("%s (mode %03o, owner %d) is closed to uid %d", e.dir, e.mode, e.owner, e.uid)
+}
+
+func (e *closedError) Unwrap() error { return fs.ErrPermission }
+
+// reachFix is the fix of a workspace ws that reachable found closed
+// (err): open the directory it names for search, or, for a workspace
+// outside SAGE_HOME, move it under SAGE_HOME, whose directories sage
+// opens for search itself.
+func reachFix(ws string, err error) string {
+	var ce *closedError
+	if !errors.As(err, &ce) {
+		return "fix: make every directory above it searchable by that uid (chmod o+x)"
+	}
+	fix := "fix: chmod o+x " + ce.dir
+	if ce.dir == ws {
+		fix = fmt.Sprintf("fix: chown %d %s, or use a new workspace", ce.uid, ws)
+	}
+	if home := sandbox.Home(); !within(home, ws) {
+		fix += ", or put the workspace under SAGE_HOME (" + home + ")"
+	}
+	return fix
+}
+
 // reachable checks, from the permission bits, that id can reach p (search
 // permission on every directory above it) and has need on p itself. bwrap
 // runs as id, so it resolves every bind source as id.
@@ -236,7 +268,10 @@ func reachable(p string, id *identity, need uint32) error {
 	if id == nil {
 		return nil
 	}
-	p = filepath.Clean(p)
+	p, err := filepath.Abs(p) // a relative path's parents end at "/" too
+	if err != nil {
+		return err
+	}
 	check := func(dir string, bits uint32) error {
 		var st syscall.Stat_t
 		if err := syscall.Stat(dir, &st); err != nil {
@@ -253,7 +288,7 @@ func reachable(p string, id *identity, need uint32) error {
 			have = mode & 7
 		}
 		if have&bits != bits {
-			return fmt.Errorf("%s (mode %03o, owner %d) is closed to uid %d: %w", dir, mode, st.Uid, id.uid, fs.ErrPermission)
+			return &closedError{dir: dir, mode: mode, owner: st.Uid, uid: id.uid}
 		}
 		return nil
 	}
@@ -261,7 +296,7 @@ func reachable(p string, id *identity, need uint32) error {
 		if err := check(dir, needExec); err != nil {
 			return err
 		}
-		if dir == "/" {
+		if filepath.Dir(dir) == dir { // the root
 			break
 		}
 	}
