@@ -115,7 +115,10 @@ func gvisorCheck(ctx context.Context) doctor.Check {
 	c := doctor.Check{Name: "gvisor", Status: doctor.OK}
 	d, err := local.GvisorSummary(ctx)
 	if err != nil {
-		c.Status, c.Detail, c.Fix = doctor.Warn, err.Error(), "only --isolation gvisor needs it: install runsc (bash .ci/setup.d/50-runsc.sh builds it) and run sage as root"
+		// The error ends with the fix of its cause (not root, no runsc, a
+		// runsc too old): doctor shows it as the fix.
+		detail, fix, _ := strings.Cut(err.Error(), "; fix: ")
+		c.Status, c.Detail, c.Fix = doctor.Warn, detail, "only --isolation gvisor needs it: "+fix
 		return c
 	}
 	c.Detail = d

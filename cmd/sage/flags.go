@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
 )
 
 // sandboxFlags are the flags every sandbox subcommand shares.
 type sandboxFlags struct {
+	fs        *flag.FlagSet // the flag set they were registered on
 	mode      string
 	workspace string
 	session   string
@@ -42,6 +45,7 @@ type limitFlags struct {
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.mode, "mode", "", "sandbox `mode`: local, passthrough or remote (default $SAGE_SANDBOX_MODE or local)")
 	fs.StringVar(&f.workspace, "workspace", "", "host workspace `directory` (default $SAGE_HOME/sessions/<session>/workspace)")
 	fs.StringVar(&f.session, "session", "default", "session `id`: names the sandbox and its default workspace")
@@ -124,7 +128,62 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	f.limits.apply(&cfg.Local)
 	f.opensandbox(&cfg)
 	keepRemoteSandbox(&cfg)
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, f.named(err)
+	}
+	if cfg.Mode == sandbox.Remote && !slices.Contains(remote.Providers(), cfg.Remote.Provider) {
+		return cfg, f.named(&sandbox.ConfigError{Field: "sandbox.remote.provider", Value: cfg.Remote.Provider,
+			Reason: "not a remote provider; want " + strings.Join(remote.Providers(), " or ")})
+	}
+	return cfg, nil
+}
+
+// settingNames are the config fields the sandbox flags set, with the
+// flag and the variable that set each.
+var settingNames = []struct{ field, flag, env string }{
+	{"sandbox.mode", "--mode", "SAGE_SANDBOX_MODE"},
+	{"sandbox.workspace", "--workspace", "SAGE_SANDBOX_WORKSPACE"},
+	{"sandbox.timeout", "--timeout", "SAGE_SANDBOX_TIMEOUT"},
+	{"sandbox.mounts", "--mount", "SAGE_SANDBOX_MOUNT_PATHS"},
+	{"sandbox.local.cpu_time_limit", "--cpu-time", "SAGE_LOCAL_CPU_TIME_LIMIT"},
+	{"sandbox.local.memory_limit_mb", "--memory", "SAGE_LOCAL_MEMORY_LIMIT_MB"},
+	{"sandbox.local.pids_limit", "--pids", "SAGE_LOCAL_PIDS_LIMIT"},
+	{"sandbox.local.file_size_limit_mb", "--file-size", "SAGE_LOCAL_FILE_SIZE_LIMIT_MB"},
+	{"sandbox.local.disk_quota_mb", "--disk-quota", "SAGE_LOCAL_DISK_QUOTA_MB"},
+	{"sandbox.local.network", "--network", "SAGE_LOCAL_NETWORK"},
+	{"sandbox.local.allowed_domains", "--allow-domain", "SAGE_LOCAL_ALLOWED_DOMAINS"},
+	{"sandbox.local.denied_domains", "--deny-domain", "SAGE_LOCAL_DENIED_DOMAINS"},
+	{"sandbox.local.isolation", "--isolation", ""},
+	{"sandbox.remote.provider", "--remote-provider", "SAGE_REMOTE_PROVIDER"},
+	{"sandbox.remote.server_url", "--remote-url", "SAGE_REMOTE_URL"},
+}
+
+// named renames the field of a *sandbox.ConfigError in err to what the
+// user wrote: the flag when it was given, else the variable when it is
+// set (sandbox.mounts[1].host_path is --mount; the value says which).
+// Other errors pass unchanged.
+func (f *sandboxFlags) named(err error) error {
+	var ce *sandbox.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	for _, n := range settingNames {
+		rest, ok := strings.CutPrefix(ce.Field, n.field)
+		if !ok || (rest != "" && rest[0] != '.' && rest[0] != '[') {
+			continue
+		}
+		named := *ce
+		switch _, set := os.LookupEnv(n.env); {
+		case f.fs != nil && flagSet(f.fs, strings.TrimPrefix(n.flag, "--")):
+			named.Field = n.flag
+		case n.env != "" && set:
+			named.Field = n.env
+		default:
+			return err
+		}
+		return &named
+	}
+	return err
 }
 
 type mountList []sandbox.VolumeMount
@@ -258,7 +317,7 @@ func (o *optInt) String() string { return strconv.Itoa(o.n) }
 func (o *optInt) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return fmt.Errorf("not an integer")
+		return fmt.Errorf("want a whole number")
 	}
 	o.n, o.set = n, true
 	return nil

@@ -154,7 +154,7 @@ func TestSessionAcrossCommandLines(t *testing.T) {
 	assert.Equal(t, "hello\n", string(b))
 	r = sage(t, home, "", "session", "stop", "two")
 	assert.Equal(t, 1, r.code)
-	assert.Equal(t, "sage: session two is not running\n", r.stderr)
+	assert.Equal(t, "sage session stop: session two is not running ('sage session ls' lists the live ones)\n", r.stderr)
 }
 
 // A daemon killed with SIGKILL is found dead on the next call and
@@ -253,7 +253,8 @@ func TestSessionSettingsMismatch(t *testing.T) {
 	r = inSession(t, home, "set", "", "echo ran", "--pids", "200")
 	assert.Equal(t, 2, r.code)
 	assert.Empty(t, r.stdout)
-	assert.Contains(t, r.stderr, "sage session stop set")
+	assert.Equal(t, "sage: session set runs with other settings: --pids is 100 in the session, 200 in this call; "+
+		"fix: sage session stop set, or give the settings it was started with\n", r.stderr, "names which settings differ")
 	r = inSession(t, home, "set", "", "echo ran", "--pids", "100", "--timeout", "10s", "--env", "A=1")
 	assert.Equal(t, "ran\n", r.stdout, "control: per-command flags are not settings: %s", r.stderr)
 }
