@@ -69,7 +69,7 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 	if err != nil {
 		return nil, err
 	}
-	g := &gvisorIsolator{runsc: runsc, hostWS: s.hostWS, mounts: cfg.Mounts, network: cfg.Local.Network,
+	g := &gvisorIsolator{runsc: runsc, hostWS: s.bindWS, mounts: cfg.Mounts, network: cfg.Local.Network,
 		limits: s.limits, system: systemPaths(), egress: s.egress, umaskCmd: fmt.Sprintf("umask %03o", s.umask),
 		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(s.id)}
 	if g.network == "" {

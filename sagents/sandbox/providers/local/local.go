@@ -34,6 +34,10 @@ type Sandbox struct {
 	ownRuntime bool
 	limits     Limits
 	ident      *identity   // the host uid commands run as; nil: the caller's own
+	// bindWS is the host path the isolation binds as the workspace:
+	// hostWS, or the idmapped mount of it (idmap_linux.go).
+	bindWS string
+	idmap  *idmapped // the workspace's idmapped mount; nil: none
 	umask      fs.FileMode // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
@@ -126,7 +130,9 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		if id, err = sessionIdentity(cfg.Local.UIDRange, ws); err != nil {
 			return nil, err
 		}
-		if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
+		if id.idmapped() {
+			sweepIdmapped(sandbox.Home()) // mounts left by sandboxes killed with theirs
+		} else if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; %s", ws, id.uid, err, reachFix(ws, err))
 		}
 	}
@@ -150,7 +156,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		return nil, err
 	}
 	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
-	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
+	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, bindWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
 		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota}
 	if s.id == "" {
 		s.id = sandbox.NewID("local")
@@ -162,14 +168,29 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	if err := makePrivateDir(s.runtimeDir, id); err != nil {
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
 	}
+	if id.idmapped() {
+		if s.idmap, err = mountIdmapped(ws, s.runtimeDir, id); err != nil {
+			s.removeOwnRuntime()
+			return nil, err
+		}
+		s.bindWS = s.idmap.staging
+		if err := reachable(s.bindWS, id, needRead|needWrite|needExec); err != nil {
+			s.idmap.release()
+			s.removeOwnRuntime()
+			return nil, fmt.Errorf("local: workspace %s: the sandbox's uid %d cannot use its idmapped mount %s (the folder's owner has no rwx on it): %w; fix: chmod u+rwx %s",
+				ws, id.uid, s.bindWS, err, ws)
+		}
+	}
 	if cfg.Local.Network == sandbox.NetworkAllowlist {
 		if s.egress, err = startEgress(cfg, opts, s); err != nil {
+			s.idmap.release()
 			s.removeOwnRuntime()
 			return nil, err
 		}
 	}
 	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
 		s.egress.close()
+		s.idmap.release()
 		s.removeOwnRuntime()
 		return nil, err
 	}
@@ -177,6 +198,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	if err != nil {
 		s.iso.close()
 		s.egress.close()
+		s.idmap.release()
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -233,6 +255,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 		if qerr := s.quota.release(); err == nil {
 			err = qerr
+		}
+		if ierr := s.idmap.release(); err == nil { // after the isolation: nothing binds it any more
+			err = ierr
 		}
 		if s.ownRuntime {
 			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {

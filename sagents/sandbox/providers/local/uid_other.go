@@ -14,6 +14,8 @@ type identity struct{ uid, gid int }
 
 func (id *identity) owner() *sandbox.FileOwner { return nil }
 
+func (id *identity) idmapped() bool { return false }
+
 const (
 	needRead  = 4
 	needWrite = 2
