@@ -271,7 +271,7 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota", "idmapped workspace"} {
 		assert.True(t, names[n], n)
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
