@@ -164,7 +164,10 @@ func testIdmapped(t *testing.T, mutate func(*sandbox.Config)) {
 	// set-user-ID file (which would be root's on disk).
 	sleepCtx, stopSleep := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); h.ExecuteCommand(sleepCtx, "sleep 7717", sandbox.ExecOptions{Timeout: 30 * time.Second}) }()
+	go func() {
+		defer close(done)
+		h.ExecuteCommand(sleepCtx, "sleep 7717", sandbox.ExecOptions{Timeout: 30 * time.Second})
+	}()
 	assert.Equal(t, sandboxUID, hostUIDOf(t, "sleep 7717"), "its processes are the sandbox's uid on the host, not root")
 	stopSleep()
 	<-done

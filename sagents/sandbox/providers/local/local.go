@@ -34,10 +34,6 @@ type Sandbox struct {
 	ownRuntime bool
 	limits     Limits
 	ident      *identity   // the host uid commands run as; nil: the caller's own
-	// bindWS is the host path the isolation binds as the workspace:
-	// hostWS, or the idmapped mount of it (idmap_linux.go).
-	bindWS string
-	idmap  *idmapped // the workspace's idmapped mount; nil: none
 	umask      fs.FileMode // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
@@ -50,6 +46,11 @@ type Sandbox struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// bindWS is the host path the isolation binds as the workspace:
+	// hostWS, or the idmapped mount of it (idmap_linux.go).
+	bindWS string
+	idmap  *idmapped // the workspace's idmapped mount; nil: none
 }
 
 // isolator turns an invocation into the host process that runs it
