@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -53,6 +56,7 @@ func runBad(t *testing.T, c badCase) cliRun {
 func assertNothingLeftIn(t *testing.T, home, name string) {
 	t.Helper()
 	assert.Empty(t, running(home), "%s: a process of the run is left", name)
+	assert.Empty(t, runningWith("SAGE_HOME="+home), "%s: a process of the run (a session daemon, say) is left", name)
 	filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && filepath.Base(filepath.Dir(p)) == "daemon" && (d.Name() == "sock" || d.Name() == "lock" || d.Name() == "info") {
 			t.Errorf("%s: %s left behind", name, p)
@@ -204,4 +208,26 @@ func TestSubcommandFlagsAreTheirOwn(t *testing.T) {
 			assert.NotContains(t, r.stdout, "\n  "+n+" ", "%v does not take %s", c.args, n)
 		}
 	}
+}
+
+// runningWith lists the live processes whose environment holds the
+// variable kv (K=V): what a run started, whatever its command line.
+func runningWith(kv string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
+			continue
+		}
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if slices.Contains(strings.Split(string(env), "\x00"), kv) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
