@@ -190,3 +190,21 @@ func TestSkills(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
+
+// The README's policy example (section "Command policy") parses and
+// decides as it says.
+func TestREADMEPolicyExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, sec, ok := strings.Cut(string(b), "### Command policy")
+	require.True(t, ok, "the README documents the policy format")
+	_, block, ok := strings.Cut(sec, "```yaml\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	p, err := tools.ParsePolicy([]byte(block), "/workspace")
+	require.NoError(t, err)
+	assert.Equal(t, tools.Deny, p.Decide("ls; docker ps", "").Decision)
+	assert.Equal(t, tools.Ask, p.Decide("FOO=1 ./deploy.sh prod", "").Decision)
+	assert.Equal(t, tools.Deny, p.Decide("sudo ls", "").Decision, "the built-ins still apply")
+	assert.Equal(t, tools.Allow, p.Decide("ls", "").Decision)
+}
