@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -213,21 +212,8 @@ func TestSubcommandFlagsAreTheirOwn(t *testing.T) {
 // runningWith lists the live processes whose environment holds the
 // variable kv (K=V): what a run started, whatever its command line.
 func runningWith(kv string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
-			continue
-		}
+	return liveProcesses(func(pid int) bool {
 		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if slices.Contains(strings.Split(string(env), "\x00"), kv) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+		return slices.Contains(strings.Split(string(env), "\x00"), kv)
+	})
 }

@@ -138,24 +138,16 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	return cfg, nil
 }
 
-// settingNames are the config fields the sandbox flags set, with the
-// flag and the variable that set each.
-var settingNames = []struct{ field, flag, env string }{
-	{"sandbox.mode", "--mode", "SAGE_SANDBOX_MODE"},
-	{"sandbox.workspace", "--workspace", "SAGE_SANDBOX_WORKSPACE"},
-	{"sandbox.timeout", "--timeout", "SAGE_SANDBOX_TIMEOUT"},
-	{"sandbox.mounts", "--mount", "SAGE_SANDBOX_MOUNT_PATHS"},
-	{"sandbox.local.cpu_time_limit", "--cpu-time", "SAGE_LOCAL_CPU_TIME_LIMIT"},
-	{"sandbox.local.memory_limit_mb", "--memory", "SAGE_LOCAL_MEMORY_LIMIT_MB"},
-	{"sandbox.local.pids_limit", "--pids", "SAGE_LOCAL_PIDS_LIMIT"},
-	{"sandbox.local.file_size_limit_mb", "--file-size", "SAGE_LOCAL_FILE_SIZE_LIMIT_MB"},
-	{"sandbox.local.disk_quota_mb", "--disk-quota", "SAGE_LOCAL_DISK_QUOTA_MB"},
-	{"sandbox.local.network", "--network", "SAGE_LOCAL_NETWORK"},
-	{"sandbox.local.allowed_domains", "--allow-domain", "SAGE_LOCAL_ALLOWED_DOMAINS"},
-	{"sandbox.local.denied_domains", "--deny-domain", "SAGE_LOCAL_DENIED_DOMAINS"},
-	{"sandbox.local.isolation", "--isolation", ""},
-	{"sandbox.remote.provider", "--remote-provider", "SAGE_REMOTE_PROVIDER"},
-	{"sandbox.remote.server_url", "--remote-url", "SAGE_REMOTE_URL"},
+// settingNames are the config fields (YAML keys) the sandbox flags set,
+// with the flag that sets each (sandbox.EnvName names the variable).
+var settingNames = []struct{ field, flag string }{
+	{"sandbox.mode", "--mode"}, {"sandbox.workspace", "--workspace"}, {"sandbox.timeout", "--timeout"},
+	{"sandbox.mounts", "--mount"}, {"sandbox.local.cpu_time_limit", "--cpu-time"},
+	{"sandbox.local.memory_limit_mb", "--memory"}, {"sandbox.local.pids_limit", "--pids"},
+	{"sandbox.local.file_size_limit_mb", "--file-size"}, {"sandbox.local.disk_quota_mb", "--disk-quota"},
+	{"sandbox.local.network", "--network"}, {"sandbox.local.allowed_domains", "--allow-domain"},
+	{"sandbox.local.denied_domains", "--deny-domain"}, {"sandbox.local.isolation", "--isolation"},
+	{"sandbox.remote.provider", "--remote-provider"}, {"sandbox.remote.server_url", "--remote-url"},
 }
 
 // named renames the field of a *sandbox.ConfigError in err to what the
@@ -173,11 +165,12 @@ func (f *sandboxFlags) named(err error) error {
 			continue
 		}
 		named := *ce
-		switch _, set := os.LookupEnv(n.env); {
+		env := sandbox.EnvName(n.field)
+		switch _, set := os.LookupEnv(env); {
 		case f.fs != nil && flagSet(f.fs, strings.TrimPrefix(n.flag, "--")):
 			named.Field = n.flag
-		case n.env != "" && set:
-			named.Field = n.env
+		case env != "" && set:
+			named.Field = env
 		default:
 			return err
 		}

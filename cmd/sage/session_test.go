@@ -58,6 +58,20 @@ func sessionLsJSON(t *testing.T, home string) []lsRow {
 // running lists the live (not zombie) processes whose command line
 // contains every one of parts.
 func running(parts ...string) []int {
+	return liveProcesses(func(pid int) bool {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		all := len(line) > 0
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		return all
+	})
+}
+
+// liveProcesses lists the live (not zombie) processes, this one aside,
+// that keep says to.
+func liveProcesses(keep func(pid int) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -69,13 +83,7 @@ func running(parts ...string) []int {
 		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
 			continue
 		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		all := len(line) > 0
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
+		if keep(pid) {
 			pids = append(pids, pid)
 		}
 	}

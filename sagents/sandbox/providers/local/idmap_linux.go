@@ -246,30 +246,11 @@ func sweepIdmapped(home string) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMountinfo(fields[4])
+		mp := unescapeMount(fields[4])
 		if strings.HasPrefix(mp, prefix) && filepath.Base(mp) == stagingName {
 			releaseStale(mp)
 		}
 	}
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // fsName names dir's file system type for messages.
