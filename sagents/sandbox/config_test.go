@@ -146,7 +146,7 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 			`runtime_dir, sandbox_id, timeout, virtual_workspace, workspace`,
 		"sandbox:\n  local:\n    memory_limit_mb: lots\n":             `sandbox config: sandbox.local.memory_limit_mb="lots": "lots" is not a whole number (line 3)`,
 		"sandbox:\n  local: {pids_limit: 5, bogus: 1}\n":              `sandbox config: sandbox.local.bogus: unknown key (line 2); sandbox.local takes allowed_domains,`,
-		"sandbox:\n  timeout: soon\n":                                 `sandbox config: sandbox.timeout="soon": "soon": `,
+		"sandbox:\n  timeout: soon\n":                                 `sandbox config: sandbox.timeout="soon": want seconds (30) or a duration (30s, 5m) (line 2)`,
 		"sandbox:\n  mounts: [\"/a\"]\n":                              `sandbox config: sandbox.mounts[0]="/a": mount "/a": want host:sandbox[:ro] (line 2)`,
 		"sandbox:\n  mounts: /a:/b\n":                                 `sandbox config: sandbox.mounts="/a:/b": want a list, not "/a:/b" (line 2)`,
 		"sandbox:\n  local: {isolation: {linux: [a]}}\n":              `sandbox config: sandbox.local.isolation.linux: want a string, not a list (line 2)`,
