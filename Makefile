@@ -100,11 +100,15 @@ bench: setup
 	if [ $$fail -gt 0 ]; then echo "bench: $$fail ratio(s) NOT met or missing"; exit 1; fi
 
 # The demo needs only bubblewrap and python3 (no Jaeger, image or Redis);
-# each step prints one line with its duration.
+# each step prints one line with its duration, and the build what it is
+# compiling while it runs (go build -v; scripts/step.sh). It leaves no
+# process and no session behind (scripts/demo.sh).
 demo:
-	@SAGE_STEP_PREFIX=demo bash .ci/setup.sh demo
-	@bash scripts/step.sh demo "go build bin/sage, without the Kubernetes backend (1-2 min the first time on 2 cores, seconds after)" $(MAKE) -s --no-print-directory build-lean
-	@bash scripts/demo.sh
+	@start=$$(date +%s); \
+	SAGE_STEP_PREFIX=demo bash .ci/setup.sh demo && \
+	SAGE_STEP_COUNT="packages compiled" bash scripts/step.sh demo "go build bin/sage, without the Kubernetes backend (2-5 min the first time on 2 cores, seconds after)" \
+		env GOFLAGS=-v $(MAKE) -s --no-print-directory build-lean && \
+	SAGE_DEMO_START=$$start bash scripts/demo.sh
 
 clean:
 	rm -rf $(BIN)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -69,6 +70,14 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	case task == "":
 		return usageError(env, fs.Name(), "missing the task")
 	}
+	if af.promptCache != "" {
+		if _, err := llm.ParsePromptCacheMode(af.promptCache); err != nil {
+			return usageError(env, fs.Name(), "--prompt-cache: %v", err)
+		}
+	}
+	if err := af.tf.check(); err != nil {
+		return fail(env, exitUsage, err)
+	}
 	code, err := af.run(ctx, env, task)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -91,7 +100,7 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int,
 	defer shutdown()
 	client, closeModel, err := af.client(obs, env)
 	if err != nil {
-		return exitUsage, err
+		return exitUsage, llmNamed(err, af.fs)
 	}
 	defer closeModel()
 	if af.reprobe {
@@ -123,7 +132,7 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int,
 	cfg.Observer = obs
 	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
-		return exitSandboxError, err
+		return exitSandboxError, af.named(err)
 	}
 	defer func() {
 		if cerr := h.Close(context.WithoutCancel(ctx)); cerr != nil && runErr == nil {
@@ -215,4 +224,32 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
+}
+
+// llmFields name the llm.Config fields the model flags set, with the
+// flag and the variable that set each.
+var llmFields = map[string]struct{ flag, env string }{
+	"Standard.BaseURL": {"--base-url", "OPENAI_BASE_URL"},
+	"Standard.Model":   {"--model", "SAGE_MODEL"},
+	"Fast.Model":       {"--fast-model", "SAGE_FAST_MODEL"},
+	"Fast.BaseURL":     {"--base-url", "OPENAI_BASE_URL"},
+	"PromptCache":      {"--prompt-cache", llm.EnvPromptCache},
+}
+
+// llmNamed renames the field of an *llm.ConfigError in err to the flag
+// the user gave (fs), else the variable that set it; the result is a bad
+// setting (exit 2) either way.
+func llmNamed(err error, fs *flag.FlagSet) error {
+	var ce *llm.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	name := ce.Field
+	if n, ok := llmFields[ce.Field]; ok {
+		name = n.flag
+		if _, set := os.LookupEnv(n.env); set && (fs == nil || !flagSet(fs, strings.TrimPrefix(n.flag, "--"))) {
+			name = n.env
+		}
+	}
+	return badSetting("%s: %s", name, ce.Reason)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -116,11 +115,9 @@ func TestAgentExportsOTLP(t *testing.T) {
 	rcv := startOTLPReceiver(t)
 	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	code := run(ctx, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb},
+	code := runWithin(t, 2*time.Minute, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb},
 		[]string{"agent", "--model", "scripted", "--trace=false", "--mode", "passthrough",
-			"--workspace", sandboxtest.TempDir(t), "--session", "otlp"})
+			"--workspace", sandboxtest.TempDir(t), "--session", "otlp"}...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, errb.String())
 	}

@@ -19,10 +19,8 @@ func TestAgentScripted(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	ws := sandboxtest.TempDir(t)
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	code := run(ctx, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb},
-		[]string{"agent", "--model", "scripted", "--mode", "passthrough", "--workspace", ws, "--session", "t1"})
+	code := runWithin(t, 2*time.Minute, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb},
+		[]string{"agent", "--model", "scripted", "--mode", "passthrough", "--workspace", ws, "--session", "t1"}...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}

@@ -29,6 +29,9 @@ func runExec(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() == 0 {
 		return usageError(env, "sage exec", "missing the command to run")
 	}
+	if err := tooLong(shellJoin(fs.Args()), sf.env, sessionFlagGiven(fs), sf.session); err != nil {
+		return fail(env, exitUsage, err)
+	}
 	cfg, err := sf.config()
 	if err != nil {
 		return fail(env, exitUsage, err)
@@ -60,7 +63,11 @@ func finish(env *cliEnv, res *sandbox.CommandResult, err error, timeout time.Dur
 		return fail(env, exitSandboxError, err)
 	}
 	if asJSON {
-		if code := printJSON(env, res); code != 0 {
+		// exit_code is the code sage exits with: 124 for a timeout (the
+		// signal that ended the command is in "signal").
+		out := *res
+		out.ExitCode = exitCode(res)
+		if code := printJSON(env, &out); code != 0 {
 			return code
 		}
 	} else if res.CPUTimeExceeded {
@@ -101,4 +108,22 @@ func stdinIfPiped(r io.Reader) io.Reader {
 		return nil
 	}
 	return f
+}
+
+// tooLong refuses a command line or --env value over
+// sandbox.MaxArgBytes, in every mode alike, naming the fix: the code
+// in a file of the workspace.
+func tooLong(command string, env map[string]string, sessionGiven bool, session string) error {
+	err := sandbox.CheckArgs(command, env)
+	var te *sandbox.ArgTooLongError
+	if !errors.As(err, &te) {
+		return err
+	}
+	s := ""
+	if sessionGiven {
+		s = " --session " + session
+	}
+	return badSetting("%s is %d bytes, over the %d a command takes in one argument (Linux caps one at 128 KiB); "+
+		"fix: write it to a file in the workspace (sage fs write%s script.sh < script.sh) and run that (sage exec%s -- sh script.sh)",
+		te.What, te.Len, sandbox.MaxArgBytes, s, s)
 }

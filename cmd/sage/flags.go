@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
 )
 
 // sandboxFlags are the flags every sandbox subcommand shares.
 type sandboxFlags struct {
+	fs        *flag.FlagSet // the flag set they were registered on
 	mode      string
 	workspace string
 	session   string
@@ -42,6 +45,7 @@ type limitFlags struct {
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.mode, "mode", "", "sandbox `mode`: local, passthrough or remote (default $SAGE_SANDBOX_MODE or local)")
 	fs.StringVar(&f.workspace, "workspace", "", "host workspace `directory` (default $SAGE_HOME/sessions/<session>/workspace)")
 	fs.StringVar(&f.session, "session", "default", "session `id`: names the sandbox and its default workspace")
@@ -124,7 +128,55 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	f.limits.apply(&cfg.Local)
 	f.opensandbox(&cfg)
 	keepRemoteSandbox(&cfg)
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, f.named(err)
+	}
+	if cfg.Mode == sandbox.Remote && !slices.Contains(remote.Providers(), cfg.Remote.Provider) {
+		return cfg, f.named(&sandbox.ConfigError{Field: "sandbox.remote.provider", Value: cfg.Remote.Provider,
+			Reason: "not a remote provider; want " + strings.Join(remote.Providers(), " or ")})
+	}
+	return cfg, nil
+}
+
+// settingNames are the config fields (YAML keys) the sandbox flags set,
+// with the flag that sets each (sandbox.EnvName names the variable).
+var settingNames = []struct{ field, flag string }{
+	{"sandbox.mode", "--mode"}, {"sandbox.workspace", "--workspace"}, {"sandbox.timeout", "--timeout"},
+	{"sandbox.mounts", "--mount"}, {"sandbox.local.cpu_time_limit", "--cpu-time"},
+	{"sandbox.local.memory_limit_mb", "--memory"}, {"sandbox.local.pids_limit", "--pids"},
+	{"sandbox.local.file_size_limit_mb", "--file-size"}, {"sandbox.local.disk_quota_mb", "--disk-quota"},
+	{"sandbox.local.network", "--network"}, {"sandbox.local.allowed_domains", "--allow-domain"},
+	{"sandbox.local.denied_domains", "--deny-domain"}, {"sandbox.local.isolation", "--isolation"},
+	{"sandbox.remote.provider", "--remote-provider"}, {"sandbox.remote.server_url", "--remote-url"},
+}
+
+// named renames the field of a *sandbox.ConfigError in err to what the
+// user wrote: the flag when it was given, else the variable when it is
+// set (sandbox.mounts[1].host_path is --mount; the value says which).
+// Other errors pass unchanged.
+func (f *sandboxFlags) named(err error) error {
+	var ce *sandbox.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	for _, n := range settingNames {
+		rest, ok := strings.CutPrefix(ce.Field, n.field)
+		if !ok || (rest != "" && rest[0] != '.' && rest[0] != '[') {
+			continue
+		}
+		named := *ce
+		env := sandbox.EnvName(n.field)
+		switch _, set := os.LookupEnv(env); {
+		case f.fs != nil && flagSet(f.fs, strings.TrimPrefix(n.flag, "--")):
+			named.Field = n.flag
+		case env != "" && set:
+			named.Field = env
+		default:
+			return err
+		}
+		return &named
+	}
+	return err
 }
 
 type mountList []sandbox.VolumeMount
@@ -258,7 +310,7 @@ func (o *optInt) String() string { return strconv.Itoa(o.n) }
 func (o *optInt) Set(s string) error {
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return fmt.Errorf("not an integer")
+		return fmt.Errorf("want a whole number")
 	}
 	o.n, o.set = n, true
 	return nil

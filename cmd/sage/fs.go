@@ -28,12 +28,22 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet("sage fs "+op, "sage fs "+op+" [flags] PATH")
 	var sf sandboxFlags
 	sf.register(fs)
-	asJSON := fs.Bool("json", false, "print JSON (ls, tree)")
-	appendMode := fs.Bool("append", false, "append instead of replacing (write)")
-	depth := fs.Int("depth", 3, "maximum depth (tree)")
-	items := fs.Int("max-items", 100, "maximum entries per directory (tree)")
-	hidden := fs.Bool("hidden", false, "include dot files (tree)")
-	maxEntries := fs.Int("max-entries", sandbox.DefaultMaxEntries, "entries read at most (ls, tree); the output says when it stopped there")
+	// Each operation lists the flags it takes.
+	asJSON, appendMode, hidden := new(bool), new(bool), new(bool)
+	depth, items, maxEntries := new(int), new(int), new(int)
+	*depth, *items, *maxEntries = 3, 100, sandbox.DefaultMaxEntries
+	switch op {
+	case "write":
+		fs.BoolVar(appendMode, "append", false, "append instead of replacing")
+	case "ls", "tree":
+		fs.BoolVar(asJSON, "json", false, "print JSON")
+		fs.IntVar(maxEntries, "max-entries", sandbox.DefaultMaxEntries, "entries read at most; the output says when it stopped there")
+	}
+	if op == "tree" {
+		fs.IntVar(depth, "depth", 3, "maximum depth")
+		fs.IntVar(items, "max-items", 100, "maximum entries per directory")
+		fs.BoolVar(hidden, "hidden", false, "include dot files")
+	}
 	var df daemonFlags
 	df.registerIdle(fs)
 	pos, code, stop := parseFlagsInterspersed(env, fs, args[1:])
@@ -66,7 +76,7 @@ func runFS(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	ctx, h, end, err := openTraced(ctx, fs.Name(), sf.session, cfg)
 	if err != nil {
-		return fail(env, exitSandboxError, err)
+		return fail(env, exitSandboxError, sf.named(err))
 	}
 	defer end(nil) // a file error is the answer, not a failure of the run
 	p := pos[0]

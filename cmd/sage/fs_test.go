@@ -87,6 +87,7 @@ func TestFSLsIsBounded(t *testing.T) {
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	defer watchdog(t, cmd)()
 	lines := 0
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
@@ -131,9 +132,7 @@ func TestSandboxdTokenReachesExec(t *testing.T) {
 	remote := func(home string) cliRun {
 		cmd := exec.Command(sageBin, "exec", "--mode", "remote", "--", "echo hi")
 		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_REMOTE_PROVIDER=aio", "SAGE_REMOTE_URL="+url, "SAGE_REMOTE_API_KEY=")
-		r, err := runCmd(cmd)
-		assert.NoError(t, err)
-		return r
+		return runCmd(t, cmd)
 	}
 	var r cliRun
 	require.Eventually(t, func() bool { r = remote(home); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // newFlagSet returns the flag set of the command line name ("sage exec",
@@ -39,6 +41,7 @@ func parseArgs(env *cliEnv, fs *flag.FlagSet, args []string, interspersed bool) 
 	help := fs.Usage
 	fs.Usage = func() {} // the flag package calls it on errors too
 	fs.SetOutput(io.Discard)
+	restore := explainValues(fs)
 	var pos []string
 	var err error
 	if interspersed {
@@ -46,6 +49,7 @@ func parseArgs(env *cliEnv, fs *flag.FlagSet, args []string, interspersed bool) 
 	} else if err = fs.Parse(args); err == nil {
 		pos = fs.Args()
 	}
+	restore()
 	fs.Usage = help
 	switch {
 	case err == nil:
@@ -56,6 +60,60 @@ func parseArgs(env *cliEnv, fs *flag.FlagSet, args []string, interspersed bool) 
 		return nil, 0, true
 	}
 	return nil, usageError(env, fs.Name(), "%s", flagError(err)), true
+}
+
+// explainValues makes the flag package's duration and number flags say
+// what they want instead of "parse error" while fs is parsed; restore
+// puts the flag package's values back (the help names their kinds).
+func explainValues(fs *flag.FlagSet) (restore func()) {
+	var undo []func()
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		var want func(s string) string
+		switch g.Get().(type) {
+		case time.Duration:
+			want = wantDuration
+		case int, int64, uint, uint64:
+			want = func(string) string { return "want a whole number" }
+		case float64:
+			want = func(string) string { return "want a number" }
+		default:
+			return
+		}
+		v := f.Value
+		f.Value = explained{v, want}
+		undo = append(undo, func() { f.Value = v })
+	})
+	return func() {
+		for _, u := range undo {
+			u()
+		}
+	}
+}
+
+// explained is a flag value whose Set errors say what it wants.
+type explained struct {
+	flag.Value
+	want func(s string) string
+}
+
+func (e explained) Set(s string) error {
+	if err := e.Value.Set(s); err != nil {
+		return errors.New(e.want(s))
+	}
+	return nil
+}
+
+// wantDuration says what a duration flag wants; a bare number gets the
+// unit it lacks.
+func wantDuration(s string) string {
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return fmt.Sprintf("want a duration with its unit, such as %ss or %sm", s, s)
+	}
+	return "want a duration such as 30s, 5m or 1h30m"
 }
 
 // flagError rewords the flag package's errors with the spelling the help

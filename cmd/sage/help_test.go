@@ -18,16 +18,40 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-// runInProcess runs the CLI in this process. The context ends soon so a
-// command that wrongly starts working instead of printing help stops.
+// runInProcess runs the CLI in this process. The deadline is short so a
+// command that wrongly starts working instead of printing help fails.
 func runInProcess(t *testing.T, args ...string) cliRun {
 	t.Helper()
 	t.Setenv("SAGE_HOME", sandboxtest.TempDir(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out, errb bytes.Buffer
-	code := run(ctx, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args)
+	var out, errb testenv.Buffer
+	code := runWithin(t, 20*time.Second, &cliEnv{stdin: strings.NewReader(""), stdout: &out, stderr: &errb}, args...)
 	return cliRun{out.String(), errb.String(), code}
+}
+
+// runWithin runs the CLI in this process, as the sage helper runs the
+// binary: under a deadline, at which its context is cancelled (SIGTERM's
+// part); not ending by then fails the test, and not ending termGrace
+// after it stops it.
+func runWithin(t *testing.T, deadline time.Duration, env *cliEnv, args ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, env, args) }()
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(deadline):
+	}
+	cancel()
+	t.Errorf("sage %v did not end within %v: cancelled", args, deadline)
+	select {
+	case code := <-done:
+		return code
+	case <-time.After(termGrace):
+		t.Fatalf("sage %v did not end within %v of being cancelled", args, termGrace)
+		return -1
+	}
 }
 
 // helpForms are the ways to ask for the help of a command line.
@@ -99,7 +123,7 @@ func TestBadInputIsOneLine(t *testing.T) {
 	check("sage help: unknown command \"nope\"; see 'sage help --help'\n", "help", "nope")
 	check("sage: unknown flag --json (flags go after the command); see 'sage --help'\n", "--json", "exec")
 	check("sage exec: flag --timeout needs a value; see 'sage exec --help'\n", "exec", "--timeout")
-	check("sage exec: invalid value \"soon\" for --timeout: parse error; see 'sage exec --help'\n", "exec", "--timeout", "soon", "true")
+	check("sage exec: invalid value \"soon\" for --timeout: want a duration such as 30s, 5m or 1h30m; see 'sage exec --help'\n", "exec", "--timeout", "soon", "true")
 	check("sage exec: missing the command to run; see 'sage exec --help'\n", "exec")
 	check("sage version: unexpected argument \"x\"; see 'sage version --help'\n", "version", "x")
 }
@@ -152,25 +176,31 @@ func TestSlowStepNotice(t *testing.T) {
 	none.Step("no callback")() // no OnSetup: Step is a no-op
 }
 
-// TestPythonFirstVenvSaysSo creates a session's venv for real (local
-// mode): the first run says so on stderr, never in the --json output; the
-// second, with the venv in place, says nothing.
+// TestPythonFirstVenvSaysSo: a first Python call without requirements
+// needs no venv and says nothing; the first with requirements creates
+// the venv for real (local mode) and says so on stderr, never in the
+// --json output; the next, with the venv in place, says nothing.
 func TestPythonFirstVenvSaysSo(t *testing.T) {
 	for _, tool := range []string{"bwrap", "python3"} {
 		testenv.Command(t, tool, testenv.SetupFix)
 	}
 	const notice = "sage: creating the session's Python environment...\n"
 	home := sandboxtest.TempDir(t)
-	r := sage(t, home, "", "python", "--mode", "local", "--json", "-c", "print(6 * 7)")
+	r := sage(t, home, "", "python", "--mode", "local", "-c", "import sys; print(6 * 7, sys.prefix == sys.base_prefix)")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, notice, r.stderr, "creating a venv takes seconds")
+	assert.Equal(t, "42 True\n", r.stdout, "the host's python3, no venv")
+	assert.Empty(t, r.stderr, "no venv to make: nothing to say")
+
+	r = sage(t, home, "", "python", "--mode", "local", "--json", "--requirements", "pip", "-c", "print(6 * 7)")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, strings.HasPrefix(r.stderr, notice), "creating a venv takes seconds: %q", r.stderr)
 	var res sandbox.CommandResult
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res), "stdout is the JSON alone: %q", r.stdout)
 	assert.Equal(t, "42\n", res.Stdout)
 
-	r = sage(t, home, "", "python", "--mode", "local", "-c", "print(6 * 7)")
+	r = sage(t, home, "", "python", "--mode", "local", "-c", "import sys; print(6 * 7, sys.prefix == sys.base_prefix)")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, "42\n", r.stdout)
+	assert.Equal(t, "42 False\n", r.stdout, "the venv, once made, runs every call")
 	assert.Empty(t, r.stderr, "the venv exists: nothing to say")
 }
 

@@ -8,19 +8,24 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
-// Exit codes shared by the subcommands.
+// Exit codes shared by the subcommands (the README's table). A command
+// run in a sandbox (exec, python) exits with its own code besides.
 const (
-	exitUsage        = 2 // a bad flag, argument or setting
-	exitTimedOut     = 124
-	exitSandboxError = 125 // the sandbox could not run the command
-	exitInterrupted  = 130
+	exitFailed       = 1   // the operation ran and failed: a file error, an unknown name, a failed check
+	exitUsage        = 2   // a bad flag, argument or setting
+	exitTimedOut     = 124 // the command's timeout expired
+	exitSandboxError = 125 // the sandbox (or the server, daemon, Docker) could not run it
+	exitInterrupted  = 130 // stopped by SIGINT; by SIGTERM 143 (128 + the signal, as a shell says)
 )
 
 type command struct {
@@ -59,10 +64,55 @@ func lookup(name string) (entry, bool) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	absHome()
+	ctx, stop := signalContext(context.Background())
 	code := run(ctx, &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
 	stop()
-	os.Exit(code)
+	os.Exit(exitAfterSignal(ctx, code))
+}
+
+// caughtSignal is the cause of a context signalContext ended.
+type caughtSignal struct{ sig syscall.Signal }
+
+func (c caughtSignal) Error() string { return "stopped by " + c.sig.String() }
+
+// signalContext ends ctx on the first SIGINT or SIGTERM, with the signal
+// as its cause; further ones are ignored while the command cleans up
+// (its sandbox, container or daemon), which every command does within
+// its grace (SIGKILL ends sage at once).
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			cancel(caughtSignal{s.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel(nil) }
+}
+
+// exitAfterSignal is the exit code of a command that returned code: a
+// command a signal stopped (code not 0: a server that shut down cleanly
+// on SIGTERM exits 0) exits 128 + the signal, as a shell reports it.
+func exitAfterSignal(ctx context.Context, code int) int {
+	var c caughtSignal
+	if code != 0 && errors.As(context.Cause(ctx), &c) {
+		return 128 + int(c.sig)
+	}
+	return code
+}
+
+// absHome makes a relative SAGE_HOME absolute, once, for this process and
+// the ones it starts (a session daemon runs in another directory).
+func absHome() {
+	if h := os.Getenv("SAGE_HOME"); h != "" && !filepath.IsAbs(h) {
+		if abs, err := filepath.Abs(h); err == nil {
+			os.Setenv("SAGE_HOME", abs)
+		}
+	}
 }
 
 func run(ctx context.Context, env *cliEnv, args []string) int {
@@ -176,12 +226,21 @@ func usageError(env *cliEnv, name, format string, a ...any) int {
 // says, so that bad flags and bad configuration share one exit code.
 func fail(env *cliEnv, code int, err error) int {
 	fmt.Fprintf(env.stderr, "sage: %v\n", oneLine(err.Error()))
-	var ce *sandbox.ConfigError
-	var se *settingError
-	if errors.As(err, &ce) || errors.As(err, &se) {
+	if badInput(err) {
 		return exitUsage
 	}
 	return code
+}
+
+// badInput reports whether err is a bad flag, argument or setting: the
+// sandbox's, the model client's, one a session's daemon found, or an
+// argument too long for any sandbox.
+func badInput(err error) bool {
+	var ce *sandbox.ConfigError
+	var le *llm.ConfigError
+	var se *settingError
+	return errors.As(err, &ce) || errors.As(err, &le) || errors.As(err, &se) ||
+		errors.Is(err, sandbox.ErrTooLong) || errors.Is(err, sessiond.ErrConfig)
 }
 
 // printJSON writes v to stdout as indented JSON and returns the exit code.

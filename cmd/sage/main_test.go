@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,28 +41,97 @@ type cliRun struct {
 	code           int
 }
 
+// No input may hang sage: every run of it in these tests has a deadline
+// (cliDeadline, generous for a loaded machine: a run that needs more has
+// a bug), after which it gets SIGTERM and, termGrace later, SIGKILL; the
+// test fails either way. Tests that start sage themselves (servers) call
+// watchdog.
+const (
+	cliDeadline = 4 * time.Minute
+	// termGrace is how long sage has to end after SIGTERM: every command
+	// ends within its grace (a command's SIGTERM-then-SIGKILL grace and a
+	// server's --shutdown-grace are shorter).
+	termGrace = 45 * time.Second
+)
+
 // sage runs the built binary with a private SAGE_HOME.
 func sage(t *testing.T, home, stdin string, args ...string) cliRun {
 	t.Helper()
+	return runCmd(t, cliCommand(home, stdin, args...))
+}
+
+// cliCommand is the command sage runs: the built binary with a private
+// SAGE_HOME, passthrough mode unless a flag says otherwise, stdin.
+func cliCommand(home, stdin string, args ...string) *exec.Cmd {
 	cmd := exec.Command(sageBin, args...)
 	cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_SANDBOX_MODE=passthrough")
 	cmd.Stdin = strings.NewReader(stdin)
-	r, err := runCmd(cmd)
-	require.NoError(t, err)
-	return r
+	return cmd
 }
 
-// runCmd runs cmd and returns what it printed and its exit code; the
-// error says it could not run at all (a non-zero exit is not an error).
-func runCmd(cmd *exec.Cmd) (cliRun, error) {
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+// runCmd runs cmd under cliDeadline and returns what it printed and its
+// exit code (a non-zero exit is not an error); not starting, or not
+// ending by the deadline, fails the test.
+func runCmd(t testing.TB, cmd *exec.Cmd) cliRun {
+	t.Helper()
+	return runCmdWithin(t, cmd, cliDeadline)
+}
+
+// runCmdWithin is runCmd with another deadline.
+func runCmdWithin(t testing.TB, cmd *exec.Cmd, deadline time.Duration) cliRun {
+	t.Helper()
+	var out, errb testenv.Buffer
+	if cmd.Stdout == nil {
+		cmd.Stdout = &out
+	}
+	if cmd.Stderr == nil {
+		cmd.Stderr = &errb
+	}
+	require.NoError(t, cmd.Start(), "start %v", cmd.Args)
+	stop := watchdogWithin(t, cmd, deadline)
+	err := cmd.Wait()
+	stop()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
-		code, err = ee.ExitCode(), nil
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Errorf("%v: %v", cmd.Args, err)
 	}
-	return cliRun{out.String(), errb.String(), code}, err
+	return cliRun{out.String(), errb.String(), code}
+}
+
+// watchdog fails the test when the started cmd has not ended within
+// cliDeadline (it is sent SIGTERM then, and SIGKILL termGrace later);
+// the returned func, which the test's cleanup also calls, disarms it.
+func watchdog(t testing.TB, cmd *exec.Cmd) func() {
+	t.Helper()
+	return watchdogWithin(t, cmd, cliDeadline)
+}
+
+func watchdogWithin(t testing.TB, cmd *exec.Cmd, deadline time.Duration) func() {
+	var once sync.Once
+	done := make(chan struct{})
+	p := cmd.Process
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-time.After(deadline):
+		}
+		if p.Signal(syscall.SIGTERM) != nil {
+			return // it has ended and was waited for
+		}
+		t.Errorf("%v did not end within %v: sent SIGTERM", cmd.Args, deadline)
+		select {
+		case <-done:
+		case <-time.After(termGrace):
+			t.Errorf("%v did not end within %v of SIGTERM: killed", cmd.Args, termGrace)
+			p.Kill()
+		}
+	}()
+	stop := func() { once.Do(func() { close(done) }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 func TestExecStreamsAndExitsWithTheCommandsCode(t *testing.T) {
@@ -200,12 +271,18 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota", "idmapped workspace"} {
 		assert.True(t, names[n], n)
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
 	for _, k := range []string{"cpu_time", "memory", "pids", "file_size"} {
 		assert.Contains(t, []string{"cgroup", "userns", "rlimit-per-user", "rlimit-per-process", "none"}, rep.LimitsEnforced[k], k)
+	}
+	for _, c := range rep.Checks {
+		if os.Geteuid() == 0 {
+			assert.NotContains(t, c.Fix, "run sage as root", "%s: sage runs as root already", c.Name)
+		}
+		assert.NotContains(t, c.Fix, "fix: ", "%s: the fix is said once", c.Name)
 	}
 }
 
@@ -243,7 +320,7 @@ func TestExecLocalLimitsFromFlags(t *testing.T) {
 	assert.Equal(t, "1048576\n/workspace\n", r.stdout, r.stderr)
 	r = sage(t, home, "", "exec", "--mode", "local", "--network", "sometimes", "--", "true")
 	assert.Equal(t, 2, r.code, "a bad setting exits like a bad flag")
-	assert.Contains(t, r.stderr, "sandbox.local.network")
+	assert.Contains(t, r.stderr, `--network="sometimes"`, "the error names the flag given")
 	r = sage(t, home, "", "exec", "--mode", "local", "--memory", "lots", "--", "true")
 	assert.Equal(t, 2, r.code)
 }
@@ -255,7 +332,7 @@ func TestExecDiskQuotaFromFlag(t *testing.T) {
 	home := sandboxtest.TempDir(t)
 	r := sage(t, home, "", "exec", "--mode", "local", "--disk-quota", "8", "--", "true")
 	assert.Equal(t, 2, r.code)
-	assert.Contains(t, r.stderr, "disk_quota_mb")
+	assert.Contains(t, r.stderr, `--disk-quota="8"`)
 	enforced, _ := local.DiskQuotaSummary()
 	r = sage(t, home, "", "exec", "--mode", "local", "--disk-quota", "16", "--", "head -c 20000000 /dev/zero > f; echo rc=$?")
 	if !enforced {

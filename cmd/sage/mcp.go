@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/observability"
@@ -38,6 +39,18 @@ func (f *toolFlags) register(fsName string, fs interface {
 	fs.BoolVar(&f.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
 }
 
+// check reads the policy file before anything starts, so that a bad one
+// is a bad setting with nothing to clean up.
+func (f *toolFlags) check() error {
+	if f.policy == "" {
+		return nil
+	}
+	if _, err := tools.LoadPolicy(f.policy, "/workspace"); err != nil {
+		return badSetting("--policy %s: %s", f.policy, strings.TrimPrefix(err.Error(), "tools: policy: "))
+	}
+	return nil
+}
+
 // manager builds the tools of h with the policy; an ask decision goes to
 // ask (hostApprover: a not_approved error the host shows, naming
 // --approve-all), unless --approve-all.
@@ -46,7 +59,7 @@ func (f *toolFlags) manager(h *sandbox.Sandbox, obs *observability.Manager, ask 
 	if f.policy != "" {
 		p, err := tools.LoadPolicy(f.policy, h.WorkspacePath())
 		if err != nil {
-			return nil, badSetting("--policy: %w", err)
+			return nil, badSetting("--policy %s: %s", f.policy, strings.TrimPrefix(err.Error(), "tools: policy: "))
 		}
 		shell.Policy = p
 	}
@@ -98,6 +111,9 @@ func runMCP(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(env, fs.Name(), "unexpected argument %q (sage mcp speaks MCP on stdin and stdout)", fs.Arg(0))
 	}
+	if err := f.toolFlags.check(); err != nil {
+		return fail(env, exitUsage, err)
+	}
 	code, err := f.run(ctx, env)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -121,7 +137,7 @@ func (f *mcpFlags) run(ctx context.Context, env *cliEnv) (int, error) {
 	cfg.Observer = obs
 	h, err := sandbox.New(ctx, cfg)
 	if err != nil {
-		return exitSandboxError, err
+		return exitSandboxError, f.named(err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
 	tm, err := f.manager(h, obs, hostApprover{})

@@ -30,6 +30,7 @@ func mcpStdio(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *
 	client := mcp.NewClient(&mcp.Implementation{Name: "sage-test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err, "sage mcp log:\n%s", logs.String())
+	watchdog(t, cmd)
 	t.Cleanup(func() { cs.Close() })
 	return cs, logs
 }

@@ -23,10 +23,18 @@ func runProbe(ctx context.Context, env *cliEnv, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(env, fs.Name(), "unexpected argument %q", fs.Arg(0))
 	}
+	switch {
+	case *baseURL == "":
+		return usageError(env, fs.Name(), "missing --base-url URL (or set OPENAI_BASE_URL)")
+	case *model == "":
+		return usageError(env, fs.Name(), "missing --model NAME (or set SAGE_MODEL)")
+	}
 	err := llm.RunProbeCommand(ctx, env.stdout, llm.ProbeCommandOptions{
 		BaseURL: *baseURL, Model: *model, APIKey: os.Getenv("OPENAI_API_KEY"), JSON: *asJSON, Refresh: *refresh})
 	if err != nil {
-		return fail(env, 1, err)
+		// A bad URL is a bad setting (exit 2); a model that did not
+		// answer is the probe's finding (exit 1).
+		return fail(env, exitFailed, llmNamed(err, fs))
 	}
 	return 0
 }

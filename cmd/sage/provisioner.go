@@ -85,6 +85,9 @@ func runProvisioner(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func (f *provisionerFlags) check() error {
+	if err := f.serveFlags.check(); err != nil {
+		return err
+	}
 	switch {
 	case f.backend != "docker" && f.backend != "kubernetes":
 		return fmt.Errorf("--backend %q: want docker or kubernetes", f.backend)

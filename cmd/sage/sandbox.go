@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sort"
 	"text/tabwriter"
@@ -37,12 +38,17 @@ type sandboxRow struct {
 }
 
 func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("sage sandbox "+args[0], map[string]string{
-		"ls": "sage sandbox ls [--json] [--pool]", "rm": "sage sandbox rm [--purge] THREAD... | --all"}[args[0]])
-	asJSON := fs.Bool("json", false, "ls: print JSON")
-	poolOnly := fs.Bool("pool", false, "ls: list the warm pool's unassigned sandboxes (pool_size) instead")
-	all := fs.Bool("all", false, "rm: release every sandbox")
-	purge := fs.Bool("purge", false, "rm: also delete the threads' files (SAGE_HOME/threads/THREAD)")
+	var fs *flag.FlagSet
+	var asJSON, poolOnly, all, purge = new(bool), new(bool), new(bool), new(bool)
+	if args[0] == "ls" {
+		fs = newFlagSet("sage sandbox ls", "sage sandbox ls [--json] [--pool]")
+		fs.BoolVar(asJSON, "json", false, "print JSON")
+		fs.BoolVar(poolOnly, "pool", false, "list the warm pool's unassigned sandboxes (pool_size) instead")
+	} else {
+		fs = newFlagSet("sage sandbox rm", "sage sandbox rm [--purge] THREAD... | --all")
+		fs.BoolVar(all, "all", false, "release every sandbox")
+		fs.BoolVar(purge, "purge", false, "also delete the threads' files (SAGE_HOME/threads/THREAD)")
+	}
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
 	if stop {
 		return code
@@ -187,19 +193,23 @@ func sandboxRm(ctx context.Context, env *cliEnv, p *orchestrator.Provider, threa
 			threads = append(threads, r.ThreadID)
 		}
 	}
-	var errs []error
+	code := 0
 	for _, t := range threads {
 		if t == "" {
 			continue // anonymous sandboxes die with their process
 		}
-		if err := rmThread(ctx, env, p, t, purge); err != nil {
-			errs = append(errs, err)
+		err := rmThread(ctx, env, p, t, purge)
+		switch {
+		case errors.Is(err, orchestrator.ErrNoThread):
+			// As `sage session stop` of an unknown session: exit 1.
+			fmt.Fprintf(env.stderr, "sage sandbox rm: no sandbox, state or files for thread %s ('sage sandbox ls' lists them)\n", t)
+			code = max(code, exitFailed)
+		case err != nil:
+			fmt.Fprintf(env.stderr, "sage sandbox rm: %s: %s\n", t, oneLine(err.Error()))
+			code = exitSandboxError
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fail(env, exitSandboxError, err)
-	}
-	return 0
+	return code
 }
 
 // rmThread releases one thread's sandbox and says where its files are
@@ -217,7 +227,7 @@ func rmThread(ctx context.Context, env *cliEnv, p *orchestrator.Provider, t stri
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("sage sandbox rm %s: %w", t, orchestrator.ErrNoThread)
+		return orchestrator.ErrNoThread
 	}
 	if err := p.ReleaseThread(ctx, t); err != nil {
 		return err

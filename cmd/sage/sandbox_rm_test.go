@@ -19,9 +19,10 @@ func TestSandboxRmUnknownAndPurge(t *testing.T) {
 	home := sandboxtest.TempDir(t)
 	t.Setenv("SAGE_AIO_CONTAINER_PREFIX", "sagetest-rm")
 	r := sage(t, home, "", "sandbox", "rm", "nope")
-	assert.NotEqual(t, 0, r.code)
+	assert.Equal(t, 1, r.code, "an unknown name exits 1, as sage session stop of one")
 	assert.NotContains(t, r.stdout, "released")
-	assert.Contains(t, r.stderr, "nope")
+	assert.Equal(t, "sage sandbox rm: no sandbox, state or files for thread nope ('sage sandbox ls' lists them)\n", r.stderr,
+		"one line, the prefix once")
 
 	dir := filepath.Join(home, "threads", "known", "user-data", "outputs")
 	require.NoError(t, os.MkdirAll(dir, 0o755))

@@ -75,8 +75,10 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if err := f.check(); err != nil {
-		fmt.Fprintf(env.stderr, "sage sandboxd: %v\n", err)
-		return exitUsage
+		return usageError(env, fs.Name(), "%v", err)
+	}
+	if err := f.toolFlags.check(); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	if f.token == "" && !f.noToken {
 		tok, created, err := aioserver.LoadOrCreateToken(aioapi.TokenFile())
@@ -122,6 +124,9 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func (f *sandboxdFlags) check() error {
+	if err := f.serveFlags.check(); err != nil {
+		return err
+	}
 	switch {
 	case f.workspace == "":
 		return errors.New("--workspace is required")

@@ -29,8 +29,7 @@ func TestSandboxdLocalMode(t *testing.T) {
 	remote := func(args ...string) cliRun {
 		cmd := exec.Command(sageBin, append([]string{"exec", "--mode", "remote"}, args...)...)
 		cmd.Env = append(os.Environ(), "SAGE_HOME="+home, "SAGE_REMOTE_PROVIDER=aio", "SAGE_REMOTE_URL="+url)
-		r, _ := runCmd(cmd) // a failure to run shows as code 0 with no output: the test's checks fail
-		return r
+		return runCmd(t, cmd)
 	}
 	var r cliRun
 	require.Eventually(t, func() bool { r = remote("--", "pwd; echo hi > f.txt"); return r.code == 0 }, 20*time.Second, 100*time.Millisecond,
@@ -63,13 +62,14 @@ func startSandboxdLogs(t *testing.T, home string, args ...string) (string, *lock
 	logs := &lockedBuffer{}
 	srv.Stderr = logs
 	require.NoError(t, srv.Start())
+	watchdog(t, srv)
 	t.Cleanup(func() {
 		srv.Process.Signal(syscall.SIGTERM)
 		done := make(chan error, 1)
 		go func() { done <- srv.Wait() }()
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(termGrace):
 			srv.Process.Kill()
 			t.Errorf("sandboxd did not stop on SIGTERM; log:\n%s", logs.String())
 		}

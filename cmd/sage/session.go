@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,13 +26,21 @@ func init() {
 const describeTimeout = 5 * time.Second
 
 func runSession(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet("sage session "+args[0], map[string]string{
-		"ls": "sage session ls [--json]", "stop": "sage session stop SESSION... | --all",
-		"serve": "sage session serve [--idle-timeout D] [--trace] SESSION < config.json"}[args[0]])
-	asJSON := fs.Bool("json", false, "ls: print JSON")
-	all := fs.Bool("all", false, "stop: stop every live session")
-	idle := fs.Duration("idle-timeout", sessiond.DefaultIdleTimeout, "serve: stop after this long without a command (0 = never)")
-	trace := fs.Bool("trace", false, "serve: print each request's trace tree to the log (OTLP export follows OTEL_EXPORTER_OTLP_*ENDPOINT, as in every sage command)")
+	var fs *flag.FlagSet
+	var asJSON, all, trace *bool
+	var idle *time.Duration
+	switch args[0] {
+	case "ls":
+		fs = newFlagSet("sage session ls", "sage session ls [--json]")
+		asJSON = fs.Bool("json", false, "print JSON")
+	case "stop":
+		fs = newFlagSet("sage session stop", "sage session stop SESSION... | --all")
+		all = fs.Bool("all", false, "stop every live session")
+	default:
+		fs = newFlagSet("sage session serve", "sage session serve [--idle-timeout D] [--trace] SESSION < config.json")
+		idle = fs.Duration("idle-timeout", sessiond.DefaultIdleTimeout, "stop after this long without a command (0 = never)")
+		trace = fs.Bool("trace", false, "print each request's trace tree to the log (OTLP export follows OTEL_EXPORTER_OTLP_*ENDPOINT, as in every sage command)")
+	}
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
 	if stop {
 		return code
@@ -138,12 +147,15 @@ func sessionStop(ctx context.Context, env *cliEnv, names []string, all bool) int
 	}
 	code := 0
 	for _, name := range names {
-		dir, _ := sessiond.Dir(sandbox.Home(), name)
-		err := sessiond.Stop(ctx, dir)
+		dir, err := sessiond.Dir(sandbox.Home(), name)
+		if err != nil {
+			return fail(env, exitUsage, err)
+		}
+		err = sessiond.Stop(ctx, dir)
 		switch {
 		case errors.Is(err, sessiond.ErrNotRunning) && !all:
-			fmt.Fprintf(env.stderr, "sage: session %s is not running\n", name)
-			code = 1
+			fmt.Fprintf(env.stderr, "sage session stop: session %s is not running ('sage session ls' lists the live ones)\n", name)
+			code = exitFailed
 		case err != nil && !errors.Is(err, sessiond.ErrNotRunning):
 			fmt.Fprintf(env.stderr, "sage: session %s: %v\n", name, oneLine(err.Error()))
 			code = exitSandboxError

@@ -58,6 +58,20 @@ func sessionLsJSON(t *testing.T, home string) []lsRow {
 // running lists the live (not zombie) processes whose command line
 // contains every one of parts.
 func running(parts ...string) []int {
+	return liveProcesses(func(pid int) bool {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		all := len(line) > 0
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		return all
+	})
+}
+
+// liveProcesses lists the live (not zombie) processes, this one aside,
+// that keep says to.
+func liveProcesses(keep func(pid int) bool) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
@@ -69,13 +83,7 @@ func running(parts ...string) []int {
 		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
 			continue
 		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		all := len(line) > 0
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
+		if keep(pid) {
 			pids = append(pids, pid)
 		}
 	}
@@ -154,7 +162,7 @@ func TestSessionAcrossCommandLines(t *testing.T) {
 	assert.Equal(t, "hello\n", string(b))
 	r = sage(t, home, "", "session", "stop", "two")
 	assert.Equal(t, 1, r.code)
-	assert.Equal(t, "sage: session two is not running\n", r.stderr)
+	assert.Equal(t, "sage session stop: session two is not running ('sage session ls' lists the live ones)\n", r.stderr)
 }
 
 // A daemon killed with SIGKILL is found dead on the next call and
@@ -253,7 +261,8 @@ func TestSessionSettingsMismatch(t *testing.T) {
 	r = inSession(t, home, "set", "", "echo ran", "--pids", "200")
 	assert.Equal(t, 2, r.code)
 	assert.Empty(t, r.stdout)
-	assert.Contains(t, r.stderr, "sage session stop set")
+	assert.Equal(t, "sage: session set runs with other settings: --pids is 100 in the session, 200 in this call; "+
+		"fix: sage session stop set, or give the settings it was started with\n", r.stderr, "names which settings differ")
 	r = inSession(t, home, "set", "", "echo ran", "--pids", "100", "--timeout", "10s", "--env", "A=1")
 	assert.Equal(t, "ran\n", r.stdout, "control: per-command flags are not settings: %s", r.stderr)
 }

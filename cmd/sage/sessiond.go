@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
@@ -94,7 +95,7 @@ func daemonRequest(ctx context.Context, env *cliEnv, name string, cfg sandbox.Co
 	r, err := sessiond.Run(ctx, so, req, st)
 	switch {
 	case errors.Is(err, sessiond.ErrSettings):
-		err = badSetting("%v", err)
+		err = badSetting("%s", settingsMismatch(ctx, name, cfg, err))
 	case errors.Is(err, sessiond.ErrTooLarge):
 		err = badSetting("session %s: the command line, Python code and --env together are over the %d bytes one call carries; fix: write the code into the workspace (sage fs write --session %s prog.py < prog.py) and run it from there", name, sessiond.MaxRequest, name)
 	}
@@ -164,8 +165,7 @@ func serveDaemon(ctx context.Context, env *cliEnv, name string, idle time.Durati
 	ready := sessiond.ReadyFile()
 	failed := func(err error) int {
 		if ready != nil {
-			fmt.Fprint(ready, oneLine(err.Error()))
-			ready.Close()
+			sessiond.NotReady(ready, err)
 		}
 		return fail(env, exitSandboxError, err)
 	}
@@ -201,7 +201,7 @@ func serveDaemon(ctx context.Context, env *cliEnv, name string, idle time.Durati
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(env.stderr, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, a...))
 	}
-	srv := &sessiond.Server{Name: name, Dir: dir, Sandbox: h, Settings: sessiond.Fingerprint(cfg),
+	srv := &sessiond.Server{Name: name, Dir: dir, Sandbox: h, Settings: sessiond.Fingerprint(cfg), Config: &cfg,
 		IdleTimeout: idle, Logf: logf, Observer: obs}
 	if ready != nil {
 		srv.Ready = ready
@@ -211,4 +211,46 @@ func serveDaemon(ctx context.Context, env *cliEnv, name string, idle time.Durati
 		return failed(err)
 	}
 	return 0
+}
+
+// configKeys name the sandbox.Config paths a session compares by the
+// flag that sets them (the others by their config file key).
+var configKeys = map[string]string{
+	"Mode": "--mode", "Workspace": "--workspace", "Mounts": "--mount",
+	"Local.CPUTimeLimit": "--cpu-time", "Local.MemoryLimitMB": "--memory", "Local.PidsLimit": "--pids",
+	"Local.FileSizeLimitMB": "--file-size", "Local.DiskQuotaMB": "--disk-quota", "Local.Network": "--network",
+	"Local.AllowedDomains": "--allow-domain", "Local.DeniedDomains": "--deny-domain", "Local.Isolation.Linux": "--isolation",
+	"Local.DiskQuotaInodes": "SAGE_LOCAL_DISK_QUOTA_INODES", "Local.UIDRange": "SAGE_LOCAL_UID_RANGE",
+	"Local.Umask": "SAGE_LOCAL_UMASK", "Local.SeccompDeny": "SAGE_LOCAL_SECCOMP_DENY",
+}
+
+// settingsMismatch says which settings session name runs with that cfg
+// asks otherwise, as the daemon describes them (refused: the daemon's
+// refusal, said when it cannot describe them).
+func settingsMismatch(ctx context.Context, name string, cfg sandbox.Config, refused error) string {
+	fix := fmt.Sprintf("fix: sage session stop %s, or give the settings it was started with", name)
+	dir, err := sessiond.Dir(sandbox.Home(), name)
+	var info *sessiond.Info
+	if err == nil {
+		info, err = sessiond.Describe(ctx, dir)
+	}
+	var diffs []sessiond.Difference
+	if err == nil && info.Config != nil {
+		diffs, err = sessiond.SettingsDiff(info.Config, cfg)
+	}
+	if err != nil || len(diffs) == 0 {
+		return refused.Error()
+	}
+	parts := make([]string, 0, len(diffs))
+	for _, d := range diffs {
+		key := configKeys[d.Key]
+		if key == "" {
+			key = d.Key
+		}
+		parts = append(parts, fmt.Sprintf("%s is %s in the session, %s in this call", key, d.Session, d.Call))
+	}
+	if len(parts) > 4 {
+		parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
+	}
+	return fmt.Sprintf("session %s runs with other settings: %s; %s", name, strings.Join(parts, ", "), fix)
 }

@@ -46,7 +46,7 @@ func runTraced(ctx context.Context, env *cliEnv, name string, sf *sandboxFlags, 
 	run func(context.Context, *sandbox.Sandbox, sandbox.ExecOptions) (*sandbox.CommandResult, error)) int {
 	ctx, h, end, err := openTraced(ctx, name, sf.session, cfg)
 	if err != nil {
-		return fail(env, exitSandboxError, err)
+		return fail(env, exitSandboxError, sf.named(err))
 	}
 	opts := sandbox.ExecOptions{Env: sf.env, Stdin: stdinIfPiped(env.stdin)}
 	if !asJSON {

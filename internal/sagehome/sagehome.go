@@ -11,12 +11,16 @@ import (
 // Root is the default SAGE_HOME of root.
 const Root = "/var/lib/sage"
 
-// Dir is $SAGE_HOME; when unset, Root for root (sessions run under their
+// Dir is $SAGE_HOME, made absolute (a relative one is taken from the
+// working directory); when unset, Root for root (sessions run under their
 // own uids, which must reach their workspaces: /root is closed to them)
 // and ~/.sage for everyone else (os.TempDir()/sage without a home).
 func Dir() string {
 	if h := os.Getenv("SAGE_HOME"); h != "" {
-		return h
+		if abs, err := filepath.Abs(h); err == nil {
+			return abs
+		}
+		return filepath.Clean(h)
 	}
 	if os.Geteuid() == 0 {
 		return Root

@@ -11,6 +11,10 @@ import (
 func TestDir(t *testing.T) {
 	t.Setenv("SAGE_HOME", "/some/where")
 	assert.Equal(t, "/some/where", Dir())
+	wd, err := os.Getwd()
+	assert.NoError(t, err)
+	t.Setenv("SAGE_HOME", "rel/home/")
+	assert.Equal(t, filepath.Join(wd, "rel/home"), Dir(), "a relative SAGE_HOME is taken from the working directory")
 	t.Setenv("SAGE_HOME", "")
 	if os.Geteuid() == 0 {
 		assert.Equal(t, Root, Dir())

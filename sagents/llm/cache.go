@@ -61,7 +61,7 @@ func ParsePromptCacheMode(s string) (PromptCacheMode, error) {
 	case PromptCacheAuto, PromptCacheBreakpoints, PromptCacheKey, PromptCacheOff:
 		return m, nil
 	}
-	return "", fmt.Errorf("llm: prompt cache mode %q: want auto, breakpoints, key or off", s)
+	return "", fmt.Errorf("prompt cache mode %q: want auto, breakpoints, key or off", s)
 }
 
 // promptCacheMode resolves the configured mode: the field, else the

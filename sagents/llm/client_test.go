@@ -17,6 +17,32 @@ func TestNewValidates(t *testing.T) {
 	assert.Equal(t, "Standard.Model", ce.Field)
 }
 
+// A base URL no request can go to is a bad setting at New, naming the
+// field, not a connection error retried at the first call.
+func TestNewRefusesABadBaseURL(t *testing.T) {
+	for _, tc := range []struct{ field, url, want string }{
+		{"Standard.BaseURL", "ht!tp://x", "not a URL"},
+		{"Standard.BaseURL", "localhost:11434/v1", "want an http:// or https:// URL"},
+		{"Standard.BaseURL", "http:///v1", "has no host"},
+		{"Fast.BaseURL", "ftp://x/v1", "want an http:// or https:// URL"},
+	} {
+		cfg := Config{Standard: ModelConfig{BaseURL: "http://127.0.0.1:1/v1", Model: "m"}, Fast: ModelConfig{Model: "f"}}
+		if tc.field == "Fast.BaseURL" {
+			cfg.Fast.BaseURL = tc.url
+		} else {
+			cfg.Standard.BaseURL = tc.url
+		}
+		_, err := New(cfg)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce, tc.url)
+		assert.Equal(t, tc.field, ce.Field)
+		assert.Contains(t, ce.Reason, tc.want)
+		assert.Contains(t, ce.Reason, "http://localhost:11434/v1", "names an example")
+	}
+	_, err := New(Config{Standard: ModelConfig{BaseURL: "https://api.example.com/v1", Model: "m"}})
+	assert.NoError(t, err, "control: a good URL")
+}
+
 func TestChatNonStreaming(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply{Body: `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,` +
 		`"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},` +

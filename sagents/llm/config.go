@@ -2,8 +2,11 @@ package llm
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -173,8 +176,29 @@ func (c Config) validate() error {
 	if c.Standard.BaseURL == "" {
 		return &ConfigError{Field: "Standard.BaseURL", Reason: "empty"}
 	}
+	for _, u := range []struct{ field, url string }{
+		{"Standard.BaseURL", c.Standard.BaseURL}, {"Fast.BaseURL", c.Fast.BaseURL}, {"Embedding.BaseURL", c.Embedding.BaseURL}} {
+		if err := checkBaseURL(u.url); u.url != "" && err != nil {
+			return &ConfigError{Field: u.field, Reason: err.Error()}
+		}
+	}
 	if c.EmbeddingBatchSize < 0 {
 		return &ConfigError{Field: "EmbeddingBatchSize", Reason: "negative"}
+	}
+	return nil
+}
+
+// checkBaseURL refuses a base URL no request could be sent to, so that
+// it is a bad setting rather than a connection error retried.
+func checkBaseURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL (%v); want one such as http://localhost:11434/v1", s, errors.Unwrap(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: want an http:// or https:// URL, such as http://localhost:11434/v1", s)
+	case u.Host == "":
+		return fmt.Errorf("%q has no host; want one such as http://localhost:11434/v1", s)
 	}
 	return nil
 }

@@ -252,7 +252,7 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 		if v := get(it.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return Config{}, &ConfigError{Field: it.name, Value: v, Reason: "not an integer"}
+				return Config{}, &ConfigError{Field: it.name, Value: v, Reason: "want a whole number (-1 for none)"}
 			}
 			*it.dst = n
 		}
@@ -271,7 +271,7 @@ func parseSeconds(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("not seconds or a duration")
+		return 0, fmt.Errorf("want seconds (30) or a duration (30s, 5m)")
 	}
 	return d, nil
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,6 +134,37 @@ func TestConfigFromYAMLErrors(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 		})
+	}
+}
+
+// Errors of a config file name the key as written and what it takes,
+// never a Go type (issue 37: "sandbox.yamlSandbox", "!!str `lots` into
+// int").
+func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
+	for doc, want := range map[string]string{
+		"sandbox:\n  mdoe: local\n": `sandbox config: sandbox.mdoe: unknown key (line 2); sandbox takes local, mode, mounts, remote, ` +
+			`runtime_dir, sandbox_id, timeout, virtual_workspace, workspace`,
+		"sandbox:\n  local:\n    memory_limit_mb: lots\n":             `sandbox config: sandbox.local.memory_limit_mb="lots": "lots" is not a whole number (line 3)`,
+		"sandbox:\n  local: {pids_limit: 5, bogus: 1}\n":              `sandbox config: sandbox.local.bogus: unknown key (line 2); sandbox.local takes allowed_domains,`,
+		"sandbox:\n  timeout: soon\n":                                 `sandbox config: sandbox.timeout="soon": want seconds (30) or a duration (30s, 5m) (line 2)`,
+		"sandbox:\n  mounts: [\"/a\"]\n":                              `sandbox config: sandbox.mounts[0]="/a": mount "/a": want host:sandbox[:ro] (line 2)`,
+		"sandbox:\n  mounts: /a:/b\n":                                 `sandbox config: sandbox.mounts="/a:/b": want a list, not "/a:/b" (line 2)`,
+		"sandbox:\n  local: {isolation: {linux: [a]}}\n":              `sandbox config: sandbox.local.isolation.linux: want a string, not a list (line 2)`,
+		"sandbox:\n  local: {fresh_per_command: maybe}\n":             `sandbox config: sandbox.local.fresh_per_command="maybe": "maybe" is not true or false (line 2)`,
+		"sandbox:\n  remote: {provider_config: {x: [1]}, image: 3}\n": "", // any value in provider_config; 3 is a string
+	} {
+		_, err := ConfigFromYAML([]byte(doc))
+		if want == "" {
+			assert.NoError(t, err, doc)
+			continue
+		}
+		require.Error(t, err, doc)
+		assert.True(t, strings.HasPrefix(err.Error(), want), "%q:\n got %s\nwant %s", doc, err, want)
+		var ce *ConfigError
+		assert.ErrorAs(t, err, &ce, doc)
+		for _, goName := range []string{"yaml", "!!", "int", "bool", "struct"} {
+			assert.NotContains(t, err.Error(), goName, doc)
+		}
 	}
 }
 

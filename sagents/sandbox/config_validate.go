@@ -45,6 +45,17 @@ var fields = []struct{ key, yaml, env string }{
 	{"disk_inodes", "sandbox.local.disk_quota_inodes", "SAGE_LOCAL_DISK_QUOTA_INODES"},
 }
 
+// EnvName is the SAGE_* variable that sets the config field named by
+// its YAML key ("sandbox.local.memory_limit_mb"), "" when none does.
+func EnvName(yamlKey string) string {
+	for _, f := range fields {
+		if f.yaml == yamlKey {
+			return f.env
+		}
+	}
+	return ""
+}
+
 var yamlNames, envNames = func() (fieldNames, fieldNames) {
 	y, e := fieldNames{}, fieldNames{}
 	for _, f := range fields {

@@ -1,13 +1,14 @@
 package sandbox
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sage-go/sage/internal/yamlstrict"
 )
 
 // ConfigFromYAML reads the "sandbox:" block of a YAML document (other
@@ -32,21 +33,19 @@ import (
 func ConfigFromYAML(data []byte) (Config, error) {
 	var doc map[string]yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Config{}, fmt.Errorf("sandbox config: %w", err)
+		return Config{}, fmt.Errorf("sandbox config: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	node, ok := doc["sandbox"]
 	if !ok {
 		return Config{}, &ConfigError{Field: "sandbox", Reason: "block missing"}
 	}
-	raw, err := yaml.Marshal(&node)
-	if err != nil {
-		return Config{}, fmt.Errorf("sandbox config: %w", err)
-	}
 	var y yamlSandbox
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("sandbox config: sandbox: %w", err)
+	if err := yamlstrict.Decode(&node, "sandbox", &y); err != nil {
+		var ye *yamlstrict.Error
+		if errors.As(err, &ye) {
+			return Config{}, &ConfigError{Field: ye.Path, Value: ye.Value, Reason: ye.Detail()}
+		}
+		return Config{}, fmt.Errorf("sandbox config: %w", err)
 	}
 	c := y.config()
 	if c.Mode == "" {
@@ -145,7 +144,7 @@ func (m *yamlMount) UnmarshalYAML(n *yaml.Node) error {
 		SandboxPath string `yaml:"sandbox_path"`
 		ReadOnly    bool   `yaml:"read_only"`
 	}
-	if err := n.Decode(&v); err != nil {
+	if err := yamlstrict.Decode(n, "", &v); err != nil {
 		return err
 	}
 	*m = yamlMount{HostPath: v.HostPath, SandboxPath: v.SandboxPath, ReadOnly: v.ReadOnly}
@@ -158,7 +157,7 @@ type yamlSeconds struct{ d time.Duration }
 func (s *yamlSeconds) UnmarshalYAML(n *yaml.Node) error {
 	d, err := parseSeconds(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %q: %w", n.Line, n.Value, err)
+		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	s.d = d
 	return nil

@@ -18,7 +18,46 @@ var (
 	// ErrUnknownTask is returned for a background task id the handle does
 	// not know. It matches fs.ErrNotExist too.
 	ErrUnknownTask = fmt.Errorf("sandbox: unknown background task: %w", fs.ErrNotExist)
+	// ErrTooLong: a command line or an environment variable longer than
+	// one argument of a program may be (MaxArgBytes); nothing ran. It
+	// matches fs.ErrInvalid too. The wrapping *ArgTooLongError says which.
+	ErrTooLong = fmt.Errorf("sandbox: argument too long: %w", fs.ErrInvalid)
 )
+
+// MaxArgBytes is the longest command line (and "NAME=value" of an
+// environment variable) a command may be given: a page under Linux's
+// MAX_ARG_STRLEN (32 pages), which every mode meets when it runs /bin/sh
+// -c COMMAND, leaving room for what a mode puts around the command (a
+// umask, an exec). Longer code belongs in a file.
+const MaxArgBytes = 31 * 4096
+
+// ArgTooLongError reports a command line or environment variable over
+// MaxArgBytes, in every mode alike, before anything runs.
+type ArgTooLongError struct {
+	What string // "the command line" or "environment variable NAME"
+	Len  int
+}
+
+func (e *ArgTooLongError) Error() string {
+	return fmt.Sprintf("sandbox: %s is %d bytes, over the %d a command takes in one argument (Linux caps one at 128 KiB); "+
+		"fix: write it to a file in the workspace (WriteFile) and run the file (sh script.sh, python3 prog.py)", e.What, e.Len, MaxArgBytes)
+}
+
+func (e *ArgTooLongError) Unwrap() error { return ErrTooLong }
+
+// CheckArgs returns an *ArgTooLongError when command or an environment
+// variable is longer than MaxArgBytes.
+func CheckArgs(command string, env map[string]string) error {
+	if len(command) > MaxArgBytes {
+		return &ArgTooLongError{What: "the command line", Len: len(command)}
+	}
+	for k, v := range env {
+		if n := len(k) + 1 + len(v); n > MaxArgBytes {
+			return &ArgTooLongError{What: "environment variable " + k, Len: n}
+		}
+	}
+	return nil
+}
 
 // Sentinels of the path errors. File operations return *fs.PathError
 // whose Err wraps one of them, so errors.Is(err, ErrEscape) and

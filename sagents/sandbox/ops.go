@@ -22,6 +22,9 @@ func (s *Sandbox) command(ctx context.Context, name string, f func(context.Conte
 // error means the sandbox could not run it; a command that ran and failed
 // is a result with Success false.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts ExecOptions) (*CommandResult, error) {
+	if err := CheckArgs(command, opts.Env); err != nil {
+		return nil, err
+	}
 	return s.command(ctx, "exec", func(ctx context.Context) (*CommandResult, error) {
 		return s.drv.Exec(ctx, ExecSpec{Command: command, ExecOptions: s.execOptions(opts)})
 	})
@@ -32,6 +35,9 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts PythonOpt
 	p, ok := s.drv.(PythonRunner)
 	if !ok {
 		return nil, s.unsupported("Python")
+	}
+	if err := CheckArgs("", opts.Env); err != nil {
+		return nil, err
 	}
 	opts.ExecOptions = s.execOptions(opts.ExecOptions)
 	return s.command(ctx, "python", func(ctx context.Context) (*CommandResult, error) { return p.ExecutePython(ctx, code, opts) })

@@ -22,6 +22,9 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts Exec
 	if err != nil {
 		return nil, err
 	}
+	if err := CheckArgs(command, opts.Env); err != nil {
+		return nil, err
+	}
 	ctx, err = s.begin(ctx, "start_background", "", "")
 	if err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sage-go/sage/internal/yamlstrict"
 )
 
 // Decision is what a [Policy] says about a command.
@@ -43,7 +45,7 @@ func (d *Decision) UnmarshalText(b []byte) error {
 	case "deny":
 		*d = Deny
 	default:
-		return fmt.Errorf("tools: decision %q: want allow, ask or deny", b)
+		return fmt.Errorf("decision %q: want allow, ask or deny", b)
 	}
 	return nil
 }
@@ -116,12 +118,19 @@ func LoadPolicy(file, workspace string) (*Policy, error) {
 }
 
 // ParsePolicy parses the YAML form of a policy.
+// Errors name the key as written and what it takes ("rules[1].decison:
+// unknown key (line 5); rules[1] takes decision, match, name, reason,
+// whole"); the format is in the README's "Command policy" section.
 func ParsePolicy(b []byte, workspace string) (*Policy, error) {
+	var n yaml.Node
+	if err := yaml.Unmarshal(b, &n); err != nil {
+		return nil, fmt.Errorf("tools: policy: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
 	var f PolicyFile
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("tools: policy: %w", err)
+	if len(n.Content) > 0 { // an empty file is the built-ins alone
+		if err := yamlstrict.Decode(&n, "", &f); err != nil {
+			return nil, fmt.Errorf("tools: policy: %w", err)
+		}
 	}
 	p := &Policy{Workspace: workspace, Rules: f.Rules, NoBuiltins: f.NoBuiltins}
 	return p, p.compile()
@@ -135,7 +144,7 @@ func (p *Policy) compile() error {
 		}
 		re, err := regexp.Compile(r.Match)
 		if err != nil {
-			return fmt.Errorf("tools: policy rule %q: %w", r.Name, err)
+			return fmt.Errorf("tools: policy: rules[%d].match (%q): %w", i, r.Name, err)
 		}
 		r.re = re
 	}

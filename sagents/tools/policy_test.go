@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -99,12 +100,26 @@ rules:
 	require.Equal(t, tools.Ask, p.Decide("./deploy.sh prod", "").Decision)
 	require.Equal(t, tools.Deny, p.Decide("sudo ls", "").Decision, "built-ins still apply")
 
-	_, err = tools.ParsePolicy([]byte("rules:\n  - name: x\n    match: '('\n    decision: deny\n"), "/w")
-	require.Error(t, err)
-	_, err = tools.ParsePolicy([]byte("rules:\n  - name: x\n    match: 'a'\n    decision: maybe\n"), "/w")
-	require.Error(t, err)
-	_, err = tools.ParsePolicy([]byte("rulez: []\n"), "/w")
-	require.Error(t, err, "unknown keys are errors")
+	// Each error is one line naming the key as written (issue 37: the
+	// field name was elided, "field bogus not found in type tools.Rule").
+	for doc, want := range map[string]string{
+		"rules:\n  - name: x\n    match: '('\n    decision: deny\n":  `tools: policy: rules[0].match ("x"): error parsing regexp`,
+		"rules:\n  - name: x\n    match: 'a'\n    decision: maybe\n": `tools: policy: rules[0].decision: decision "maybe": want allow, ask or deny (line 4)`,
+		"rulez: []\n":                            "tools: policy: rulez: unknown key (line 1); the document takes no_builtins, rules",
+		"rules:\n  - pattern: x\n    bogus: 1\n": "tools: policy: rules[0].pattern: unknown key (line 2); rules[0] takes decision, match, name, reason, whole",
+		"rules:\n  - {match: x, whole: often}\n": `tools: policy: rules[0].whole: "often" is not true or false (line 2)`,
+		"rules: {match: x}\n":                    "tools: policy: rules: want a list, not a mapping (line 1)",
+		"rules: [\n":                             "tools: policy: line 1: did not find expected node content",
+	} {
+		_, err = tools.ParsePolicy([]byte(doc), "/w")
+		require.Error(t, err, doc)
+		assert.True(t, strings.HasPrefix(err.Error(), want), "%q:\n got %s\nwant %s", doc, err, want)
+		assert.NotContains(t, err.Error(), "\n")
+		assert.NotContains(t, err.Error(), "tools.Rule")
+	}
+	p, err = tools.ParsePolicy(nil, "/w")
+	require.NoError(t, err, "an empty file is the built-ins")
+	assert.Equal(t, tools.Deny, p.Decide("sudo ls", "").Decision)
 }
 
 type recordingApprover struct{ got []tools.ApprovalRequest }
@@ -174,4 +189,22 @@ func TestSkills(t *testing.T) {
 		_, err := tools.ParseSkill(d)
 		require.Error(t, err, name)
 	}
+}
+
+// The README's policy example (section "Command policy") parses and
+// decides as it says.
+func TestREADMEPolicyExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, sec, ok := strings.Cut(string(b), "### Command policy")
+	require.True(t, ok, "the README documents the policy format")
+	_, block, ok := strings.Cut(sec, "```yaml\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	p, err := tools.ParsePolicy([]byte(block), "/workspace")
+	require.NoError(t, err)
+	assert.Equal(t, tools.Deny, p.Decide("ls; docker ps", "").Decision)
+	assert.Equal(t, tools.Ask, p.Decide("FOO=1 ./deploy.sh prod", "").Decision)
+	assert.Equal(t, tools.Deny, p.Decide("sudo ls", "").Decision, "the built-ins still apply")
+	assert.Equal(t, tools.Allow, p.Decide("ls", "").Decision)
 }

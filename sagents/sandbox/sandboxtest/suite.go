@@ -124,6 +124,26 @@ func testExec(t *testing.T, o Options) {
 		_, err := h.ExecuteCommand(ctx(t), "true", sandbox.ExecOptions{Env: map[string]string{"A=B": "x"}})
 		assert.ErrorContains(t, err, "A=B")
 	})
+	t.Run("argument too long", func(t *testing.T) {
+		// The longest command line that fits runs (the control); one byte
+		// more is refused alike in every mode, with the fix, before
+		// anything runs: no mode's own limit (sh -c's E2BIG, a request
+		// size) shows through.
+		fits := "echo ok #" + strings.Repeat("a", sandbox.MaxArgBytes-len("echo ok #"))
+		res := run(t, h, fits, sandbox.ExecOptions{})
+		assert.Equal(t, "ok\n", res.Stdout, res.Stderr)
+		for _, tc := range []struct {
+			cmd string
+			env map[string]string
+		}{{fits + "a", nil}, {"true", map[string]string{"BIG": strings.Repeat("x", sandbox.MaxArgBytes)}}} {
+			_, err := h.ExecuteCommand(ctx(t), tc.cmd, sandbox.ExecOptions{Env: tc.env})
+			require.ErrorIs(t, err, sandbox.ErrTooLong)
+			assert.ErrorIs(t, err, fs.ErrInvalid)
+			assert.ErrorContains(t, err, "fix: write it to a file")
+			_, err = h.StartBackground(ctx(t), tc.cmd, sandbox.ExecOptions{Env: tc.env})
+			assert.ErrorIs(t, err, sandbox.ErrTooLong)
+		}
+	})
 	t.Run("runs in the workspace", func(t *testing.T) {
 		require.NoError(t, h.EnsureDirectory(ctx(t), "sub"))
 		res := run(t, h, "pwd", sandbox.ExecOptions{})

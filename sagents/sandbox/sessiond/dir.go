@@ -33,12 +33,24 @@ func CheckName(name string) error {
 	return nil
 }
 
+// maxSocketPath is the longest path a unix socket may have on Linux
+// (sun_path holds 108 bytes with the terminating NUL; macOS: 104).
+const maxSocketPath = 103
+
 // Dir is the daemon directory of session name: home/sessions/NAME/daemon.
+// A home so deep that the socket's path would not fit a unix socket
+// address is refused, naming the fix (the socket would fail with a bare
+// "invalid argument").
 func Dir(home, name string) (string, error) {
 	if err := CheckName(name); err != nil {
 		return "", err
 	}
-	return filepath.Join(home, "sessions", name, "daemon"), nil
+	dir := filepath.Join(home, "sessions", name, "daemon")
+	if n := len(filepath.Join(dir, sockName)); n > maxSocketPath {
+		return "", &sandbox.ConfigError{Field: "SAGE_HOME", Value: home,
+			Reason: fmt.Sprintf("the socket of session %s would be %d bytes long, over the %d a unix socket's path may have; fix: a shorter SAGE_HOME or session name", name, n, maxSocketPath)}
+	}
+	return dir, nil
 }
 
 // prepareDir creates dir (0700) and checks it is a directory of this

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sort"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -17,8 +18,9 @@ import (
 // Version is the protocol version; a daemon refuses a request of another,
 // naming both (a client and a daemon built from different sage versions
 // meet after an upgrade: stopping the session ends the old daemon).
-// Version 2 added python and fs, and file errors that keep their kind.
-const Version = 2
+// Version 2 added python and fs, and file errors that keep their kind;
+// version 3 task (a background task's status, output and kill).
+const Version = 3
 
 // StableVersion is the oldest version whose info and stop requests are
 // those of Version: Describe and Stop send it, and a daemon serves info
@@ -34,6 +36,7 @@ const (
 	OpStop       = "stop"       // end the daemon and every process of the session
 	OpPython     = "python"     // run Python code (Code), stream its output, return its result
 	OpFS         = "fs"         // a file operation (FS)
+	OpTask       = "task"       // a background task's status, output or kill (Task)
 )
 
 // Request is the first frame of a connection.
@@ -62,6 +65,24 @@ type Request struct {
 	Requirements []string `json:"requirements,omitempty"`
 	// FS is OpFS's operation.
 	FS *FSRequest `json:"fs,omitempty"`
+	// Task is OpTask's operation.
+	Task *TaskRequest `json:"task,omitempty"`
+}
+
+// Operations of OpTask on a background task (OpBackground started it).
+const (
+	TaskStatus = "status" // Response.TaskState
+	TaskOutput = "output" // Response.Output: its log from Offset, Max bytes at most
+	TaskKill   = "kill"   // SIGTERM, then SIGKILL after a grace (Force: SIGKILL at once)
+)
+
+// TaskRequest is one operation on a background task.
+type TaskRequest struct {
+	Op     string `json:"op"`
+	ID     string `json:"id"`
+	Offset int64  `json:"offset,omitempty"`
+	Max    int    `json:"max,omitempty"` // 0: 64 KiB
+	Force  bool   `json:"force,omitempty"`
 }
 
 // File operations of OpFS.
@@ -97,6 +118,9 @@ type Response struct {
 	Task     *sandbox.BackgroundTask `json:"task,omitempty"`
 	Info     *Info                   `json:"info,omitempty"`
 	FS       *FSResult               `json:"fs,omitempty"`
+	// TaskState and Output answer OpTask's status and output.
+	TaskState *sandbox.BackgroundState  `json:"task_state,omitempty"`
+	Output    *sandbox.BackgroundOutput `json:"output,omitempty"`
 	// Error and Kind describe a failure (see Error). PathOp and Path,
 	// when set, say the failure was an *fs.PathError: the client gets
 	// one back, with Error as its Err's text.
@@ -121,6 +145,10 @@ type Info struct {
 	// every process of its session together; 0 where unknown.
 	MemoryBytes int64  `json:"memory_bytes"`
 	Settings    string `json:"settings"`
+	// Config is the sandbox config the daemon was started with, as
+	// Fingerprint hashes it (no secret, no default timeout), so that a
+	// client refused for other settings can say which (SettingsDiff).
+	Config json.RawMessage `json:"config,omitempty"`
 }
 
 // Error kinds and the sentinels they unwrap to.
@@ -138,6 +166,9 @@ var (
 	// ErrTooLarge: a request over MaxRequest (a command, Python code or
 	// environment too large for one request frame); nothing was sent.
 	ErrTooLarge = errors.New("the request is too large for the session's socket")
+	// ErrConfig: a sandbox setting of the session is wrong (a
+	// *sandbox.ConfigError in the daemon, which names it).
+	ErrConfig = errors.New("bad sandbox setting")
 )
 
 // kinds are the error kinds that cross the socket, the most specific
@@ -147,7 +178,7 @@ var kinds = []struct {
 	name string
 	err  error
 }{
-	{"settings", ErrSettings}, {"refused", ErrRefused}, {"stopped", ErrStopped}, {"protocol", ErrProtocol},
+	{"settings", ErrSettings}, {"config", ErrConfig}, {"refused", ErrRefused}, {"stopped", ErrStopped}, {"protocol", ErrProtocol},
 	{"escape", sandbox.ErrEscape}, {"read_only", sandbox.ErrReadOnly}, {"bad_path", sandbox.ErrBadPath},
 	{"unknown_task", sandbox.ErrUnknownTask}, {"unsupported", sandbox.ErrUnsupported},
 	{"isolation", sandbox.ErrIsolationUnavailable}, {"closed", sandbox.ErrClosed},
@@ -156,6 +187,9 @@ var kinds = []struct {
 }
 
 func kindOf(err error) string {
+	if ce := (*sandbox.ConfigError)(nil); errors.As(err, &ce) {
+		return "config"
+	}
 	for _, k := range kinds {
 		if errors.Is(err, k.err) {
 			return k.name
@@ -207,14 +241,81 @@ func responseError(r Response) error {
 // than the ones it was given. The default timeout (each request carries
 // its own) and the observer are left out.
 func Fingerprint(cfg sandbox.Config) string {
-	cfg.Timeout, cfg.Observer = 0, nil
-	cfg.Remote.APIKey = ""
-	b, err := json.Marshal(cfg)
+	b, err := settingsJSON(cfg)
 	if err != nil {
 		return "unmarshalable:" + err.Error()
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
+}
+
+// settingsJSON is cfg as Fingerprint hashes it.
+func settingsJSON(cfg sandbox.Config) ([]byte, error) {
+	cfg.Timeout, cfg.Observer = 0, nil
+	cfg.Remote.APIKey = ""
+	return json.Marshal(cfg)
+}
+
+// Difference is one setting a session's daemon runs with that a call
+// asked otherwise: Key is its sandbox.Config path ("Local.MemoryLimitMB").
+type Difference struct {
+	Key           string
+	Session, Call string // the values, as JSON
+}
+
+// SettingsDiff compares the config a daemon described (Info.Config)
+// with the one a call asks for, key by key, sorted by key.
+func SettingsDiff(session json.RawMessage, call sandbox.Config) ([]Difference, error) {
+	b, err := settingsJSON(call)
+	if err != nil {
+		return nil, err
+	}
+	var a, c any
+	if err := json.Unmarshal(session, &a); err != nil {
+		return nil, fmt.Errorf("%w: the session's config: %v", ErrProtocol, err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, err
+	}
+	sv, cv := map[string]string{}, map[string]string{}
+	flatten("", a, sv)
+	flatten("", c, cv)
+	var out []Difference
+	for k := range union(sv, cv) {
+		if sv[k] != cv[k] {
+			out = append(out, Difference{Key: k, Session: sv[k], Call: cv[k]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// flatten puts the leaves of v (objects are walked, lists and scalars
+// are leaves, as JSON) into m under their dotted paths.
+func flatten(prefix string, v any, m map[string]string) {
+	if o, ok := v.(map[string]any); ok {
+		for k, x := range o {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			flatten(p, x, m)
+		}
+		return
+	}
+	b, _ := json.Marshal(v)
+	m[prefix] = string(b)
+}
+
+func union(a, b map[string]string) map[string]bool {
+	u := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		u[k] = true
+	}
+	for k := range b {
+		u[k] = true
+	}
+	return u
 }
 
 // readJSON reads one frame of kind and decodes it into v.

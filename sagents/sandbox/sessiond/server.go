@@ -25,6 +25,9 @@ type Server struct {
 	// Settings is the Fingerprint of the sandbox's config: a request made
 	// for other settings is refused.
 	Settings string
+	// Config, when set, is the sandbox's config, described (without
+	// secrets) in Info so a refused client can say which settings differ.
+	Config *sandbox.Config
 	// IdleTimeout ends the server after this long without a request;
 	// 0 means never.
 	IdleTimeout time.Duration
@@ -253,9 +256,13 @@ func (s *Server) leave() {
 func (s *Server) info() *Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Info{Name: s.Name, PID: os.Getpid(), Started: s.started, LastUsed: s.last, Busy: s.busy,
+	info := &Info{Name: s.Name, PID: os.Getpid(), Started: s.started, LastUsed: s.last, Busy: s.busy,
 		Workspace: s.Sandbox.HostWorkspacePath(), IdleTimeout: s.IdleTimeout, Settings: s.Settings,
 		MemoryBytes: treePSS(os.Getpid())}
+	if s.Config != nil {
+		info.Config, _ = settingsJSON(*s.Config)
+	}
+	return info
 }
 
 func (s *Server) logf(format string, a ...any) {
@@ -321,11 +328,11 @@ func (s *Server) serve(c *net.UnixConn, req Request) Response {
 		return Response{Info: s.info()}
 	case OpStop:
 		return Response{}
-	case OpExec, OpBackground, OpPython, OpFS:
+	case OpExec, OpBackground, OpPython, OpFS, OpTask:
 	default:
 		return errorResponse(fmt.Errorf("%w: unknown op %q", ErrProtocol, req.Op))
 	}
-	if req.Settings != "" && req.Settings != s.Settings {
+	if req.Settings != "" && req.Settings != s.Settings && req.Op != OpTask {
 		return errorResponse(fmt.Errorf("%w: session %s was started with other flags or SAGE_* settings; fix: sage session stop %s, or the same settings", ErrSettings, s.Name, s.Name))
 	}
 	s.enter()
@@ -348,6 +355,8 @@ func (s *Server) dispatch(ctx context.Context, c *net.UnixConn, req Request) Res
 		return s.python(ctx, c, req)
 	case OpFS:
 		return s.fileOp(ctx, c, req)
+	case OpTask:
+		return s.task(ctx, req)
 	}
 	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
 		return s.Sandbox.ExecuteCommand(ctx, req.Command, opts)

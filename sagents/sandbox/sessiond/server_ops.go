@@ -154,6 +154,9 @@ func (s *Server) traced(req Request) (context.Context, func(Response)) {
 	if req.Op == OpFS && req.FS != nil {
 		name = "sage fs " + req.FS.Op
 	}
+	if req.Op == OpTask && req.Task != nil {
+		name = "sage task " + req.Task.Op
+	}
 	ctx := s.Observer.ChainStart(s.ctx, observability.ChainInfo{SessionID: s.Name, Name: name})
 	return ctx, func(r Response) {
 		if r.Error != "" && r.PathOp == "" {
@@ -162,4 +165,36 @@ func (s *Server) traced(req Request) (context.Context, func(Response)) {
 		}
 		s.Observer.ChainEnd(ctx, observability.ChainResult{})
 	}
+}
+
+// MaxTaskRead bounds one read of a background task's log through the
+// socket.
+const MaxTaskRead = 1 << 20
+
+// task runs one operation on a background task of the session's sandbox.
+func (s *Server) task(ctx context.Context, req Request) Response {
+	t := req.Task
+	if t == nil || t.ID == "" {
+		return errorResponse(fmt.Errorf("%w: task request without an operation or id", ErrProtocol))
+	}
+	switch t.Op {
+	case TaskStatus:
+		st, err := s.Sandbox.BackgroundStatus(ctx, t.ID)
+		if err != nil {
+			return s.failed(err)
+		}
+		return Response{TaskState: &st}
+	case TaskOutput:
+		out, err := s.Sandbox.ReadBackgroundOutput(ctx, t.ID, t.Offset, min(max(t.Max, 0), MaxTaskRead))
+		if err != nil {
+			return s.failed(err)
+		}
+		return Response{Output: &out}
+	case TaskKill:
+		if err := s.Sandbox.KillBackground(ctx, t.ID, t.Force); err != nil {
+			return s.failed(err)
+		}
+		return Response{}
+	}
+	return errorResponse(fmt.Errorf("%w: unknown task operation %q", ErrProtocol, t.Op))
 }

@@ -2,9 +2,12 @@ package sessiond
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -222,7 +225,7 @@ func TestServerRefusesOldClients(t *testing.T) {
 	var r Response
 	require.NoError(t, readJSON(c, KindResponse, &r))
 	assert.Equal(t, "protocol", r.Kind)
-	assert.Equal(t, "protocol error: this session's daemon speaks version 2, the client 1; fix: sage session stop t", r.Error)
+	assert.Equal(t, fmt.Sprintf("protocol error: this session's daemon speaks version %d, the client 1; fix: sage session stop t", Version), r.Error)
 	_, err = os.Stat(filepath.Join(s.home, "ws", "ran"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing ran")
 }
@@ -283,4 +286,92 @@ func TestInfoAndStopAcrossVersions(t *testing.T) {
 		}
 	}
 	s.ended(t)
+}
+
+// A background task the daemon started is read, polled and killed
+// through the socket: its status, its log from an offset, and kill;
+// an unknown id keeps its kind (sandbox.ErrUnknownTask, fs.ErrNotExist).
+func TestServerTasks(t *testing.T) {
+	s := serveObserved(t, 0, nil)
+	ctx := context.Background()
+	r, err := Call(ctx, s.dir, Request{Op: OpBackground, Settings: "want", Command: "echo one; echo two; exec sleep 60"}, Streams{})
+	require.NoError(t, err)
+	require.NotNil(t, r.Task)
+	id := r.Task.ID
+	task := func(tr TaskRequest) (Response, error) {
+		tr.ID = cmp.Or(tr.ID, id)
+		return Call(ctx, s.dir, Request{Op: OpTask, Settings: "other settings: tasks need none", Task: &tr}, Streams{})
+	}
+	var text string
+	require.Eventually(t, func() bool {
+		r, err := task(TaskRequest{Op: TaskOutput})
+		if err == nil && r.Output != nil {
+			text = r.Output.Text
+		}
+		return text == "one\ntwo\n"
+	}, 20*time.Second, 50*time.Millisecond)
+	r, err = task(TaskRequest{Op: TaskOutput, Offset: 4, Max: 2})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.BackgroundOutput{Text: "tw", NextOffset: 6}, *r.Output)
+	r, err = task(TaskRequest{Op: TaskStatus})
+	require.NoError(t, err)
+	assert.True(t, r.TaskState.Alive)
+	_, err = task(TaskRequest{Op: TaskKill})
+	require.NoError(t, err)
+	r, err = task(TaskRequest{Op: TaskStatus})
+	require.NoError(t, err)
+	assert.False(t, r.TaskState.Alive, "killed")
+	assert.Equal(t, "SIGTERM", r.TaskState.Signal)
+
+	_, err = task(TaskRequest{Op: TaskStatus, ID: "nosuch"})
+	assert.ErrorIs(t, err, sandbox.ErrUnknownTask)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = task(TaskRequest{Op: "bogus"})
+	assert.ErrorIs(t, err, ErrProtocol)
+}
+
+// A daemon refused for other settings describes its own, so a client
+// can say which differ (and never a secret).
+func TestSettingsDiff(t *testing.T) {
+	started := sandbox.Config{Mode: sandbox.Local, Workspace: "/w", Local: sandbox.LocalConfig{MemoryLimitMB: 1024, Network: sandbox.NetworkOff},
+		Remote: sandbox.RemoteConfig{APIKey: "s3cret"}}
+	b, err := settingsJSON(started)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "s3cret")
+	call := started
+	call.Local.MemoryLimitMB, call.Local.Network, call.Timeout = 2048, sandbox.NetworkOpen, time.Minute
+	d, err := SettingsDiff(b, call)
+	require.NoError(t, err)
+	assert.Equal(t, []Difference{{Key: "Local.MemoryLimitMB", Session: "1024", Call: "2048"},
+		{Key: "Local.Network", Session: `"off"`, Call: `"open"`}}, d, "the timeout is per command")
+	d, err = SettingsDiff(b, started)
+	require.NoError(t, err)
+	assert.Empty(t, d, "control: the same settings differ in nothing")
+
+	s := serveObserved(t, 0, nil)
+	s.Config = &started
+	info, err := Describe(context.Background(), s.dir)
+	require.NoError(t, err)
+	d, err = SettingsDiff(info.Config, call)
+	require.NoError(t, err)
+	assert.Len(t, d, 2)
+}
+
+// A bad setting keeps its kind across the socket and the readiness pipe:
+// the client sees ErrConfig (the CLI exits 2), with the daemon's words.
+func TestConfigErrorKeepsItsKind(t *testing.T) {
+	ce := &sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: "8", Reason: "too small"}
+	err := responseError(errorResponse(fmt.Errorf("local: %w", ce)))
+	assert.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "disk_quota_mb")
+
+	rr, rw, perr := os.Pipe()
+	require.NoError(t, perr)
+	NotReady(rw, fmt.Errorf("local: %w\nsecond line", ce))
+	said, _ := io.ReadAll(rr)
+	rr.Close()
+	var r Response
+	require.NoError(t, json.Unmarshal(said, &r))
+	assert.ErrorIs(t, responseError(r), ErrConfig)
+	assert.NotContains(t, r.Error, "second line")
 }

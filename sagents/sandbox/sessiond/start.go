@@ -3,6 +3,7 @@ package sessiond
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -154,6 +155,10 @@ func spawn(ctx context.Context, dir string, o StartOptions) (*net.UnixConn, erro
 	select {
 	case m := <-msg:
 		if m != "ok" {
+			var r Response
+			if json.Unmarshal([]byte(m), &r) == nil && r.Error != "" {
+				return nil, fmt.Errorf("session %s: its daemon did not start: %w", o.Name, responseError(r))
+			}
 			return nil, fmt.Errorf("session %s: its daemon did not start: %s", o.Name, startFailure(m, logPath))
 		}
 	case <-ctx.Done():
@@ -179,7 +184,7 @@ func startFailure(said, logPath string) string {
 
 // ReadyFile returns the descriptor a daemon started by Ensure reports
 // readiness on, or nil when it was started otherwise. Write "ok" and
-// close it once serving, or the reason it cannot serve.
+// close it once serving, or the reason it cannot serve (NotReady).
 func ReadyFile() *os.File {
 	if os.Getenv(readyEnv) != "3" {
 		return nil
@@ -204,4 +209,18 @@ func Run(ctx context.Context, o StartOptions, req Request, st Streams) (Response
 		}
 		return r, err
 	}
+}
+
+// NotReady tells the starter on ready (ReadyFile) why the daemon cannot
+// serve, keeping err's kind (a bad setting stays ErrConfig for the
+// client), and closes it.
+func NotReady(ready io.WriteCloser, err error) {
+	r := errorResponse(err)
+	r.Error = strings.SplitN(r.Error, "\n", 2)[0]
+	if b, jerr := json.Marshal(r); jerr == nil && len(b) < 4096 {
+		ready.Write(b)
+	} else {
+		io.WriteString(ready, r.Error[:min(len(r.Error), 4000)])
+	}
+	ready.Close()
 }

@@ -72,7 +72,7 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	if err != nil {
 		return nil, err
 	}
-	iso := &bwrapIsolator{bwrap: bw, hostWS: s.hostWS, mounts: cfg.Mounts,
+	iso := &bwrapIsolator{bwrap: bw, hostWS: s.bindWS, mounts: cfg.Mounts,
 		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
 		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress, ident: s.ident,
 		umaskCmd: fmt.Sprintf("umask %03o", s.umask)}

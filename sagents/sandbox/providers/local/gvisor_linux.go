@@ -69,7 +69,7 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 	if err != nil {
 		return nil, err
 	}
-	g := &gvisorIsolator{runsc: runsc, hostWS: s.hostWS, mounts: cfg.Mounts, network: cfg.Local.Network,
+	g := &gvisorIsolator{runsc: runsc, hostWS: s.bindWS, mounts: cfg.Mounts, network: cfg.Local.Network,
 		limits: s.limits, system: systemPaths(), egress: s.egress, umaskCmd: fmt.Sprintf("umask %03o", s.umask),
 		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(s.id)}
 	if g.network == "" {
@@ -295,11 +295,21 @@ func ProbeRunsc(ctx context.Context, runsc string) error {
 	out, err := exec.CommandContext(ctx, runsc, "--root="+dir, "--network=none", "--platform=systrap", "--ignore-cgroups",
 		"do", "/bin/true").CombinedOutput()
 	if err != nil {
+		if strings.Contains(string(out), "unknown platform: systrap") {
+			// Debian 12's runsc (2022) predates systrap (2023), which
+			// sage uses everywhere: install is not the fix, a newer one is.
+			v, _ := exec.CommandContext(ctx, runsc, "--version").Output()
+			return fmt.Errorf("%w: %s (%s) is too old: it has no --platform=systrap, which gVisor added in 2023; %s",
+				sandbox.ErrIsolationUnavailable, runsc, firstLines(string(v), 1), RunscNewerFix)
+		}
 		return fmt.Errorf("%w: %s cannot start a sandbox: %v: %s; %s", sandbox.ErrIsolationUnavailable, runsc, err,
 			firstLines(string(out), 3), RunscFix)
 	}
 	return nil
 }
+
+// RunscNewerFix says how to replace a runsc too old for sage.
+const RunscNewerFix = "fix: install a newer runsc (bash .ci/setup.d/50-runsc.sh builds one with Go and installs /usr/local/bin/runsc, or see https://gvisor.dev/docs/user_guide/install/) and put it first on PATH or name it in SAGE_RUNSC"
 
 func firstLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
@@ -311,9 +321,12 @@ func firstLines(s string, n int) string {
 
 // GvisorSummary says whether isolation gvisor works here, for sage
 // doctor: the runsc it would use and its version, or why not.
+//
+// Its error names the fix too: run as root, install runsc, or a newer
+// one, as the cause is.
 func GvisorSummary(ctx context.Context) (string, error) {
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("isolation gvisor runs runsc as root here; sage runs as uid %d", os.Geteuid())
+		return "", fmt.Errorf("isolation gvisor runs runsc as root here; sage runs as uid %d; fix: run sage as root to use --isolation gvisor", os.Geteuid())
 	}
 	p, err := findRunsc(ctx)
 	if err != nil {

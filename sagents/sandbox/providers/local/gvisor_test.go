@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,4 +168,31 @@ func testGvisorAllowlist(t *testing.T, freshPerCommand *bool) {
 	require.NoError(t, err)
 	assert.Contains(t, res.Stdout, "DIRECT-REFUSED", res.Stderr)
 	assert.Contains(t, res.Stdout, "HOSTSERVICE curl=0", "through the proxy; stderr %s", res.Stderr)
+}
+
+// Issue 37: Debian 12's runsc (2022, from apt) predates --platform=systrap.
+// sage must say it is too old and name a newer one as the fix, not
+// "install runsc" to someone who has. The real binary comes from
+// .ci/setup.d/52-runsc-debian.sh (apt-get download, never installed).
+func TestOldRunscIsNamedTooOld(t *testing.T) {
+	home, _ := os.UserHomeDir()
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		cache = filepath.Join(home, ".cache")
+	}
+	old := filepath.Join(cache, "sage", "runsc-debian", "runsc")
+	if _, err := os.Stat(old); err != nil {
+		testenv.Missing(t, "Debian's runsc in "+old, testenv.SetupFix+" (.ci/setup.d/52-runsc-debian.sh)")
+	}
+	err := local.ProbeRunsc(context.Background(), old)
+	require.ErrorIs(t, err, sandbox.ErrIsolationUnavailable)
+	assert.Contains(t, err.Error(), old+" (runsc version 0.0~20221219.0) is too old: it has no --platform=systrap")
+	assert.Contains(t, err.Error(), "fix: install a newer runsc")
+	assert.NotContains(t, err.Error(), "fix: install runsc (gVisor)", "it is installed")
+	assert.NotContains(t, err.Error(), "\n")
+
+	requireGvisor(t)
+	runsc, lerr := exec.LookPath("runsc")
+	require.NoError(t, lerr)
+	assert.NoError(t, local.ProbeRunsc(context.Background(), runsc), "control: the runsc setup installs starts a sandbox")
 }

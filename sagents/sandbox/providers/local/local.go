@@ -47,6 +47,11 @@ type Sandbox struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// bindWS is the host path the isolation binds as the workspace:
+	// hostWS, or the idmapped mount of it (idmap_linux.go).
+	bindWS string
+	idmap  *idmapped // the workspace's idmapped mount; nil: none
 }
 
 // isolator turns an invocation into the host process that runs it
@@ -129,8 +134,10 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		if id, err = sessionIdentity(cfg.Local.UIDRange, ws); err != nil {
 			return nil, err
 		}
-		if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
-			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; fix: put the workspace under a directory others may search (chmod o+x), e.g. under SAGE_HOME", ws, id.uid, err)
+		if id.idmapped() {
+			sweepIdmapped(sandbox.Home()) // mounts left by sandboxes killed with theirs
+		} else if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
+			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; %s", ws, id.uid, err, reachFix(ws, err))
 		}
 	}
 	if !opts.Session.Enabled && sessionByConfig(cfg) {
@@ -153,7 +160,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		return nil, err
 	}
 	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
-	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
+	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, bindWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
 		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota,
 		network: cmp.Or(cfg.Local.Network, sandbox.NetworkOff)}
 	if s.id == "" {
@@ -166,14 +173,29 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	if err := makePrivateDir(s.runtimeDir, id); err != nil {
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
 	}
+	if id.idmapped() {
+		if s.idmap, err = mountIdmapped(ws, s.runtimeDir, id); err != nil {
+			s.removeOwnRuntime()
+			return nil, err
+		}
+		s.bindWS = s.idmap.staging
+		if err := reachable(s.bindWS, id, needRead|needWrite|needExec); err != nil {
+			s.idmap.release()
+			s.removeOwnRuntime()
+			return nil, fmt.Errorf("local: workspace %s: the sandbox's uid %d cannot use its idmapped mount %s (the folder's owner has no rwx on it): %w; fix: chmod u+rwx %s",
+				ws, id.uid, s.bindWS, err, ws)
+		}
+	}
 	if cfg.Local.Network == sandbox.NetworkAllowlist {
 		if s.egress, err = startEgress(cfg, opts, s); err != nil {
+			s.idmap.release()
 			s.removeOwnRuntime()
 			return nil, err
 		}
 	}
 	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
 		s.egress.close()
+		s.idmap.release()
 		s.removeOwnRuntime()
 		return nil, err
 	}
@@ -181,6 +203,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	if err != nil {
 		s.iso.close()
 		s.egress.close()
+		s.idmap.release()
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -237,6 +260,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		}
 		if qerr := s.quota.release(); err == nil {
 			err = qerr
+		}
+		if ierr := s.idmap.release(); err == nil { // after the isolation: nothing binds it any more
+			err = ierr
 		}
 		if s.ownRuntime {
 			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {

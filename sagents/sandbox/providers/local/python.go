@@ -152,17 +152,28 @@ func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
 // ensureVenv creates the session's venv once, inside the sandbox, under a
 // file lock so that concurrent calls, in this process or others, create
 // it once.
-func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) error {
-	p := &s.py
+// interpreter is the host python3 the session's venv is (or would be)
+// made from, found once.
+func (p *pythonEnv) interpreter(ctx context.Context, id *identity) (*interpreter, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.base == nil {
-		base, err := hostPython(ctx, s.ident)
+		base, err := hostPython(ctx, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.base = base
 	}
+	return p.base, nil
+}
+
+func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) error {
+	p := &s.py
+	if _, err := p.interpreter(ctx, s.ident); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	lock := flock.New(filepath.Join(p.dir, "venv.lock"))
 	ok, err := lock.TryLockContext(ctx, 20*time.Millisecond)
 	if err != nil || !ok {
@@ -203,8 +214,9 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) er
 }
 
 // ExecutePython runs code with the session's venv Python, inside the
-// sandbox. The venv is created on first use; Requirements are installed
-// into it with pip first (PIP_INDEX_URL, PIP_FIND_LINKS and friends come
+// sandbox; until a call needs one (Requirements), with the host's python3
+// itself. The venv is created by the first call with Requirements, which
+// are installed into it with pip first (PIP_INDEX_URL, PIP_FIND_LINKS and friends come
 // from opts.Env or the host environment; a local find-links directory is
 // shown read-only). A failed install is a *sandbox.RequirementsError. The code
 // file lives in the session's runtime directory and is removed afterwards.
@@ -213,6 +225,20 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 		if r == "" || strings.HasPrefix(r, "-") || strings.ContainsAny(r, "\n\x00") {
 			return nil, fmt.Errorf("local: requirement %q: want a requirement specifier, not an option", r)
 		}
+	}
+	if len(opts.Requirements) == 0 && !fileExists(filepath.Join(s.py.venvHost(), "pyvenv.cfg")) {
+		// Nothing to install and no venv yet: the host's python3 runs the
+		// code, and the first call costs no venv (seconds). A later call
+		// with requirements makes the venv, which every call uses from
+		// then on.
+		base, err := s.py.interpreter(ctx, s.ident)
+		if err != nil {
+			return nil, err
+		}
+		return s.runCodeFile(ctx, code, ".py", opts.ExecOptions, func(file string, inv *invocation) {
+			addPrefix(inv, base.BasePrefix, base.Executable)
+			inv.argv = []string{base.Executable, file}
+		})
 	}
 	if err := s.ensureVenv(ctx, opts); err != nil {
 		return nil, err

@@ -34,16 +34,34 @@ func TestExecutePython(t *testing.T) {
 	requirePython(t)
 	s := newLocal(t, nil)
 	ctx := context.Background()
-	res, err := s.ExecutePython(ctx, "import os, sys\nprint(sys.prefix)\nprint(os.getcwd())\nsys.exit(4)", sandbox.PythonOptions{})
+	// Without requirements, the first call needs no venv: the host's
+	// python3 runs the code (issue 37: a venv took ~5 s, unsaid).
+	res, err := s.ExecutePython(ctx, "import os, sys\nprint(sys.prefix == sys.base_prefix)\nprint(os.getcwd())\nsys.exit(4)", sandbox.PythonOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, local.VenvPath+"\n/workspace\n", res.Stdout, res.Stderr)
+	assert.Equal(t, "True\n/workspace\n", res.Stdout, res.Stderr)
 	assert.Equal(t, 4, res.ExitCode)
+	assert.NoFileExists(t, filepath.Join(runtimeDir(t, s), "venv", "pyvenv.cfg"), "no venv made")
 	entries, _ := os.ReadDir(filepath.Join(runtimeDir(t, s), "code"))
 	assert.Empty(t, entries, "code files are removed afterwards")
 
+	// A call with requirements makes the venv ("pip" is in every venv:
+	// nothing to fetch), which later calls and commands use.
+	res, err = s.ExecutePython(ctx, "import sys\nprint(sys.prefix)", sandbox.PythonOptions{Requirements: []string{"pip"},
+		ExecOptions: sandbox.ExecOptions{Env: noFetch}})
+	require.NoError(t, err)
+	assert.Equal(t, local.VenvPath+"\n", res.Stdout, res.Stderr)
+	res, err = s.ExecutePython(ctx, "import sys\nprint(sys.prefix)", sandbox.PythonOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, local.VenvPath+"\n", res.Stdout, "once made, the venv runs every call: %s", res.Stderr)
 	res = run(t, s, "which python; python -c 'print(1+1)'", sandbox.ExecOptions{})
 	assert.Equal(t, local.VenvPath+"/bin/python\n2\n", res.Stdout, "the venv is on PATH for commands: %s", res.Stderr)
 }
+
+// noFetch makes a call with Requirements: []string{"pip"} (in every venv
+// already) create the venv and bind nothing new: pip has nothing to fetch,
+// and a find-links that is no host directory (this machine's
+// PIP_FIND_LINKS, say) is no bind to restart a session for.
+var noFetch = map[string]string{"PIP_FIND_LINKS": "http://127.0.0.1:9/none", "PIP_NO_INDEX": "1"}
 
 func runtimeDir(t *testing.T, s *sandbox.Sandbox) string {
 	t.Helper()
@@ -67,7 +85,8 @@ func TestExecutePythonConcurrentVenv(t *testing.T) {
 	errs := make([]error, 6)
 	for i := range errs {
 		wg.Go(func() {
-			res, err := hs[i%2].ExecutePython(context.Background(), fmt.Sprintf("print(%d)", i), sandbox.PythonOptions{})
+			res, err := hs[i%2].ExecutePython(context.Background(), fmt.Sprintf("print(%d)", i), sandbox.PythonOptions{Requirements: []string{"pip"},
+				ExecOptions: sandbox.ExecOptions{Env: noFetch}})
 			if err == nil && res.Stdout != fmt.Sprintf("%d\n", i) {
 				err = fmt.Errorf("call %d: %q %q", i, res.Stdout, res.Stderr)
 			}

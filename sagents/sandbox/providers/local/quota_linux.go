@@ -72,6 +72,10 @@ func setupQuota(cfg sandbox.Config, ws string, id *identity) (_ *diskQuota, err 
 	if mb == 0 && inodes == 0 {
 		return nil, nil
 	}
+	if id.idmapped() {
+		return nil, &sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
+			Reason: "a quota gives the workspace a file system of its own, which a folder of another owner (shown through an idmapped mount) cannot have; fix: set it to 0, or use a new workspace"}
+	}
 	if err := quotaProbe(); err != nil {
 		return nil, &sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
 			Reason: "cannot be enforced: " + err.Error() + "; fix: run sage as root on a host with loop devices and mkfs.ext4, or set it to 0"}

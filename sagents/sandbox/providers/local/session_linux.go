@@ -338,7 +338,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 // workspaceID identifies the workspace directory, opened as every
 // command's bind is (no symlink on its path, still the session uid's).
 func workspaceID(s *Sandbox) (dev, ino uint64, err error) {
-	f, err := openWorkspace(s.hostWS, s.ident)
+	f, err := openWorkspace(s.bindWS, s.ident)
 	if err != nil {
 		return 0, 0, err
 	}

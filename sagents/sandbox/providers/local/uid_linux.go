@@ -28,14 +28,27 @@ import (
 // an unprivileged uid.
 type identity struct {
 	uid, gid int
+	// idmap, when set, is the owner on disk of a workspace sage shows
+	// through an idmapped mount (idmap_linux.go) instead of chowning it:
+	// uid stands for it inside.
+	idmap *idmapOwner
 }
 
+// owner is who owns what sage creates in the workspace from the host:
+// the sandbox's uid, or, for an idmapped workspace, the folder's owner
+// (whom the sandbox's uid stands for).
 func (id *identity) owner() *sandbox.FileOwner {
-	if id == nil {
+	switch {
+	case id == nil:
 		return nil
+	case id.idmap != nil:
+		return &sandbox.FileOwner{UID: int(id.idmap.uid), GID: int(id.idmap.gid)}
 	}
 	return &sandbox.FileOwner{UID: id.uid, GID: id.gid}
 }
+
+// idmapped says the workspace is shown through an idmapped mount.
+func (id *identity) idmapped() bool { return id != nil && id.idmap != nil }
 
 // uidRegistry records which workspace holds which uid (one file per uid,
 // holding the workspace's path). It is machine-wide, whatever SAGE_HOME a
@@ -123,7 +136,7 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		// gives it to another live workspace (a directory chowned to it,
 		// or made by that session in a shared mount).
 		if data, err := os.ReadFile(filepath.Join(uidRegistry, strconv.FormatUint(uint64(owner), 10))); err == nil &&
-			string(data) != ws && !staleUID(string(data), owner) {
+			registered(data) != ws && !staleUID(string(data), owner) {
 			return nil, fmt.Errorf("local: workspace %s belongs to uid %d, which is the session uid of %s; fix: use a new workspace, or chown -R it to another owner: %w",
 				ws, owner, data, fs.ErrPermission)
 		}
@@ -143,7 +156,7 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			return nil, fmt.Errorf("local: uid registry: %w", err)
-		case string(data) != ws && !staleUID(string(data), u):
+		case registered(data) != ws && !staleUID(string(data), u):
 			continue
 		}
 		p := filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10))
@@ -154,7 +167,13 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		// Chowned under the lock: until then the entry would look stale
 		// (its workspace not yet the uid's) to another process.
 		id := &identity{uid: int(u), gid: int(u)}
-		if err := adoptWorkspace(ws, id); err != nil {
+		err = adoptWorkspace(ws, id)
+		if err == nil && id.idmapped() {
+			// Not chowned: the registry says so, or the entry would look
+			// stale (the workspace not the uid's on disk).
+			err = recordUID(u, ws+idmappedMark)
+		}
+		if err != nil {
 			if prev != nil {
 				os.WriteFile(p, prev, 0o600)
 			} else {
@@ -168,12 +187,25 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		Reason: fmt.Sprintf("all %d uids from %d are held by live workspaces; fix: give a wider range, or remove old workspaces", count, first)}
 }
 
-// staleUID reports whether the workspace recorded for u no longer holds
-// it.
-func staleUID(ws string, u uint32) bool {
+// idmappedMark ends the registry entry of a workspace shown through an
+// idmapped mount: its owner on disk is not its uid.
+const idmappedMark = "\nidmapped"
+
+// registered is the workspace of a registry entry.
+func registered(data []byte) string {
+	return strings.TrimSuffix(string(data), idmappedMark)
+}
+
+// staleUID reports whether the workspace recorded for u (a registry
+// entry) no longer holds it: gone, or, chowned, no longer the uid's.
+func staleUID(entry string, u uint32) bool {
+	ws, idmapped := strings.CutSuffix(entry, idmappedMark)
 	fi, err := os.Lstat(ws)
 	if err != nil {
 		return true
+	}
+	if idmapped {
+		return !fi.IsDir()
 	}
 	return fi.Sys().(*syscall.Stat_t).Uid != u
 }
@@ -195,9 +227,12 @@ func recordUID(u uint32, ws string) error {
 }
 
 // adoptWorkspace gives ws to id: a new or empty workspace is chowned to
-// it; one that holds files of another owner is refused (its files would
-// be unwritable inside, and chowning someone's tree silently is worse).
-// The workspace is 0700 either way.
+// it; one that holds files of another owner (a user's project) is shown
+// through an idmapped mount where the kernel and its file system allow
+// one (id.idmap: its files stay their owner's), and refused elsewhere
+// (its files would be unwritable inside, and chowning someone's tree
+// silently is worse). A chowned workspace is made 0700; an idmapped one
+// keeps its owner's mode.
 func adoptWorkspace(ws string, id *identity) error {
 	fi, err := os.Lstat(ws)
 	if err != nil {
@@ -209,8 +244,15 @@ func adoptWorkspace(ws string, id *identity) error {
 			return fmt.Errorf("local: workspace: %w", err)
 		}
 		if len(entries) > 0 {
-			return fmt.Errorf("local: workspace %s belongs to uid %d and is not empty, but its sandbox runs as uid %d (sage never runs sandboxed commands as host root); fix: chown -R %d:%d %s, or use a new workspace: %w",
-				ws, uid, id.uid, id.uid, id.gid, ws, fs.ErrPermission)
+			ierr := idmapAvailable(ws)
+			if ierr == nil {
+				st := fi.Sys().(*syscall.Stat_t)
+				id.idmap = &idmapOwner{uid: st.Uid, gid: st.Gid}
+				return nil
+			}
+			return fmt.Errorf("local: workspace %s belongs to uid %d and is not empty, but its sandbox runs as uid %d (sage never runs sandboxed commands as host root), "+
+				"and an idmapped mount that would keep its files uid %d's is not available (%v); fix: chown -R %d:%d %s, or use a new workspace: %w",
+				ws, uid, id.uid, uid, ierr, id.uid, id.gid, ws, fs.ErrPermission)
 		}
 		if err := os.Lchown(ws, id.uid, id.gid); err != nil {
 			return fmt.Errorf("local: workspace: %w", err)
@@ -229,6 +271,38 @@ const (
 	needExec  = 1
 )
 
+// closedError is a directory (or file) reachable found closed to a uid.
+type closedError struct {
+	dir         string
+	mode, owner uint32
+	uid         int
+}
+
+func (e *closedError) Error() string {
+	return fmt.Sprintf("%s (mode %03o, owner %d) is closed to uid %d", e.dir, e.mode, e.owner, e.uid)
+}
+
+func (e *closedError) Unwrap() error { return fs.ErrPermission }
+
+// reachFix is the fix of a workspace ws that reachable found closed
+// (err): open the directory it names for search, or, for a workspace
+// outside SAGE_HOME, move it under SAGE_HOME, whose directories sage
+// opens for search itself.
+func reachFix(ws string, err error) string {
+	var ce *closedError
+	if !errors.As(err, &ce) {
+		return "fix: make every directory above it searchable by that uid (chmod o+x)"
+	}
+	fix := "fix: chmod o+x " + ce.dir
+	if ce.dir == ws {
+		fix = fmt.Sprintf("fix: chown %d %s, or use a new workspace", ce.uid, ws)
+	}
+	if home := sandbox.Home(); !within(home, ws) {
+		fix += ", or put the workspace under SAGE_HOME (" + home + ")"
+	}
+	return fix
+}
+
 // reachable checks, from the permission bits, that id can reach p (search
 // permission on every directory above it) and has need on p itself. bwrap
 // runs as id, so it resolves every bind source as id.
@@ -236,7 +310,10 @@ func reachable(p string, id *identity, need uint32) error {
 	if id == nil {
 		return nil
 	}
-	p = filepath.Clean(p)
+	p, err := filepath.Abs(p) // a relative path's parents end at "/" too
+	if err != nil {
+		return err
+	}
 	check := func(dir string, bits uint32) error {
 		var st syscall.Stat_t
 		if err := syscall.Stat(dir, &st); err != nil {
@@ -253,7 +330,7 @@ func reachable(p string, id *identity, need uint32) error {
 			have = mode & 7
 		}
 		if have&bits != bits {
-			return fmt.Errorf("%s (mode %03o, owner %d) is closed to uid %d: %w", dir, mode, st.Uid, id.uid, fs.ErrPermission)
+			return &closedError{dir: dir, mode: mode, owner: st.Uid, uid: id.uid}
 		}
 		return nil
 	}
@@ -261,7 +338,7 @@ func reachable(p string, id *identity, need uint32) error {
 		if err := check(dir, needExec); err != nil {
 			return err
 		}
-		if dir == "/" {
+		if filepath.Dir(dir) == dir { // the root
 			break
 		}
 	}

@@ -14,6 +14,8 @@ type identity struct{ uid, gid int }
 
 func (id *identity) owner() *sandbox.FileOwner { return nil }
 
+func (id *identity) idmapped() bool { return false }
+
 const (
 	needRead  = 4
 	needWrite = 2
@@ -25,3 +27,5 @@ func sessionIdentity(string, string) (*identity, error) { return nil, nil }
 func reachable(string, *identity, uint32) error { return nil }
 
 func (id *identity) credential() *syscall.Credential { return nil }
+
+func reachFix(string, error) string { return "" }

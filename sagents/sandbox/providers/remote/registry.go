@@ -27,7 +27,8 @@ func Providers() []string { return providers.Names() }
 func newDriver(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 	f, ok := providers.Get(cfg.Remote.Provider)
 	if !ok {
-		return nil, fmt.Errorf("remote: provider %q is not registered (known: %s)", cfg.Remote.Provider, providers.Known())
+		return nil, &sandbox.ConfigError{Field: "sandbox.remote.provider", Value: cfg.Remote.Provider,
+			Reason: fmt.Sprintf("not a registered remote provider (known: %s)", providers.Known())}
 	}
 	return f(ctx, cfg)
 }

@@ -32,5 +32,8 @@ func TestRemoteModeDispatchesByProvider(t *testing.T) {
 
 	cfg.Remote.Provider = "nope"
 	_, err = sandbox.New(context.Background(), cfg)
-	assert.ErrorContains(t, err, `provider "nope" is not registered (known: fake-for-test`)
+	var ce *sandbox.ConfigError
+	require.ErrorAs(t, err, &ce, "an unknown provider is a bad setting")
+	assert.Equal(t, "sandbox.remote.provider", ce.Field)
+	assert.ErrorContains(t, err, `sandbox.remote.provider="nope": not a registered remote provider (known: fake-for-test`)
 }

@@ -146,6 +146,11 @@ func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (o
 			if ctx.Err() != nil { // the daemon may have created it after we gave up
 				err = errors.Join(err, b.remove(ctx, name))
 			}
+			if cerrdefs.IsNotFound(err) {
+				// The image is the one thing create can miss.
+				return orchestrator.SandboxInfo{}, fmt.Errorf("docker: create %s: %w; fix: build the image with 'sage image build --tag %s' "+
+					"(or 'make image'), or name an image this Docker Engine has in SAGE_AIO_IMAGE", name, err, cfg.Image)
+			}
 			return orchestrator.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", name, err)
 		}
 		return b.start(ctx, resp.ID, req)

@@ -124,3 +124,18 @@ func TestAdvertiseHost(t *testing.T) {
 	assert.Regexp(t, `^http://localhost:\d+$`, info.URL)
 	assert.Equal(t, "ok\n", exec1(t, p, sid, "echo ok"))
 }
+
+// Issue 37: a missing image is named with the fix (build it, or name one
+// that exists), and nothing is left: no container.
+func TestCreateWithoutTheImageNamesTheFix(t *testing.T) {
+	f := newFixture(t)
+	const img = "sage-sandbox-test-missing:none"
+	_, err := f.backend(t).Create(ctxT(t), orchestrator.CreateRequest{SandboxID: "noimage", Image: img, Port: orchestrator.DefaultPort})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fix: build the image with 'sage image build --tag "+img+"'")
+	assert.Contains(t, err.Error(), "SAGE_AIO_IMAGE")
+	assert.Empty(t, f.containers(t), "no container left behind")
+	info, err := f.backend(t).Create(ctxT(t), orchestrator.CreateRequest{SandboxID: "image", Image: orchestrator.DefaultImage, Port: orchestrator.DefaultPort})
+	require.NoError(t, err, "control: the image that exists starts")
+	assert.NotEmpty(t, info.ContainerID)
+}

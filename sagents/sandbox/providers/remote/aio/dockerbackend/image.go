@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -96,10 +97,14 @@ func (o *BuildOptions) defaults() error {
 	if o.SageBinary == "" {
 		return errors.New("image: the path of a static sage binary is required")
 	}
-	for _, p := range []string{o.SageBinary, o.Busybox} {
-		if err := CheckStatic(p); err != nil {
-			return err
+	if err := CheckStatic(o.SageBinary); err != nil {
+		return err
+	}
+	if err := CheckStatic(o.Busybox); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w; fix: install a static busybox (Debian: apt-get install busybox-static), or name one with --busybox PATH", err)
 		}
+		return err
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func BuildFullImage(ctx context.Context, cli *client.Client, o FullOptions) (bui
 		fmt.Fprintf(o.Progress, "image: no %s (%v); making Debian with debootstrap instead\n", o.Base, firstLine(err))
 		fallthrough
 	case FromDebootstrap:
-		if base, err = importRootfs(ctx, cli, o.Rootfs, step); err != nil {
+		if base, err = importRootfs(ctx, cli, o.Rootfs, o.Progress, step); err != nil {
 			return false, err
 		}
 		install = false
@@ -176,12 +176,12 @@ func BaseImage(o RootfsOptions) (string, error) {
 
 // importRootfs returns BaseImageRepo:<key>, importing the debootstrap
 // tarball (made first when missing) unless the image exists.
-func importRootfs(ctx context.Context, cli *client.Client, ro RootfsOptions, step func(string) func()) (string, error) {
+func importRootfs(ctx context.Context, cli *client.Client, ro RootfsOptions, progress io.Writer, step func(string) func()) (string, error) {
 	ref := BaseImageRepo + ":" + ro.Key()[:16]
 	if _, err := cli.ImageInspect(ctx, ref); err == nil {
 		return ref, nil
 	}
-	tarPath, err := Rootfs(ctx, ro, step)
+	tarPath, err := Rootfs(ctx, ro, progress)
 	if err != nil {
 		return "", err
 	}

@@ -14,10 +14,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/sage-go/sage/internal/termsafe"
 )
 
 // DefaultPackages are what the full sandbox image installs on top of a
@@ -114,14 +117,17 @@ func (o RootfsOptions) Tarball() string {
 // debootstrap (variant minbase, plus o.Packages) from o.Mirror, making
 // it the first time (minutes; root only) and reusing it afterwards. One
 // process makes it at a time (a file lock beside it); a failed or
-// interrupted run leaves nothing behind. step reports each step.
-func Rootfs(ctx context.Context, o RootfsOptions, step func(string) func()) (string, error) {
+// interrupted run leaves nothing behind. progress (nil: none) gets a
+// line per step with its duration, and for debootstrap, which takes
+// minutes, a line every ProgressEvery with what it is doing.
+func Rootfs(ctx context.Context, o RootfsOptions, progress io.Writer) (string, error) {
 	if err := o.defaults(); err != nil {
 		return "", err
 	}
-	if step == nil {
-		step = func(string) func() { return func() {} }
+	if progress == nil {
+		progress = io.Discard
 	}
+	step := stepper(progress)
 	out := o.Tarball()
 	if fileExists(out) {
 		return out, nil
@@ -150,14 +156,17 @@ func Rootfs(ctx context.Context, o RootfsOptions, step func(string) func()) (str
 	}
 	defer os.RemoveAll(tmp)
 	tree := filepath.Join(tmp, "root")
-	done := step(fmt.Sprintf("debootstrap %s (minbase + %s) from %s (minutes, once per machine)", o.Suite, strings.Join(o.Packages, " "), o.Mirror))
-	err = run(ctx, filepath.Join(tmp, "debootstrap.log"), o.Debootstrap, "--variant=minbase",
+	logFile := filepath.Join(tmp, "debootstrap.log")
+	long := startLongStep(progress, fmt.Sprintf("debootstrap %s (minbase + %s) from %s (minutes, once per machine)", o.Suite, strings.Join(o.Packages, " "), o.Mirror))
+	stopWatch := watchLog(logFile, ProgressEvery, long.note)
+	err = run(ctx, logFile, o.Debootstrap, "--variant=minbase",
 		"--include="+strings.Join(o.Packages, ","), o.Suite, tree, o.Mirror)
-	done()
+	stopWatch()
+	long.done()
 	if err != nil {
 		return "", err
 	}
-	done = step("pack the root file system into " + out)
+	done := step("pack the root file system into " + out)
 	defer done()
 	for _, junk := range []string{"var/cache/apt/archives", "var/lib/apt/lists"} {
 		if err := clearDir(filepath.Join(tree, junk)); err != nil {
@@ -253,4 +262,70 @@ func validPackage(s string) bool {
 		}
 	}
 	return true
+}
+
+// ProgressEvery is how often a long step (debootstrap) says what it is
+// doing.
+var ProgressEvery = 20 * time.Second
+
+// longStep is a step line that may take minutes: its notes go on lines
+// of their own below it, and its end says the duration.
+type longStep struct {
+	mu    sync.Mutex
+	w     io.Writer
+	label string
+	start time.Time
+	notes bool
+}
+
+func startLongStep(w io.Writer, label string) *longStep {
+	fmt.Fprintf(w, "image: %s ... ", label)
+	return &longStep{w: w, label: label, start: time.Now()}
+}
+
+// note prints what the step is doing, with the time it has taken.
+func (s *longStep) note(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.notes {
+		fmt.Fprintln(s.w)
+		s.notes = true
+	}
+	fmt.Fprintf(s.w, "image:     %s: %s\n", time.Since(s.start).Round(time.Second), what)
+}
+
+func (s *longStep) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := time.Since(s.start).Round(100 * time.Millisecond)
+	if s.notes {
+		fmt.Fprintf(s.w, "image: %s: done in %s\n", s.label, d)
+		return
+	}
+	fmt.Fprintf(s.w, "%s\n", d)
+}
+
+// watchLog calls note with the last line of logFile every interval
+// (when it changed); stop ends it.
+func watchLog(logFile string, every time.Duration, note func(string)) (stop func()) {
+	end := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		last := ""
+		for {
+			select {
+			case <-end:
+				return
+			case <-t.C:
+			}
+			if line := strings.TrimSpace(tail(logFile, 1)); line != "" && line != last {
+				last = line
+				note(termsafe.Text(line))
+			}
+		}
+	}()
+	return func() { close(end); <-done }
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,4 +130,31 @@ func TestRootfsFailureLeavesNothing(t *testing.T) {
 	for _, e := range ents {
 		assert.Equal(t, filepath.Base(o.Tarball())+".lock", e.Name(), "left behind")
 	}
+}
+
+// A step of minutes (debootstrap) says what it is doing every interval,
+// from its log's last line, and its duration at the end; a quick one
+// stays on one line.
+func TestLongStepShowsProgress(t *testing.T) {
+	var w testenv.Buffer
+	logFile := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(logFile, []byte("I: Retrieving InRelease\n"), 0o644))
+	s := startLongStep(&w, "debootstrap x")
+	stop := watchLog(logFile, 50*time.Millisecond, s.note)
+	require.Eventually(t, func() bool { return strings.Contains(w.String(), "I: Retrieving InRelease") }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, os.WriteFile(logFile, []byte("I: Retrieving InRelease\nI: Extracting \x1b[31mlibc6\n"), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(w.String(), "I: Extracting") }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	s.done()
+	lines := strings.Split(strings.TrimSpace(w.String()), "\n")
+	assert.Equal(t, "image: debootstrap x ... ", lines[0])
+	assert.Regexp(t, `^image:     \d+s: I: Retrieving InRelease$`, lines[1])
+	assert.NotContains(t, w.String(), "\x1b", "the log's control characters are escaped")
+	assert.Regexp(t, `^image: debootstrap x: done in [0-9.]+m?s$`, lines[len(lines)-1])
+	assert.Equal(t, 1, strings.Count(w.String(), "Retrieving"), "a line said once")
+
+	var quick testenv.Buffer
+	q := startLongStep(&quick, "quick")
+	q.done()
+	assert.Regexp(t, `^image: quick \.\.\. [0-9.]+m?s\n$`, quick.String(), "control: a quick step is one line")
 }
