@@ -255,7 +255,9 @@ func TestPurgeLeavesOneLock(t *testing.T) {
 // answers and IsAlive says they are gone.
 type exitingBackend struct{ *orchestratortest.Backend }
 
-func (exitingBackend) IsAlive(context.Context, orchestrator.SandboxInfo) (bool, error) { return false, nil }
+func (exitingBackend) IsAlive(context.Context, orchestrator.SandboxInfo) (bool, error) {
+	return false, nil
+}
 
 // Issue 35, item 6: a sandbox whose container exits at once is not
 // waited on for the whole ready timeout (here an hour): Acquire fails

@@ -90,7 +90,7 @@ type ProviderOptions struct {
 	// left (Sweep), with a store that keeps owner leases (default
 	// DefaultSweepInterval; negative: never, as `sage sandbox ls` does).
 	SweepInterval time.Duration
-	Logger       *slog.Logger
+	Logger        *slog.Logger
 }
 
 func (o *ProviderOptions) defaults() error {
