@@ -201,6 +201,23 @@ func ownerLeaseOf(ctx context.Context) *Lease {
 	return nil
 }
 
+// Held reports the owner lease's id and the lock's fencing token ctx
+// carries, whether or not they still hold, and with fencing on or off:
+// for logs and a fault test's history, not for decisions (Fence is).
+func Held(ctx context.Context) (owner string, token int64) {
+	for c, _ := ctx.Value(leaseKey{}).(*leaseChain); c != nil; c = c.parent {
+		switch {
+		case c.lease != nil && c.lease.id != "" && owner == "":
+			owner = c.lease.id
+		case c.lease != nil && c.lease.token != 0 && token == 0:
+			token = c.lease.token
+		case c.lease == nil && token == 0:
+			token = c.token
+		}
+	}
+	return owner, token
+}
+
 // WithFence returns ctx carrying a fencing token received from elsewhere:
 // a provisioner server passes on the token its client sent.
 func WithFence(ctx context.Context, token int64) context.Context {
