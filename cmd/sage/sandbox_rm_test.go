@@ -15,9 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -52,17 +50,7 @@ func TestSandboxRmUnknownAndPurge(t *testing.T) {
 func TestSandboxRmAllAfterKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cli, err := dockerbackend.NewClient()
-	if err == nil {
-		_, err = cli.Ping(ctx)
-	}
-	if err != nil {
-		testenv.Missing(t, "a Docker Engine", testenv.SetupFix)
-	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, orchestrator.DefaultImage); err != nil {
-		testenv.Missing(t, "the image "+orchestrator.DefaultImage, "make image")
-	}
+	cli := dockerWithImage(t, ctx)
 	home := sandboxtest.TempDir(t)
 	prefix := fmt.Sprintf("sagetest-k9-%d-%x", os.Getpid(), time.Now().UnixNano()&0xffffff)
 	byPrefix := filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+prefix))

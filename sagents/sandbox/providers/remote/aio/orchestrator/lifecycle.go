@@ -169,19 +169,23 @@ func ignoreClosed(err error) error {
 
 // reap releases sandboxes idle for longer than IdleTimeout, every
 // ReapInterval, until Shutdown.
-func (p *Provider) reap() {
-	defer close(p.reapDone)
+func (p *Provider) reap() { every(p.o.ReapInterval, p.stopReap, p.reapDone, p.reapOnce) }
+
+// every runs pass every interval until stop is closed (which also
+// cancels a pass under way), then closes done.
+func every(interval time.Duration, stop <-chan struct{}, done chan<- struct{}, pass func(context.Context)) {
+	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { <-p.stopReap; cancel() }() // Shutdown interrupts a pass
-	t := time.NewTicker(p.o.ReapInterval)
+	go func() { <-stop; cancel() }()
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-p.stopReap:
+		case <-stop:
 			return
 		case <-t.C:
-			p.reapOnce(ctx)
+			pass(ctx)
 		}
 	}
 }

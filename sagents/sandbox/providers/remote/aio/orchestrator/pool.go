@@ -86,14 +86,14 @@ func (p *Provider) fill() {
 				break
 			}
 			if errors.Is(err, ErrTooManySandboxes) { // full: wait for a release (or look again in a while)
-				if !p.waitKick(5 * time.Second) {
+				if !p.wait(5*time.Second, true) {
 					return
 				}
 				continue
 			}
 			if err != nil {
 				p.o.Logger.Warn("aio: warm pool: starting a sandbox failed", "err", err, "retry_in", backoff)
-				if !p.wait(backoff) {
+				if !p.wait(backoff, false) {
 					return
 				}
 				backoff = min(2*backoff, 30*time.Second)
@@ -109,27 +109,20 @@ func (p *Provider) fill() {
 	}
 }
 
-// waitKick waits for a kick (a sandbox was released) or d; it reports
-// false when the pool stops.
-func (p *Provider) waitKick(d time.Duration) bool {
+// wait waits d, or less when kick is set and a sandbox was released
+// meanwhile; it reports false when the pool stops.
+func (p *Provider) wait(d time.Duration, kick bool) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-p.pool.stop:
-		return false
-	case <-p.pool.kick:
-		return true
-	case <-t.C:
-		return true
+	var kicked <-chan struct{}
+	if kick {
+		kicked = p.pool.kick
 	}
-}
-
-func (p *Provider) wait(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-p.pool.stop:
 		return false
+	case <-kicked:
+		return true
 	case <-t.C:
 		return true
 	}

@@ -34,27 +34,16 @@ type SweepReport struct {
 const slotGrace = time.Minute
 
 // sweepLoop sweeps every SweepInterval until Shutdown.
-func (p *Provider) sweepLoop() {
-	defer close(p.sweepDone)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { <-p.stopSweep; cancel() }()
-	t := time.NewTicker(p.o.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stopSweep:
-			return
-		case <-t.C:
-		}
-		r, err := p.Sweep(ctx)
-		if err != nil && ctx.Err() == nil {
-			p.o.Logger.Warn("aio: sweep", "err", err)
-		}
-		if len(r.Sandboxes)+len(r.States)+len(r.Slots)+len(r.Counts) > 0 {
-			p.o.Logger.Info("aio: swept what dead owners left", "owners", r.DeadOwners, "sandboxes", r.Sandboxes,
-				"states", r.States, "slots", r.Slots, "counts", r.Counts)
-		}
+func (p *Provider) sweepLoop() { every(p.o.SweepInterval, p.stopSweep, p.sweepDone, p.sweepPass) }
+
+func (p *Provider) sweepPass(ctx context.Context) {
+	r, err := p.Sweep(ctx)
+	if err != nil && ctx.Err() == nil {
+		p.o.Logger.Warn("aio: sweep", "err", err)
+	}
+	if len(r.Sandboxes)+len(r.States)+len(r.Slots)+len(r.Counts) > 0 {
+		p.o.Logger.Info("aio: swept what dead owners left", "owners", r.DeadOwners, "sandboxes", r.Sandboxes,
+			"states", r.States, "slots", r.Slots, "counts", r.Counts)
 	}
 }
 
