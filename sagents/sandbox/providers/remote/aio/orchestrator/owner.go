@@ -38,7 +38,7 @@ func (p *Provider) leased(ctx context.Context) (context.Context, error) {
 		return ctx, nil
 	}
 	if l := p.ownerLease(); l != nil {
-		if err := l.Err(); err == nil {
+		if err := l.Err(); err == nil || unfenced.Off.Load() {
 			return WithLease(ctx, l), nil
 		}
 		p.lost(l)

@@ -263,9 +263,9 @@ type fenceKey struct{}
 // (idempotent) stop. A renewal that succeeds moves l's deadline to its
 // sending time plus the TTL; one that finds another token (or none)
 // ends l with orchestrator.ErrLockLost; failures are retried until l's
-// own timer ends it. An owner lease whose key is gone (regrant) is set
-// again only with fencing off (the control of the fault test), as a
-// process that knows nothing of leases would.
+// own timer ends it. With fencing off (the control of the fault test)
+// an owner lease (regrant) never ends: one whose key is gone is set
+// again, as a process that knows nothing of leases would go on.
 func (s *Store) hold(k, token string, l *orchestrator.Lease, regrant bool) func() {
 	ttl := l.TTL()
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -301,7 +301,7 @@ func (s *Store) hold(k, token string, l *orchestrator.Lease, regrant bool) func(
 				s.o.Logger.Warn("redisstore: lease lost: another holder has it, or it expired", "key", k)
 				l.Lose(orchestrator.ErrLockLost)
 				return
-			case unfenced.Off.Load() && time.Since(answered) >= ttl:
+			case unfenced.Off.Load() && !regrant && time.Since(answered) >= ttl:
 				s.o.Logger.Warn("redisstore: lease lost: no renewal answered for a TTL", "key", k, "err", err)
 				l.Lose(orchestrator.ErrLockLost)
 				return
