@@ -5,9 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -71,4 +73,34 @@ func TestStaleFenceIsRefusedByTheBackend(t *testing.T) {
 	require.NoError(t, err, "control: a newer holder adopts")
 	require.NoError(t, b.Destroy(orchestrator.WithFence(ctxT(t), 11), info), "control: a newer holder destroys")
 	assert.Empty(t, f.containers(t))
+}
+
+// Issue 35 (found by the fault test): a process killed between its
+// container's create and start leaves a container that never ran; the
+// sweep collects a dead owner's, and leaves a live owner's (it may be
+// starting it now).
+func TestSweepCollectsNeverStartedContainers(t *testing.T) {
+	f := newFixture(t)
+	p := f.provider(t, func(o *orchestrator.ProviderOptions) { o.SweepInterval = -1 })
+	_, err := p.Acquire(ctxT(t), "t-live") // p's lease
+	require.NoError(t, err)
+	b := f.backend(t)
+	mk := func(id, owner string) string {
+		resp, err := f.cli.ContainerCreate(ctxT(t), &container.Config{Image: orchestrator.DefaultImage, Labels: map[string]string{
+			dockerbackend.LabelManaged: "1", dockerbackend.LabelID: id, dockerbackend.LabelOwner: owner,
+			dockerbackend.LabelPrefix: f.prefix, dockerbackend.LabelInstallation: b.Installation()}}, nil, nil, nil, b.Name(id))
+		require.NoError(t, err)
+		return resp.ID
+	}
+	deadID := mk("anon-never-started", "long-gone-owner")
+	liveID := mk("anon-starting", p.Owner())
+	r, err := p.Sweep(ctxT(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"long-gone-owner"}, r.DeadOwners)
+	ids := map[string]bool{}
+	for _, c := range f.containers(t) {
+		ids[c.ID] = true
+	}
+	assert.False(t, ids[deadID], "a dead owner's never-started container was left")
+	assert.True(t, ids[liveID], "a live owner's container was removed while it may be starting it")
 }

@@ -165,12 +165,12 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 	if !sandbox.ValidID(threadID) {
 		return "", fmt.Errorf("aio: acquire: %w", &InvalidThreadError{ThreadID: threadID})
 	}
+	if e := p.cached(threadID); e != nil && e.act.lease.Err() == nil && p.alive(ctx, e) {
+		return e.info.SandboxID, nil
+	}
 	ctx, err := p.leased(ctx)
 	if err != nil {
 		return "", fmt.Errorf("aio: acquire %s: %w", threadID, err)
-	}
-	if e := p.cached(threadID); e != nil && p.alive(ctx, e) {
-		return e.info.SandboxID, nil
 	}
 	unlock, err := p.lockThread(ctx, threadID)
 	if err != nil {

@@ -144,3 +144,11 @@ type Counter interface {
 type Adopter interface {
 	Adopt(ctx context.Context, info SandboxInfo) (SandboxInfo, error)
 }
+
+// StoppedLister is implemented by backends whose sandboxes can exist
+// without running (a Docker container created but never started, because
+// its creator died in between, or one that exited): a sweep collects a
+// dead owner's too. Their SandboxInfo has no URL.
+type StoppedLister interface {
+	ListStopped(ctx context.Context) ([]SandboxInfo, error)
+}

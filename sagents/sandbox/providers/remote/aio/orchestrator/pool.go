@@ -142,18 +142,21 @@ func (p *Provider) reserveSlot() bool {
 }
 
 // addSlot ends a reservation: a started slot joins idle, unless the pool
-// closed meanwhile (then it is destroyed). It reports whether to go on.
+// closed meanwhile, or the slot was started under an owner lease this
+// process has lost since (then it is destroyed). It reports whether to
+// go on.
 func (p *Provider) addSlot(info SandboxInfo, err error) bool {
+	stale := err == nil && info.Owner != p.owner() // started under a lease since lost
 	p.pool.mu.Lock()
 	p.pool.filling--
 	closed := p.pool.closed
-	if err == nil && !closed {
+	if err == nil && !closed && !stale {
 		p.pool.idle = append(p.pool.idle, info)
 		close(p.pool.changed)
 		p.pool.changed = make(chan struct{})
 	}
 	p.pool.mu.Unlock()
-	if err == nil && closed {
+	if err == nil && (closed || stale) {
 		if derr := p.destroy(context.Background(), info); derr != nil {
 			p.o.Logger.Warn("aio: warm pool: destroy", "sandbox", info.SandboxID, "err", derr)
 		}

@@ -49,7 +49,8 @@ func (p *Provider) sweepPass(ctx context.Context) {
 
 // Sweep collects, once, what owners whose lease ended left behind: their
 // sandboxes (thread, anonymous and pool ones; a thread's under its
-// locks, its files moved back from a pool slot), the saved state of
+// locks, its files moved back from a pool slot; with a StoppedLister
+// backend, those that never started or exited too), the saved state of
 // their threads, their pool slot directories, and their max_sandboxes
 // counts. A lease the store reports absent is believed ended only once
 // this provider has seen it absent for the store's LeaseTTL (an earlier
@@ -110,6 +111,12 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 		}
 		running = append(running, pooled...)
 	}
+	var stopped []SandboxInfo
+	if sl, ok := p.o.Backend.(StoppedLister); ok {
+		if stopped, err = sl.ListStopped(ctx); err != nil {
+			return r, 0, fmt.Errorf("aio: sweep: %w", err)
+		}
+	}
 	records := map[string]SandboxInfo{}
 	if l, ok := p.o.Store.(Lister); ok {
 		if records, err = l.List(ctx); err != nil {
@@ -134,6 +141,9 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 		if !referenced[info.SandboxID] {
 			owners[info.Owner] = true
 		}
+	}
+	for _, info := range stopped {
+		owners[info.Owner] = true
 	}
 	for _, o := range counted {
 		owners[o] = true
@@ -183,6 +193,28 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 		gone[countID(info)] = true
 		r.Sandboxes = append(r.Sandboxes, info.SandboxID)
 	}
+	for _, info := range stopped { // never started (its creator died first) or exited: nobody serves from it
+		if !dead[info.Owner] {
+			continue
+		}
+		destroy := func(held context.Context) error { return p.destroy(held, info) }
+		t := info.ThreadID
+		if t == "" && info.PoolSlot != "" {
+			t = slots[info.PoolSlot].thread
+		}
+		var err error
+		if t != "" && sandbox.ValidID(t) { // its files may be in its slot: under the thread's locks
+			err = p.underThreadLocks(ctx, t, destroy)
+		} else {
+			err = destroy(ctx)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gone[countID(info)] = true
+		r.Sandboxes = append(r.Sandboxes, info.SandboxID)
+	}
 	for _, t := range slices.Sorted(maps.Keys(threads)) {
 		destroyed, removed, err := p.sweepThread(ctx, t, dead)
 		if err != nil {
@@ -199,7 +231,7 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 	}
 
 	present := map[string]bool{}
-	for _, info := range running {
+	for _, info := range append(running, stopped...) {
 		if !gone[countID(info)] {
 			present[countID(info)] = true
 		}
@@ -274,20 +306,34 @@ func (p *Provider) deadOwners(ctx context.Context, lr Leaser, owners map[string]
 // t under the thread's locks, checking again there that no live process
 // took it over meanwhile. It returns what it destroyed and whether it
 // removed the state.
-func (p *Provider) sweepThread(ctx context.Context, t string, dead map[string]bool) (*SandboxInfo, bool, error) {
+func (p *Provider) sweepThread(ctx context.Context, t string, dead map[string]bool) (destroyed *SandboxInfo, removed bool, err error) {
 	if !sandbox.ValidID(t) {
 		return nil, false, nil
 	}
+	err = p.underThreadLocks(ctx, t, func(hctx context.Context) error {
+		destroyed, removed, err = p.sweepHeld(hctx, t, dead)
+		return err
+	})
+	return destroyed, removed, err
+}
+
+// underThreadLocks runs f under thread t's locks (this process's and the
+// state store's); f gets the held context.
+func (p *Provider) underThreadLocks(ctx context.Context, t string, f func(held context.Context) error) error {
 	unlock, err := p.lockThread(ctx, t)
 	if err != nil {
-		return nil, false, fmt.Errorf("aio: sweep %s: %w", t, err)
+		return fmt.Errorf("aio: sweep %s: %w", t, err)
 	}
 	defer unlock()
-	hctx, release, err := p.lockStore(ctx, t)
+	held, release, err := p.lockStore(ctx, t)
 	if err != nil {
-		return nil, false, fmt.Errorf("aio: sweep %s: %w", t, err)
+		return fmt.Errorf("aio: sweep %s: %w", t, err)
 	}
 	defer release()
+	return f(held)
+}
+
+func (p *Provider) sweepHeld(hctx context.Context, t string, dead map[string]bool) (*SandboxInfo, bool, error) {
 	st, saved, err := p.o.Store.Load(hctx, t)
 	if err != nil {
 		return nil, false, fmt.Errorf("aio: sweep %s: %w", t, err)
@@ -329,17 +375,7 @@ func (p *Provider) sweepSlot(ctx context.Context, slot, thread string) error {
 	if thread == "" || !sandbox.ValidID(thread) {
 		return p.removeSlot(slot)
 	}
-	unlock, err := p.lockThread(ctx, thread)
-	if err != nil {
-		return fmt.Errorf("aio: sweep slot %s: %w", slot, err)
-	}
-	defer unlock()
-	_, release, err := p.lockStore(ctx, thread)
-	if err != nil {
-		return fmt.Errorf("aio: sweep slot %s: %w", slot, err)
-	}
-	defer release()
-	return p.detachSlot(thread, slot)
+	return p.underThreadLocks(ctx, thread, func(context.Context) error { return p.detachSlot(thread, slot) })
 }
 
 // slotDirs reads Home/pool: slot -> its owner and the thread whose files
