@@ -9,12 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
@@ -116,6 +117,7 @@ type cluster struct {
 	redis              string // container id
 	hosts              []string
 	unfenced           bool
+	killed             int64 // when every host was dead
 }
 
 func randomID() string {
@@ -155,8 +157,18 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 	ctx, cancel := bg()
 	defer cancel()
 	for _, h := range c.hosts { // every owner dies
-		_ = cli.ContainerKill(ctx, h, "KILL")
+		require.NoError(t, cli.ContainerKill(ctx, h, "KILL"))
 	}
+	for _, h := range c.hosts {
+		waitC, errC := cli.ContainerWait(ctx, h, container.WaitConditionNotRunning)
+		select {
+		case <-waitC:
+		case err := <-errC:
+			require.NoError(t, err)
+		}
+	}
+	c.killed = faulttest.Now()
+	c.settle(t)         // what the dead asked of the engine has landed
 	time.Sleep(2 * ttl) // their leases expire
 	c.sweep(t)
 	stopMonitor()
@@ -171,6 +183,13 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 	}
 	t.Logf("%s run %s, %s under the nemesis:\n%s", mode, c.rid, d, r)
 	_ = os.WriteFile(filepath.Join(c.dir, "report.txt"), []byte(r.String()), 0o644)
+	if keep := os.Getenv("SAGE_FAULTTEST_KEEP"); keep != "" && (len(r.Violations) > 0) != unfenced {
+		dst := filepath.Join(keep, c.rid)
+		if err := os.CopyFS(dst, os.DirFS(c.history)); err == nil {
+			_ = os.WriteFile(filepath.Join(dst, "report.txt"), []byte(r.String()), 0o644)
+			t.Logf("history kept in %s", dst)
+		}
+	}
 	return r
 }
 
@@ -365,7 +384,19 @@ func (c *cluster) leftovers(t *testing.T, events []faulttest.Event) []faulttest.
 		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))})
 	require.NoError(t, err)
 	for _, ct := range cs {
-		left("container %s (%s, owner %s) is left", ct.Names[0], ct.State, ct.Labels[dockerbackend.LabelOwner])
+		id := ct.Labels[dockerbackend.LabelID]
+		made := "no create of it in the history"
+		for _, e := range events {
+			if e.Kind == faulttest.KindOp && e.Op == "create-invoked" && e.Sandbox == id {
+				made = fmt.Sprintf("created by %s, asked %s before every host was dead, never answered", e.Owner,
+					time.Duration(c.killed-e.Inv).Round(time.Millisecond))
+			}
+			if e.Kind == faulttest.KindOp && e.Op == "create" && e.Sandbox == id {
+				made = fmt.Sprintf("created by %s, asked %s before every host was dead, answered %s before (ok %v: %s)",
+					e.Owner, time.Duration(c.killed-e.Inv).Round(time.Millisecond), time.Duration(c.killed-e.Comp).Round(time.Millisecond), e.OK, e.Err)
+			}
+		}
+		left("container %s (%s, owner %s) is left; %s", ct.Names[0], ct.State, ct.Labels[dockerbackend.LabelOwner], made)
 	}
 
 	ins, err := c.cli.ContainerInspect(ctx, c.redis)
@@ -415,12 +446,47 @@ func (c *cluster) leftovers(t *testing.T, events []faulttest.Event) []faulttest.
 	return out
 }
 
+// settle waits (a minute at most) until the run's containers and their
+// states have not changed for two seconds: a killed process's create or
+// start already sent to the engine lands after its death, and removing a
+// container while the engine still starts it can leave a stale endpoint
+// on its network (Docker 20.10).
+func (c *cluster) settle(t *testing.T) {
+	ctx, cancel := bg()
+	defer cancel()
+	f := filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))
+	last, stable := "", 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && stable < 4; time.Sleep(500 * time.Millisecond) {
+		cs, err := c.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil {
+			return
+		}
+		var sig []string
+		for _, ct := range cs {
+			sig = append(sig, ct.ID+ct.State)
+		}
+		slices.Sort(sig)
+		if now := strings.Join(sig, ","); now == last {
+			stable++
+		} else {
+			last, stable = now, 0
+		}
+	}
+	if stable < 4 {
+		t.Logf("the engine did not settle within a minute")
+	}
+}
+
 // removeAll removes what this run made: its containers (hosts, Redis,
 // the sweeper, every sandbox with its prefix) and its networks.
 func (c *cluster) removeAll(t *testing.T) {
 	ctx, cancel := bg()
 	defer cancel()
-	var wg sync.WaitGroup
+	for _, h := range c.hosts { // nothing asks the engine for more
+		_ = c.cli.ContainerUnpause(ctx, h)
+		_ = c.cli.ContainerKill(ctx, h, "KILL")
+	}
+	c.settle(t)
 	for _, f := range []filters.Args{
 		filters.NewArgs(filters.Arg("label", labelRun+"="+c.rid)),
 		filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix)),
@@ -431,20 +497,25 @@ func (c *cluster) removeAll(t *testing.T) {
 			continue
 		}
 		for _, ct := range cs {
-			wg.Go(func() {
-				_ = c.cli.ContainerUnpause(ctx, ct.ID)
-				if err := c.cli.ContainerRemove(ctx, ct.ID, container.RemoveOptions{Force: true}); err != nil {
-					t.Errorf("cleanup: %v", err)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	for _, n := range []string{c.redisNet, c.sbxNet} {
-		if n != "" {
-			if err := c.cli.NetworkRemove(ctx, n); err != nil {
+			_ = c.cli.ContainerUnpause(ctx, ct.ID)
+			if err := c.cli.ContainerRemove(ctx, ct.ID, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 				t.Errorf("cleanup: %v", err)
 			}
+		}
+	}
+	for _, n := range []string{c.redisNet, c.sbxNet} {
+		if n == "" {
+			continue
+		}
+		var err error
+		for range 60 { // a removed container's endpoint goes a moment after it
+			if err = c.cli.NetworkRemove(ctx, n); err == nil || cerrdefs.IsNotFound(err) {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			t.Errorf("cleanup: %v", err)
 		}
 	}
 }

@@ -36,6 +36,9 @@ func (r *recBackend) record(ctx context.Context, op, thread, sandbox, container 
 
 func (r *recBackend) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	inv := faulttest.Now()
+	owner, token := orchestrator.Held(ctx) // the invocation too: a create in flight when its process dies still lands
+	r.rec.Add(faulttest.Event{Kind: faulttest.KindOp, Host: r.host, Op: "create-invoked", Owner: owner, Token: token,
+		Thread: req.ThreadID, Sandbox: req.SandboxID, Inv: inv})
 	info, err := r.b.Create(ctx, req)
 	r.record(ctx, "create", req.ThreadID, req.SandboxID, info.ContainerID, inv, err)
 	return info, err
