@@ -117,7 +117,30 @@ type cluster struct {
 	redis              string // container id
 	hosts              []string
 	unfenced           bool
-	killed             int64 // when every host was dead
+	killed             int64     // when every host was dead
+	swept              time.Time // when the final sweep began
+	sweeps             int
+}
+
+// lateContainers names the run's containers created after the final
+// sweep began.
+func (c *cluster) lateContainers(t *testing.T) []string {
+	ctx, cancel := bg()
+	defer cancel()
+	cs, err := c.cli.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))})
+	require.NoError(t, err)
+	var out []string
+	for _, ct := range cs {
+		ins, err := c.cli.ContainerInspect(ctx, ct.ID)
+		if err != nil {
+			continue
+		}
+		if made, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil && made.After(c.swept) {
+			out = append(out, strings.TrimPrefix(ins.Name, "/"))
+		}
+	}
+	return out
 }
 
 func randomID() string {
@@ -170,7 +193,17 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 	c.killed = faulttest.Now()
 	c.settle(t)         // what the dead asked of the engine has landed
 	time.Sleep(2 * ttl) // their leases expire
+	c.swept = time.Now()
 	c.sweep(t)
+	c.settle(t)
+	if late := c.lateContainers(t); len(late) > 0 {
+		// The engine answered a dead process's create after the sweep
+		// listed (seconds later, on a loaded machine): no sweep can
+		// collect what does not exist yet. A live deployment's next
+		// sweep does; here a second one must.
+		t.Logf("created after the sweep began, so left to a second sweep: %v", late)
+		c.sweep(t)
+	}
 	stopMonitor()
 
 	events, err := faulttest.ReadHistories(c.history)
@@ -195,15 +228,35 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 
 func (c *cluster) labels() map[string]string { return map[string]string{labelRun: c.rid} }
 
+// sandboxNetwork is where the hosts reach the sandboxes: one network for
+// every run of this test, made when missing and never removed. Under the
+// nemesis a sandbox is sometimes removed while the engine still starts
+// it (a killed or stale holder's start racing the new holder's remove),
+// and Docker 20.10 then keeps a stale endpoint count on the network,
+// which refuses removal until the daemon restarts: a network per run
+// would leak once in a while.
+const sandboxNetwork = "sage-faulttest-sandboxes"
+
+func ensureSandboxNetwork(t *testing.T, cli *client.Client) {
+	ctx, cancel := bg()
+	defer cancel()
+	if _, err := cli.NetworkInspect(ctx, sandboxNetwork, network.InspectOptions{}); err == nil {
+		return
+	}
+	_, err := cli.NetworkCreate(ctx, sandboxNetwork, network.CreateOptions{Driver: "bridge", Labels: map[string]string{labelRun: "shared"}})
+	if err != nil && !cerrdefs.IsConflict(err) {
+		require.NoError(t, err)
+	}
+}
+
 // start makes the networks, Redis and the hosts.
 func (c *cluster) start(t *testing.T) {
 	ctx, cancel := bg()
 	defer cancel()
-	c.redisNet, c.sbxNet = c.rid+"-redis", c.rid+"-sbx"
-	for _, n := range []string{c.redisNet, c.sbxNet} {
-		_, err := c.cli.NetworkCreate(ctx, n, network.CreateOptions{Driver: "bridge", Labels: c.labels()})
-		require.NoError(t, err)
-	}
+	c.redisNet, c.sbxNet = c.rid+"-redis", sandboxNetwork
+	_, err := c.cli.NetworkCreate(ctx, c.redisNet, network.CreateOptions{Driver: "bridge", Labels: c.labels()})
+	require.NoError(t, err)
+	ensureSandboxNetwork(t, c.cli)
 	resp, err := c.cli.ContainerCreate(ctx, &container.Config{Image: redisImage, Labels: c.labels()},
 		&container.HostConfig{NetworkMode: container.NetworkMode(c.redisNet)}, nil, nil, c.rid+"-redis")
 	require.NoError(t, err)
@@ -353,7 +406,8 @@ func (c *cluster) killWorker(ctx context.Context, host string) error {
 
 // sweep runs the final sweep in its own container and waits for it.
 func (c *cluster) sweep(t *testing.T) {
-	id := c.runHost(t, "sweeper", []string{"/faulthost", "sweep"}, c.sbxNet)
+	c.sweeps++
+	id := c.runHost(t, fmt.Sprintf("sweeper%d", c.sweeps), []string{"/faulthost", "sweep"}, c.sbxNet)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	waitC, errC := c.cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
@@ -446,8 +500,8 @@ func (c *cluster) leftovers(t *testing.T, events []faulttest.Event) []faulttest.
 	return out
 }
 
-// settle waits (a minute at most) until the run's containers and their
-// states have not changed for two seconds: a killed process's create or
+// settle waits (two minutes at most) until the run's containers and their
+// states have not changed for five seconds: a killed process's create or
 // start already sent to the engine lands after its death, and removing a
 // container while the engine still starts it can leave a stale endpoint
 // on its network (Docker 20.10).
@@ -456,7 +510,7 @@ func (c *cluster) settle(t *testing.T) {
 	defer cancel()
 	f := filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))
 	last, stable := "", 0
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && stable < 4; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && stable < 10; time.Sleep(500 * time.Millisecond) {
 		cs, err := c.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 		if err != nil {
 			return
@@ -472,8 +526,8 @@ func (c *cluster) settle(t *testing.T) {
 			last, stable = now, 0
 		}
 	}
-	if stable < 4 {
-		t.Logf("the engine did not settle within a minute")
+	if stable < 10 {
+		t.Logf("the engine did not settle within two minutes")
 	}
 }
 
@@ -503,7 +557,7 @@ func (c *cluster) removeAll(t *testing.T) {
 			}
 		}
 	}
-	for _, n := range []string{c.redisNet, c.sbxNet} {
+	for _, n := range []string{c.redisNet} {
 		if n == "" {
 			continue
 		}
