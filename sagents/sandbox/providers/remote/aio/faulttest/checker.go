@@ -204,7 +204,7 @@ func maxSandboxes(evs []Event, max int) []Violation {
 	var out []Violation
 	for _, e := range evs {
 		if e.Kind == KindSample && e.N > max {
-			out = append(out, Violation{RuleMax, fmt.Sprintf("%d sandboxes ran at %s (max_sandboxes %d)", e.N, stamp(e.Inv), max)})
+			out = append(out, Violation{RuleMax, fmt.Sprintf("%d sandboxes ran at %s (max_sandboxes %d): %v", e.N, stamp(e.Inv), max, e.Names)})
 		}
 	}
 	return out

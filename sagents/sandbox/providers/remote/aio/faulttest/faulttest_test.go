@@ -305,7 +305,11 @@ func (c *cluster) monitor(rec *faulttest.Recorder) func() {
 		for ctx.Err() == nil {
 			at := faulttest.Now()
 			if cs, err := c.cli.ContainerList(ctx, container.ListOptions{Filters: f}); err == nil {
-				rec.Add(faulttest.Event{Kind: faulttest.KindSample, N: len(cs), Inv: at})
+				e := faulttest.Event{Kind: faulttest.KindSample, N: len(cs), Inv: at}
+				for _, ct := range cs {
+					e.Names = append(e.Names, strings.TrimPrefix(ct.Names[0], "/"+c.prefix+"-"))
+				}
+				rec.Add(e)
 			}
 			select {
 			case <-ctx.Done():

@@ -36,6 +36,9 @@ const (
 	KindSample = "sample"
 	// KindSweep: a sweep collected N sandboxes.
 	KindSweep = "sweep"
+	// KindCount: a max_sandboxes count (Op: reserve, unreserve) of
+	// Sandbox for Owner.
+	KindCount = "count"
 )
 
 // Event is one line of a history.
@@ -50,6 +53,7 @@ type Event struct {
 	Answered  string   `json:"answered,omitempty"`
 	Token     int64    `json:"token,omitempty"`
 	Absent    []string `json:"absent,omitempty"`
+	Names     []string `json:"names,omitempty"` // a sample's containers`
 	N         int      `json:"n,omitempty"`
 	Inv       int64    `json:"inv"`            // unix ns: invoked (or observed)
 	Comp      int64    `json:"comp,omitempty"` // unix ns: completed

@@ -157,9 +157,25 @@ func (r *recStore) LiveLeases(ctx context.Context, owners []string) (map[string]
 func (r *recStore) LeaseTTL() time.Duration { return r.s.LeaseTTL() }
 
 func (r *recStore) Reserve(ctx context.Context, id, owner string, max int) error {
-	return r.s.Reserve(ctx, id, owner, max)
+	inv := faulttest.Now()
+	err := r.s.Reserve(ctx, id, owner, max)
+	r.count("reserve", id, owner, inv, err)
+	return err
 }
 
-func (r *recStore) Unreserve(ctx context.Context, id string) error { return r.s.Unreserve(ctx, id) }
+func (r *recStore) Unreserve(ctx context.Context, id string) error {
+	inv := faulttest.Now()
+	err := r.s.Unreserve(ctx, id)
+	r.count("unreserve", id, "", inv, err)
+	return err
+}
+
+func (r *recStore) count(op, id, owner string, inv int64, err error) {
+	e := faulttest.Event{Kind: faulttest.KindCount, Host: r.host, Op: op, Sandbox: id, Owner: owner, Inv: inv, Comp: faulttest.Now(), OK: err == nil}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	r.rec.Add(e)
+}
 
 func (r *recStore) Reserved(ctx context.Context) (map[string]string, error) { return r.s.Reserved(ctx) }
