@@ -140,11 +140,14 @@ func (s *FileStore) Reserve(ctx context.Context, id, owner string, max int) erro
 }
 
 // Unreserve stops counting id.
-func (s *FileStore) Unreserve(ctx context.Context, id string) error {
+func (s *FileStore) Unreserve(ctx context.Context, id, owner string) error {
 	return s.withCounter(ctx, func(m map[string]string) (bool, error) {
-		_, ok := m[id]
+		o, ok := m[id]
+		if !ok || owner != "" && o != owner {
+			return false, nil
+		}
 		delete(m, id)
-		return ok, nil
+		return true, nil
 	})
 }
 

@@ -128,7 +128,11 @@ type Counter interface {
 	// counted already is not counted twice (its owner is updated).
 	Reserve(ctx context.Context, id, owner string, max int) error
 	// Unreserve stops counting id; an id not counted is not an error.
-	Unreserve(ctx context.Context, id string) error
+	// With owner set it does so only while id is counted for owner:
+	// sandbox ids of threads are deterministic, so a create that failed
+	// must not give back the count a newer holder's create of the same
+	// id now shares (owner "": whoever counts it, as after a destroy).
+	Unreserve(ctx context.Context, id, owner string) error
 	// Reserved lists what is counted: id -> owner.
 	Reserved(ctx context.Context) (map[string]string, error)
 }

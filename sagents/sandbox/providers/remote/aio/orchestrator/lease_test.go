@@ -420,3 +420,22 @@ func TestSweepCollectsWhatADeadOwnerLeft(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(home, "leases", "dying.lock"))
 	assert.DirExists(t, filepath.Join(home, "threads", "t1", "user-data", "workspace"), "the thread's files were moved back")
 }
+
+// The FileStore's count: an id is counted once; a former reserver (a
+// stale holder whose create failed) cannot give back the count a newer
+// reserver of the same thread id shares; a destroy (no owner) can.
+func TestFileStoreCount(t *testing.T) {
+	s := orchestrator.NewFileStore(t.TempDir())
+	ctx := context.Background()
+	require.NoError(t, s.Reserve(ctx, "x", "a", 2))
+	require.NoError(t, s.Reserve(ctx, "x", "b", 2), "counted once")
+	require.NoError(t, s.Reserve(ctx, "y", "a", 2))
+	require.ErrorIs(t, s.Reserve(ctx, "z", "a", 2), orchestrator.ErrTooManySandboxes)
+	require.NoError(t, s.Unreserve(ctx, "x", "a"))
+	require.ErrorIs(t, s.Reserve(ctx, "z", "a", 2), orchestrator.ErrTooManySandboxes, "the former reserver gave back the newer one's count")
+	require.NoError(t, s.Unreserve(ctx, "x", ""))
+	require.NoError(t, s.Reserve(ctx, "z", "a", 2), "control: a destroy gives the count back")
+	got, err := s.Reserved(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"y": "a", "z": "a"}, got)
+}

@@ -160,10 +160,12 @@ func (c *memCounter) Reserve(_ context.Context, id, owner string, max int) error
 	return nil
 }
 
-func (c *memCounter) Unreserve(_ context.Context, id string) error {
+func (c *memCounter) Unreserve(_ context.Context, id, owner string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.ids, id)
+	if o, ok := c.ids[id]; ok && (owner == "" || o == owner) {
+		delete(c.ids, id)
+	}
 	return nil
 }
 
@@ -197,20 +199,24 @@ func countID(info SandboxInfo) string {
 
 // unreserve stops counting a destroyed sandbox (a failure is logged: a
 // sweep gives back what dead owners' failures left counted).
-func (p *Provider) unreserve(ctx context.Context, id string) {
+func (p *Provider) unreserve(ctx context.Context, id string) { p.giveBack(ctx, id, "") }
+
+// giveBack stops counting id (owner set: only while counted for owner).
+func (p *Provider) giveBack(ctx context.Context, id, owner string) {
 	if p.o.MaxSandboxes <= 0 {
 		return
 	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := p.counter.Unreserve(uctx, id); err != nil {
+	if err := p.counter.Unreserve(uctx, id, owner); err != nil {
 		p.o.Logger.Warn("aio: max_sandboxes: could not give back a count", "sandbox", id, "err", err)
 	}
 }
 
 // unreserveFailed gives back the count of a create that failed, unless
-// the backend runs a sandbox under that id after all (another process's,
-// whose count it is).
+// the backend runs a sandbox under that id after all, or the count is no
+// longer this process's: a newer holder of the thread's lock reserved the
+// same id for its own create, which may not have landed yet.
 func (p *Provider) unreserveFailed(ctx context.Context, id string) {
 	if p.o.MaxSandboxes <= 0 {
 		return
@@ -220,5 +226,9 @@ func (p *Provider) unreserveFailed(ctx context.Context, id string) {
 	if _, ok, err := p.o.Backend.Discover(dctx, id); err != nil || ok {
 		return
 	}
-	p.unreserve(ctx, id)
+	owner, _ := Held(ctx)
+	if owner == "" {
+		owner = p.owner()
+	}
+	p.giveBack(ctx, id, owner)
 }

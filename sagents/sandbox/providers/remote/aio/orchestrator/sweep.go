@@ -239,7 +239,7 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 	if c, ok := p.o.Store.(Counter); ok {
 		for id, o := range counted {
 			if dead[o] && !present[id] {
-				if err := c.Unreserve(ctx, id); err != nil {
+				if err := c.Unreserve(ctx, id, o); err != nil {
 					errs = append(errs, err)
 					continue
 				}

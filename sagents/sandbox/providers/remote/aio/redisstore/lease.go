@@ -106,9 +106,15 @@ func (s *Store) Reserve(ctx context.Context, id, owner string, max int) error {
 	return nil
 }
 
-// Unreserve stops counting id.
-func (s *Store) Unreserve(ctx context.Context, id string) error {
-	if err := s.rdb.HDel(ctx, s.counterKey(), id).Err(); err != nil {
+// unreserveScript stops counting ARGV[1], only while it is counted for
+// ARGV[2] when that is set.
+var unreserveScript = redis.NewScript(`
+if ARGV[2] ~= "" and redis.call("HGET", KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+return redis.call("HDEL", KEYS[1], ARGV[1])`)
+
+// Unreserve stops counting id (owner set: only while counted for owner).
+func (s *Store) Unreserve(ctx context.Context, id, owner string) error {
+	if err := unreserveScript.Run(ctx, s.rdb, []string{s.counterKey()}, id, owner).Err(); err != nil {
 		return fmt.Errorf("redisstore: unreserve %s: %w", id, err)
 	}
 	return nil

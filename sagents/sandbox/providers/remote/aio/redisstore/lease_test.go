@@ -218,13 +218,15 @@ func TestReserveIsABound(t *testing.T) {
 	require.Len(t, got, 3)
 	for id := range got {
 		require.NoError(t, b.Reserve(ctx, id, "o2", 3), "an id counted already is not counted twice")
-		require.NoError(t, a.Unreserve(ctx, id))
+		require.NoError(t, a.Unreserve(ctx, id, "o"), "a former reserver's failed create gives back nothing now")
+		require.ErrorIs(t, a.Reserve(ctx, "one-more", "o", 3), orchestrator.ErrTooManySandboxes, "the newer reserver's count was given back")
+		require.NoError(t, a.Unreserve(ctx, id, "o2"))
 		break
 	}
 	require.NoError(t, a.Reserve(ctx, "new", "o", 3), "control: a place given back is free")
 	require.ErrorIs(t, a.Reserve(ctx, "one-more", "o", 3), orchestrator.ErrTooManySandboxes)
 	for id := range got {
-		_ = a.Unreserve(ctx, id)
+		_ = a.Unreserve(ctx, id, "")
 	}
-	_ = a.Unreserve(ctx, "new")
+	_ = a.Unreserve(ctx, "new", "")
 }

@@ -163,10 +163,10 @@ func (r *recStore) Reserve(ctx context.Context, id, owner string, max int) error
 	return err
 }
 
-func (r *recStore) Unreserve(ctx context.Context, id string) error {
+func (r *recStore) Unreserve(ctx context.Context, id, owner string) error {
 	inv := faulttest.Now()
-	err := r.s.Unreserve(ctx, id)
-	r.count("unreserve", id, "", inv, err)
+	err := r.s.Unreserve(ctx, id, owner)
+	r.count("unreserve", id, owner, inv, err)
 	return err
 }
 
