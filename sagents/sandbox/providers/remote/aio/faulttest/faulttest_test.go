@@ -117,27 +117,34 @@ type cluster struct {
 	redis              string // container id
 	hosts              []string
 	unfenced           bool
-	killed             int64     // when every host was dead
-	swept              time.Time // when the final sweep began
+	killed             int64 // when every host was dead
 	sweeps             int
 }
 
-// lateContainers names the run's containers created after the final
-// sweep began.
-func (c *cluster) lateContainers(t *testing.T) []string {
+// containerIDs lists the run's sandbox containers (any state).
+func (c *cluster) containerIDs(t *testing.T) map[string]bool {
 	ctx, cancel := bg()
 	defer cancel()
 	cs, err := c.cli.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))})
 	require.NoError(t, err)
-	var out []string
+	ids := map[string]bool{}
 	for _, ct := range cs {
-		ins, err := c.cli.ContainerInspect(ctx, ct.ID)
-		if err != nil {
-			continue
-		}
-		if made, err := time.Parse(time.RFC3339Nano, ins.Created); err == nil && made.After(c.swept) {
-			out = append(out, strings.TrimPrefix(ins.Name, "/"))
+		ids[ct.ID] = true
+	}
+	return ids
+}
+
+// lateContainers names the run's containers that the engine listed only
+// after the final sweep began (not in before): a create it had begun for
+// a process since killed, which it may finish many seconds later (it
+// stamps the container's creation time when it begins, but lists it only
+// once it is done).
+func (c *cluster) lateContainers(t *testing.T, before map[string]bool) []string {
+	var out []string
+	for id := range c.containerIDs(t) {
+		if !before[id] {
+			out = append(out, id[:12])
 		}
 	}
 	return out
@@ -193,10 +200,10 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 	c.killed = faulttest.Now()
 	c.settle(t)         // what the dead asked of the engine has landed
 	time.Sleep(2 * ttl) // their leases expire
-	c.swept = time.Now()
+	before := c.containerIDs(t)
 	c.sweep(t)
 	c.settle(t)
-	if late := c.lateContainers(t); len(late) > 0 {
+	if late := c.lateContainers(t, before); len(late) > 0 {
 		// The engine answered a dead process's create after the sweep
 		// listed (seconds later, on a loaded machine): no sweep can
 		// collect what does not exist yet. A live deployment's next
