@@ -19,9 +19,10 @@ type recBackend struct {
 }
 
 var (
-	_ orchestrator.Backend = (*recBackend)(nil)
-	_ orchestrator.Pooler  = (*recBackend)(nil)
-	_ orchestrator.Adopter = (*recBackend)(nil)
+	_ orchestrator.Backend       = (*recBackend)(nil)
+	_ orchestrator.Pooler        = (*recBackend)(nil)
+	_ orchestrator.Adopter       = (*recBackend)(nil)
+	_ orchestrator.StoppedLister = (*recBackend)(nil)
 )
 
 func (r *recBackend) record(ctx context.Context, op, thread, sandbox, container string, inv int64, err error) {
@@ -79,6 +80,10 @@ func (r *recBackend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInf
 
 func (r *recBackend) ListPool(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
 	return r.b.ListPool(ctx)
+}
+
+func (r *recBackend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	return r.b.ListStopped(ctx)
 }
 
 // recStore records lock grants, owner leases and lease observations.
