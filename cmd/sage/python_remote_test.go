@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,17 +27,7 @@ import (
 func TestPythonRemoteWithRequirements(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cli, err := dockerbackend.NewClient()
-	if err == nil {
-		_, err = cli.Ping(ctx)
-	}
-	if err != nil {
-		testenv.Missing(t, "a Docker Engine", testenv.SetupFix)
-	}
-	defer cli.Close()
-	if _, err := cli.ImageInspect(ctx, orchestrator.DefaultImage); err != nil {
-		testenv.Missing(t, "the image "+orchestrator.DefaultImage, "make image")
-	}
+	cli := dockerWithImage(t, ctx)
 	gw, err := dockerbackend.BridgeGateway(ctx, cli)
 	require.NoError(t, err)
 	name, whl, err := pyindex.Wheel("sage-tiny", "0.1.0", "def answer():\n    return 42\n")
@@ -63,4 +54,22 @@ func TestPythonRemoteWithRequirements(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Equal(t, "42\n", r.stdout)
 	assert.EqualValues(t, 1, idx.Downloads())
+}
+
+// dockerWithImage returns a client of the Docker Engine, failing (or
+// skipping, where allowed) without one or without the sandbox image.
+func dockerWithImage(t *testing.T, ctx context.Context) *client.Client {
+	t.Helper()
+	cli, err := dockerbackend.NewClient()
+	if err == nil {
+		_, err = cli.Ping(ctx)
+	}
+	if err != nil {
+		testenv.Missing(t, "a Docker Engine", testenv.SetupFix)
+	}
+	t.Cleanup(func() { cli.Close() })
+	if _, err := cli.ImageInspect(ctx, orchestrator.DefaultImage); err != nil {
+		testenv.Missing(t, "the image "+orchestrator.DefaultImage, "make image")
+	}
+	return cli
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +33,10 @@ type sandboxRow struct {
 	Idle      time.Duration `json:"idle_ns"`
 	IdleText  string        `json:"idle"`
 	Owner     string        `json:"owner"`
-	Running   bool          `json:"running"`
+	// OwnerAlive says whether the owner's lease is held (absent when the
+	// state store keeps no leases).
+	OwnerAlive *bool `json:"owner_alive,omitempty"`
+	Running    bool  `json:"running"`
 	// Pool marks an unassigned warm-pool sandbox (ls --pool).
 	Pool bool `json:"pool,omitempty"`
 }
@@ -46,7 +50,7 @@ func runSandbox(ctx context.Context, env *cliEnv, args []string) int {
 		fs.BoolVar(poolOnly, "pool", false, "list the warm pool's unassigned sandboxes (pool_size) instead")
 	} else {
 		fs = newFlagSet("sage sandbox rm", "sage sandbox rm [--purge] THREAD... | --all")
-		fs.BoolVar(all, "all", false, "release every sandbox")
+		fs.BoolVar(all, "all", false, "release every thread's sandbox, and collect what dead owners left (their anonymous sandboxes and pool slots)")
 		fs.BoolVar(purge, "purge", false, "also delete the threads' files (SAGE_HOME/threads/THREAD)")
 	}
 	rest, code, stop := parseFlagsInterspersed(env, fs, args[1:])
@@ -83,7 +87,8 @@ func cliProvider() (*orchestrator.Provider, error) {
 	}
 	pc[orchestrator.KeyPoolSize] = "0" // the CLI only looks: it keeps no pool of its own
 	cfg.Remote.ProviderConfig = pc
-	return orchestrator.ProviderFromConfig(cfg.Remote, orchestrator.ProviderOptions{})
+	// No background sweep: `ls` collects nothing; `rm --all` sweeps once.
+	return orchestrator.ProviderFromConfig(cfg.Remote, orchestrator.ProviderOptions{SweepInterval: -1})
 }
 
 func sandboxRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, error) {
@@ -111,7 +116,32 @@ func sandboxRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, e
 		rows = append(rows, row(r.ThreadID, r, r, true))
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].ThreadID+rows[i].SandboxID < rows[j].ThreadID+rows[j].SandboxID })
-	return rows, nil
+	return rows, markOwners(ctx, p, rows)
+}
+
+// markOwners says, where the store keeps owner leases, whose has ended.
+func markOwners(ctx context.Context, p *orchestrator.Provider, rows []sandboxRow) error {
+	lr, ok := p.Store().(orchestrator.Leaser)
+	if !ok {
+		return nil
+	}
+	var owners []string
+	for _, r := range rows {
+		if r.Owner != "" {
+			owners = append(owners, r.Owner)
+		}
+	}
+	live, err := lr.LiveLeases(ctx, owners)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		if rows[i].Owner != "" {
+			alive := live[rows[i].Owner]
+			rows[i].OwnerAlive = &alive
+		}
+	}
+	return nil
 }
 
 // row merges the stored record with what runs. Idle time counts from
@@ -150,7 +180,7 @@ func poolRows(ctx context.Context, p *orchestrator.Provider) ([]sandboxRow, erro
 		rows = append(rows, r)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].SandboxID < rows[j].SandboxID })
-	return rows, nil
+	return rows, markOwners(ctx, p, rows)
 }
 
 func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSON, poolOnly bool) int {
@@ -172,7 +202,11 @@ func sandboxLs(ctx context.Context, env *cliEnv, p *orchestrator.Provider, asJSO
 		if len(id) > 12 {
 			id = id[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.ThreadID, r.SandboxID, r.URL, id, r.IdleText, r.Owner, r.Running)
+		owner := r.Owner
+		if r.OwnerAlive != nil && !*r.OwnerAlive {
+			owner += " (dead)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%v\n", r.ThreadID, r.SandboxID, r.URL, id, r.IdleText, owner, r.Running)
 	}
 	if poolOnly {
 		fmt.Fprintf(tw, "%d unassigned pool sandboxes\n", len(rows))
@@ -196,7 +230,7 @@ func sandboxRm(ctx context.Context, env *cliEnv, p *orchestrator.Provider, threa
 	code := 0
 	for _, t := range threads {
 		if t == "" {
-			continue // anonymous sandboxes die with their process
+			continue // anonymous: a live owner's is in use; a dead one's is swept below
 		}
 		err := rmThread(ctx, env, p, t, purge)
 		switch {
@@ -207,6 +241,19 @@ func sandboxRm(ctx context.Context, env *cliEnv, p *orchestrator.Provider, threa
 		case err != nil:
 			fmt.Fprintf(env.stderr, "sage sandbox rm: %s: %s\n", t, oneLine(err.Error()))
 			code = exitSandboxError
+		}
+	}
+	if all {
+		// What dead owners left: anonymous sandboxes, pool slots (and
+		// their directories), counts. A lease Redis no longer has is
+		// waited on for its TTL first: its holder may not know yet.
+		r, err := p.SweepWait(ctx)
+		if err != nil {
+			fmt.Fprintf(env.stderr, "sage sandbox rm: collecting what dead owners left: %s\n", oneLine(err.Error()))
+			code = exitSandboxError
+		}
+		if n := len(r.Sandboxes); n > 0 {
+			fmt.Fprintf(env.stdout, "collected %d sandboxes of dead owners (%s)\n", n, strings.Join(r.DeadOwners, ", "))
 		}
 	}
 	return code

@@ -23,7 +23,9 @@ var aioRules = map[string][]string{
 	"redisstore":    {"orchestrator"},
 	"provisioner":   {"aioapi", "orchestrator"},
 	"aioserver":     {"aioapi"},
-	"":              {"aioapi", "aiodriver", "orchestrator"}, // the registration
+	// the fault test's checker and host program drive the whole stack
+	"faulttest": {"aioapi", "aiodriver", "orchestrator", "dockerbackend", "redisstore"},
+	"":          {"aioapi", "aiodriver", "orchestrator"}, // the registration
 }
 
 // aioPart is the first element of path below aio ("" for aio itself,

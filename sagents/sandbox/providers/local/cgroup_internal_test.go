@@ -4,9 +4,13 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,4 +139,45 @@ func TestCPUBudgetCgroupV2(t *testing.T) {
 	assert.NoDirExists(t, k.dir)
 	require.NoError(t, c.remove())
 	assert.NoDirExists(t, c.cpuParent)
+}
+
+// Issue 35, item 5: kill -9 of a sage with limits leaves its cgroups
+// (empty: its commands died with it), and later runs did not sweep them.
+// A dead owner's empty cgroups, nested ones included, are swept; a live
+// owner's (this process's) and an untagged one (an older version's) are
+// not, nor one something still runs in.
+func TestDeadOwnersCgroupsAreSwept(t *testing.T) {
+	own, err := ownCgroups()
+	require.NoError(t, err)
+	p, ok := own["pids"]
+	parent := filepath.Join(cgroupRoot, "pids", p)
+	if !ok || fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || syscall.Access(parent, 2) != nil {
+		t.Skip("needs a writable cgroup v1 pids hierarchy (as root)")
+	}
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	ns := pidNS()
+	mk := func(name string) string {
+		dir := filepath.Join(parent, name)
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		t.Cleanup(func() { _ = syscall.Rmdir(filepath.Join(dir, "cmd-1")); _ = syscall.Rmdir(dir) })
+		return dir
+	}
+	gone := mk(fmt.Sprintf("sage-t5-o%d_1_%d-%s", dead.Process.Pid, ns, randomSuffix()))
+	require.NoError(t, os.Mkdir(filepath.Join(gone, "cmd-1"), 0o755))
+	mine := mk("sage-t5-" + ownerTag() + "-" + randomSuffix())
+	untagged := mk("sage-t5-" + randomSuffix())
+	busy := mk(fmt.Sprintf("sage-t5-o%d_1_%d-%s", dead.Process.Pid, ns, randomSuffix()))
+	sleeper := exec.Command("sleep", "60")
+	require.NoError(t, sleeper.Start())
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	require.NoError(t, os.WriteFile(filepath.Join(busy, "cgroup.procs"), []byte(strconv.Itoa(sleeper.Process.Pid)), 0))
+
+	sweepDead()
+	assert.NoDirExists(t, gone, "a dead owner's empty cgroup was left")
+	assert.DirExists(t, mine, "a live owner's cgroup was removed")
+	assert.DirExists(t, untagged, "an untagged cgroup was removed")
+	assert.DirExists(t, busy, "a cgroup something runs in was removed")
+	_ = sleeper.Process.Kill()
+	_ = sleeper.Wait()
 }

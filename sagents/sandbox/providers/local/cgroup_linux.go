@@ -74,7 +74,8 @@ func limitCgroups(id string, l Limits) (*cgroupSet, error) {
 	if l.Pids <= 0 && l.MemoryBytes <= 0 && l.CPUTime <= 0 {
 		return nil, nil
 	}
-	c, cgErr := createCgroups("sage-"+id+"-"+randomSuffix(), l)
+	sweepDeadCgroups()
+	c, cgErr := createCgroups("sage-"+id+"-"+ownerTag()+"-"+randomSuffix(), l)
 	why := func(what, ctl string) string { // one line: the error of that hierarchy
 		err := cgErr
 		if e, ok := c.failed[ctl]; ok {
@@ -106,6 +107,104 @@ func limitCgroups(id string, l Limits) (*cgroupSet, error) {
 		return nil, nil
 	}
 	return c, nil
+}
+
+// ownerTag names this process in its cgroups' names: o<pid>_<start
+// time>_<pid namespace>, so a later sage tells the cgroups a killed one
+// left (kill -9 runs no cleanup; they stay, empty) from a live one's.
+var ownerTag = sync.OnceValue(func() string {
+	start, _ := procStart(os.Getpid())
+	return fmt.Sprintf("o%d_%s_%d", os.Getpid(), start, pidNS())
+})
+
+// procStart is field 22 of /proc/PID/stat: when the process started, in
+// clock ticks since boot (a reused pid has another).
+func procStart(pid int) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	i := strings.LastIndexByte(string(b), ')') // the name may hold spaces
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return "", false
+	}
+	return f[19], true
+}
+
+func pidNS() uint64 {
+	var st syscall.Stat_t
+	if syscall.Stat("/proc/self/ns/pid", &st) != nil {
+		return 0
+	}
+	return st.Ino
+}
+
+// sweepDeadCgroups removes, once per process, the empty cgroups that
+// dead sage processes of this pid namespace left beside this process's
+// own, in every hierarchy: rmdir only, which the kernel refuses for a
+// cgroup something still runs in. Names without an owner tag (older
+// versions) are left alone.
+var sweepDeadCgroups = sync.OnceFunc(sweepDead)
+
+func sweepDead() {
+	own, err := ownCgroups()
+	if err != nil {
+		return
+	}
+	var parents []string
+	if p, ok := own[""]; ok && fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
+		parents = append(parents, filepath.Join(cgroupRoot, p))
+	} else {
+		for _, ctl := range []string{"pids", "memory", "cpuacct"} {
+			if p, ok := own[ctl]; ok {
+				parents = append(parents, filepath.Join(cgroupRoot, ctl, p))
+			}
+		}
+	}
+	ns := strconv.FormatUint(pidNS(), 10)
+	for _, parent := range parents {
+		ents, _ := os.ReadDir(parent)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "sage-") && deadOwner(e.Name(), ns) {
+				removeEmpty(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+}
+
+// deadOwner reports whether a cgroup name's owner tag names a process of
+// pid namespace ns that is gone (no such pid, or one started later).
+func deadOwner(name, ns string) bool {
+	parts := strings.Split(name, "-")
+	if len(parts) < 4 {
+		return false
+	}
+	tag := strings.Split(strings.TrimPrefix(parts[len(parts)-2], "o"), "_")
+	if len(tag) != 3 || tag[2] != ns || !strings.HasPrefix(parts[len(parts)-2], "o") {
+		return false
+	}
+	pid, err := strconv.Atoi(tag[0])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	start, ok := procStart(pid)
+	return !ok || start != tag[1]
+}
+
+// removeEmpty removes an empty cgroup and its empty children (a command's
+// CPU-accounting cgroup).
+func removeEmpty(dir string) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			_ = syscall.Rmdir(filepath.Join(dir, e.Name()))
+		}
+	}
+	_ = syscall.Rmdir(dir)
 }
 
 func randomSuffix() string {

@@ -45,7 +45,14 @@ type Options struct {
 	Resolver    Resolver      // nil: net.DefaultResolver
 	Observer    Observer      // nil: decisions are not reported
 	DialTimeout time.Duration // 0: 10s
+	// IdleTimeout ends a tunnel (CONNECT or SOCKS5) that carried no byte
+	// either way for that long, so idle tunnels do not hold the
+	// listener's MaxConns places for ever (0: DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is Options.IdleTimeout's default.
+const DefaultIdleTimeout = 5 * time.Minute
 
 // Proxy serves the HTTP and SOCKS5 proxies. Create it with New, start it
 // with Serve, stop it with Close.
@@ -68,6 +75,9 @@ func New(o Options) *Proxy {
 	}
 	if o.DialTimeout == 0 {
 		o.DialTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	p := &Proxy{opts: o, dialer: net.Dialer{Timeout: o.DialTimeout}, conns: map[io.Closer]struct{}{}}
 	p.tr = &http.Transport{Proxy: nil, DialContext: p.dialPinned, DisableKeepAlives: true,
@@ -219,7 +229,7 @@ func (p *Proxy) dialPinned(ctx context.Context, _, _ string) (net.Conn, error) {
 }
 
 // splice copies both ways until both sides are done, half-closing as it
-// goes; Close cuts it.
+// goes; Close cuts it, and so does IdleTimeout without a byte either way.
 func (p *Proxy) splice(a, b net.Conn) {
 	if !p.track(a) || !p.track(b) {
 		a.Close()
@@ -227,14 +237,50 @@ func (p *Proxy) splice(a, b net.Conn) {
 		return
 	}
 	defer func() { p.untrack(a); p.untrack(b); a.Close(); b.Close() }()
+	idle := &idleClock{timeout: p.opts.IdleTimeout, conns: [2]net.Conn{a, b}}
+	idle.extend()
 	done := make(chan struct{})
-	go func() { copyHalf(a, b); close(done) }()
-	copyHalf(b, a)
+	go func() { copyHalf(a, b, idle); close(done) }()
+	copyHalf(b, a, idle)
 	<-done
 }
 
-func copyHalf(dst, src net.Conn) {
-	io.Copy(dst, src)
+// idleClock moves both connections' deadlines IdleTimeout ahead whenever
+// a byte passes (at most every eighth of it, to keep the cost down).
+type idleClock struct {
+	timeout time.Duration
+	conns   [2]net.Conn
+	mu      sync.Mutex
+	last    time.Time
+}
+
+func (c *idleClock) extend() {
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now.Sub(c.last) < c.timeout/8 {
+		return
+	}
+	c.last = now
+	for _, conn := range c.conns {
+		conn.SetDeadline(now.Add(c.timeout))
+	}
+}
+
+func copyHalf(dst, src net.Conn, idle *idleClock) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			idle.extend()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	} else {

@@ -365,3 +365,59 @@ func socksConnect(proxy, host string, port int) (net.Conn, error) {
 	}
 	return c, nil
 }
+
+// Issue 35, item 6: a CONNECT tunnel that carries nothing ends after the
+// idle timeout (each listener serves 256 connections at most: idle ones
+// held their places for ever); one that carries a byte now and then,
+// for several timeouts in all, stays open (the control).
+func TestIdleTunnelsEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() { // an echo server
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	pol, err := egress.NewPolicy([]string{"echo.test:*", "127.0.0.2:*"}, nil)
+	require.NoError(t, err)
+	p := egress.New(egress.Options{Policy: pol, Resolver: MapResolver{"echo.test": addrs("127.0.0.2")}, IdleTimeout: 300 * time.Millisecond})
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p.Serve(hl, nil)
+	defer p.Close()
+	tunnel := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", hl.Addr().String())
+		require.NoError(t, err)
+		target := fmt.Sprintf("echo.test:%d", port)
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode)
+		return c, br
+	}
+
+	busy, br := tunnel()
+	defer busy.Close()
+	for i := range 12 { // 1.2 s: four idle timeouts
+		_, err := busy.Write([]byte{byte('a' + i)})
+		require.NoError(t, err)
+		busy.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, err := br.ReadByte()
+		require.NoError(t, err, "control: a tunnel in use was cut")
+		assert.Equal(t, byte('a'+i), b)
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	quiet, qr := tunnel()
+	defer quiet.Close()
+	quiet.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = qr.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "an idle tunnel was still open after many idle timeouts")
+}

@@ -39,6 +39,8 @@ func runChild(mode string) int {
 		return childAcquire(b, store, thread)
 	case "pool":
 		return childPool(b, store)
+	case "hold":
+		return childHold(b, store, thread)
 	case "hold-lock":
 		if _, err := store.Lock(context.Background(), thread); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -101,4 +103,33 @@ func (s stallAfterCreate) Create(ctx context.Context, req orchestrator.CreateReq
 	fmt.Println("created", err)
 	time.Sleep(time.Hour)
 	return info, err
+}
+
+// childHold holds, with the default (release) policy and a pool of 1,
+// the thread's sandbox and an anonymous one, says "held" and waits to be
+// killed.
+func childHold(b orchestrator.Backend, store orchestrator.StateStore, thread string) int {
+	p, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Store: store, Home: os.Getenv(homeEnv),
+		ReadyTimeout: 2 * time.Minute, PoolSize: 1})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if _, err := p.Acquire(ctx, thread); err != nil {
+		fmt.Fprintln(os.Stderr, "child hold:", err)
+		return 1
+	}
+	if _, err := p.Acquire(ctx, ""); err != nil {
+		fmt.Fprintln(os.Stderr, "child hold:", err)
+		return 1
+	}
+	if err := p.WaitPool(ctx, 1); err != nil {
+		fmt.Fprintln(os.Stderr, "child hold:", err)
+		return 1
+	}
+	fmt.Println("held")
+	time.Sleep(time.Hour)
+	return 0
 }

@@ -36,6 +36,10 @@ const (
 	// pool (its first sandbox id); once claimed, the container's name
 	// carries the thread's sandbox id.
 	LabelPool = "sage.sandbox.pool"
+	// LabelFence is the fencing token of the thread lock the container
+	// was created under (orchestrator.Fence): a call under an older
+	// token may not destroy or adopt it.
+	LabelFence = "sage.sandbox.fence"
 )
 
 // DefaultPrefix is the default container name prefix.
@@ -67,6 +71,12 @@ type Options struct {
 	// "runsc" for gVisor; empty means the engine's default. New does
 	// not check it; NewChecked and the "runtime" provider key do.
 	Runtime string
+	// Network, when set, attaches sandbox containers to that Docker
+	// network instead of publishing their port: their URL is the
+	// container's address there. For a provider that itself runs in a
+	// container on that network (with the engine's socket mounted),
+	// which cannot reach ports published on the host's 127.0.0.1.
+	Network string
 }
 
 // Backend is the Docker orchestrator.Backend.
@@ -128,15 +138,25 @@ func (b *Backend) Name(sandboxID string) string { return b.o.Prefix + "-" + sand
 // never started, replacing it if it exited). Any failure after the
 // container exists removes it.
 func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
+	token, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", b.Name(req.SandboxID), err)
+	}
 	cfg, hc, err := b.spec(req)
 	if err != nil {
 		return orchestrator.SandboxInfo{}, err
 	}
+	if token > 0 {
+		cfg.Labels[LabelFence] = strconv.FormatInt(token, 10)
+	}
 	name := b.Name(req.SandboxID)
 	for attempt := 0; ; attempt++ {
+		if _, err := orchestrator.Fence(ctx); err != nil { // right before the engine acts
+			return orchestrator.SandboxInfo{}, fmt.Errorf("docker: create %s: %w", name, err)
+		}
 		resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
 		if cerrdefs.IsConflict(err) && attempt == 0 {
-			info, adopted, aerr := b.adopt(ctx, req.SandboxID)
+			info, adopted, aerr := b.adopt(ctx, req.SandboxID, token)
 			if aerr != nil || adopted {
 				return info, aerr
 			}
@@ -171,6 +191,9 @@ func (b *Backend) start(ctx context.Context, id string, req orchestrator.CreateR
 }
 
 func (b *Backend) startAndInspect(ctx context.Context, id string) (orchestrator.SandboxInfo, error) {
+	if _, err := orchestrator.Fence(ctx); err != nil {
+		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: start %s: %w", id, err)
+	}
 	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
 		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: start %s: %w", id, err)
 	}
@@ -186,7 +209,7 @@ func (b *Backend) startAndInspect(ctx context.Context, id string) (orchestrator.
 // died between create and start, or it exited) is removed, and adopted
 // is false so that the caller creates a fresh one: the caller holds the
 // thread's state lock, so nobody else is about to start it.
-func (b *Backend) adopt(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
+func (b *Backend) adopt(ctx context.Context, sandboxID string, token int64) (orchestrator.SandboxInfo, bool, error) {
 	deadline := time.Now().Add(b.o.StartTimeout)
 	for {
 		ins, err := b.cli.ContainerInspect(ctx, b.Name(sandboxID))
@@ -198,6 +221,9 @@ func (b *Backend) adopt(ctx context.Context, sandboxID string) (orchestrator.San
 		}
 		if ins.Config == nil || !b.ours(ins.Config.Labels) {
 			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: create %s: %w (fix: give each deployment its own container_prefix)", b.Name(sandboxID), ErrForeign)
+		}
+		if err := orchestrator.CheckFence(token, fenceOf(ins.Config.Labels), "container "+b.Name(sandboxID)); err != nil {
+			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: adopt: %w", err)
 		}
 		if ins.State == nil || !ins.State.Running {
 			return orchestrator.SandboxInfo{}, false, b.remove(ctx, ins.ID)
@@ -238,6 +264,9 @@ func (b *Backend) spec(req orchestrator.CreateRequest) (*container.Config, *cont
 		Init:         ptr(false),
 		Runtime:      b.o.Runtime,
 	}
+	if b.o.Network != "" {
+		hc.PortBindings, hc.NetworkMode = nil, container.NetworkMode(b.o.Network)
+	}
 	hc.Resources.Memory = int64(req.MemoryMB) << 20
 	hc.Resources.NanoCPUs = int64(req.CPUs * 1e9)
 	if b.o.PidsLimit > 0 {
@@ -273,6 +302,7 @@ func (b *Backend) toInfo(ins container.InspectResponse) (orchestrator.SandboxInf
 		info.ThreadID = ins.Config.Labels[LabelThread]
 		info.Owner = ins.Config.Labels[LabelOwner]
 		info.Token = tokenFrom(ins.Config.Env)
+		info.Fence = fenceOf(ins.Config.Labels)
 		if slot := ins.Config.Labels[LabelPool]; slot != "" {
 			info.PoolSlot = slot
 			info.SandboxID = b.idFromName(info.ContainerName, slot)
@@ -283,6 +313,9 @@ func (b *Backend) toInfo(ins container.InspectResponse) (orchestrator.SandboxInf
 	}
 	if ins.NetworkSettings == nil {
 		return info, fmt.Errorf("docker: container %s has no network settings", ins.ID)
+	}
+	if b.o.Network != "" {
+		return b.networkURL(ins, info)
 	}
 	for _, bs := range ins.NetworkSettings.Ports {
 		for _, pb := range bs {
@@ -302,6 +335,24 @@ func (b *Backend) toInfo(ins container.InspectResponse) (orchestrator.SandboxInf
 	return info, fmt.Errorf("docker: container %s has no published port yet", ins.ID)
 }
 
+// networkURL is the sandbox's URL on Options.Network: the container's
+// address there and its exposed port.
+func (b *Backend) networkURL(ins container.InspectResponse, info orchestrator.SandboxInfo) (orchestrator.SandboxInfo, error) {
+	ep := ins.NetworkSettings.Networks[b.o.Network]
+	if ep == nil || ep.IPAddress == "" {
+		return info, fmt.Errorf("docker: container %s has no address on network %s yet", ins.ID, b.o.Network)
+	}
+	if ins.Config != nil {
+		for p := range ins.Config.ExposedPorts {
+			if p.Proto() == "tcp" {
+				info.URL = "http://" + net.JoinHostPort(ep.IPAddress, p.Port())
+				return info, nil
+			}
+		}
+	}
+	return info, fmt.Errorf("docker: container %s exposes no tcp port", ins.ID)
+}
+
 func tokenFrom(env []string) string {
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, orchestrator.TokenEnv+"="); ok {
@@ -312,13 +363,59 @@ func tokenFrom(env []string) string {
 }
 
 // Destroy force-removes the container (by id, else by name). A container
-// that is already gone is not an error.
+// that is already gone is not an error. Under a thread lock
+// (orchestrator.Fence) it first reads the container's fencing label and
+// refuses one a newer holder made; a lock or owner lease that has ended
+// refuses it right before the engine is asked.
 func (b *Backend) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
 	ref := info.ContainerID
 	if ref == "" {
 		ref = b.Name(info.SandboxID)
 	}
+	token, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return fmt.Errorf("docker: remove %s: %w", ref, err)
+	}
+	if token > 0 {
+		ins, err := b.cli.ContainerInspect(ctx, ref)
+		if cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("docker: inspect %s: %w", ref, err)
+		}
+		if ins.Config != nil {
+			if err := orchestrator.CheckFence(token, fenceOf(ins.Config.Labels), "container "+ref); err != nil {
+				return fmt.Errorf("docker: remove: %w", err)
+			}
+		}
+		if _, err := orchestrator.Fence(ctx); err != nil {
+			return fmt.Errorf("docker: remove %s: %w", ref, err)
+		}
+	}
 	return b.remove(ctx, ref)
+}
+
+// Adopt implements orchestrator.Adopter: it refuses a container a newer
+// holder of the thread's lock made. Labels cannot change, so it stamps
+// nothing: a Docker sandbox keeps its creator's token.
+func (b *Backend) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (orchestrator.SandboxInfo, error) {
+	token, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return info, fmt.Errorf("docker: adopt %s: %w", info.ContainerName, err)
+	}
+	if err := orchestrator.CheckFence(token, info.Fence, "container "+info.ContainerName); err != nil {
+		return info, fmt.Errorf("docker: adopt: %w", err)
+	}
+	return info, nil
+}
+
+var _ orchestrator.Adopter = (*Backend)(nil)
+
+// fenceOf reads a container's fencing label (0: none or unreadable).
+func fenceOf(labels map[string]string) int64 {
+	n, _ := strconv.ParseInt(labels[LabelFence], 10, 64)
+	return n
 }
 
 func (b *Backend) remove(ctx context.Context, ref string) error {

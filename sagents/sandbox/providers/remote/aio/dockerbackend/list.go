@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -36,6 +37,34 @@ func (b *Backend) list(ctx context.Context, pooled bool, fs ...filters.KeyValueP
 		if info, err := b.toInfo(ins); err == nil && ins.State != nil && ins.State.Running && pooled == unclaimed(info) {
 			out = append(out, info)
 		}
+	}
+	return out, nil
+}
+
+var _ orchestrator.StoppedLister = (*Backend)(nil)
+
+// ListStopped lists this backend's containers that do not run (created,
+// exited, dead), from their labels.
+func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(b.scope()...)})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list: %w", err)
+	}
+	var out []orchestrator.SandboxInfo
+	for _, c := range cs {
+		if c.State == "running" || c.State == "paused" || c.State == "restarting" {
+			continue
+		}
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		info := orchestrator.SandboxInfo{SandboxID: c.Labels[LabelID], ThreadID: c.Labels[LabelThread], Owner: c.Labels[LabelOwner],
+			ContainerID: c.ID, ContainerName: name, Backend: "docker", Fence: fenceOf(c.Labels)}
+		if slot := c.Labels[LabelPool]; slot != "" {
+			info.PoolSlot, info.SandboxID = slot, b.idFromName(name, slot)
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }

@@ -43,6 +43,9 @@ func (b *Backend) Claim(ctx context.Context, pooled orchestrator.SandboxInfo, sa
 		strings.TrimPrefix(ins.Name, "/") != b.Name(pooled.PoolSlot) {
 		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: claim %s: the pool container is gone, stopped or already claimed", pooled.SandboxID)
 	}
+	if _, err := orchestrator.Fence(ctx); err != nil {
+		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: claim %s: %w", pooled.SandboxID, err)
+	}
 	if err := b.cli.ContainerRename(ctx, pooled.ContainerID, b.Name(sandboxID)); err != nil {
 		return orchestrator.SandboxInfo{}, fmt.Errorf("docker: claim %s as %s: %w", pooled.SandboxID, b.Name(sandboxID), err)
 	}

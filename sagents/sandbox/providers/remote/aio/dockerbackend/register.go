@@ -14,6 +14,7 @@ import (
 const (
 	KeyHostIP        = "host_ip"        // where ports are published (default 127.0.0.1)
 	KeyAdvertiseHost = "advertise_host" // the host in sandbox URLs (default: host_ip)
+	KeyNetwork       = "network"        // a Docker network to attach sandboxes to, reached by address (default: publish on host_ip)
 )
 
 // BackendName is the name this package registers with orchestrator.RegisterBackend.
@@ -34,6 +35,9 @@ func fromConfig(cfg map[string]any) (orchestrator.Backend, error) {
 	}
 	if v, ok := cfg[KeyAdvertiseHost]; ok && v != nil {
 		o.AdvertiseHost = strings.TrimSpace(fmt.Sprint(v))
+	}
+	if v, ok := cfg[KeyNetwork]; ok && v != nil {
+		o.Network = strings.TrimSpace(fmt.Sprint(v))
 	}
 	if v, ok := cfg[orchestrator.KeyInstallationID]; ok && v != nil {
 		o.Installation = strings.TrimSpace(fmt.Sprint(v))

@@ -48,6 +48,19 @@ type Provider struct {
 	reapDone chan struct{}
 
 	pool *pool // nil without a warm pool
+
+	leaseMu sync.Mutex
+	grantMu sync.Mutex // one owner lease grant at a time
+	lease   *Lease     // the owner lease (nil: none yet, lost, or no Leaser)
+	ownerID string     // the owner id in labels and state
+	lives   int        // owner leases granted so far
+
+	counter Counter // the store's, or this process's own
+
+	sweepMu   sync.Mutex
+	absent    map[string]time.Time // owner -> when a sweep first found no lease
+	stopSweep chan struct{}
+	sweepDone chan struct{}
 }
 
 type entry struct {
@@ -72,7 +85,13 @@ func NewProvider(o ProviderOptions) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{o: o, byThread: map[string]*entry{}, bySandbox: map[string]*entry{},
-		locks: map[string]*threadLock{}, stopReap: make(chan struct{}), reapDone: make(chan struct{})}
+		locks: map[string]*threadLock{}, stopReap: make(chan struct{}), reapDone: make(chan struct{}),
+		ownerID: o.Owner, absent: map[string]time.Time{}, stopSweep: make(chan struct{}), sweepDone: make(chan struct{})}
+	if c, ok := o.Store.(Counter); ok {
+		p.counter = c
+	} else {
+		p.counter = &memCounter{}
+	}
 	if o.PoolSize > 0 {
 		p.startPool()
 	}
@@ -81,11 +100,17 @@ func NewProvider(o ProviderOptions) (*Provider, error) {
 	} else {
 		close(p.reapDone)
 	}
+	if _, ok := o.Store.(Leaser); ok && o.SweepInterval > 0 {
+		go p.sweepLoop()
+	} else {
+		close(p.sweepDone)
+	}
 	return p, nil
 }
 
-// Owner is this provider's owner id.
-func (p *Provider) Owner() string { return p.o.Owner }
+// Owner is this provider's owner id: ProviderOptions.Owner, or, after
+// it lost an owner lease, the id of the one it holds now.
+func (p *Provider) Owner() string { return p.owner() }
 
 // Store is the provider's state store.
 func (p *Provider) Store() StateStore { return p.o.Store }
@@ -131,13 +156,21 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 		return "", fmt.Errorf("aio: acquire: %w", sandbox.ErrClosed)
 	}
 	if threadID == "" {
+		ctx, err := p.leased(ctx)
+		if err != nil {
+			return "", fmt.Errorf("aio: acquire anonymous sandbox: %w", err)
+		}
 		return p.acquireAnonymous(ctx)
 	}
 	if !sandbox.ValidID(threadID) {
 		return "", fmt.Errorf("aio: acquire: %w", &InvalidThreadError{ThreadID: threadID})
 	}
-	if e := p.cached(threadID); e != nil && p.alive(ctx, e) {
+	if e := p.cached(threadID); e != nil && e.act.lease.Err() == nil && p.alive(ctx, e) {
 		return e.info.SandboxID, nil
+	}
+	ctx, err := p.leased(ctx)
+	if err != nil {
+		return "", fmt.Errorf("aio: acquire %s: %w", threadID, err)
 	}
 	unlock, err := p.lockThread(ctx, threadID)
 	if err != nil {
@@ -193,14 +226,19 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 		return nil, nil
 	}
 	info := mergeInfo(found, st, saved, threadID)
-	if info.Owner == "" { // unclaimed (its owner shut down with keep): take it
-		info.Owner = p.o.Owner
+	if info.Owner == "" || p.deadOwner(ctx, info.Owner) { // kept by a shut down owner, or its owner's lease ended: take it
+		info.Owner = p.owner()
+	}
+	if a, ok := p.o.Backend.(Adopter); ok {
+		if info, err = a.Adopt(ctx, info); err != nil {
+			return nil, fmt.Errorf("adopt %s: %w", sid, err)
+		}
 	}
 	e, err := p.ready(ctx, info)
 	if err != nil && ctx.Err() != nil {
 		return nil, err // our caller gave up: the sandbox may be fine for others
 	}
-	if err != nil && info.Owner != p.o.Owner { // another process's: it may just be slow
+	if err != nil && info.Owner != p.owner() { // another process's: it may just be slow
 		return nil, fmt.Errorf("sandbox %s of owner %s is not usable, left to its owner (fix: sage sandbox rm %s): %w", sid, info.Owner, threadID, err)
 	}
 	if err != nil {
@@ -215,6 +253,10 @@ func (p *Provider) recover(ctx context.Context, threadID, sid string) (*entry, e
 	// last_used_at tells `sage sandbox ls` when a process last took it.
 	info.LastUsed = time.Now()
 	e.info = info
+	if err := stillHeld(ctx, threadID); err != nil {
+		e.h.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	if err := p.o.Store.Save(ctx, threadID, info); err != nil {
 		e.h.Close(context.WithoutCancel(ctx))
 		return nil, err
@@ -285,10 +327,50 @@ func mergeInfo(found, st SandboxInfo, saved bool, threadID string) SandboxInfo {
 func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.o.ReadyTimeout)
 	defer cancel()
-	if err := aioapi.WaitReady(rctx, info.URL, aioapi.ReadyOptions{Token: info.Token}); err != nil {
+	if err := p.waitReady(rctx, info); err != nil {
 		return nil, err
 	}
 	return p.open(rctx, info)
+}
+
+// ErrSandboxExited is returned (wrapped) when a sandbox stopped running
+// before its API answered.
+var ErrSandboxExited = errors.New("aio: the sandbox stopped before its API answered")
+
+// exitCheckInterval is how often waitReady asks the backend whether the
+// sandbox still runs.
+const exitCheckInterval = 500 * time.Millisecond
+
+// waitReady waits until the sandbox's API answers, and gives up as soon
+// as the backend says it no longer runs: a container that exits at once
+// is not waited on for the whole ready timeout.
+func (p *Provider) waitReady(ctx context.Context, info SandboxInfo) error {
+	wctx, stop := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(exitCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			if alive, err := p.o.Backend.IsAlive(wctx, info); err == nil && !alive {
+				stop(fmt.Errorf("sandbox %s: %w", info.SandboxID, ErrSandboxExited))
+				return
+			}
+		}
+	}()
+	err := aioapi.WaitReady(wctx, info.URL, aioapi.ReadyOptions{Token: info.Token})
+	cause := context.Cause(wctx)
+	stop(nil)
+	<-done
+	if err != nil && errors.Is(cause, ErrSandboxExited) {
+		return cause
+	}
+	return err
 }
 
 // open opens a Handle on a ready sandbox, its requests counted as the
@@ -296,6 +378,7 @@ func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) 
 func (p *Provider) open(ctx context.Context, info SandboxInfo) (*entry, error) {
 	e := &entry{info: info}
 	e.act.onUse = func() { p.touchBackend(e) }
+	e.act.lease = ownerLeaseOf(ctx)
 	e.touch()
 	h, err := aiodriver.Open(ctx, aiodriver.OpenOptions{ServerURL: info.URL, Token: info.Token, SandboxID: info.SandboxID,
 		Timeout: p.o.Timeout, Env: p.o.Env, Transport: e.act.transport(nil)})

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/unfenced"
 )
 
 // Toucher is implemented by backends whose own idle reaper must be told
@@ -32,6 +34,9 @@ type activity struct {
 	inFlight atomic.Int64
 	touched  atomic.Int64 // unix nanoseconds of the last backend Touch
 	onUse    func()       // called (without blocking) on each request
+	// lease is the owner lease the sandbox was taken under: once it has
+	// ended no request is sent, and those in flight are cancelled.
+	lease *Lease
 }
 
 func (a *activity) touch() { a.last.Store(time.Now().UnixNano()) }
@@ -57,13 +62,23 @@ type activityTransport struct {
 }
 
 func (t *activityTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	stopLease := func() bool { return false }
+	if l := t.a.lease; l != nil && !unfenced.Off.Load() {
+		if err := l.Err(); err != nil {
+			return nil, fmt.Errorf("aio: %s %s: %w", req.Method, req.URL.Path, err)
+		}
+		ctx, cancel := context.WithCancelCause(req.Context())
+		stop := context.AfterFunc(l.Context(), func() { cancel(l.Err()) })
+		stopLease = func() bool { cancel(nil); return stop() }
+		req = req.WithContext(ctx)
+	}
 	t.a.inFlight.Add(1)
 	t.a.touch()
 	if t.a.onUse != nil {
 		t.a.onUse()
 	}
 	var once sync.Once
-	done := func() { once.Do(func() { t.a.touch(); t.a.inFlight.Add(-1) }) }
+	done := func() { once.Do(func() { stopLease(); t.a.touch(); t.a.inFlight.Add(-1) }) }
 	resp, err := t.rt.RoundTrip(req)
 	if err != nil {
 		done()

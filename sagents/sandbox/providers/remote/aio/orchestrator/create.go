@@ -24,21 +24,23 @@ func (p *Provider) create(ctx context.Context, threadID, sid string) (*entry, er
 			return nil, err
 		}
 	}
-	if err := p.checkLimit(); err != nil {
+	if err := p.reserve(ctx, sid); err != nil {
 		return nil, err
 	}
 	mounts, err := p.threadMounts(threadID)
 	if err != nil {
+		p.unreserveFailed(ctx, sid)
 		return nil, err
 	}
 	req := p.request(threadID, sid, mounts)
 	info, err := p.o.Backend.Create(ctx, req)
 	if err != nil {
+		p.unreserveFailed(ctx, sid)
 		return nil, fmt.Errorf("create sandbox %s: %w", sid, err)
 	}
 	info.ThreadID, info.SandboxID = threadID, sid
 	if info.Owner == "" {
-		info.Owner = p.o.Owner
+		info.Owner = p.owner()
 	}
 	if info.CreatedAt.IsZero() {
 		info.CreatedAt = time.Now()
@@ -84,7 +86,7 @@ func (p *Provider) request(threadID, sid string, mounts []sandbox.VolumeMount) C
 		env[k] = v
 	}
 	env[TokenEnv] = token
-	return CreateRequest{SandboxID: sid, ThreadID: threadID, Owner: p.o.Owner, Image: p.o.Image,
+	return CreateRequest{SandboxID: sid, ThreadID: threadID, Owner: p.owner(), Image: p.o.Image,
 		Port: p.o.Port, Mounts: mounts, Env: env, MemoryMB: p.o.MemoryMB, CPUs: p.o.CPUs, Token: token}
 }
 
@@ -110,13 +112,15 @@ func (p *Provider) threadMounts(threadID string) ([]sandbox.VolumeMount, error) 
 }
 
 // destroy removes a sandbox even when ctx is already cancelled: a
-// failure path must not leak it.
+// failure path must not leak it. The leases ctx carries still fence the
+// backend's call (a lost lock refuses it), and its count is given back.
 func (p *Provider) destroy(ctx context.Context, info SandboxInfo) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := p.o.Backend.Destroy(dctx, info); err != nil {
 		return fmt.Errorf("destroy %s: %w", info.SandboxID, err)
 	}
+	p.unreserve(dctx, countID(info))
 	if info.PoolSlot != "" {
 		if err := p.detachSlot(info.ThreadID, info.PoolSlot); err != nil {
 			return fmt.Errorf("destroy %s: %w", info.SandboxID, err)
@@ -125,20 +129,6 @@ func (p *Provider) destroy(ctx context.Context, info SandboxInfo) error {
 	return nil
 }
 
-// ErrTooManySandboxes is returned (wrapped) when a new sandbox would
-// exceed max_sandboxes.
+// ErrTooManySandboxes is returned (wrapped) when a new sandbox or pool
+// slot would exceed max_sandboxes.
 var ErrTooManySandboxes = errors.New("aio: max_sandboxes reached")
-
-// checkLimit refuses a new sandbox when this process holds MaxSandboxes.
-func (p *Provider) checkLimit() error {
-	if p.o.MaxSandboxes <= 0 {
-		return nil
-	}
-	p.mu.RLock()
-	n := len(p.bySandbox)
-	p.mu.RUnlock()
-	if n >= p.o.MaxSandboxes {
-		return fmt.Errorf("%w: this process holds %d (release one, or raise max_sandboxes)", ErrTooManySandboxes, n)
-	}
-	return nil
-}

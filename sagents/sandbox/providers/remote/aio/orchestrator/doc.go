@@ -22,6 +22,18 @@
 // store (redis) cancels the holder's context with ErrLockLost when its
 // lock is lost, and fences its writes.
 //
+// Leases (lease.go): a Lease is a thread's lock, with its fencing token,
+// or a process's owner lease, measured by its holder from the sending of
+// its grant and renewals and checked when used. A Leaser store (redis,
+// FileStore) keeps owner leases: every sandbox, pool slot and saved state
+// carries its owner's id, a process whose lease lapsed stops using its
+// sandboxes at once (and goes on under a new owner id), and Sweep
+// collects what owners whose lease ended left. The leases travel in the
+// context; backends ask Fence(ctx) before they create, destroy, adopt or
+// claim, and compare the token with the one the sandbox carries
+// (CheckFence; the optional Adopter stamps an adopter's). A Counter store
+// counts the deployment's sandboxes for max_sandboxes.
+//
 // ProviderFromConfig reads the provider_config map and the SAGE_AIO_*
 // environment; NewDriver is what the remote provider "aio" (registered
 // by the parent package) calls when no server_url is given.

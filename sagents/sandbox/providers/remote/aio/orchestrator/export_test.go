@@ -20,3 +20,25 @@ func ReapEntries(p *Provider, es []*Entry) {
 		_ = p.reapEntry(context.Background(), e)
 	}
 }
+
+// Crash stops p's goroutines and drops its owner lease the way kill -9
+// would: nothing is released or destroyed, and its FileStore lease file
+// is left for a sweep to find (as a dead process leaves it).
+func Crash(p *Provider) {
+	p.closed.Store(true)
+	close(p.stopReap)
+	close(p.stopSweep)
+	if p.pool != nil {
+		p.pool.mu.Lock()
+		p.pool.closed = true
+		p.pool.mu.Unlock()
+		close(p.pool.stop)
+		<-p.pool.done
+	}
+	<-p.reapDone
+	<-p.sweepDone
+	if l := p.ownerLease(); l != nil {
+		l.crash()
+	}
+	p.shutOnce.Do(func() {}) // a later Shutdown does nothing
+}

@@ -7,9 +7,9 @@ import (
 )
 
 // ErrLockLost is the cause of a held-lock context's cancellation when the
-// state store could not keep the lock (its renewal failed for longer than
-// its TTL, or another holder took it): the holder must stop before it
-// creates, destroys or saves anything.
+// state store could not keep the lock (no renewal succeeded within its
+// TTL of being sent, or another holder took it): the holder must stop
+// before it creates, destroys or saves anything.
 var ErrLockLost = errors.New("aio: the thread's state lock was lost")
 
 // FencedLocker is implemented by state stores whose lock can be lost
@@ -33,9 +33,15 @@ func (p *Provider) lockStore(ctx context.Context, threadID string) (context.Cont
 	return ctx, unlock, err
 }
 
-// stillHeld is checked before destroying a sandbox under the lock (the
-// destroy itself runs on a context that ignores cancellation).
+// stillHeld is checked before creating, destroying or saving under the
+// lock (a destroy itself runs on a context that ignores cancellation).
+// The leases held carries are asked for their deadlines now (Fence), so
+// a holder that resumes after a stall stops even before their timers
+// have run.
 func stillHeld(held context.Context, threadID string) error {
+	if _, err := Fence(held); err != nil {
+		return fmt.Errorf("thread %s: %w", threadID, err)
+	}
 	if held.Err() == nil {
 		return nil
 	}

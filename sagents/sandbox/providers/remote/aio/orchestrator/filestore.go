@@ -16,6 +16,9 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
+// lockFileName is the FileStore's lock file in a thread's directory.
+const lockFileName = "sandbox.lock"
+
 // FileStore keeps state in DIR/threads/<thread>/sandbox.json and locks
 // with flock(2) on DIR/threads/<thread>/sandbox.lock: good for several
 // processes on one host, or hosts sharing one file system that honours
@@ -130,8 +133,7 @@ func (s *FileStore) Load(_ context.Context, threadID string) (SandboxInfo, bool,
 	return info, true, nil
 }
 
-// Remove deletes sandbox.json; the directory and the lock file stay (a
-// stable lock path avoids races with directory removal).
+// Remove deletes sandbox.json; the directory and the lock file stay.
 func (s *FileStore) Remove(_ context.Context, threadID string) error {
 	dir, err := s.threadDir(threadID)
 	if err != nil {
@@ -145,24 +147,39 @@ func (s *FileStore) Remove(_ context.Context, threadID string) error {
 
 // Lock takes an exclusive flock on sandbox.lock, retrying until ctx ends.
 // The kernel releases it when the holder dies, so a killed process never
-// leaves the thread locked.
+// leaves the thread locked. A lock file removed while it waited (a purge
+// removes the thread's directory under the lock) is not a lock: it locks
+// the file now at the path.
 func (s *FileStore) Lock(ctx context.Context, threadID string) (func(), error) {
 	dir, err := s.threadDir(threadID)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("aio: state lock: %w", err)
+	path := filepath.Join(dir, lockFileName)
+	for {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("aio: state lock: %w", err)
+		}
+		fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
+		ok, err := fl.TryLockContext(ctx, s.poll)
+		if err != nil {
+			_ = fl.Close()
+			return nil, fmt.Errorf("aio: state lock %s: %w", threadID, err)
+		}
+		if !ok {
+			_ = fl.Close()
+			return nil, fmt.Errorf("aio: state lock %s: %w", threadID, ctx.Err())
+		}
+		// A purge removes the lock file under its lock: whoever waited
+		// on the removed file holds nothing, and takes the path's
+		// current file instead.
+		held, herr := fl.Stat()
+		now, nerr := os.Stat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, now) {
+			return func() { _ = fl.Close() }, nil
+		}
+		_ = fl.Close()
 	}
-	fl := flock.New(filepath.Join(dir, "sandbox.lock"), flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(0o600))
-	ok, err := fl.TryLockContext(ctx, s.poll)
-	if err != nil {
-		return nil, fmt.Errorf("aio: state lock %s: %w", threadID, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("aio: state lock %s: %w", threadID, ctx.Err())
-	}
-	return func() { _ = fl.Close() }, nil
 }
 
 // List returns every thread that has a readable sandbox.json.

@@ -26,6 +26,10 @@ type SandboxInfo struct {
 	// LastUsed is when a process last created or adopted it (processes
 	// do not share their in-memory activity); zero if unknown.
 	LastUsed time.Time `json:"last_used_at,omitempty"`
+	// Fence is the fencing token the sandbox carries (a Docker label, a
+	// Pod annotation): that of the thread lock it was created (or, where
+	// the backend can stamp it, last adopted) under; 0: none.
+	Fence int64 `json:"fence,omitempty"`
 	// PoolSlot is set on a sandbox started for the warm pool: its
 	// /mnt/user-data is the host directory Home/pool/<PoolSlot>/user-data,
 	// into which a claiming thread's files are moved (and moved back when
@@ -92,4 +96,63 @@ type StateStore interface {
 	Remove(ctx context.Context, threadID string) error
 	// Lock takes the thread's lock, waiting as long as ctx allows.
 	Lock(ctx context.Context, threadID string) (unlock func(), err error)
+}
+
+// Leaser is implemented by state stores that keep owner leases (redis
+// and FileStore do): every sandbox, pool slot and saved state carries the
+// id of its owner's lease, renewed while the owner lives, and whatever
+// belongs to a lease that ended is collected by any live process
+// (Provider.Sweep), as containerd collects what no lease holds.
+type Leaser interface {
+	// GrantLease starts owner's lease, renewed in the background until
+	// it is released or lost. An owner id whose lease is held already
+	// is an error.
+	GrantLease(ctx context.Context, owner string) (*Lease, error)
+	// LiveLeases reports which of owners hold their lease now.
+	LiveLeases(ctx context.Context, owners []string) (map[string]bool, error)
+	// LeaseTTL is how long a lease outlives its holder's last renewal
+	// (0: it ends with its holder, as a flock does). A sweep believes a
+	// lease has ended only after seeing it absent for that long, so a
+	// holder that has not yet noticed its loss has stopped by then.
+	LeaseTTL() time.Duration
+}
+
+// Counter is implemented by state stores that count the deployment's
+// sandboxes for max_sandboxes (redis and FileStore do), so that the
+// bound holds across goroutines, processes and hosts: every sandbox and
+// pool slot is reserved under its id before it is created and given back
+// when it is destroyed.
+type Counter interface {
+	// Reserve counts id for owner, unless max (> 0) are counted already:
+	// then it fails with an error wrapping ErrTooManySandboxes. An id
+	// counted already is not counted twice (its owner is updated).
+	Reserve(ctx context.Context, id, owner string, max int) error
+	// Unreserve stops counting id; an id not counted is not an error.
+	// With owner set it does so only while id is counted for owner:
+	// sandbox ids of threads are deterministic, so a create that failed
+	// must not give back the count a newer holder's create of the same
+	// id now shares (owner "": whoever counts it, as after a destroy).
+	Unreserve(ctx context.Context, id, owner string) error
+	// Reserved lists what is counted: id -> owner.
+	Reserved(ctx context.Context) (map[string]string, error)
+}
+
+// Adopter is implemented by backends that record, on the sandbox itself,
+// which holder of the thread's lock took it over (the kube backend
+// patches the Pod's fencing annotation under its resourceVersion). Adopt
+// is called under the thread's lock before a process takes over a
+// sandbox it found: it fails with an error wrapping ErrStaleFence when
+// the sandbox carries a newer token than Fence(ctx), else it stamps that
+// token (where it can) so that former holders' late destroys are
+// refused. The Docker backend compares only (labels cannot change).
+type Adopter interface {
+	Adopt(ctx context.Context, info SandboxInfo) (SandboxInfo, error)
+}
+
+// StoppedLister is implemented by backends whose sandboxes can exist
+// without running (a Docker container created but never started, because
+// its creator died in between, or one that exited): a sweep collects a
+// dead owner's too. Their SandboxInfo has no URL.
+type StoppedLister interface {
+	ListStopped(ctx context.Context) ([]SandboxInfo, error)
 }

@@ -75,9 +75,16 @@ func (p *Provider) ReleaseThread(ctx context.Context, threadID string) error {
 	if !sandbox.ValidID(threadID) {
 		return fmt.Errorf("aio: release: %w", &InvalidThreadError{ThreadID: threadID})
 	}
+	return p.withThreadLocks(ctx, "release", threadID, func(context.Context) error { return nil })
+}
+
+// withThreadLocks releases the thread's sandbox under both locks (this
+// process's and the state store's), as ReleaseThread does, and then runs
+// f under them.
+func (p *Provider) withThreadLocks(ctx context.Context, op, threadID string, f func(held context.Context) error) error {
 	unlock, err := p.lockThread(ctx, threadID)
 	if err != nil {
-		return fmt.Errorf("aio: release %s: %w", threadID, err)
+		return fmt.Errorf("aio: %s %s: %w", op, threadID, err)
 	}
 	defer unlock()
 	p.mu.RLock()
@@ -87,8 +94,16 @@ func (p *Provider) ReleaseThread(ctx context.Context, threadID string) error {
 		p.forget(e)
 		e.h.Close(context.WithoutCancel(ctx))
 	}
-	if err := p.releaseStored(ctx, threadID); err != nil {
-		return fmt.Errorf("aio: release %s: %w", threadID, err)
+	held, unlockStore, err := p.lockStore(ctx, threadID)
+	if err != nil {
+		return fmt.Errorf("aio: %s %s: %w", op, threadID, err)
+	}
+	defer unlockStore()
+	if err := p.releaseHeld(held, threadID); err != nil {
+		return fmt.Errorf("aio: %s %s: %w", op, threadID, err)
+	}
+	if err := f(held); err != nil {
+		return fmt.Errorf("aio: %s %s: %w", op, threadID, err)
 	}
 	return nil
 }
@@ -99,6 +114,12 @@ func (p *Provider) releaseStored(ctx context.Context, threadID string) error {
 		return err
 	}
 	defer unlock()
+	return p.releaseHeld(ctx, threadID)
+}
+
+// releaseHeld destroys the thread's sandbox and removes its state; ctx
+// holds the state store's lock.
+func (p *Provider) releaseHeld(ctx context.Context, threadID string) error {
 	sid := SandboxIDFor(threadID)
 	info, found, err := p.o.Backend.Discover(ctx, sid)
 	if err != nil {
@@ -148,19 +169,23 @@ func ignoreClosed(err error) error {
 
 // reap releases sandboxes idle for longer than IdleTimeout, every
 // ReapInterval, until Shutdown.
-func (p *Provider) reap() {
-	defer close(p.reapDone)
+func (p *Provider) reap() { every(p.o.ReapInterval, p.stopReap, p.reapDone, p.reapOnce) }
+
+// every runs pass every interval until stop is closed (which also
+// cancels a pass under way), then closes done.
+func every(interval time.Duration, stop <-chan struct{}, done chan<- struct{}, pass func(context.Context)) {
+	defer close(done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { <-p.stopReap; cancel() }() // Shutdown interrupts a pass
-	t := time.NewTicker(p.o.ReapInterval)
+	go func() { <-stop; cancel() }()
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-p.stopReap:
+		case <-stop:
 			return
 		case <-t.C:
-			p.reapOnce(ctx)
+			pass(ctx)
 		}
 	}
 }
@@ -212,18 +237,42 @@ func (p *Provider) reapEntry(ctx context.Context, e *entry) error {
 		return ignoreClosed(e.h.Close(context.WithoutCancel(ctx)))
 	}
 	p.o.Logger.Info("aio: releasing idle sandbox", "thread", tid, "sandbox", e.info.SandboxID)
+	var err error
 	if tid == "" {
-		return p.releaseEntry(ctx, e)
+		err = p.destroy(ctx, e.info)
+	} else {
+		err = p.releaseStored(ctx, tid)
 	}
-	e.h.Close(context.WithoutCancel(ctx))
-	return p.releaseStored(ctx, tid)
+	if err != nil {
+		// Still ours and still running: back in the cache, where the
+		// next pass or Shutdown (which waits for this one before it
+		// lists the cache) releases it.
+		p.restore(e)
+		return err
+	}
+	return ignoreClosed(e.h.Close(context.WithoutCancel(ctx)))
+}
+
+// restore puts back an entry the reaper forgot but could not release,
+// unless another entry took its place meanwhile.
+func (p *Provider) restore(e *entry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bySandbox[e.info.SandboxID] != nil {
+		return
+	}
+	p.bySandbox[e.info.SandboxID] = e
+	if t := e.info.ThreadID; t != "" && p.byThread[t] == nil {
+		p.byThread[t] = e
+	}
 }
 
 // owns reports whether this process owns the sandbox: it created it, or
-// adopted it unclaimed (the owner id is in the saved state; the creator's
-// is also in the container's labels). Use a stable ProviderOptions.Owner
-// to reclaim sandboxes after a crash.
-func (p *Provider) owns(e *entry) bool { return e.info.Owner == "" || e.info.Owner == p.o.Owner }
+// adopted it unclaimed or from an owner whose lease had ended (the owner
+// id is in the saved state; the creator's is also in the container's
+// labels). A crashed process's sandboxes are taken over by the next
+// Acquire of their thread, or collected by a sweep.
+func (p *Provider) owns(e *entry) bool { return e.info.Owner == "" || e.info.Owner == p.owner() }
 
 func (p *Provider) forgetIfIdle(e *entry) bool {
 	p.mu.Lock()
@@ -247,13 +296,22 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		p.closed.Store(true)
 		p.mu.Unlock()
 		close(p.stopReap)
-		select {
-		case <-p.reapDone:
-		case <-ctx.Done():
-			p.shutErr = fmt.Errorf("aio: shutdown: waiting for the reaper: %w", ctx.Err())
-			return
+		close(p.stopSweep)
+		for _, w := range []struct {
+			done <-chan struct{}
+			what string
+		}{{p.reapDone, "the reaper"}, {p.sweepDone, "the sweep"}} {
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+				p.shutErr = fmt.Errorf("aio: shutdown: waiting for %s: %w", w.what, ctx.Err())
+				return
+			}
 		}
 		p.shutErr = errors.Join(p.stopPool(ctx), p.shutdownEntries(ctx))
+		if l := p.ownerLease(); l != nil {
+			l.Release() // others may collect what this process kept anonymous
+		}
 	})
 	return p.shutErr
 }
@@ -301,7 +359,7 @@ func (p *Provider) disown(ctx context.Context, e *entry) error {
 	}
 	defer unlock()
 	st, ok, err := p.o.Store.Load(ctx, tid)
-	if err != nil || !ok || st.SandboxID != e.info.SandboxID || st.Owner != p.o.Owner {
+	if err != nil || !ok || st.SandboxID != e.info.SandboxID || st.Owner != p.owner() {
 		return err
 	}
 	st.Owner = ""

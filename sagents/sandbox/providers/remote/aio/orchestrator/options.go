@@ -26,6 +26,8 @@ const (
 	DefaultPort         = 8080
 	DefaultReapInterval = 60 * time.Second
 	DefaultReadyTimeout = 60 * time.Second
+	// DefaultSweepInterval is how often a provider sweeps (SweepInterval).
+	DefaultSweepInterval = time.Minute
 	// TokenEnv carries a sandbox's API token into its container.
 	TokenEnv = "SAGE_SANDBOXD_TOKEN"
 	// UserDataPath is where a thread's directories are mounted.
@@ -62,7 +64,10 @@ type ProviderOptions struct {
 	// ShutdownPolicy is PolicyRelease (default) or PolicyKeep.
 	ShutdownPolicy string
 	// Owner identifies this process in labels and state (default
-	// host-pid-random).
+	// host-pid-random; 1-64 of A-Z a-z 0-9 _ -). With a state store that
+	// keeps owner leases (redis, FileStore) it is the id of this
+	// process's owner lease; after losing one the process continues
+	// under Owner-N.
 	Owner string
 	// Timeout is the default command timeout of the handles.
 	Timeout time.Duration
@@ -75,10 +80,17 @@ type ProviderOptions struct {
 	// PoolSize is how many started, ready, unassigned sandboxes the warm
 	// pool keeps (0: no pool); the backend must implement Pooler.
 	PoolSize int
-	// MaxSandboxes bounds the sandboxes this process holds plus its pool
-	// (0: no limit); PoolSize may not exceed it.
+	// MaxSandboxes bounds the sandboxes of the deployment, warm pools
+	// included (0: no limit): with a store that counts (redis,
+	// FileStore), every process sharing it counts against the same
+	// bound, so give them all the same value; with another store it
+	// bounds this process's. PoolSize may not exceed it.
 	MaxSandboxes int
-	Logger       *slog.Logger
+	// SweepInterval is how often the provider collects what dead owners
+	// left (Sweep), with a store that keeps owner leases (default
+	// DefaultSweepInterval; negative: never, as `sage sandbox ls` does).
+	SweepInterval time.Duration
+	Logger        *slog.Logger
 }
 
 func (o *ProviderOptions) defaults() error {
@@ -125,12 +137,33 @@ func (o *ProviderOptions) defaults() error {
 	if o.TouchInterval <= 0 {
 		o.TouchInterval = DefaultTouchInterval
 	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
 	if o.Owner == "" {
 		host, _ := os.Hostname()
-		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
+		o.Owner = ownerID(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4)))
+	}
+	if !sandbox.ValidID(o.Owner) {
+		return &sandbox.ConfigError{Field: "owner", Value: o.Owner, Reason: "want 1-64 characters of A-Z a-z 0-9 _ -"}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	return nil
+}
+
+// ownerID makes s a valid owner id: other characters become '-', and it
+// keeps its last 64 (the pid and random part).
+func ownerID(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 64 {
+		b = b[len(b)-64:]
+	}
+	return string(b)
 }

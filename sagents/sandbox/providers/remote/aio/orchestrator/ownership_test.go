@@ -11,27 +11,41 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// Two processes share one thread: the one that adopted the sandbox must
-// not destroy it on shutdown or when it finds it idle; its creator does.
+// Two processes share one thread: one that adopted the sandbox must not
+// destroy it when it finds it idle, nor on shutdown; its creator does.
+// Each path is shown to run (issue 35, item 7: the adopter's reaper used
+// to drop the entry before its Shutdown, so removing Shutdown's owner
+// check left this test green): the reaping adopter no longer holds the
+// entry afterwards, and the second adopter, which has no reaper, still
+// holds it when it shuts down.
 func TestOnlyTheOwnerDestroys(t *testing.T) {
 	b := newFakeBackend(t)
 	home := t.TempDir()
 	ctx := context.Background()
 	creator, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "creator"})
 	require.NoError(t, err)
-	_, err = creator.Acquire(ctx, "shared")
+	sid, err := creator.Acquire(ctx, "shared")
 	require.NoError(t, err)
 
-	adopter, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "adopter",
+	reaping, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "reaping",
 		IdleTimeout: 50 * time.Millisecond, ReapInterval: 20 * time.Millisecond})
 	require.NoError(t, err)
-	_, err = adopter.Acquire(ctx, "shared")
+	_, err = reaping.Acquire(ctx, "shared")
 	require.NoError(t, err)
 	assert.Equal(t, 1, b.Creates(), "adopted, not created again")
-
-	time.Sleep(300 * time.Millisecond) // the adopter's reaper finds it idle
+	require.Eventually(t, func() bool { _, held := reaping.Info(sid); return !held }, 5*time.Second, 10*time.Millisecond,
+		"the adopter's reaper never found the sandbox idle")
 	assert.Equal(t, 1, b.Running(), "the adopter's reaper destroyed a sandbox it does not own")
-	require.NoError(t, adopter.Shutdown(ctx))
+	require.NoError(t, reaping.Shutdown(ctx))
+
+	holding, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "holding"})
+	require.NoError(t, err)
+	_, err = holding.Acquire(ctx, "shared")
+	require.NoError(t, err)
+	info, held := holding.Info(sid)
+	require.True(t, held, "the adopter holds the entry when it shuts down")
+	assert.Equal(t, "creator", info.Owner)
+	require.NoError(t, holding.Shutdown(ctx))
 	assert.Equal(t, 1, b.Running(), "the adopter's shutdown destroyed a sandbox it does not own")
 
 	require.NoError(t, creator.Shutdown(ctx))

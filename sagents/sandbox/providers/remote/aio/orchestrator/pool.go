@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
 // pool is the warm pool: PoolSize started, ready, unassigned sandboxes
@@ -86,9 +85,15 @@ func (p *Provider) fill() {
 			if !p.addSlot(info, err) {
 				break
 			}
+			if errors.Is(err, ErrTooManySandboxes) { // full: wait for a release (or look again in a while)
+				if !p.wait(5*time.Second, true) {
+					return
+				}
+				continue
+			}
 			if err != nil {
 				p.o.Logger.Warn("aio: warm pool: starting a sandbox failed", "err", err, "retry_in", backoff)
-				if !p.wait(backoff) {
+				if !p.wait(backoff, false) {
 					return
 				}
 				backoff = min(2*backoff, 30*time.Second)
@@ -104,27 +109,32 @@ func (p *Provider) fill() {
 	}
 }
 
-func (p *Provider) wait(d time.Duration) bool {
+// wait waits d, or less when kick is set and a sandbox was released
+// meanwhile; it reports false when the pool stops.
+func (p *Provider) wait(d time.Duration, kick bool) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
+	var kicked <-chan struct{}
+	if kick {
+		kicked = p.pool.kick
+	}
 	select {
 	case <-p.pool.stop:
 		return false
+	case <-kicked:
+		return true
 	case <-t.C:
 		return true
 	}
 }
 
-// reserveSlot counts one more slot as filling if the pool is short and
-// max_sandboxes allows it.
+// reserveSlot counts one more slot as filling if the pool is short
+// (max_sandboxes is checked by newSlot's count).
 func (p *Provider) reserveSlot() bool {
-	p.mu.RLock()
-	held := len(p.bySandbox)
-	p.mu.RUnlock()
 	p.pool.mu.Lock()
 	defer p.pool.mu.Unlock()
 	n := len(p.pool.idle) + p.pool.filling
-	if p.pool.closed || n >= p.o.PoolSize || (p.o.MaxSandboxes > 0 && held+n >= p.o.MaxSandboxes) {
+	if p.pool.closed || n >= p.o.PoolSize {
 		return false
 	}
 	p.pool.filling++
@@ -132,18 +142,21 @@ func (p *Provider) reserveSlot() bool {
 }
 
 // addSlot ends a reservation: a started slot joins idle, unless the pool
-// closed meanwhile (then it is destroyed). It reports whether to go on.
+// closed meanwhile, or the slot was started under an owner lease this
+// process has lost since (then it is destroyed). It reports whether to
+// go on.
 func (p *Provider) addSlot(info SandboxInfo, err error) bool {
+	stale := err == nil && info.Owner != p.owner() // started under a lease since lost
 	p.pool.mu.Lock()
 	p.pool.filling--
 	closed := p.pool.closed
-	if err == nil && !closed {
+	if err == nil && !closed && !stale {
 		p.pool.idle = append(p.pool.idle, info)
 		close(p.pool.changed)
 		p.pool.changed = make(chan struct{})
 	}
 	p.pool.mu.Unlock()
-	if err == nil && closed {
+	if err == nil && (closed || stale) {
 		if derr := p.destroy(context.Background(), info); derr != nil {
 			p.o.Logger.Warn("aio: warm pool: destroy", "sandbox", info.SandboxID, "err", derr)
 		}
@@ -155,20 +168,29 @@ func (p *Provider) addSlot(info SandboxInfo, err error) bool {
 // /mnt/user-data and waits until its API answers; on failure nothing is
 // left behind.
 func (p *Provider) newSlot(ctx context.Context) (SandboxInfo, error) {
+	ctx, err := p.leased(ctx)
+	if err != nil {
+		return SandboxInfo{}, err
+	}
 	sid := "pool-" + randomHex(8)
+	if err := p.reserve(ctx, sid); err != nil {
+		return SandboxInfo{}, err
+	}
 	mounts, err := p.slotMounts(sid)
 	if err != nil {
+		p.unreserve(ctx, sid)
 		return SandboxInfo{}, err
 	}
 	req := p.request("", sid, mounts)
 	req.PoolSlot = sid
 	info, err := p.o.Backend.Create(ctx, req)
 	if err != nil {
+		p.unreserveFailed(ctx, sid)
 		return SandboxInfo{}, errors.Join(fmt.Errorf("create pool sandbox %s: %w", sid, err), p.removeSlot(sid))
 	}
 	info.SandboxID, info.PoolSlot, info.ThreadID = sid, sid, ""
 	if info.Owner == "" {
-		info.Owner = p.o.Owner
+		info.Owner = p.owner()
 	}
 	if info.Token == "" {
 		info.Token = req.Token
@@ -178,7 +200,7 @@ func (p *Provider) newSlot(ctx context.Context) (SandboxInfo, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.o.ReadyTimeout)
 	defer cancel()
-	if err := aioapi.WaitReady(rctx, info.URL, aioapi.ReadyOptions{Token: info.Token}); err != nil {
+	if err := p.waitReady(rctx, info); err != nil {
 		return SandboxInfo{}, errors.Join(fmt.Errorf("pool sandbox %s: %w", sid, err), p.destroy(ctx, info))
 	}
 	return info, nil
@@ -241,7 +263,7 @@ func (p *Provider) claimSlot(ctx context.Context, slot SandboxInfo, threadID, si
 	if err != nil {
 		return nil, errors.Join(err, p.destroy(ctx, slot))
 	}
-	info.SandboxID, info.ThreadID, info.PoolSlot, info.Owner = sid, threadID, slot.PoolSlot, p.o.Owner
+	info.SandboxID, info.ThreadID, info.PoolSlot, info.Owner = sid, threadID, slot.PoolSlot, p.owner()
 	if info.Token == "" {
 		info.Token = slot.Token
 	}

@@ -22,13 +22,14 @@ type sandboxInfoJSON struct {
 	CreatedAt     json.RawMessage `json:"created_at,omitempty"`
 	LastUsed      json.RawMessage `json:"last_used_at,omitempty"`
 	PoolSlot      string          `json:"pool_slot,omitempty"`
+	Fence         int64           `json:"fence,omitempty"`
 }
 
 // MarshalJSON writes the seed format (created_at in Unix seconds).
 func (s SandboxInfo) MarshalJSON() ([]byte, error) {
 	w := sandboxInfoJSON{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL,
 		ContainerName: s.ContainerName, ContainerID: s.ContainerID, Owner: s.Owner,
-		Token: s.Token, Backend: s.Backend, PoolSlot: s.PoolSlot}
+		Token: s.Token, Backend: s.Backend, PoolSlot: s.PoolSlot, Fence: s.Fence}
 	if !s.CreatedAt.IsZero() {
 		w.CreatedAt = unixSeconds(s.CreatedAt)
 	}
@@ -48,7 +49,7 @@ func (s *SandboxInfo) UnmarshalJSON(b []byte) error {
 	}
 	*s = SandboxInfo{SandboxID: w.SandboxID, ThreadID: w.ThreadID, URL: w.URL,
 		ContainerName: w.ContainerName, ContainerID: w.ContainerID, Owner: w.Owner,
-		Token: w.Token, Backend: w.Backend, PoolSlot: w.PoolSlot}
+		Token: w.Token, Backend: w.Backend, PoolSlot: w.PoolSlot, Fence: w.Fence}
 	if s.URL == "" {
 		s.URL = w.BaseURL
 	}

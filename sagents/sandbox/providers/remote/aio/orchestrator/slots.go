@@ -28,6 +28,14 @@ func (p *Provider) threadData(threadID string) string {
 // skills directory and the configured mounts, as threadMounts does.
 func (p *Provider) slotMounts(slot string) ([]sandbox.VolumeMount, error) {
 	dir := p.slotDir(slot)
+	// The owner file comes first: a sweep leaves a slot directory whose
+	// owner it cannot name alone for a while (slotGrace).
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return nil, fmt.Errorf("pool slot directory: %w", err)
+	}
+	if err := os.WriteFile(p.slotOwnerFile(slot), []byte(p.owner()), 0o600); err != nil {
+		return nil, errors.Join(fmt.Errorf("pool slot directory: %w", err), p.removeSlot(slot))
+	}
 	for _, d := range userDataDirs {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, errors.Join(fmt.Errorf("pool slot directory: %w", err), p.removeSlot(slot))
@@ -100,6 +108,11 @@ func (p *Provider) attachSlot(threadID, slot string) error {
 
 func (p *Provider) slotMarker(slot string) string {
 	return filepath.Join(p.o.Home, "pool", slot, "thread")
+}
+
+// slotOwnerFile names the owner id whose pool made the slot.
+func (p *Provider) slotOwnerFile(slot string) string {
+	return filepath.Join(p.o.Home, "pool", slot, "owner")
 }
 
 // detachSlot moves a destroyed pool sandbox's thread files back from its

@@ -37,9 +37,10 @@ func (p *Provider) ThreadExists(ctx context.Context, threadID string) (bool, err
 	return ok, err
 }
 
-// PurgeThread releases the thread's sandbox (ReleaseThread) and then
-// removes its directory with the files the sandbox wrote. A thread that
-// does not exist at all is an error matching ErrNoThread.
+// PurgeThread releases the thread's sandbox (ReleaseThread) and, still
+// under the thread's locks, removes its directory with the files the
+// sandbox wrote. A thread that does not exist at all is an error
+// matching ErrNoThread.
 func (p *Provider) PurgeThread(ctx context.Context, threadID string) error {
 	ok, err := p.ThreadExists(ctx, threadID)
 	if err != nil {
@@ -48,11 +49,16 @@ func (p *Provider) PurgeThread(ctx context.Context, threadID string) error {
 	if !ok {
 		return fmt.Errorf("aio: purge %s: %w", threadID, ErrNoThread)
 	}
-	if err := p.ReleaseThread(ctx, threadID); err != nil {
-		return err
-	}
+	return p.withThreadLocks(ctx, "purge", threadID, func(context.Context) error { return p.removeThreadDir(threadID) })
+}
+
+// removeThreadDir removes the thread's directory, the FileStore's lock
+// file included: it is removed under that lock, and FileStore.Lock makes
+// a locker that was waiting on the removed file take the lock again on
+// the path's new one.
+func (p *Provider) removeThreadDir(threadID string) error {
 	if err := os.RemoveAll(p.ThreadDir(threadID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("aio: purge %s: %w", threadID, err)
+		return err
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
@@ -96,8 +97,12 @@ func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (orchestrat
 // Create asks for a sandbox (POST /api/sandboxes). The provisioner's own
 // configuration decides image, port and resources; req's are not sent.
 func (c *Client) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
+	fence, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return orchestrator.SandboxInfo{}, fmt.Errorf("provisioner: create %s: %w", req.SandboxID, err)
+	}
 	body := CreateBody{SandboxID: req.SandboxID, ThreadID: req.ThreadID, ExtraMounts: mountsToWire(req.Mounts),
-		Owner: req.Owner, Env: req.Env, Token: req.Token}
+		Owner: req.Owner, Env: req.Env, Token: req.Token, Fence: fence}
 	var out Sandbox
 	if err := c.do(ctx, http.MethodPost, "/api/sandboxes", body, &out); err != nil {
 		return orchestrator.SandboxInfo{}, err
@@ -107,13 +112,50 @@ func (c *Client) Create(ctx context.Context, req orchestrator.CreateRequest) (or
 	return info, nil
 }
 
-// Destroy removes it (DELETE /api/sandboxes/{id}); 404 is not an error.
+// Destroy removes it (DELETE /api/sandboxes/{id}, with the caller's
+// fencing token in X-Sage-Fence); 404 is not an error.
 func (c *Client) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
-	err := c.do(ctx, http.MethodDelete, sandboxPath(info.SandboxID), nil, nil)
+	fence, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return fmt.Errorf("provisioner: destroy %s: %w", info.SandboxID, err)
+	}
+	err = c.do(withFenceHeader(ctx, fence), http.MethodDelete, sandboxPath(info.SandboxID), nil, nil)
 	if IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// Adopt implements orchestrator.Adopter (POST /api/sandboxes/{id}/adopt):
+// the server's backend refuses a sandbox that carries a newer fencing
+// token and stamps the caller's where it can. A server without the call
+// (404) leaves the sandbox as it is.
+func (c *Client) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (orchestrator.SandboxInfo, error) {
+	fence, err := orchestrator.Fence(ctx)
+	if err != nil || fence == 0 {
+		return info, err
+	}
+	var out Sandbox
+	err = c.do(ctx, http.MethodPost, sandboxPath(info.SandboxID)+"/adopt", AdoptBody{Fence: fence}, &out)
+	if IsNotFound(err) {
+		return info, nil
+	}
+	if err != nil {
+		return info, err
+	}
+	info.Fence = out.Fence
+	return info, nil
+}
+
+var _ orchestrator.Adopter = (*Client)(nil)
+
+type fenceHeaderKey struct{}
+
+func withFenceHeader(ctx context.Context, fence int64) context.Context {
+	if fence == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, fenceHeaderKey{}, fence)
 }
 
 // Get returns one sandbox (GET /api/sandboxes/{id}); a 404 is an error
@@ -225,6 +267,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, in any) (*
 	}
 	if c.apiKey != "" {
 		req.Header.Set("X-API-Key", c.apiKey)
+	}
+	if f, ok := ctx.Value(fenceHeaderKey{}).(int64); ok {
+		req.Header.Set(FenceHeader, strconv.FormatInt(f, 10))
 	}
 	return req, nil
 }

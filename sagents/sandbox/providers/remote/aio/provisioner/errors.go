@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
 // ErrNotFound is what a 404 answer matches (errors.Is); it wraps
@@ -28,7 +30,8 @@ func (e *APIError) Error() string {
 }
 
 // Is makes a 404 match ErrNotFound and fs.ErrNotExist, 401 and 403
-// fs.ErrPermission, 400 ErrInvalid and fs.ErrInvalid.
+// fs.ErrPermission, 400 ErrInvalid and fs.ErrInvalid, a 409 stale_fence
+// orchestrator.ErrStaleFence and ErrLockLost.
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrNotFound, fs.ErrNotExist:
@@ -37,9 +40,15 @@ func (e *APIError) Is(target error) bool {
 		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 	case ErrInvalid, fs.ErrInvalid:
 		return e.Status == http.StatusBadRequest
+	case orchestrator.ErrStaleFence, orchestrator.ErrLockLost:
+		return e.Status == http.StatusConflict && e.Code == codeStaleFence
 	}
 	return false
 }
+
+// codeStaleFence is the error code of a 409 for a call under an older
+// fencing token than the sandbox's (orchestrator.ErrStaleFence).
+const codeStaleFence = "stale_fence"
 
 // IsNotFound reports whether err is a 404 from the provisioner.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

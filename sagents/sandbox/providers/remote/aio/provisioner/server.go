@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -79,6 +80,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/sandboxes", s.auth(s.list))
 	s.mux.HandleFunc("GET /api/sandboxes/{id}", s.auth(s.get))
 	s.mux.HandleFunc("DELETE /api/sandboxes/{id}", s.auth(s.destroy))
+	s.mux.HandleFunc("POST /api/sandboxes/{id}/adopt", s.auth(s.adopt))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -123,7 +125,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	unlock := s.locks.lock(body.SandboxID)
 	defer unlock()
-	info, err := s.opts.Backend.Create(r.Context(), req)
+	info, err := s.opts.Backend.Create(orchestrator.WithFence(r.Context(), body.Fence), req)
 	if err != nil {
 		s.opts.Logger.Error("provisioner: create failed", "sandbox", body.SandboxID, "thread", body.ThreadID, "err", err)
 		writeBackendError(w, err)
@@ -200,6 +202,11 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	fence, err := fenceHeader(r)
+	if err != nil {
+		writeBackendError(w, err)
+		return
+	}
 	unlock := s.locks.lock(id)
 	defer unlock()
 	info, found, err := s.opts.Backend.Discover(r.Context(), id)
@@ -210,13 +217,59 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 	if !found {
 		info = orchestrator.SandboxInfo{SandboxID: id}
 	}
-	if err := s.opts.Backend.Destroy(r.Context(), info); err != nil {
+	if err := s.opts.Backend.Destroy(orchestrator.WithFence(r.Context(), fence), info); err != nil {
 		s.opts.Logger.Error("provisioner: destroy failed", "sandbox", id, "err", err)
 		writeBackendError(w, err)
 		return
 	}
 	s.opts.Logger.Info("provisioner: sandbox destroyed", "sandbox", id, "was_running", found)
 	writeJSON(w, http.StatusOK, DeleteResult{OK: true, SandboxID: id})
+}
+
+// fenceHeader reads X-Sage-Fence (0 when absent).
+func fenceHeader(r *http.Request) (int64, error) {
+	v := r.Header.Get(FenceHeader)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s %q: want a non-negative integer", ErrInvalid, FenceHeader, v)
+	}
+	return n, nil
+}
+
+// adopt lets a client that takes a sandbox over stamp its fencing token
+// on it, where the backend can (orchestrator.Adopter); a stale token is
+// 409 stale_fence.
+func (s *Server) adopt(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	var body AdoptBody
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &body); err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	unlock := s.locks.lock(id)
+	defer unlock()
+	info, found, err := s.opts.Backend.Discover(r.Context(), id)
+	switch {
+	case err != nil:
+		writeBackendError(w, err)
+		return
+	case !found:
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("sandbox %q not found", id))
+		return
+	}
+	if a, ok := s.opts.Backend.(orchestrator.Adopter); ok {
+		if info, err = a.Adopt(orchestrator.WithFence(r.Context(), body.Fence), info); err != nil {
+			writeBackendError(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, toWire(info))
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -236,6 +289,8 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 // conflicts 409, timeouts 504, the rest 500.
 func writeBackendError(w http.ResponseWriter, err error) {
 	switch {
+	case errors.Is(err, orchestrator.ErrStaleFence):
+		writeError(w, http.StatusConflict, codeStaleFence, err.Error())
 	case errors.Is(err, fs.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 	case errors.Is(err, fs.ErrExist):

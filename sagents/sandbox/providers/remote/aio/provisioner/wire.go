@@ -24,7 +24,19 @@ type CreateBody struct {
 	Env         map[string]string `json:"env,omitempty"`
 	// Token is the bearer token the sandbox's API must require.
 	Token string `json:"token,omitempty"`
+	// Fence is the fencing token of the client's thread lock
+	// (orchestrator.Fence), put on the sandbox by backends that can.
+	Fence int64 `json:"fence,omitempty"`
 }
+
+// AdoptBody is the body of POST /api/sandboxes/{id}/adopt: a client that
+// takes the sandbox over under its thread lock's fencing token.
+type AdoptBody struct {
+	Fence int64 `json:"fence"`
+}
+
+// FenceHeader carries the fencing token of a DELETE.
+const FenceHeader = "X-Sage-Fence"
 
 // Sandbox is one sandbox as the API returns it (a superset of DeerFlow's
 // {sandbox_id, sandbox_url, status}).
@@ -37,6 +49,7 @@ type Sandbox struct {
 	ContainerID   string    `json:"container_id,omitempty"`
 	Owner         string    `json:"owner,omitempty"`
 	CreatedAt     time.Time `json:"created_at,omitzero"`
+	Fence         int64     `json:"fence,omitempty"`
 }
 
 // SandboxList is the body of GET /api/sandboxes.
@@ -71,12 +84,12 @@ const (
 
 func toWire(info orchestrator.SandboxInfo) Sandbox {
 	return Sandbox{SandboxID: info.SandboxID, URL: info.URL, Status: StatusRunning, ThreadID: info.ThreadID,
-		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt}
+		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt, Fence: info.Fence}
 }
 
 func fromWire(s Sandbox) orchestrator.SandboxInfo {
 	return orchestrator.SandboxInfo{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL, ContainerName: s.ContainerName,
-		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName}
+		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName, Fence: s.Fence}
 }
 
 func mountsToWire(ms []sandbox.VolumeMount) []Mount {

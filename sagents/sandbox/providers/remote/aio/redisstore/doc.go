@@ -3,10 +3,17 @@
 // "redis" with orchestrator.RegisterStateStore (address: a redis:// URL).
 //
 // State is JSON (the seed format) under sage:sandbox:<thread>. The
-// thread's lock is sage:sandbox:<thread>:lock, taken with SET NX PX and a
-// random token, renewed at a third of its TTL while held, and released by
-// a compare-and-delete Lua script, so a crashed holder's lock expires
-// after the TTL and a slow holder never deletes someone else's lock.
+// thread's lock is sage:sandbox:<thread>:lock, taken by a Lua script (SET
+// PX if absent, with a random token) that also returns its fencing token
+// (the server's time in microseconds, above the thread's last one in
+// sage:sandbox:<thread>:fence), renewed at a third of its TTL while held,
+// and released by a compare-and-delete script, so a crashed holder's lock
+// expires after the TTL and a slow holder never deletes someone else's
+// lock. The holder counts the TTL from each renewal's sending, so it
+// stops before Redis lets another take the lock. Owner leases are
+// sage:sandbox:lease:<owner> (same renewal), and the max_sandboxes count
+// is the hash sage:sandbox:count:sandboxes, changed by one script. Run
+// Redis with appendfsync always: one that forgets keys forgets locks.
 // When Redis is unreachable every operation fails with an error (and
 // Acquire with it): the provider never falls back to creating a second
 // sandbox.

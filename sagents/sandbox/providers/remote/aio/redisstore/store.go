@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/unfenced"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -32,8 +33,13 @@ type Options struct {
 	// Prefix starts every key (default "sage:sandbox:").
 	Prefix string
 	// LockTTL is the lock's expiry; it is renewed every LockTTL/3 while
-	// held (default 10 s).
+	// held (default 10 s). Its holder counts it from each renewal's
+	// sending and stops when it runs out.
 	LockTTL time.Duration
+	// LeaseTTL is an owner lease's expiry, renewed every LeaseTTL/3
+	// (default 10 s): a process that dies or loses Redis for that long
+	// is dead to the others, which then collect its sandboxes.
+	LeaseTTL time.Duration
 	// Poll is how often a blocked Lock retries (default 10 ms).
 	Poll   time.Duration
 	Logger *slog.Logger
@@ -72,6 +78,9 @@ func New(rdb *redis.Client, o Options) *Store {
 	}
 	if o.LockTTL <= 0 {
 		o.LockTTL = 10 * time.Second
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 10 * time.Second
 	}
 	if o.Poll <= 0 {
 		o.Poll = 10 * time.Millisecond
@@ -167,6 +176,21 @@ var unlockScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] the
 // renewScript extends the lock only if it still holds our token.
 var renewScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
 
+// lockScript takes KEYS[1] (the lock) for ARGV[1] (our token) for
+// ARGV[2] ms if nobody holds it, and returns its fencing token: the
+// server's time in microseconds, or one more than the last token of this
+// thread (KEYS[2], kept for ARGV[3] ms) if the clock went back, so tokens
+// only grow, across restarts too. 0: held by another.
+var lockScript = redis.NewScript(`
+if redis.call("EXISTS", KEYS[1]) == 1 then return 0 end
+local t = redis.call("TIME")
+local f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call("GET", KEYS[2]) or "0")
+if f <= last then f = last + 1 end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+redis.call("SET", KEYS[2], string.format("%d", f), "PX", ARGV[3])
+return f`)
+
 // Lock takes the thread's lock (SET NX PX with a random token), retrying
 // until ctx ends, and renews it in the background until unlock. Use
 // LockFenced to learn when the lock is lost.
@@ -176,8 +200,10 @@ func (s *Store) Lock(ctx context.Context, threadID string) (func(), error) {
 }
 
 // LockFenced is Lock that also returns a context derived from ctx,
-// cancelled with cause orchestrator.ErrLockLost when the lock is lost: another
-// token holds it, or renewal failed for a whole TTL. Save and Remove
+// cancelled with cause orchestrator.ErrLockLost when the lock is lost:
+// another token holds it, or no renewal succeeded within a TTL of its
+// sending. The context carries the lock's orchestrator.Lease (its
+// fencing token for the backends: orchestrator.Fence). Save and Remove
 // under that context write only while the lock holds its token (checked
 // by Redis in the same script), so a former holder's late write is
 // refused with orchestrator.ErrLockLost.
@@ -186,16 +212,29 @@ func (s *Store) LockFenced(ctx context.Context, threadID string) (context.Contex
 	if err != nil {
 		return nil, nil, err
 	}
-	k += ":lock"
+	lk := k + ":lock"
 	token := randomToken()
 	for {
-		ok, err := s.rdb.SetNX(ctx, k, token, s.o.LockTTL).Result()
+		sent := time.Now()
+		f, err := lockScript.Run(ctx, s.rdb, []string{lk, k + ":fence"}, token, s.o.LockTTL.Milliseconds(), (4 * s.o.LockTTL).Milliseconds()).Int64()
 		if err != nil {
 			return nil, nil, fmt.Errorf("redisstore: lock %s: %w", threadID, err)
 		}
-		if ok {
-			held, lost := context.WithCancelCause(context.WithValue(ctx, fenceKey{}, fence{key: k, token: token}))
-			return held, s.holdLock(k, token, lost), nil
+		if f > 0 {
+			l := orchestrator.NewLease("", f, sent, s.o.LockTTL, nil)
+			stop := s.hold(lk, token, l, false)
+			held, lost := context.WithCancelCause(context.WithValue(orchestrator.WithLease(ctx, l), fenceKey{}, fence{key: lk, token: token}))
+			release := context.AfterFunc(l.Context(), func() { lost(context.Cause(l.Context())) })
+			var once sync.Once
+			return held, func() {
+				once.Do(func() {
+					stop()
+					release()
+					lost(context.Canceled)
+					l.Release()
+					s.unlock(lk, token)
+				})
+			}, nil
 		}
 		t := time.NewTimer(s.o.Poll)
 		select {
@@ -207,56 +246,72 @@ func (s *Store) LockFenced(ctx context.Context, threadID string) (context.Contex
 	}
 }
 
+func (s *Store) unlock(k, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := unlockScript.Run(ctx, s.rdb, []string{k}, token).Err(); err != nil {
+		s.o.Logger.Warn("redisstore: could not release lock (it expires)", "key", k, "err", err)
+	}
+}
+
 // fence is the lock a context holds (LockFenced).
 type fence struct{ key, token string }
 
 type fenceKey struct{}
 
-// holdLock renews the lock until the returned (idempotent) unlock runs,
-// which stops renewing and deletes the lock if it is still ours. It calls lost with
-// orchestrator.ErrLockLost once the lock is another's or could not be renewed
-// for a whole TTL.
-func (s *Store) holdLock(k, token string, lost context.CancelCauseFunc) func() {
+// hold renews k (holding token) every TTL/3 until the returned
+// (idempotent) stop. A renewal that succeeds moves l's deadline to its
+// sending time plus the TTL; one that finds another token (or none)
+// ends l with orchestrator.ErrLockLost; failures are retried until l's
+// own timer ends it. With fencing off (the control of the fault test)
+// an owner lease (regrant) never ends: one whose key is gone is set
+// again, as a process that knows nothing of leases would go on.
+func (s *Store) hold(k, token string, l *orchestrator.Lease, regrant bool) func() {
+	ttl := l.TTL()
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(s.o.LockTTL / 3)
+		t := time.NewTicker(ttl / 3)
 		defer t.Stop()
-		renewed := time.Now()
+		answered := time.Now() // what fencing off measures from
 		for {
 			select {
 			case <-stop:
 				return
+			case <-l.Done():
+				return
 			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), s.o.LockTTL/3)
-				n, err := renewScript.Run(ctx, s.rdb, []string{k}, token, s.o.LockTTL.Milliseconds()).Int()
-				cancel()
-				switch {
-				case err == nil && n == 1:
-					renewed = time.Now()
-				case err == nil || time.Since(renewed) >= s.o.LockTTL:
-					s.o.Logger.Warn("redisstore: lock lost; stopping its holder", "key", k, "err", err)
-					lost(orchestrator.ErrLockLost)
-					return
-				default:
-					s.o.Logger.Warn("redisstore: could not renew lock", "key", k, "err", err)
-				}
+			}
+			sent := time.Now()
+			wait := ttl / 3
+			if d := l.Deadline(); !d.IsZero() {
+				wait = min(wait, time.Until(d))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), max(wait, time.Millisecond))
+			n, err := renewScript.Run(ctx, s.rdb, []string{k}, token, ttl.Milliseconds()).Int()
+			if err == nil && n == 0 && regrant && unfenced.Off.Load() {
+				n, err = 1, s.rdb.Set(ctx, k, token, ttl).Err()
+			}
+			cancel()
+			switch {
+			case err == nil && n == 1:
+				l.Renewed(sent)
+				answered = time.Now()
+			case err == nil:
+				s.o.Logger.Warn("redisstore: lease lost: another holder has it, or it expired", "key", k)
+				l.Lose(orchestrator.ErrLockLost)
+				return
+			case unfenced.Off.Load() && !regrant && time.Since(answered) >= ttl:
+				s.o.Logger.Warn("redisstore: lease lost: no renewal answered for a TTL", "key", k, "err", err)
+				l.Lose(orchestrator.ErrLockLost)
+				return
+			default:
+				s.o.Logger.Warn("redisstore: could not renew lease", "key", k, "err", err)
 			}
 		}
 	}()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(stop)
-			<-done
-			lost(context.Canceled)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			if err := unlockScript.Run(ctx, s.rdb, []string{k}, token).Err(); err != nil {
-				s.o.Logger.Warn("redisstore: could not release lock (it expires)", "key", k, "err", err)
-			}
-		})
-	}
+	return func() { once.Do(func() { close(stop); <-done }) }
 }
 
 // fencedSet and fencedDel write only while KEYS[2] (the lock) holds

@@ -2,14 +2,17 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
@@ -47,7 +50,11 @@ func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (o
 	if req.Port == 0 {
 		req.Port = b.o.Port
 	}
-	pod, created, err := b.createPod(ctx, req)
+	token, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return orchestrator.SandboxInfo{}, fmt.Errorf("kube: create %s: %w", req.SandboxID, err)
+	}
+	pod, created, err := b.createPod(ctx, req, token)
 	if err != nil {
 		return orchestrator.SandboxInfo{}, err
 	}
@@ -61,8 +68,11 @@ func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (o
 	return b.info(pod, svc)
 }
 
-func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest) (*corev1.Pod, bool, error) {
+func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest, token int64) (*corev1.Pod, bool, error) {
 	want := b.buildPod(req)
+	if token > 0 {
+		want.Annotations[AnnotationFence] = strconv.FormatInt(token, 10)
+	}
 	pod, err := b.pods().Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
 		b.o.Logger.Info("kube: created pod", "pod", pod.Name, "sandbox", req.SandboxID)
@@ -81,9 +91,71 @@ func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest)
 	if !alive(pod) {
 		return nil, false, fmt.Errorf("kube: pod %s exists but is %s: %w (the reaper removes it; retry)", pod.Name, podState(pod), fs.ErrExist)
 	}
+	if pod, err = b.stampFence(ctx, pod, token); err != nil {
+		return nil, false, err
+	}
 	b.o.Logger.Info("kube: adopted existing pod", "pod", pod.Name, "sandbox", req.SandboxID)
 	return pod, false, nil
 }
+
+// fenceOf reads a Pod's fencing annotation (0: none).
+func fenceOf(pod *corev1.Pod) int64 {
+	n, _ := strconv.ParseInt(pod.Annotations[AnnotationFence], 10, 64)
+	return n
+}
+
+// stampFence refuses a Pod that carries a newer token than the caller's,
+// and stamps the caller's token on one that carries an older one, with
+// the Pod's resourceVersion in the patch: if anyone changed the Pod since
+// it was read, the API server refuses (409) and nothing is stamped.
+func (b *Backend) stampFence(ctx context.Context, pod *corev1.Pod, token int64) (*corev1.Pod, error) {
+	if err := orchestrator.CheckFence(token, fenceOf(pod), "pod "+pod.Name); err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
+	}
+	if token == 0 || token == fenceOf(pod) {
+		return pod, nil
+	}
+	if _, err := orchestrator.Fence(ctx); err != nil {
+		return nil, fmt.Errorf("kube: adopt %s: %w", pod.Name, err)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pod.ResourceVersion,
+		"annotations": map[string]string{AnnotationFence: strconv.FormatInt(token, 10)}}})
+	out, err := b.pods().Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("kube: adopt %s: changed while it was adopted: %w", pod.Name, orchestrator.ErrStaleFence)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kube: adopt %s: %w", pod.Name, err)
+	}
+	return out, nil
+}
+
+// Adopt implements orchestrator.Adopter: the caller's fencing token goes
+// on the sandbox's Pod (refused if the Pod carries a newer one).
+func (b *Backend) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (orchestrator.SandboxInfo, error) {
+	token, err := orchestrator.Fence(ctx)
+	if err != nil || token == 0 {
+		return info, err
+	}
+	pod, err := b.findPod(ctx, info.SandboxID)
+	if err != nil {
+		return info, err
+	}
+	if pod == nil {
+		return info, fmt.Errorf("kube: adopt %s: %w", info.SandboxID, ErrNoPod)
+	}
+	if pod, err = b.stampFence(ctx, pod, token); err != nil {
+		return info, err
+	}
+	info.Fence = fenceOf(pod)
+	return info, nil
+}
+
+// ErrNoPod is returned (wrapped, matching fs.ErrNotExist) by Adopt when
+// the sandbox's Pod is gone.
+var ErrNoPod = fmt.Errorf("kube: no live pod: %w", fs.ErrNotExist)
+
+var _ orchestrator.Adopter = (*Backend)(nil)
 
 func (b *Backend) createService(ctx context.Context, req orchestrator.CreateRequest, pod *corev1.Pod) (*corev1.Service, error) {
 	want := b.buildService(req, pod)
@@ -115,12 +187,38 @@ func (b *Backend) adoptable(m *metav1.ObjectMeta, sandboxID string) error {
 	return nil
 }
 
-// Destroy deletes the Pod and the Service; NotFound is fine.
+// Destroy deletes the Pod and the Service; NotFound is fine. Under a
+// thread lock (orchestrator.Fence) it reads the Pod first, refuses one
+// that carries a newer fencing token, and deletes it with the
+// resourceVersion it read as a precondition, so an adoption stamped in
+// between makes the delete fail rather than remove the new holder's Pod.
 func (b *Backend) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
 	if info.SandboxID == "" {
 		return errors.New("kube: destroy: empty sandbox id")
 	}
-	return b.deleteObjects(ctx, objectName(b.o.NamePrefix, info.SandboxID), nil)
+	name := objectName(b.o.NamePrefix, info.SandboxID)
+	token, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return fmt.Errorf("kube: delete %s: %w", name, err)
+	}
+	if token == 0 {
+		return b.deleteObjects(ctx, name, nil)
+	}
+	pod, err := b.pods().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return b.deleteObjects(ctx, name, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("kube: get pod %s: %w", name, err)
+	}
+	if err := orchestrator.CheckFence(token, fenceOf(pod), "pod "+name); err != nil {
+		return fmt.Errorf("kube: %w", err)
+	}
+	err = b.deleteObjects(ctx, name, &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion})
+	if apierrors.IsConflict(err) {
+		return fmt.Errorf("kube: delete %s: changed since it was read: %w", name, orchestrator.ErrStaleFence)
+	}
+	return err
 }
 
 // deleteObjects deletes the Pod (with pre, when set, as its precondition),
@@ -232,7 +330,7 @@ func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (orchestrator.Sandb
 	}
 	return orchestrator.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
 		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[AnnotationOwner],
-		CreatedAt: pod.CreationTimestamp.Time}, nil
+		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod)}, nil
 }
 
 // alive: not deleting, not failed or finished.

@@ -16,6 +16,10 @@ const (
 	AnnotationThreadID  = "sage.dev/thread-id"
 	AnnotationOwner     = "sage.dev/owner"
 	AnnotationActivity  = "sage.dev/last-activity"
+	// AnnotationFence is the fencing token of the thread lock the Pod
+	// was created or last adopted under (orchestrator.Fence); a call
+	// under an older token may not delete or adopt it.
+	AnnotationFence = "sage.dev/fence"
 
 	ManagedBy   = "sage-provisioner"
 	AppName     = "sage-sandbox"

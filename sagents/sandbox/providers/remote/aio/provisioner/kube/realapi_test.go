@@ -113,6 +113,7 @@ func TestRealAPIServer(t *testing.T) {
 	t.Run("Readiness", func(t *testing.T) { testReadiness(t, e) })
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, e) })
 	t.Run("DestroyDeletesBoth", func(t *testing.T) { testDestroy(t, e) })
+	t.Run("Fence", func(t *testing.T) { testFence(t, e) })
 }
 
 func testRBAC(t *testing.T, e *realEnv) {
