@@ -230,6 +230,14 @@ var (
 	argsViaFD       = true // bwrap's arguments (the environment) through a memfd
 	bindWorkspaceFD = true // bind the workspace from a descriptor opened without symlinks
 	useSeccomp      = true // load the seccomp filter
+	// The session sandbox's (#31): its supervisor as pid 1 (no bwrap init
+	// inside), each command in a Landlock domain of its own, the host
+	// ending a command the supervisor did not end, the session's output
+	// through a pipe (no host file inside).
+	supervisorAsPID1    = true
+	commandDomains      = true
+	hostEnforcesTimeout = true
+	sessionLogPipe      = true
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
@@ -281,6 +289,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
 		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
 		Chdir: inv.chdir, InfoFD: 3, BlockFD: 4, WorkspaceFD: 6, MapRoot: b.ident != nil,
+		AsPID1: inv.session && supervisorAsPID1,
 	}
 	if !bindWorkspaceFD {
 		o.WorkspaceFD = 0

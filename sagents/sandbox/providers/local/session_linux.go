@@ -5,7 +5,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -40,22 +39,21 @@ const drainAfterExit = 200 * time.Millisecond
 // liveSession is one running session sandbox: bwrap, whose command is the
 // supervisor, and the host end of its control socket.
 type liveSession struct {
-	cmd    *exec.Cmd
-	w      *wrapped
-	conn   *net.UnixConn
-	binds  []bind // what it shows besides the workspace and mounts
-	wmu    sync.Mutex
-	mu     sync.Mutex
-	next   uint64
-	waits  map[uint64]chan supervisor.Reply
-	busy   int
-	used   time.Time
-	dead   chan struct{} // closed once the supervisor is gone
-	wsDev  uint64        // the workspace directory bound at the start
-	wsIno  uint64
-	log    string // session.log, and where this session's output starts in it
-	logOff int64
-	once   sync.Once
+	cmd   *exec.Cmd
+	w     *wrapped
+	conn  *net.UnixConn
+	binds []bind // what it shows besides the workspace and mounts
+	wmu   sync.Mutex
+	mu    sync.Mutex
+	next  uint64
+	waits map[uint64]chan supervisor.Reply
+	busy  int
+	used  time.Time
+	dead  chan struct{} // closed once the supervisor is gone
+	wsDev uint64        // the workspace directory bound at the start
+	wsIno uint64
+	log   *sessionLog // what bwrap and the supervisor write, on its way to session.log
+	once  sync.Once
 }
 
 // sessionRun runs inv in the session sandbox, starting it first when
@@ -218,7 +216,15 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
 	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap,
-		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol)}}
+		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol),
+			"--domains", onOff(commandDomains)}}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // startSession starts the session sandbox of this sandbox's isolation,
@@ -293,15 +299,14 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 			break
 		}
 	}
-	logf, err := os.OpenFile(filepath.Join(s.runtimeDir, "session.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	log, err := openSessionLog(filepath.Join(s.runtimeDir, "session.log"))
 	if err != nil {
 		closeFiles(w.extraFiles)
 		w.done()
-		return nil, fmt.Errorf("local: session log: %w", err)
+		return nil, err
 	}
-	defer logf.Close()
-	logOff, _ := logf.Seek(0, io.SeekEnd)
-	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
+	defer log.w.Close()
+	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: log.w, Stderr: log.w, ExtraFiles: files}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
 	if w.start != nil {
@@ -311,9 +316,11 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	}
 	closeFiles(w.extraFiles)
 	if err != nil {
+		log.abandon()
 		w.done()
 		return nil, fmt.Errorf("local: start %s: %w", sl.what, err)
 	}
+	log.start()
 	kill := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
@@ -328,7 +335,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 		kill()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
-	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(), log: logf.Name(), logOff: logOff,
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(), log: log,
 		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
 	l.wsDev, l.wsIno, _ = workspaceID(s)
 	go l.read()

@@ -35,11 +35,11 @@ func init() {
 // host's own Protocol: one built from other sources, stale or not a
 // supervisor at all, is refused. Raise it with every change a supervisor
 // of the previous version would misread.
-const Protocol = 4
+const Protocol = 5
 
 // served is the Protocol this build answers with, as a string constant
 // so that a test can build a stale supervisor (-ldflags -X).
-var served = "4"
+var served = "5"
 
 // Limits of the control channel: a message and the descriptors it carries.
 const (
@@ -105,8 +105,12 @@ type server struct {
 	reap reaper
 	// ending marks the running commands told to end (SIGTERM or SIGKILL)
 	// or asked so (GroupDies): when their leader exits, the rest of their
-	// group is killed.
+	// group (their domain, when they have one) is killed.
 	ending map[uint64]bool
+	// rules is the Landlock ruleset of the commands' domains, -1 for
+	// none (domain_linux.go); dom holds the running commands' domains.
+	rules int
+	dom   map[uint64]*domain
 }
 
 // Main serves the control socket given as --fd N and returns the exit
@@ -116,8 +120,10 @@ type server struct {
 // host's Protocol: a supervisor of another version refuses to serve
 // (and one older than the flag fails on it), so a request the host sends
 // before the first pong never reaches a supervisor that would misread it.
+// --domains on|off puts each command in a Landlock domain of its own
+// where the kernel scopes signals (on, the default; domain_linux.go).
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V]\n"
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off]\n"
 	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
@@ -127,8 +133,15 @@ func Main(args []string) int {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
+	domains := true
 	for i := 2; i < len(args); i += 2 {
 		switch v := args[i+1]; args[i] {
+		case "--domains":
+			if v != "on" && v != "off" {
+				os.Stderr.WriteString(Name + ": --domains wants on or off, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			domains = v == "on"
 		case "--umask":
 			mask, err := strconv.ParseUint(v, 8, 32)
 			if err != nil || mask > 0o777 {
@@ -155,7 +168,11 @@ func Main(args []string) int {
 		return ExitFailed
 	}
 	prctl(prSetChildSubreaper, 1)
-	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}, ending: map[uint64]bool{}}
+	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}, ending: map[uint64]bool{},
+		rules: -1, dom: map[uint64]*domain{}}
+	if domains {
+		s.rules = newRuleset()
+	}
 	s.serve()
 	s.killAll()
 	return 0
@@ -278,31 +295,45 @@ func (s *server) exec(req Request, files []*os.File) {
 		attr.Files = append(attr.Files, gateR.Fd())
 	}
 	path, err := lookPath(argv[0], req.Env)
+	var d *domain
+	if err == nil && s.rules >= 0 {
+		d, err = enterDomain(s.rules)
+	}
 	pid, pfd := 0, -1
 	var pfdErr error
 	var done <-chan syscall.WaitStatus
-	// From fork to registration with the reaper the command cannot be
-	// reaped: its pid names it while its limits are set and a pidfd is
-	// taken, even if it ends at once.
-	s.reap.mu.Lock()
-	if err == nil {
+	fork := func() {
+		// From fork to registration with the reaper the command cannot be
+		// reaped: its pid names it while its limits are set and a pidfd is
+		// taken, even if it ends at once.
+		s.reap.mu.Lock()
+		defer s.reap.mu.Unlock()
 		if pid, err = syscall.ForkExec(path, argv, attr); err != nil {
 			err = &os.PathError{Op: "fork/exec", Path: path, Err: err}
-		} else {
-			// Under memory pressure the session's commands go first, not the
-			// supervisor (raising a score needs no privilege; children inherit it).
-			os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
-			if gateW != nil && req.CPUSeconds > 0 {
-				n := uint64(req.CPUSeconds)
-				prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
-			}
-			if gateW != nil || req.Pidfd {
-				pfd, pfdErr = pidfdOpen(pid)
-			}
-			done = s.reap.track(pid)
+			return
 		}
+		// Under memory pressure the session's commands go first, not the
+		// supervisor (raising a score needs no privilege; children inherit it).
+		os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
+		if gateW != nil && req.CPUSeconds > 0 {
+			n := uint64(req.CPUSeconds)
+			prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
+		}
+		if gateW != nil || req.Pidfd {
+			pfd, pfdErr = pidfdOpen(pid)
+		}
+		done = s.reap.track(pid)
 	}
-	s.reap.mu.Unlock()
+	switch {
+	case err != nil:
+	case d != nil: // born in its domain: forked from the domain's thread
+		d.run(fork)
+	default:
+		fork()
+	}
+	if err != nil && d != nil {
+		d.leave()
+	}
 	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
@@ -317,6 +348,9 @@ func (s *server) exec(req Request, files []*os.File) {
 	}
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
+	if d != nil {
+		s.dom[req.ID] = d
+	}
 	if req.GroupDies {
 		s.ending[req.ID] = true
 	}
@@ -340,9 +374,16 @@ func (s *server) exec(req Request, files []*os.File) {
 		delete(s.pgid, req.ID)
 		ending := s.ending[req.ID]
 		delete(s.ending, req.ID)
+		delete(s.dom, req.ID)
 		s.mu.Unlock()
-		if ending {
+		switch {
+		case ending && d != nil: // everything the command started, wherever it moved
+			d.kill()
+		case ending:
 			killGroup(pid)
+		}
+		if d != nil {
+			d.leave()
 		}
 		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
 		switch {
