@@ -208,8 +208,15 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota", "session isolation"} {
 		assert.True(t, names[n], n)
+	}
+	holds, _ := local.SessionIsolationSummary()
+	for _, c := range rep.Checks {
+		if c.Name == "session isolation" && holds {
+			assert.Equal(t, "ok", c.Status, "this kernel scopes signals: %s", c.Detail)
+			assert.Contains(t, c.Detail, "Landlock domain of its own")
+		}
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
 	for _, k := range []string{"cpu_time", "memory", "pids", "file_size"} {

@@ -83,7 +83,11 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	if iso.network {
 		slog.Warn("local sandbox: network is open", "sandbox", s.id)
 	}
-	if iso.cg, err = limitCgroups(s.id, s.limits); err != nil {
+	cgLimits := s.limits
+	if s.sess.opts.Enabled && cgLimits.Pids > 0 { // the supervisor's own (sessionTaskReserve)
+		cgLimits.Pids += sessionTaskReserve
+	}
+	if iso.cg, err = limitCgroups(s.id, cgLimits); err != nil {
 		return nil, err
 	}
 	// bwrap is forked from a host thread in the cgroups once it joined
@@ -256,6 +260,9 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	lim := b.limits
 	if inv.session { // the budget is each command's (sessionRun), not the supervisor's
 		lim.CPUTime = 0
+		if lim.Pids > 0 { // each command gets the pids limit itself (--nproc)
+			lim.Pids += sessionTaskReserve
+		}
 	}
 	g, err := newGate(b.cg, lim)
 	if err != nil {

@@ -206,7 +206,8 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
 		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
-		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.rlimits(asByBridge), Hostname: "sandbox"})
+		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.rlimits(asByBridge), Hostname: "sandbox",
+		Caps: sessionCaps(inv)})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {

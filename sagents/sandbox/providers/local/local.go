@@ -172,6 +172,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, err
 		}
 	}
+	s.sess.opts = opts.Session // the isolator sizes the session sandbox's pids cgroup by it
 	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
 		s.egress.close()
 		s.removeOwnRuntime()

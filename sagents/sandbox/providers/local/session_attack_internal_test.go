@@ -333,12 +333,29 @@ func sessionCPU(t *testing.T, s *Sandbox) time.Duration {
 	return time.Duration(total) * time.Second / 100 // USER_HZ
 }
 
+// burnThreshold is the CPU time a session must not burn once its command
+// ended: an idle session burns none, a planted loop a whole core (at
+// least a sixth of one on this busy 2-core machine).
+const burnThreshold = 300 * time.Millisecond
+
+// burnt is the CPU time s's session sandbox burns from now on, measured
+// until it passes burnThreshold or for the window, whichever comes first.
+func burnt(t *testing.T, s *Sandbox, window time.Duration) time.Duration {
+	t.Helper()
+	before := sessionCPU(t, s)
+	var used time.Duration
+	for deadline := time.Now().Add(window); time.Now().Before(deadline) && used <= burnThreshold; {
+		time.Sleep(200 * time.Millisecond)
+		used = sessionCPU(t, s) - before
+	}
+	return used
+}
+
 // attackPlantedLoop runs attack 2 in s: code planted by ptrace into a
 // process outside the command (bwrap's init, pid 1) goes on burning CPU
 // after the command ended, outside its CPU budget. It returns what the
-// command planted and the CPU the session burnt in the two seconds after
-// the command returned.
-func attackPlantedLoop(t *testing.T, s *Sandbox) (planted []string, burnt time.Duration) {
+// command planted.
+func attackPlantedLoop(t *testing.T, s *Sandbox) (planted []string) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
 		t.Skip("the planted loop is x86-64 code (jmp .); CI runs amd64")
@@ -346,9 +363,7 @@ func attackPlantedLoop(t *testing.T, s *Sandbox) (planted []string, burnt time.D
 	res := attackRun(t, s, "python3 - own-"+randomHex(t), pyPlantLoop, sandbox.ExecOptions{})
 	planted, own := probeLines(t, res, "PLANTED")
 	require.True(t, own, "control: the probe plants its loop in its own child: %s", res.Stdout)
-	before := sessionCPU(t, s)
-	time.Sleep(2 * time.Second)
-	return planted, sessionCPU(t, s) - before
+	return planted
 }
 
 // TestRedTeamSessionPlantedCode: a command cannot plant code in a process
@@ -363,9 +378,8 @@ func TestRedTeamSessionPlantedCode(t *testing.T) {
 				c.Local.CPUTimeLimit = time.Second
 			}
 		})
-		planted, burnt := attackPlantedLoop(t, s)
-		assert.Empty(t, planted, "a command planted code in a process outside itself")
-		assert.Less(t, burnt, 300*time.Millisecond, "the session burnt CPU after the command ended")
+		assert.Empty(t, attackPlantedLoop(t, s), "a command planted code in a process outside itself")
+		assert.LessOrEqual(t, burnt(t, s, 3*time.Second), burnThreshold, "the session burnt CPU after the command ended")
 	})
 	t.Run("control", func(t *testing.T) {
 		defences(t, false, &supervisorAsPID1, &commandDomains)
@@ -374,9 +388,8 @@ func TestRedTeamSessionPlantedCode(t *testing.T) {
 				c.Local.CPUTimeLimit = time.Second
 			}
 		})
-		planted, burnt := attackPlantedLoop(t, s)
-		assert.NotEmpty(t, planted, "with the defences off the command plants code in bwrap's init")
-		assert.Greater(t, burnt, 300*time.Millisecond, "with the defences off the planted loop burns CPU")
+		assert.NotEmpty(t, attackPlantedLoop(t, s), "with the defences off the command plants code in bwrap's init")
+		assert.Greater(t, burnt(t, s, 20*time.Second), burnThreshold, "with the defences off the planted loop burns CPU")
 	})
 }
 
@@ -472,12 +485,17 @@ func sleepCount(t *testing.T, s *Sandbox, n int) int {
 	return c
 }
 
-// waitSleeps waits up to five seconds for the count of "sleep N" in s to
+// leftoverWait is how long waitSleeps waits for a leftover to die: the
+// defences kill it within milliseconds; the controls, where it lives on,
+// wait less.
+var leftoverWait = 5 * time.Second
+
+// waitSleeps waits up to leftoverWait for the count of "sleep N" in s to
 // reach zero, and returns the last count.
 func waitSleeps(t *testing.T, s *Sandbox, n int) int {
 	t.Helper()
 	c := -1
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(leftoverWait); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if c = sleepCount(t, s, n); c == 0 {
 			break
 		}
@@ -526,23 +544,152 @@ func attackLeftovers(t *testing.T, s *Sandbox, cancel bool) (survived []string) 
 	return survived
 }
 
+// attackTaskLeftovers runs attack 4 on a background task: one that left
+// a process in another session is killed (KillBackground); it reports
+// whether that process outlived it.
+func attackTaskLeftovers(t *testing.T, s *Sandbox) bool {
+	t.Helper()
+	task, err := s.StartBackground(context.Background(), "setsid sleep 650 & sleep 100", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && sleepCount(t, s, 650) == 0; time.Sleep(50 * time.Millisecond) {
+	}
+	require.NoError(t, s.KillBackground(context.Background(), task.ID, false))
+	return waitSleeps(t, s, 650) != 0
+}
+
 // TestRedTeamSessionLeftovers: a timeout or a cancel ends every process
 // the command started, whatever session or process group it moved to
-// (attack 4). Control: the same process of a command that exits on its
-// own is kept (a session keeps a command's leftover processes, and the
-// count sees them).
+// (attack 4): its Landlock domain under bwrap, its group tag under
+// gVisor; so does KillBackground of a background task. Controls: the same process of a command that exits on its own
+// is kept (a session keeps a command's leftover processes, and the count
+// sees them); without the domains (tags) the leftovers outlive it.
 func TestRedTeamSessionLeftovers(t *testing.T) {
 	attackIsolations(t, func(t *testing.T, iso string) {
 		s := attackSession(t, iso, nil)
 		assert.Empty(t, attackLeftovers(t, s, false), "outlived the command's timeout")
 		assert.Empty(t, attackLeftovers(t, s, true), "outlived the command's cancel")
+		assert.False(t, attackTaskLeftovers(t, s), "outlived its background task's kill")
 		rtRun(t, s, "setsid sleep 699 & exit 0", sandbox.ExecOptions{})
 		assert.Equal(t, 1, sleepCount(t, s, 699), "control: a command that ended on its own keeps its leftover")
 	})
 	t.Run("control", func(t *testing.T) {
-		requireSignalScopes(t) // without them the domains are off anyway
 		defences(t, false, &commandDomains)
-		s := attackSession(t, "", nil)
-		assert.Len(t, attackLeftovers(t, s, false), len(leftoverCases), "without the domains the leftovers outlive the timeout")
+		was := leftoverWait
+		leftoverWait = 2 * time.Second
+		defer func() { leftoverWait = was }()
+		attackIsolations(t, func(t *testing.T, iso string) {
+			if iso == "" {
+				requireSignalScopes(t) // without them the domains are off anyway
+			}
+			s := attackSession(t, iso, nil)
+			assert.Len(t, attackLeftovers(t, s, false), len(leftoverCases), "without the domains (group tags under gVisor) the leftovers outlive the timeout")
+			assert.True(t, attackTaskLeftovers(t, s), "without them a background task's leftover outlives its kill")
+		})
 	})
+}
+
+// TestRedTeamSessionForkBombLeftovers: a fork bomb a command left behind
+// (it ended on its own: its processes are kept) holds every process the
+// pids limit allows; the supervisor, which makes a thread for each
+// command's Landlock domain, must not die of it (the Go runtime does when
+// it cannot make a thread): it has a reserve of its own above the
+// commands' limit (sessionTaskReserve), and the next commands get an
+// answer from the same session (they may fail to fork). Controls: the
+// bomb's processes fill the commands' limit; without the reserve the
+// supervisor dies.
+func TestRedTeamSessionForkBombLeftovers(t *testing.T) {
+	attack := func(t *testing.T) (died bool) {
+		s := attackSession(t, "", func(c *sandbox.Config) { c.Local.PidsLimit = 64 })
+		rtRun(t, s, "true", sandbox.ExecOptions{})
+		pid := s.SessionPID()
+		// It forks until the limit refuses, and tries again every 50 ms;
+		// each child holds its process for five minutes.
+		rtRun(t, s, `perl -e 'while (1) { my $p = fork; if (!defined $p) { select(undef, undef, undef, 0.05); next } if (!$p) { sleep 300; exit } }' >/dev/null 2>&1 & sleep 1; exit 0`, sandbox.ExecOptions{})
+		held := 0
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && held < 55; time.Sleep(100 * time.Millisecond) {
+			held = sessionTasks(t, s)
+		}
+		require.GreaterOrEqual(t, held, 55, "control: the bomb's leftovers hold the session's processes")
+		for range 8 {
+			res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "echo alive", ExecOptions: sandbox.ExecOptions{Timeout: 10 * time.Second}})
+			if err != nil || res.SessionRestarted || s.SessionPID() != pid {
+				return true
+			}
+		}
+		return false
+	}
+	assert.False(t, attack(t), "the session died of the bomb's leftovers")
+	t.Run("control", func(t *testing.T) {
+		was := sessionTaskReserve
+		sessionTaskReserve = 0
+		defer func() { sessionTaskReserve = was }()
+		assert.True(t, attack(t), "without its reserve the supervisor dies of the bomb")
+	})
+}
+
+// sessionTasks counts the host processes of s's session sandbox.
+func sessionTasks(t *testing.T, s *Sandbox) int {
+	t.Helper()
+	root := s.SessionPID()
+	kids := map[int][]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 {
+				ppid, _ := strconv.Atoi(f[1])
+				kids[ppid] = append(kids[ppid], pid)
+			}
+		}
+	}
+	n := 0
+	for todo := []int{root}; len(todo) > 0; n++ {
+		p := todo[len(todo)-1]
+		todo = append(todo[:len(todo)-1], kids[p]...)
+	}
+	return n
+}
+
+// pyTrace ptrace-attaches to a child of its own and, when given one, to
+// pid argv[1], and prints "own attached|refused" and "other attached|refused".
+const pyTrace = `import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def attach(pid):
+    if libc.ptrace(16, pid, None, None) != 0:
+        return "refused"
+    os.waitpid(pid, 0x40000000)
+    libc.ptrace(17, pid, None, None)
+    return "attached"
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+print("own", attach(child))
+os.kill(child, 9)
+if len(sys.argv) > 1:
+    print("other", attach(int(sys.argv[1])))
+`
+
+// TestSessionPtraceStaysAUserTool: gdb and strace keep working inside a
+// session on a command's own processes (ptrace of its children); a
+// process of another command (a background task) may not be traced where
+// each command has its own Landlock domain; local.seccomp.deny: [ptrace]
+// turns ptrace off entirely, and the session still runs commands.
+func TestSessionPtraceStaysAUserTool(t *testing.T) {
+	s := attackSession(t, "", nil)
+	task, err := s.StartBackground(context.Background(), "sleep 60", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	defer s.KillBackground(context.Background(), task.ID, true)
+	res := attackRun(t, s, "python3 - $(pgrep -x sleep | head -1)", pyTrace, sandbox.ExecOptions{})
+	assert.Contains(t, res.Stdout, "own attached\n", res.Stderr)
+	if supervisor.LandlockABI() >= supervisor.LandlockSignalABI {
+		assert.Contains(t, res.Stdout, "other refused\n", "traced another command's process")
+	}
+	off := attackSession(t, "", func(c *sandbox.Config) { c.Local.SeccompDeny = []string{"ptrace"} })
+	res = attackRun(t, off, "python3 -", pyTrace, sandbox.ExecOptions{})
+	assert.Equal(t, "own refused\n", res.Stdout, "ptrace is off: %s", res.Stderr)
 }

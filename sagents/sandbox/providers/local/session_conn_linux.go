@@ -251,6 +251,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 // attached sandbox), then the usual stop in the background. The next
 // command finds the session dead and starts a new one.
 func (l *liveSession) kill() {
+	l.killed.Store(true)
 	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
 	go l.stop()
 }

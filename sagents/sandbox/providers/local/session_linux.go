@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,10 +51,12 @@ type liveSession struct {
 	busy  int
 	used  time.Time
 	dead  chan struct{} // closed once the supervisor is gone
-	wsDev uint64        // the workspace directory bound at the start
-	wsIno uint64
-	log   *sessionLog // what bwrap and the supervisor write, on its way to session.log
-	once  sync.Once
+	// killed: the host killed it (kill), as good as dead before dead closes
+	killed atomic.Bool
+	wsDev  uint64 // the workspace directory bound at the start
+	wsIno  uint64
+	log    *sessionLog // what bwrap and the supervisor write, on its way to session.log
+	once   sync.Once
 }
 
 // sessionRun runs inv in the session sandbox, starting it first when
@@ -113,7 +116,7 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 		missing := missingBinds(l.binds, need)
 		slot.extra = appendMissing(slot.extra, missing...)
 		select {
-		case <-l.dead:
+		case <-l.gone():
 			l.stop()
 			slot.live = nil
 		default:
@@ -215,10 +218,23 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	// One P: the supervisor only waits on its socket and its children,
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
-	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap,
-		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol),
-			"--domains", onOff(commandDomains)}}
+	argv := []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol),
+		"--domains", onOff(commandDomains)}
+	if s.limits.Pids > 0 {
+		argv = append(argv, "--nproc", strconv.Itoa(s.limits.Pids))
+	}
+	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap, argv: argv}
 }
+
+// sessionTaskReserve is how many tasks (threads) a bwrap session
+// sandbox's supervisor may have beyond the pids limit of its commands:
+// its RLIMIT_NPROC and the sandbox's pids cgroup are that much above the
+// limit, and each command gets the limit itself (supervisor --nproc). The
+// supervisor makes a thread for each command's Landlock domain, and the Go
+// runtime dies when it cannot make one: a fork bomb left by one command
+// must not take the supervisor down with it.
+// A red-team test's control sets it to 0.
+var sessionTaskReserve = 64
 
 func onOff(b bool) string {
 	if b {
@@ -380,12 +396,24 @@ func (s *Sandbox) SessionPID() int {
 		return 0
 	}
 	select {
-	case <-s.sess.live.dead:
+	case <-s.sess.live.gone():
 		return 0
 	default:
 		return s.sess.live.cmd.Process.Pid
 	}
 }
+
+// gone is closed once the session sandbox is dead, or at once when the
+// host killed it.
+func (l *liveSession) gone() <-chan struct{} {
+	if l.killed.Load() {
+		return closed
+	}
+	return l.dead
+}
+
+// closed is a closed channel.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // dropSession stops the running session sandbox; the next command starts
 // a new one.

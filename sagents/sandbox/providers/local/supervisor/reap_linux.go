@@ -114,10 +114,11 @@ func (r *reaper) reapExited() (handed bool) {
 // to what is left of its group until it is empty (killGroup, in exec's
 // wait).
 //
-// A command in a Landlock domain (domain_linux.go) told to end gets the
-// signal in every process of its domain instead, wherever it moved
-// (another session or process group); once its leader exited, what is
-// left of its domain is killed. Other signals go to its process group.
+// A command in a Landlock domain (domain_linux.go) or with a group tag
+// (tag_linux.go) told to end gets the signal in every process of its
+// set instead, wherever it moved (another session or process group);
+// once its leader exited, what is left of its set is killed. Other
+// signals go to its process group.
 func (s *server) signal(req Request) {
 	if req.Sig <= 0 || req.Sig >= 65 {
 		return
@@ -126,15 +127,16 @@ func (s *server) signal(req Request) {
 	end := sig == syscall.SIGTERM || sig == syscall.SIGKILL
 	s.mu.Lock()
 	pgid, ok := s.pgid[req.ID]
-	d := s.dom[req.ID]
+	set := s.set[req.ID]
 	if ok && end {
 		s.ending[req.ID] = true
 	}
 	s.mu.Unlock()
 	switch {
 	case !ok:
-	case end && d != nil:
-		d.signal(sig)
+	case end && set != nil:
+		set.signal(sig)
+		syscall.Kill(-pgid, sig) // and the group: what was forked meanwhile
 	default:
 		syscall.Kill(-pgid, sig)
 	}
@@ -157,8 +159,8 @@ func (s *server) killAll() {
 	defer s.mu.Unlock()
 	for id, pg := range s.pgid {
 		syscall.Kill(-pg, syscall.SIGKILL)
-		if d := s.dom[id]; d != nil {
-			d.signal(syscall.SIGKILL)
+		if set := s.set[id]; set != nil {
+			set.signal(syscall.SIGKILL)
 		}
 	}
 }

@@ -108,9 +108,23 @@ type server struct {
 	// group (their domain, when they have one) is killed.
 	ending map[uint64]bool
 	// rules is the Landlock ruleset of the commands' domains, -1 for
-	// none (domain_linux.go); dom holds the running commands' domains.
+	// none (domain_linux.go); tags, when there is none, tags each
+	// command's processes with a group of its own (tag_linux.go); set
+	// holds the running commands' domains or tags.
 	rules int
-	dom   map[uint64]*domain
+	tags  bool
+	set   map[uint64]commandSet
+	// nproc, when set, is every command's RLIMIT_NPROC: the host gave
+	// the supervisor itself more (--nproc), for the threads it makes.
+	nproc int
+}
+
+// commandSet is every process of one command, wherever it moved: its
+// Landlock domain or its group tag.
+type commandSet interface {
+	signal(syscall.Signal) // every process of the set
+	kill()                 // SIGKILL until none is left alive
+	leave()                // the command ended: release the set
 }
 
 // Main serves the control socket given as --fd N and returns the exit
@@ -121,9 +135,13 @@ type server struct {
 // (and one older than the flag fails on it), so a request the host sends
 // before the first pong never reaches a supervisor that would misread it.
 // --domains on|off puts each command in a Landlock domain of its own
-// where the kernel scopes signals (on, the default; domain_linux.go).
+// where the kernel scopes signals (on, the default; domain_linux.go);
+// --group-tags on|off, where there are no domains (gVisor), tags each
+// command's processes with a group of its own (off, the default;
+// tag_linux.go). --nproc N sets every command's RLIMIT_NPROC to N (the
+// host gives the supervisor more, for its threads).
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off]\n"
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off] [--group-tags on|off]\n"
 	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
@@ -133,15 +151,19 @@ func Main(args []string) int {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
-	domains := true
+	domains, tags, nproc := true, false, 0
 	for i := 2; i < len(args); i += 2 {
 		switch v := args[i+1]; args[i] {
-		case "--domains":
+		case "--domains", "--group-tags":
 			if v != "on" && v != "off" {
-				os.Stderr.WriteString(Name + ": --domains wants on or off, got " + strconv.Quote(v) + "\n")
+				os.Stderr.WriteString(Name + ": " + args[i] + " wants on or off, got " + strconv.Quote(v) + "\n")
 				return ExitFailed
 			}
-			domains = v == "on"
+			if args[i] == "--domains" {
+				domains = v == "on"
+			} else {
+				tags = v == "on"
+			}
 		case "--umask":
 			mask, err := strconv.ParseUint(v, 8, 32)
 			if err != nil || mask > 0o777 {
@@ -149,6 +171,13 @@ func Main(args []string) int {
 				return ExitFailed
 			}
 			syscall.Umask(int(mask))
+		case "--nproc":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				os.Stderr.WriteString(Name + ": --nproc wants a count of processes, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			nproc = n
 		case "--protocol":
 			if v != served {
 				os.Stderr.WriteString(Name + ": the host speaks protocol " + v + ", this build " + served +
@@ -169,10 +198,15 @@ func Main(args []string) int {
 	}
 	prctl(prSetChildSubreaper, 1)
 	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}, ending: map[uint64]bool{},
-		rules: -1, dom: map[uint64]*domain{}}
+		rules: -1, set: map[uint64]commandSet{}, nproc: nproc}
 	if domains {
 		s.rules = newRuleset()
 	}
+	if tags && s.rules < 0 && !keepCapsToSelf() {
+		os.Stderr.WriteString(Name + ": --group-tags on: no CAP_SETGID to tag the commands' processes\n")
+		return ExitFailed
+	}
+	s.tags = tags && s.rules < 0
 	s.serve()
 	s.killAll()
 	return 0
@@ -296,8 +330,17 @@ func (s *server) exec(req Request, files []*os.File) {
 	}
 	path, err := lookPath(argv[0], req.Env)
 	var d *domain
-	if err == nil && s.rules >= 0 {
-		d, err = enterDomain(s.rules)
+	var set commandSet
+	switch {
+	case err != nil:
+	case s.rules >= 0:
+		if d, err = enterDomain(s.rules); err == nil {
+			set = d
+		}
+	case s.tags:
+		g := tagOf(req.ID)
+		attr.Sys.Credential = g.credential()
+		set = g
 	}
 	pid, pfd := 0, -1
 	var pfdErr error
@@ -308,9 +351,27 @@ func (s *server) exec(req Request, files []*os.File) {
 		// taken, even if it ends at once.
 		s.reap.mu.Lock()
 		defer s.reap.mu.Unlock()
-		if pid, err = syscall.ForkExec(path, argv, attr); err != nil {
+		// With a pids limit of the commands' own below the supervisor's, a
+		// command forked from a domain's thread (it holds the thread: the
+		// Ptrace of SysProcAttr needs that) stops at its exec, before its
+		// first instruction, to get it (stopAtExec); where ptrace is
+		// refused (local.seccomp.deny: [ptrace]), it gets it just after.
+		attr.Sys.Ptrace = d != nil && s.nproc > 0
+		pid, err = syscall.ForkExec(path, argv, attr)
+		if err != nil && attr.Sys.Ptrace {
+			attr.Sys.Ptrace = false
+			pid, err = syscall.ForkExec(path, argv, attr)
+		}
+		if err != nil {
 			err = &os.PathError{Op: "fork/exec", Path: path, Err: err}
 			return
+		}
+		if s.nproc > 0 {
+			n := uint64(s.nproc)
+			prlimit(pid, rlimitNproc, &syscall.Rlimit{Cur: n, Max: n})
+			if attr.Sys.Ptrace {
+				releaseAtExec(pid)
+			}
 		}
 		// Under memory pressure the session's commands go first, not the
 		// supervisor (raising a score needs no privilege; children inherit it).
@@ -331,8 +392,8 @@ func (s *server) exec(req Request, files []*os.File) {
 	default:
 		fork()
 	}
-	if err != nil && d != nil {
-		d.leave()
+	if err != nil && set != nil {
+		set.leave()
 	}
 	if err != nil {
 		code := 126
@@ -348,8 +409,8 @@ func (s *server) exec(req Request, files []*os.File) {
 	}
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
-	if d != nil {
-		s.dom[req.ID] = d
+	if set != nil {
+		s.set[req.ID] = set
 	}
 	if req.GroupDies {
 		s.ending[req.ID] = true
@@ -374,16 +435,17 @@ func (s *server) exec(req Request, files []*os.File) {
 		delete(s.pgid, req.ID)
 		ending := s.ending[req.ID]
 		delete(s.ending, req.ID)
-		delete(s.dom, req.ID)
+		delete(s.set, req.ID)
 		s.mu.Unlock()
 		switch {
-		case ending && d != nil: // everything the command started, wherever it moved
-			d.kill()
+		case ending && set != nil: // everything the command started, wherever it moved
+			syscall.Kill(-pid, syscall.SIGKILL) // its group at once, the rest by name
+			set.kill()
 		case ending:
 			killGroup(pid)
 		}
-		if d != nil {
-			d.leave()
+		if set != nil {
+			set.leave()
 		}
 		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
 		switch {
@@ -394,6 +456,23 @@ func (s *server) exec(req Request, files []*os.File) {
 		}
 		s.reply(r)
 	}()
+}
+
+// releaseAtExec lets a command forked with SysProcAttr.Ptrace, stopped at
+// its exec, run: it waits for the stop (the caller holds the reaper's
+// lock, so the reaper cannot take it), then detaches. A command that is
+// gone meanwhile is the reaper's to find.
+func releaseAtExec(pid int) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, wAll|syscall.WUNTRACED, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if ws.Stopped() {
+		syscall.PtraceDetach(pid)
+	}
 }
 
 // lookPath finds name as the command's shell would: as given when it
@@ -421,6 +500,7 @@ func lookPath(name string, env []string) (string, error) {
 }
 
 const (
+	rlimitNproc         = 6  // RLIMIT_NPROC
 	prSetDumpable       = 4  // PR_SET_DUMPABLE
 	prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER
 	sysPidfdOpen        = 434
