@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,55 +116,6 @@ func TestSessionAttackMountCoversHome(t *testing.T) {
 	})
 }
 
-// sessionCgroups lists the cgroup directories of session name's sandbox
-// (sage-NAME-*) in every hierarchy under the cgroups of this process.
-func sessionCgroups(t *testing.T, name string) []string {
-	t.Helper()
-	f, err := os.Open("/proc/self/cgroup")
-	require.NoError(t, err)
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		ctl := strings.Split(parts[1], ",")[0]
-		if ctl == "" {
-			ctl = "."
-		}
-		if strings.HasPrefix(ctl, "name=") {
-			continue
-		}
-		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctl, parts[2], "sage-"+name+"-*"))
-		out = append(out, m...)
-	}
-	return out
-}
-
-// mountsUnder lists the mount points of this mount namespace under dir
-// (or under its path with " (deleted)" once it was removed).
-func mountsUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	require.NoError(t, err)
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir) {
-			out = append(out, f[4])
-		}
-	}
-	return out
-}
-
-// alive reports whether pid runs (and is not a zombie).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := strings.LastIndexByte(string(stat), ')')
-	return err == nil && i > 0 && !strings.HasPrefix(string(stat[i+1:]), " Z")
-}
-
 // TestSessionAttackHomeRemoved: a session whose SAGE_HOME is removed
 // (rm -rf) or replaced goes on running its sandbox until its idle
 // timeout, where `sage session stop` cannot find it, and under gVisor
@@ -201,7 +151,7 @@ func TestSessionAttackHomeRemoved(t *testing.T) {
 				return rows[0].PID, marks
 			}
 			gone := func(daemon int, marks []string) bool {
-				if alive(daemon) {
+				if testenv.Alive(daemon) {
 					return false
 				}
 				for _, m := range marks {
@@ -217,7 +167,7 @@ func TestSessionAttackHomeRemoved(t *testing.T) {
 			home := shortHome(t)
 			name := "gone-" + strconv.Itoa(os.Getpid()%10000)
 			daemon, marks := start(home, name, 800)
-			cgroups := sessionCgroups(t, name)
+			cgroups := testenv.CgroupsMatching("sage-" + name + "-*")
 			// rm -rf of the session's folder (under gVisor it fails on
 			// runsc's nsfs mount point, and removes the rest).
 			if err := os.RemoveAll(filepath.Join(home, "sessions")); err != nil {
@@ -240,7 +190,7 @@ func TestSessionAttackHomeRemoved(t *testing.T) {
 				_, err := os.Stat(cg)
 				assert.True(t, os.IsNotExist(err), "cgroup %s left behind", cg)
 			}
-			assert.Empty(t, mountsUnder(t, home), "mounts left behind under the removed folder")
+			assert.Empty(t, testenv.MountsUnder(home), "mounts left behind under the removed folder")
 
 			assert.False(t, gone(keptDaemon, keptMarks), "control: a session whose folder stays runs on")
 		})

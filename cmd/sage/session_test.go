@@ -57,30 +57,7 @@ func sessionLsJSON(t *testing.T, home string) []lsRow {
 
 // running lists the live (not zombie) processes whose command line
 // contains every one of parts.
-func running(parts ...string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
-			continue
-		}
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		all := len(line) > 0
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		if all {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+func running(parts ...string) []int { return testenv.Processes(parts...) }
 
 // assertNothingLeft checks that a stopped session left no process, no
 // socket, no info and no lock behind, and kept its workspace.

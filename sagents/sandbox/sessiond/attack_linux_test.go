@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -131,46 +130,6 @@ func serveLocal(t *testing.T, iso string) (*served, string) {
 	return s, name
 }
 
-// hostProcesses lists the live host processes whose command line holds
-// part.
-func hostProcesses(part string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if i := strings.LastIndexByte(string(stat), ')'); i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
-			continue
-		}
-		if b, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), part) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// sandboxCgroups lists the cgroups of sandbox id (sage-ID-*) under this
-// process's own, in every hierarchy.
-func sandboxCgroups(t *testing.T, id string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/cgroup")
-	require.NoError(t, err)
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || strings.HasPrefix(parts[1], "name=") {
-			continue
-		}
-		ctl := strings.Split(parts[1], ",")[0]
-		m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctl, parts[2], "sage-"+id+"-*"))
-		out = append(out, m...)
-	}
-	return out
-}
-
 // TestDaemonStopsWithItsDir: a daemon whose directory is removed (rm -rf
 // of SAGE_HOME) or replaced (another SAGE_HOME at its path) stops within
 // seconds, and its sandbox leaves no process, cgroup or mount behind; a
@@ -193,12 +152,12 @@ func TestDaemonStopsWithItsDir(t *testing.T) {
 				sleep := "sleep " + strconv.Itoa(800+os.Getpid()%100)
 				_, err := Call(context.Background(), s.dir, Request{Op: OpExec, Command: sleep + " >/dev/null 2>&1 & echo ok"}, Streams{})
 				require.NoError(t, err)
-				cgroups := sandboxCgroups(t, name)
+				cgroups := testenv.CgroupsMatching("sage-" + name + "-*")
 				mark := sleep // bwrap's processes are the host's; gVisor's are inside runsc, whose command line names its state directory
 				if iso != "" {
 					mark = filepath.Join(s.home, "sessions", name)
 				}
-				require.NotEmpty(t, hostProcesses(mark), "the session runs")
+				require.NotEmpty(t, testenv.Processes(mark), "the session runs")
 				sessions := filepath.Join(s.home, "sessions")
 				switch how {
 				case "removed":
@@ -217,13 +176,12 @@ func TestDaemonStopsWithItsDir(t *testing.T) {
 				case <-time.After(15 * time.Second):
 					t.Fatal("the daemon outlived its directory by 15 s")
 				}
-				assert.Empty(t, hostProcesses(mark), "a process of the session is left")
+				assert.Empty(t, testenv.Processes(mark), "a process of the session is left")
 				for _, cg := range cgroups {
 					_, err := os.Stat(cg)
 					assert.True(t, os.IsNotExist(err), "cgroup %s left behind", cg)
 				}
-				b, _ := os.ReadFile("/proc/self/mountinfo")
-				assert.NotContains(t, string(b), s.home, "a mount under the session's folder is left")
+				assert.Empty(t, testenv.MountsUnder(s.home), "a mount under the session's folder is left")
 				if how == "replaced" {
 					assert.FileExists(t, filepath.Join(s.dir, sockName), "the new directory's files are another's")
 				}

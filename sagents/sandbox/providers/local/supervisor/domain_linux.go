@@ -90,7 +90,7 @@ type domain struct {
 func enterDomain(rules int) (*domain, error) {
 	d := &domain{work: make(chan func())}
 	entered := make(chan error, 1)
-	offMainThread(func() {
+	OffMainThread(func() {
 		// No new privileges is a thread's too; bwrap set it already.
 		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
 			entered <- e
@@ -109,6 +109,36 @@ func enterDomain(rules int) (*domain, error) {
 		return nil, &os.SyscallError{Syscall: "landlock_restrict_self", Err: err}
 	}
 	return d, nil
+}
+
+// takeDomain returns a new domain for a command: the one made ahead of
+// it when there is one (a thread's start and the domain's system calls
+// are then off the command's way), else one made now; either way the
+// next one is made in the background.
+func (s *server) takeDomain() (*domain, error) {
+	defer func() { go s.refill() }()
+	select {
+	case d := <-s.spare:
+		return d, nil
+	default:
+		return enterDomain(s.rules)
+	}
+}
+
+// refill makes the next command's domain ahead, unless one is waiting.
+func (s *server) refill() {
+	if len(s.spare) > 0 {
+		return
+	}
+	d, err := enterDomain(s.rules)
+	if err != nil {
+		return
+	}
+	select {
+	case s.spare <- d:
+	default: // another refill was faster
+		d.leave()
+	}
 }
 
 // run runs f on the domain's thread and waits for it.
@@ -180,12 +210,13 @@ func zombie(pid int) bool {
 	return false
 }
 
-// offMainThread runs f in a new goroutine locked to an OS thread that is
+// OffMainThread runs f in a new goroutine locked to an OS thread that is
 // not the main one, and ends that thread when f returns (a goroutine
-// locked to the main thread when it returns wedges it instead, and the
-// main thread must never enter a domain: the process's leader would be
-// in it).
-func offMainThread(f func()) {
+// locked to the main thread when it returns wedges it instead). A
+// thread whose credentials f changes (a Landlock domain here, a cgroup
+// in local mode's cgroup thread) so never outlives f, and the process's
+// leader never has them.
+func OffMainThread(f func()) {
 	go func() {
 		runtime.LockOSThread()
 		if syscall.Gettid() != syscall.Getpid() {

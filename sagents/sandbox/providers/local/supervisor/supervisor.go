@@ -112,6 +112,7 @@ type server struct {
 	// command's processes with a group of its own (tag_linux.go); set
 	// holds the running commands' domains or tags.
 	rules int
+	spare chan *domain // a domain made ahead for the next command (takeDomain)
 	tags  bool
 	set   map[uint64]commandSet
 	// nproc, when set, is every command's RLIMIT_NPROC: the host gave
@@ -201,6 +202,10 @@ func Main(args []string) int {
 		rules: -1, set: map[uint64]commandSet{}, nproc: nproc}
 	if domains {
 		s.rules = newRuleset()
+	}
+	if s.rules >= 0 {
+		s.spare = make(chan *domain, 1)
+		go s.refill() // ready by the first command, most often
 	}
 	if tags && s.rules < 0 && !keepCapsToSelf() {
 		os.Stderr.WriteString(Name + ": --group-tags on: no CAP_SETGID to tag the commands' processes\n")
@@ -334,7 +339,7 @@ func (s *server) exec(req Request, files []*os.File) {
 	switch {
 	case err != nil:
 	case s.rules >= 0:
-		if d, err = enterDomain(s.rules); err == nil {
+		if d, err = s.takeDomain(); err == nil {
 			set = d
 		}
 	case s.tags:
