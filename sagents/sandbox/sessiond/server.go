@@ -384,7 +384,11 @@ func (s *Server) handle(c *net.UnixConn) {
 	}
 	uid, err := peerUID(c)
 	if err != nil || !admit(uid) {
-		refuse(fmt.Errorf("this session serves uid %d only (the peer: uid %d, %v)", os.Geteuid(), uid, err))
+		why := fmt.Sprintf("the peer runs as uid %d", uid)
+		if err != nil {
+			why = err.Error()
+		}
+		refuse(fmt.Errorf("this session serves uid %d only (%s)", os.Geteuid(), why))
 		return
 	}
 	if err := peerNamespaces(c); err != nil && !trustNamespaces.Load() {

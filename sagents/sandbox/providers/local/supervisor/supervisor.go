@@ -117,7 +117,9 @@ type server struct {
 	set   map[uint64]commandSet
 	// nproc, when set, is every command's RLIMIT_NPROC: the host gave
 	// the supervisor itself more (--nproc), for the threads it makes.
-	nproc int
+	// noPtrace: a command cannot be held at its exec (ptrace refused).
+	nproc    int
+	noPtrace bool
 }
 
 // commandSet is every process of one command, wherever it moved: its
@@ -142,7 +144,7 @@ type commandSet interface {
 // tag_linux.go). --nproc N sets every command's RLIMIT_NPROC to N (the
 // host gives the supervisor more, for its threads).
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off] [--group-tags on|off]\n"
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off] [--group-tags on|off] [--nproc N]\n"
 	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
@@ -359,11 +361,12 @@ func (s *server) exec(req Request, files []*os.File) {
 		// With a pids limit of the commands' own below the supervisor's, a
 		// command forked from a domain's thread (it holds the thread: the
 		// Ptrace of SysProcAttr needs that) stops at its exec, before its
-		// first instruction, to get it (stopAtExec); where ptrace is
+		// first instruction, to get it (releaseAtExec); where ptrace is
 		// refused (local.seccomp.deny: [ptrace]), it gets it just after.
-		attr.Sys.Ptrace = d != nil && s.nproc > 0
+		attr.Sys.Ptrace = d != nil && s.nproc > 0 && !s.noPtrace
 		pid, err = syscall.ForkExec(path, argv, attr)
 		if err != nil && attr.Sys.Ptrace {
+			s.noPtrace = true // refused: not tried again
 			attr.Sys.Ptrace = false
 			pid, err = syscall.ForkExec(path, argv, attr)
 		}
