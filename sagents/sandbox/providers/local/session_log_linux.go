@@ -57,9 +57,22 @@ func (l *sessionLog) start() {
 		defer close(l.copied)
 		defer l.f.Close()
 		defer l.r.Close()
-		if n, _ := io.Copy(l.f, io.LimitReader(l.r, maxSessionLog)); n == maxSessionLog {
-			fmt.Fprintf(l.f, "\nsage: this session sandbox wrote more than %d bytes; the rest is dropped\n", maxSessionLog)
-			io.Copy(io.Discard, l.r) // a writer must never block on a full pipe
+		// A small buffer: each session sandbox has one for its life, and
+		// it writes a few lines.
+		buf := make([]byte, 1024)
+		written := 0
+		for {
+			n, err := l.r.Read(buf)
+			if n > 0 && written < maxSessionLog {
+				n = min(n, maxSessionLog-written)
+				l.f.Write(buf[:n])
+				if written += n; written == maxSessionLog {
+					fmt.Fprintf(l.f, "\nsage: this session sandbox wrote more than %d bytes; the rest is dropped\n", maxSessionLog)
+				}
+			} // past the limit: read and dropped, a writer must never block on a full pipe
+			if err != nil {
+				return
+			}
 		}
 	}()
 }
