@@ -110,23 +110,7 @@ func serveLocal(t *testing.T, iso string) (*served, string) {
 	cfg.Local.Isolation.Linux = iso
 	h, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
-	rr, rw, err := os.Pipe()
-	require.NoError(t, err)
-	defer rr.Close()
-	s := &served{Server: &Server{Name: name, Dir: dir, Sandbox: h, Settings: "want", Ready: rw, Logf: t.Logf},
-		home: home, dir: dir, done: make(chan error, 1)}
-	go func() { s.done <- s.Serve(context.Background()) }()
-	buf := make([]byte, 2)
-	n, _ := rr.Read(buf)
-	require.Equal(t, "ok", string(buf[:n]))
-	t.Cleanup(func() {
-		s.Shutdown()
-		select {
-		case <-s.done:
-		case <-time.After(60 * time.Second):
-			t.Error("the server did not end")
-		}
-	})
+	s := start(t, &Server{Name: name, Dir: dir, Sandbox: h, Settings: "want", Logf: t.Logf}, home)
 	return s, name
 }
 
