@@ -79,7 +79,8 @@ func limitsCheck(le sandbox.LimitsEnforced) doctor.Check {
 }
 
 // isolationChecks report what local mode enforces beyond namespaces: the
-// host uid of sandboxed processes, the seccomp filter, a disk quota.
+// host uid of sandboxed processes, the seccomp filter, what keeps a
+// session's commands apart (Landlock), a disk quota.
 func isolationChecks() []doctor.Check {
 	var out []doctor.Check
 	if runtime.GOOS != "linux" {
@@ -97,6 +98,13 @@ func isolationChecks() []doctor.Check {
 		c.Status, c.Detail, c.Fix = doctor.Missing, err.Error(), "local mode supports amd64 and arm64"
 	} else {
 		c.Detail = d
+	}
+	out = append(out, c)
+	c = doctor.Check{Name: "session isolation", Status: doctor.OK}
+	if holds, d := local.SessionIsolationSummary(); holds {
+		c.Detail = d
+	} else {
+		c.Status, c.Detail, c.Fix = doctor.Warn, d, "run Linux 6.12 or later (Landlock ABI 6) for per-command domains"
 	}
 	out = append(out, c)
 	out = append(out, idmapCheck())

@@ -22,7 +22,15 @@ import (
 
 var sageBin string
 
+// sageBinEnv names a sage binary the tests run instead of building one:
+// a test rerun as another user (TestSessionAttacksUnprivileged) gets the
+// build of the run that started it.
+const sageBinEnv = "SAGE_TEST_SAGE_BIN"
+
 func TestMain(m *testing.M) {
+	if sageBin = os.Getenv(sageBinEnv); sageBin != "" {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "sage-cli-test-")
 	if err != nil {
 		panic(err)
@@ -271,8 +279,15 @@ func TestDoctorJSON(t *testing.T) {
 		names[c.Name] = true
 		assert.NotEmpty(t, c.Status)
 	}
-	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota", "idmapped workspace"} {
+	for _, n := range []string{"bwrap", "user namespaces", "apparmor userns", "cgroups", "seatbelt", "docker", "redis", "otlp endpoint", "local limits", "workspace quota", "idmapped workspace", "session isolation"} {
 		assert.True(t, names[n], n)
+	}
+	holds, _ := local.SessionIsolationSummary()
+	for _, c := range rep.Checks {
+		if c.Name == "session isolation" && holds {
+			assert.Equal(t, "ok", c.Status, "this kernel scopes signals: %s", c.Detail)
+			assert.Contains(t, c.Detail, "Landlock domain of its own")
+		}
 	}
 	assert.Equal(t, rep.OK, r.code == 0)
 	for _, k := range []string{"cpu_time", "memory", "pids", "file_size"} {

@@ -57,17 +57,7 @@ func sessionLsJSON(t *testing.T, home string) []lsRow {
 
 // running lists the live (not zombie) processes whose command line
 // contains every one of parts.
-func running(parts ...string) []int {
-	return liveProcesses(func(pid int) bool {
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
-		all := len(line) > 0
-		for _, p := range parts {
-			all = all && strings.Contains(line, p)
-		}
-		return all
-	})
-}
+func running(parts ...string) []int { return testenv.Processes(parts...) }
 
 // liveProcesses lists the live (not zombie) processes, this one aside,
 // that keep says to.
@@ -76,11 +66,7 @@ func liveProcesses(keep func(pid int) bool) []int {
 	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if i := strings.LastIndexByte(string(stat), ')'); err != nil || i < 0 || strings.HasPrefix(string(stat[i+1:]), " Z") {
+		if err != nil || pid == os.Getpid() || !testenv.Alive(pid) {
 			continue
 		}
 		if keep(pid) {

@@ -47,6 +47,7 @@ func Call(ctx context.Context, dir string, req Request, st Streams) (Response, e
 		return Response{}, err
 	}
 	defer c.Close()
+	req.Key = readKey(dir)
 	return exchange(ctx, c, req, st)
 }
 
@@ -162,7 +163,7 @@ func Stop(ctx context.Context, dir string) error {
 		return err
 	}
 	defer c.Close()
-	if _, err := exchange(ctx, c, Request{V: StableVersion, Op: OpStop}, Streams{}); err != nil {
+	if _, err := exchange(ctx, c, Request{V: StableVersion, Op: OpStop, Key: readKey(dir)}, Streams{}); err != nil {
 		return err
 	}
 	// The daemon closes the connection once it has cleaned up.

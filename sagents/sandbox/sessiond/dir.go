@@ -145,9 +145,12 @@ func (l *limited) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// removeLeftovers removes what a dead daemon left: socket, info.
+// removeLeftovers removes what a dead daemon left: socket, info, key.
 func removeLeftovers(dir string) {
-	os.Remove(filepath.Join(dir, sockName))
-	os.Remove(filepath.Join(dir, infoName))
-	os.Remove(filepath.Join(dir, infoName+".tmp"))
+	for _, n := range leftovers {
+		os.Remove(filepath.Join(dir, n))
+	}
 }
+
+// leftovers are the names a daemon leaves in its directory while it runs.
+var leftovers = []string{sockName, infoName, infoName + ".tmp", keyName}

@@ -7,8 +7,14 @@
 // mode with the session sandbox on) and serves it on a unix socket in
 // the session's daemon directory, $SAGE_HOME/sessions/S/daemon (0700):
 //
-//	sock   the socket (0600); every connection's peer credentials are
-//	       checked: only the daemon's own uid, or root, is served
+//	sock   the socket (0600); every connection's peer is checked: only
+//	       the daemon's own uid, or root, in the daemon's own user and
+//	       mount namespaces (no sandboxed process is) is served
+//	key    the daemon's key (0600), new at each start: a request must
+//	       carry it (Call, Run and Stop read it), so a peer of the
+//	       daemon's uid that reached the socket without reading this
+//	       directory (a sandbox with a mount over it) is refused; local
+//	       mode keeps SAGE_HOME out of every sandbox
 //	info   the daemon's pid, start time and settings (JSON)
 //	lock   flock(2)ed by whoever starts or ends a daemon
 //	log    the daemon's stdout and stderr
@@ -37,8 +43,11 @@
 // request, and "sage session stop" around the sandbox's release.
 //
 // The daemon ends on Stop, after IdleTimeout without a request (0 means
-// never), or on SIGTERM; it then closes the sandbox (every process of the
-// session dies), removes the socket, the info and the lock file, and
-// keeps the workspace and the log. A library that opens a Sandbox itself
+// never), on SIGTERM, or within a second of its directory being removed
+// or replaced (rm -rf of SAGE_HOME: clients could not find it any more);
+// it then closes the sandbox (every process of the session dies, its
+// cgroups and mounts go), removes the socket, the key, the info and the
+// lock file (through the directory it opened: never another daemon's at
+// the same path), and keeps the workspace and the log. A library that opens a Sandbox itself
 // does not use this package: its session dies with its process.
 package sessiond

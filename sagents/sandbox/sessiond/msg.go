@@ -43,6 +43,9 @@ const (
 type Request struct {
 	V  int    `json:"v"`
 	Op string `json:"op"`
+	// Key is the daemon's key (its directory's key file): a daemon serves
+	// no request without it. Call, Run and Stop fill it in.
+	Key string `json:"key,omitempty"`
 	// Settings is the Fingerprint of the sandbox settings the client
 	// expects; a daemon started with others refuses exec and background
 	// (ErrSettings). Empty: any.
@@ -155,7 +158,8 @@ type Info struct {
 var (
 	// ErrSettings: the session runs with other sandbox settings.
 	ErrSettings = errors.New("the session runs with other sandbox settings")
-	// ErrRefused: the daemon serves another uid.
+	// ErrRefused: the daemon serves another uid, or a client without its
+	// key or in another namespace.
 	ErrRefused = errors.New("refused")
 	// ErrStopped: the daemon stopped while serving the request.
 	ErrStopped = errors.New("the session stopped")

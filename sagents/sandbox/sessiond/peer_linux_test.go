@@ -66,10 +66,18 @@ func TestForeignUIDRefused(t *testing.T) {
 	assert.Contains(t, out, "FOREIGN-RESULT: refused: this session serves uid 0 only")
 	assert.NoFileExists(t, marker, "the foreign client's command did not run")
 
-	// Control: without the check, the same client gets its command run.
+	// Without the uid check the key still stops it: another uid cannot
+	// read the daemon's key file.
 	admitAnyone.Store(true)
 	defer admitAnyone.Store(false)
 	out = run()
+	assert.Contains(t, out, "FOREIGN-RESULT: refused: the request lacks this session's key")
+	assert.NoFileExists(t, marker, "the foreign client's command did not run")
+
+	// Control: without both checks, the same client gets its command run.
+	trustKeyless.Store(true)
+	defer trustKeyless.Store(false)
+	out = run()
 	assert.Contains(t, out, "FOREIGN-RESULT: <nil>")
-	assert.FileExists(t, marker, "control: the attack works when the check is off")
+	assert.FileExists(t, marker, "control: the attack works when the checks are off")
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
@@ -43,6 +44,10 @@ type Server struct {
 	// session add a "session_restart" sandbox event.
 	Observer *observability.Manager
 
+	key      string            // the daemon's key (key.go)
+	root     *os.Root          // the daemon directory as Serve found it
+	ids      map[string]fileID // the directory, its socket and key as Serve made them
+	unlinked atomic.Bool       // Shutdown unlinked the socket
 	mu       sync.Mutex
 	busy     int
 	last     time.Time
@@ -74,8 +79,30 @@ func Serving(dir string) (pid int, ok bool) {
 // admit decides which peer uids are served: the server's own and root.
 func admit(uid int) bool { return uid == os.Geteuid() || uid == 0 || admitAnyone.Load() }
 
-// admitAnyone switches the check off: only a test's control sets it.
-var admitAnyone atomic.Bool
+// Switches of the checks, for the tests' controls only: admitAnyone the
+// peer's uid, trustNamespaces its namespaces, trustKeyless the key,
+// ignoreDir the watch of the daemon directory.
+var admitAnyone, trustNamespaces, trustKeyless, ignoreDir atomic.Bool
+
+// dirCheckInterval is how often a daemon checks that its directory is
+// still the one it serves in.
+const dirCheckInterval = time.Second
+
+// fileID identifies a file: a directory removed, or replaced by another
+// at the same path, is not the one a daemon made.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(p string) (fileID, bool) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), uint64(st.Ino)}, true
+}
 
 // Serve listens on the socket and serves until Shutdown, the idle
 // timeout or ctx ends; then it closes the sandbox, removes the socket,
@@ -89,15 +116,32 @@ func (s *Server) Serve(ctx context.Context) error {
 		return fmt.Errorf("session %s is already served by pid %d", s.Name, pid)
 	}
 	removeLeftovers(s.Dir)
+	root, err := os.OpenRoot(s.Dir)
+	if err != nil {
+		return err
+	}
+	s.root = root
+	if s.key, err = newKey(s.Dir); err != nil {
+		root.Close()
+		return err
+	}
 	sock := filepath.Join(s.Dir, sockName)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
 	if err != nil {
+		s.removeOwn()
+		root.Close()
 		return err
 	}
 	ln.SetUnlinkOnClose(true)
 	if err := os.Chmod(sock, 0o600); err != nil {
 		ln.Close()
+		s.removeOwn()
+		root.Close()
 		return err
+	}
+	s.ids = map[string]fileID{}
+	for _, p := range []string{s.Dir, sock, filepath.Join(s.Dir, keyName)} {
+		s.ids[p], _ = idOf(p)
 	}
 	s.ln, s.started, s.last = ln, time.Now(), time.Now()
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -105,6 +149,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	start, _ := procStart(os.Getpid())
 	if err := writeRecord(s.Dir, record{PID: os.Getpid(), Start: start, Started: s.started, Settings: s.Settings}); err != nil {
 		ln.Close()
+		s.removeOwn()
+		root.Close()
 		return err
 	}
 	s.logf("session %s: serving on %s (pid %d, idle timeout %v)", s.Name, sock, os.Getpid(), s.IdleTimeout)
@@ -120,6 +166,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		case <-s.end:
 		}
 	}()
+	go s.watchDir()
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
@@ -150,13 +197,62 @@ func (s *Server) Shutdown() {
 		s.ending = true
 		s.mu.Unlock()
 		close(s.end)
-		s.ln.Close() // unlinks the socket: new clients start a new daemon
+		// Closing unlinks the socket by its path (new clients start a new
+		// daemon), unless the directory is no longer this daemon's: the
+		// socket there is another's.
+		ours := s.dirIsOurs()
+		s.ln.SetUnlinkOnClose(ours)
+		s.ln.Close()
+		s.unlinked.Store(ours)
 		s.cancel()
 	})
 }
 
-// finish closes the sandbox and removes the info and lock files, then
-// releases the clients waiting on Stop.
+// watchDir stops the server once its directory is removed or replaced
+// (rm -rf of SAGE_HOME, a new one at its path): a daemon that clients
+// cannot find any more must not keep its sandbox running until its idle
+// timeout. The sandbox's Close ends its processes, cgroups and mounts.
+func (s *Server) watchDir() {
+	t := time.NewTicker(dirCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.end:
+			return
+		case <-t.C:
+		}
+		if !ignoreDir.Load() && !s.dirIsOurs() {
+			s.logf("session %s: %s was removed or replaced; stopping", s.Name, s.Dir)
+			s.Shutdown()
+			return
+		}
+	}
+}
+
+// dirIsOurs reports whether the daemon directory and its key (and its
+// socket, unless Shutdown unlinked it) are still the files Serve made.
+func (s *Server) dirIsOurs() bool {
+	for p, want := range s.ids {
+		if p == filepath.Join(s.Dir, sockName) && s.unlinked.Load() {
+			continue
+		}
+		if id, ok := idOf(p); !ok || id != want {
+			return false
+		}
+	}
+	return true
+}
+
+// removeOwn removes the files this daemon made in its directory, through
+// the directory it opened: never another daemon's of the same name.
+func (s *Server) removeOwn() {
+	for _, n := range leftovers {
+		s.root.Remove(n)
+	}
+}
+
+// finish closes the sandbox and removes the info, key and lock files,
+// then releases the clients waiting on Stop.
 func (s *Server) finish() {
 	waitTimeout(&s.handlers, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -169,13 +265,19 @@ func (s *Server) finish() {
 	} else {
 		s.Observer.ChainEnd(cctx, observability.ChainResult{})
 	}
-	l, err := lock(ctx, s.Dir)
-	removeLeftovers(s.Dir)
-	if err == nil {
-		unlock(l, true)
-	} else {
-		s.logf("session %s: %v", s.Name, err)
+	if s.dirIsOurs() {
+		l, err := lock(ctx, s.Dir)
+		s.removeOwn()
+		if err == nil {
+			unlock(l, true)
+		} else {
+			s.logf("session %s: %v", s.Name, err)
+		}
+	} else { // removed or replaced: what is left of it, not what is at its path now
+		s.removeOwn()
+		s.root.Remove(lockName)
 	}
+	s.root.Close()
 	s.logf("session %s: stopped", s.Name)
 	s.mu.Lock()
 	waiters := s.waiters
@@ -278,15 +380,26 @@ var requestTimeout = 10 * time.Second
 
 // handle serves one connection: one request.
 func (s *Server) handle(c *net.UnixConn) {
-	uid, err := peerUID(c)
-	if err != nil || !admit(uid) {
-		s.logf("session %s: refused a connection from uid %d (%v)", s.Name, uid, err)
+	refuse := func(why error) {
+		s.logf("session %s: refused a connection: %v", s.Name, why)
 		// Read the request first, so that the answer is not lost to a
 		// reset of the connection.
 		c.SetReadDeadline(time.Now().Add(time.Second))
 		ReadFrame(c)
-		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session serves uid %d only", ErrRefused, os.Geteuid())))
+		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: %v", ErrRefused, why)))
 		c.Close()
+	}
+	uid, err := peerUID(c)
+	if err != nil || !admit(uid) {
+		why := fmt.Sprintf("the peer runs as uid %d", uid)
+		if err != nil {
+			why = err.Error()
+		}
+		refuse(fmt.Errorf("this session serves uid %d only (%s)", os.Geteuid(), why))
+		return
+	}
+	if err := peerNamespaces(c); err != nil && !trustNamespaces.Load() {
+		refuse(fmt.Errorf("%v; fix: run sage where the session's daemon runs (sage session stop %s, then start it from there)", err, s.Name))
 		return
 	}
 	var req Request
@@ -300,6 +413,7 @@ func (s *Server) handle(c *net.UnixConn) {
 		c.Close()
 		return
 	}
+
 	c.SetReadDeadline(time.Time{}) // a command's stdin may take its time
 	resp := s.serve(c, req)
 	if req.Op == OpStop && resp.Error == "" {
@@ -319,6 +433,10 @@ func (s *Server) handle(c *net.UnixConn) {
 func (s *Server) serve(c *net.UnixConn, req Request) Response {
 	if req.V != Version && !(req.V >= StableVersion && req.V < Version && (req.Op == OpInfo || req.Op == OpStop)) {
 		return errorResponse(fmt.Errorf("%w: this session's daemon speaks version %d, the client %d; fix: sage session stop %s", ErrProtocol, Version, req.V, s.Name))
+	}
+	if !keyMatches(s.key, req.Key) && !trustKeyless.Load() {
+		s.logf("session %s: refused a request without the session's key", s.Name)
+		return errorResponse(fmt.Errorf("%w: the request lacks this session's key (%s, readable by its owner only, out of every sandbox's sight); fix: use a sage of this version", ErrRefused, filepath.Join(s.Dir, keyName)))
 	}
 	if req.IdleTimeout != nil && *req.IdleTimeout >= 0 {
 		s.setIdle(*req.IdleTimeout)

@@ -43,11 +43,18 @@ func serveObserved(t *testing.T, idle time.Duration, obs *observability.Manager)
 	require.NoError(t, err)
 	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Passthrough, Workspace: filepath.Join(home, "ws"), Observer: obs})
 	require.NoError(t, err)
+	return start(t, &Server{Name: "t", Dir: dir, Sandbox: h, Settings: "want", IdleTimeout: idle, Logf: t.Logf, Observer: obs}, home)
+}
+
+// start serves srv (of SAGE_HOME home) until the test ends, once it said
+// it is ready.
+func start(t *testing.T, srv *Server, home string) *served {
+	t.Helper()
 	rr, rw, err := os.Pipe()
 	require.NoError(t, err)
 	defer rr.Close()
-	s := &served{Server: &Server{Name: "t", Dir: dir, Sandbox: h, Settings: "want", IdleTimeout: idle, Ready: rw, Logf: t.Logf, Observer: obs},
-		home: home, dir: dir, done: make(chan error, 1)}
+	srv.Ready = rw
+	s := &served{Server: srv, home: home, dir: srv.Dir, done: make(chan error, 1)}
 	go func() { s.done <- s.Serve(context.Background()) }()
 	said, _ := io.ReadAll(rr)
 	require.Equal(t, "ok", string(said))

@@ -197,11 +197,16 @@ func ReadyFile() *os.File {
 // one when needed, and sends req. A request without stdin that a daemon
 // which was ending dropped unanswered is sent once more, to a new daemon.
 func Run(ctx context.Context, o StartOptions, req Request, st Streams) (Response, error) {
+	dir, err := Dir(o.Home, o.Name)
+	if err != nil {
+		return Response{}, err
+	}
 	for attempt := 0; ; attempt++ {
 		c, err := Ensure(ctx, o)
 		if err != nil {
 			return Response{}, err
 		}
+		req.Key = readKey(dir)
 		r, err := exchange(ctx, c, req, st)
 		c.Close()
 		if errors.Is(err, errNoAnswer) && !req.Stdin && attempt == 0 {

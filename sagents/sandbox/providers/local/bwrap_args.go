@@ -45,6 +45,11 @@ type BwrapOptions struct {
 	// runs as the session's unprivileged host uid, which is what uid 0
 	// inside is on the host.
 	MapRoot bool
+	// AsPID1 runs the command as the sandbox's pid 1 (--as-pid-1), with no
+	// init of bwrap's in the sandbox: the session sandbox's supervisor is
+	// its own init (it reaps every orphan), and no process of bwrap's,
+	// dumpable and holding bwrap's stdio, is left where commands run.
+	AsPID1 bool
 }
 
 // VolumeBind binds a host path at a path inside.
@@ -58,7 +63,8 @@ type VolumeBind struct{ Host, Inside string }
 //     --gid 0] --disable-userns
 //     (network allowlist adds no flag here: the bridge and the proxy
 //     sockets arrive as read-only mounts in step 10)
-//  2. lifetime: --die-with-parent --new-session [--info-fd N] [--block-fd N]
+//  2. lifetime: --die-with-parent --new-session [--as-pid-1] [--info-fd N]
+//     [--block-fd N]
 //  3. environment: --clearenv, then --setenv for each variable, sorted
 //  4. --cap-drop ALL
 //  5. system directories read-only (or recreated symlinks)
@@ -83,6 +89,9 @@ func BwrapArgs(o BwrapOptions) []string {
 		a = append(a, "--uid", "0", "--gid", "0")
 	}
 	a = append(a, "--disable-userns", "--die-with-parent", "--new-session")
+	if o.AsPID1 {
+		a = append(a, "--as-pid-1")
+	}
 	if o.InfoFD > 0 {
 		a = append(a, "--info-fd", strconv.Itoa(o.InfoFD))
 	}

@@ -39,6 +39,13 @@ func TestBwrapArgsOrder(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
+// TestBwrapArgsAsPID1: the session sandbox's supervisor is its pid 1.
+func TestBwrapArgsAsPID1(t *testing.T) {
+	got := BwrapArgs(BwrapOptions{Workspace: VolumeBind{"/w", "/workspace"}, Chdir: "/workspace", AsPID1: true, InfoFD: 3})
+	assert.Equal(t, []string{"--die-with-parent", "--new-session", "--as-pid-1", "--info-fd", "3"}, got[3:8])
+	assert.NotContains(t, BwrapArgs(BwrapOptions{Workspace: VolumeBind{"/w", "/workspace"}, Chdir: "/workspace"}), "--as-pid-1")
+}
+
 func TestBwrapArgsNetwork(t *testing.T) {
 	off := BwrapArgs(BwrapOptions{Workspace: VolumeBind{"/w", "/workspace"}, Chdir: "/workspace"})
 	assert.NotContains(t, off, "--share-net")

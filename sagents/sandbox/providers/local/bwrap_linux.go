@@ -83,7 +83,11 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	if iso.network {
 		slog.Warn("local sandbox: network is open", "sandbox", s.id)
 	}
-	if iso.cg, err = limitCgroups(s.id, s.limits); err != nil {
+	cgLimits := s.limits
+	if s.sess.opts.Enabled && cgLimits.Pids > 0 { // the supervisor's own (sessionTaskReserve)
+		cgLimits.Pids += sessionTaskReserve
+	}
+	if iso.cg, err = limitCgroups(s.id, cgLimits); err != nil {
 		return nil, err
 	}
 	// bwrap is forked from a host thread in the cgroups once it joined
@@ -232,6 +236,14 @@ var (
 	argsViaFD       = true // bwrap's arguments (the environment) through a memfd
 	bindWorkspaceFD = true // bind the workspace from a descriptor opened without symlinks
 	useSeccomp      = true // load the seccomp filter
+	// The session sandbox's (#31): its supervisor as pid 1 (no bwrap init
+	// inside), each command in a Landlock domain of its own, the host
+	// ending a command the supervisor did not end, the session's output
+	// through a pipe (no host file inside).
+	supervisorAsPID1    = true
+	commandDomains      = true
+	hostEnforcesTimeout = true
+	sessionLogPipe      = true
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
@@ -250,6 +262,9 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	lim := b.limits
 	if inv.session { // the budget is each command's (sessionRun), not the supervisor's
 		lim.CPUTime = 0
+		if lim.Pids > 0 { // each command gets the pids limit itself (--nproc)
+			lim.Pids += sessionTaskReserve
+		}
 	}
 	g, err := newGate(b.cg, lim)
 	if err != nil {
@@ -283,6 +298,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
 		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
 		Chdir: inv.chdir, InfoFD: 3, BlockFD: 4, WorkspaceFD: 6, MapRoot: b.ident != nil,
+		AsPID1: inv.session && supervisorAsPID1,
 	}
 	if !bindWorkspaceFD {
 		o.WorkspaceFD = 0

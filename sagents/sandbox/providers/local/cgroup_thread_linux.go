@@ -9,13 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
 // A process is born in the cgroups of the thread that forks it. Moving
@@ -36,7 +37,7 @@ import (
 // The thread is a host thread, one per open sandbox. It counts as one
 // task of the pids cgroup (pids.max is raised by one for it). Its
 // memory stays this process's (user pages are charged to the memory
-// cgroup of the process's leader, never this thread: offMainThread), and
+// cgroup of the process's leader, never this thread: supervisor.OffMainThread), and
 // the memory cgroup's OOM killer, which picks among processes by their
 // leader, never picks this process. It must be out of the cgroups before
 // they are removed, since cgroup.procs then lists this process: remove
@@ -68,7 +69,7 @@ func (c *cgroupSet) startThread() {
 	procs := slices.Clone(c.procs)
 	c.mu.Unlock()
 	setPidsMax(procs, c.pidsMax, 1) // the thread is a task of the pids cgroup: one more for it
-	offMainThread(func() { t.run(procs, c.pidsMax) })
+	supervisor.OffMainThread(func() { t.run(procs, c.pidsMax) })
 }
 
 // setPidsMax sets pids.max, in the hierarchy of procs that has it, to
@@ -83,27 +84,6 @@ func setPidsMax(procs []string, max, extra int) {
 			os.WriteFile(f, []byte(strconv.Itoa(max+extra)), 0)
 		}
 	}
-}
-
-// offMainThread runs f in a new goroutine locked to an OS thread that is
-// not the main one (a goroutine locked to the main thread when it returns
-// wedges it instead of ending it).
-func offMainThread(f func()) {
-	go func() {
-		runtime.LockOSThread()
-		if unix.Gettid() != unix.Getpid() {
-			f()
-			return
-		}
-		locked := make(chan struct{})
-		go func() { // not on this thread: it is locked to this goroutine
-			runtime.LockOSThread()
-			close(locked)
-			f()
-		}()
-		<-locked
-		runtime.UnlockOSThread()
-	}()
 }
 
 // run, on its locked thread: join, then serve work until it is closed.

@@ -127,8 +127,17 @@
 // pipes as SCM_RIGHTS; output flows from the command to this process
 // directly. With a CPU limit the command is held before its first
 // instruction until this process moved it (its host pid read from a pidfd
-// the supervisor sends) into its own CPU cgroup. A timeout signals the
-// command's process group only. The session stops when idle
+// the supervisor sends) into its own CPU cgroup. The supervisor is the
+// sandbox's pid 1 (bwrap --as-pid-1; bwrap's stdio, and so the
+// supervisor's, is a pipe this process copies to session.log:
+// session_log_linux.go), and each command runs in a Landlock domain of
+// its own where the kernel scopes signals (supervisor/domain_linux.go;
+// under gVisor, a group tag: supervisor/tag_linux.go): no command can
+// signal or trace the supervisor or another command, and a timeout or
+// cancel ends every process of the command, wherever it moved. If the
+// supervisor does not report the end of a command told to end within
+// sessionUnresponsiveGrace of its SIGKILL, this process kills the whole
+// session sandbox itself (session_conn_linux.go). The session stops when idle
 // (SessionOptions.IdleTimeout), on Close, or with this process (bwrap's
 // parent-death signal); a dead or idle session is replaced on the next
 // command and the result says SessionRestarted. A background task's

@@ -40,10 +40,11 @@ const (
 
 type gvisorIsolator struct {
 	runsc     string
-	state     string // runsc --root: the sandboxes' state, in the runtime directory
-	bundles   string // one OCI bundle per command
-	rootfs    string // the skeleton root
-	empty     string // the file that masks /etc secrets
+	state     string   // runsc --root: the sandboxes' state, in the runtime directory
+	stateDir  *os.File // state, opened (O_PATH) when made: close finds runsc's mounts there even if it was moved
+	bundles   string   // one OCI bundle per command
+	rootfs    string   // the skeleton root
+	empty     string   // the file that masks /etc secrets
 	hostWS    string
 	virtualWS string
 	mounts    []sandbox.VolumeMount
@@ -89,6 +90,9 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 		filepath.Join(dir, "rootfs"), filepath.Join(dir, "empty")
 	defer func() {
 		if err != nil {
+			if g.stateDir != nil {
+				g.stateDir.Close()
+			}
 			os.RemoveAll(dir)
 		}
 	}()
@@ -96,6 +100,11 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("local: gvisor: %w", err)
 		}
+	}
+	if fd, err := unix.Open(g.state, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0); err == nil {
+		g.stateDir = os.NewFile(uintptr(fd), g.state)
+	} else {
+		return nil, fmt.Errorf("local: gvisor: %w", err)
 	}
 	os.Chmod(g.rootfs, 0o755)
 	for _, p := range g.system {
@@ -148,9 +157,25 @@ func (g *gvisorIsolator) close() error {
 	}
 	// runsc pins an empty network namespace for its gofers by binding it
 	// on a file in the state directory; concurrent starts may stack them.
-	for i := 0; i < 64 && unix.Unmount(filepath.Join(g.state, "null-netns"), unix.MNT_DETACH) == nil; i++ {
+	// The directory is reached through the descriptor opened when it was
+	// made: its path may name another directory by now (SAGE_HOME moved
+	// away and a new one made at its path), or the mount would stay.
+	at := fmt.Sprintf("/proc/self/fd/%d", g.stateDir.Fd())
+	for i := 0; i < 64 && unix.Unmount(filepath.Join(at, "null-netns"), unix.MNT_DETACH) == nil; i++ {
+	}
+	ours := sameDir(g.stateDir, g.state)
+	g.stateDir.Close()
+	if !ours { // moved or removed: what its path names now is not this sandbox's
+		return err
 	}
 	return errors.Join(err, os.RemoveAll(filepath.Dir(g.state)))
+}
+
+// sameDir reports whether path still names the directory f was opened
+// on.
+func sameDir(f *os.File, path string) bool {
+	var a, b unix.Stat_t
+	return unix.Fstat(int(f.Fd()), &a) == nil && unix.Lstat(path, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // flags are runsc's global flags for this sandbox.
@@ -183,7 +208,8 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
 		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
-		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.rlimits(asByBridge), Hostname: "sandbox"})
+		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.rlimits(asByBridge), Hostname: "sandbox",
+		Caps: sessionCaps(inv)})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {

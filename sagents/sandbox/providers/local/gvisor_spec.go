@@ -31,6 +31,11 @@ type GvisorOptions struct {
 	ShmBytes  int64
 	Rlimits   []rlimit
 	Hostname  string
+	// Caps are the capabilities of the sandbox's first process (in every
+	// set, ambient included, so an exec keeps them): none for a command,
+	// a few for a session's supervisor (sessionCaps), which keeps them
+	// from the commands (supervisor/tag_linux.go).
+	Caps []string
 }
 
 // GvisorSpec builds the OCI runtime spec runsc runs: a root of its own
@@ -90,8 +95,9 @@ func GvisorSpec(o GvisorOptions) *specs.Spec {
 		Root:     &specs.Root{Path: o.RootFS, Readonly: true},
 		Process: &specs.Process{
 			Args: o.Argv, Env: env, Cwd: o.Chdir,
-			User:            specs.User{UID: o.UID, GID: o.GID},
-			Capabilities:    &specs.LinuxCapabilities{},
+			User: specs.User{UID: o.UID, GID: o.GID},
+			Capabilities: &specs.LinuxCapabilities{Bounding: o.Caps, Effective: o.Caps, Permitted: o.Caps,
+				Inheritable: o.Caps, Ambient: o.Caps},
 			NoNewPrivileges: true,
 			Rlimits:         rl,
 		},

@@ -130,6 +130,10 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	if err != nil {
 		return nil, err
 	}
+	if home := resolvedHome(); within(ws, home) {
+		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Value: cfg.Workspace,
+			Reason: fmt.Sprintf("covers SAGE_HOME (%s), which holds the session daemons' sockets and keys and every session's files; fix: use a workspace beside it (the default is SAGE_HOME/sessions/NAME/workspace)", home)}
+	}
 	if asRoot {
 		if id, err = sessionIdentity(cfg.Local.UIDRange, ws); err != nil {
 			return nil, err
@@ -193,6 +197,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, err
 		}
 	}
+	s.sess.opts = opts.Session // the isolator sizes the session sandbox's pids cgroup by it
 	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
 		s.egress.close()
 		s.idmap.release()
@@ -291,10 +296,14 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 func (s *Sandbox) RuntimeDir() string { return s.runtimeDir }
 
 // checkMounts resolves the mounts' host paths once and refuses mounts that
-// would hide the workspace or a system mount, and host paths the sandbox
+// would hide the workspace or a system mount, host paths the sandbox
 // itself could swap for a symlink between commands (inside the workspace
-// or a read-write mount).
+// or a read-write mount), and, read-only or not, host paths that cover
+// SAGE_HOME or lie inside it outside a session's workspace: a session
+// daemon's socket accepts a connect on a read-only bind mount, and
+// SAGE_HOME holds other secrets (sandboxd's token).
 func checkMounts(cfg sandbox.Config, ws string, id *identity) ([]sandbox.VolumeMount, error) {
+	home := resolvedHome()
 	virtual := cfg.VirtualWorkspace
 	if virtual == "" {
 		virtual = DefaultVirtualWorkspace
@@ -315,11 +324,16 @@ func checkMounts(cfg sandbox.Config, ws string, id *identity) ([]sandbox.VolumeM
 		if within(ws, host) {
 			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: "is inside the workspace"}
 		}
-		if !m.ReadOnly && (within(host, ws) || within(host, sandbox.Home())) {
-			// From inside, a command could swap its own workspace (or
-			// another session's) for a symlink to any host directory.
+		if mountsCheckHome {
+			if err := homeMount(home, host); err != "" {
+				return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: err}
+			}
+		}
+		if !m.ReadOnly && within(host, ws) {
+			// From inside, a command could swap its own workspace for a
+			// symlink to any host directory.
 			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath,
-				Reason: "holds the workspace or SAGE_HOME and is read-write; mount it read-only or mount a directory beside them"}
+				Reason: "holds the workspace and is read-write; mount it read-only or mount a directory beside it"}
 		}
 		need := uint32(needRead | needExec)
 		if !m.ReadOnly {
@@ -343,6 +357,40 @@ func checkMounts(cfg sandbox.Config, ws string, id *identity) ([]sandbox.VolumeM
 	}
 	return out, nil
 }
+
+// homeMount says why a mount of host may not be made, given SAGE_HOME:
+// it covers SAGE_HOME, or lies inside it outside every session's
+// workspace (SAGE_HOME/sessions/NAME/workspace); "" when it may.
+func homeMount(home, host string) string {
+	switch {
+	case home == "":
+	case within(host, home):
+		return fmt.Sprintf("covers SAGE_HOME (%s), where the session daemons' sockets and keys live (a socket on a read-only mount still accepts a connect); fix: mount a directory beside it", home)
+	case within(home, host):
+		rel, _ := filepath.Rel(home, host)
+		if parts := strings.Split(rel, string(filepath.Separator)); len(parts) >= 3 && parts[0] == "sessions" && parts[2] == "workspace" {
+			return ""
+		}
+		return fmt.Sprintf("is inside SAGE_HOME (%s), which holds the session daemons' sockets and keys; only a session's workspace (SAGE_HOME/sessions/NAME/workspace) may be mounted from it", home)
+	}
+	return ""
+}
+
+// resolvedHome is SAGE_HOME as an absolute path without symlinks (as the
+// mounts' host paths are), or as given while it does not exist yet.
+func resolvedHome() string {
+	home, err := filepath.Abs(sandbox.Home())
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(home); err == nil {
+		return real
+	}
+	return home
+}
+
+// mountsCheckHome is switched off only by a red-team test's control.
+var mountsCheckHome = true
 
 // switchUID is switched off only by a red-team test's control (commands
 // then run as host root, as they did before).

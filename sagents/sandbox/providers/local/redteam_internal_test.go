@@ -371,3 +371,58 @@ func TestRedTeamUIDOfAnotherWorkspaceIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrPermission)
 	assert.Contains(t, err.Error(), a.HostWorkspacePath())
 }
+
+// A mount that covers SAGE_HOME, read-only or not, or lies inside it
+// outside a session's workspace, would show the sandbox the session
+// daemons' sockets (a socket on a read-only mount still accepts a
+// connect) and keys (#31, attack 5; TestSessionAttackMountCoversHome in
+// cmd/sage runs the whole attack): refused, as is a workspace that covers
+// SAGE_HOME. Control: with the check off the same mount is taken, and a
+// session's workspace inside SAGE_HOME may be mounted.
+func TestRedTeamMountsCoveringHomeAreRefused(t *testing.T) {
+	parent := sandboxtest.TempDir(t)
+	require.NoError(t, os.Chmod(parent, 0o755))
+	home := filepath.Join(parent, "home")
+	t.Setenv("SAGE_HOME", home)
+	other := filepath.Join(home, "sessions", "other", "workspace")
+	for _, d := range []string{filepath.Join(home, "sessions", "other", "daemon"), other} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.Chmod(home, 0o755))
+	for _, d := range []string{filepath.Join(home, "sessions"), filepath.Join(home, "sessions", "other")} {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	open := func(mounts []sandbox.VolumeMount, ws string) error {
+		if ws == "" {
+			ws = sandboxtest.TempDir(t)
+		}
+		s, err := NewWithOptions(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: sandboxtest.TempDir(t),
+			Mounts: mounts}, Options{})
+		if err == nil {
+			s.Close(context.Background())
+		}
+		return err
+	}
+	refused := func(t *testing.T, err error, what string) {
+		t.Helper()
+		var ce *sandbox.ConfigError
+		if assert.True(t, errors.As(err, &ce), "%s: %v", what, err) {
+			assert.Contains(t, ce.Reason, "SAGE_HOME", what)
+		}
+	}
+	for _, host := range []string{home, parent, filepath.Join(home, "sessions"), filepath.Join(home, "sessions", "other", "daemon")} {
+		for _, ro := range []bool{true, false} {
+			refused(t, open([]sandbox.VolumeMount{{HostPath: host, SandboxPath: "/h", ReadOnly: ro}}, ""), fmt.Sprintf("%s ro=%v", host, ro))
+		}
+	}
+	var ce *sandbox.ConfigError
+	err := open(nil, parent)
+	if assert.True(t, errors.As(err, &ce), "a workspace over SAGE_HOME: %v", err) {
+		assert.Equal(t, "sandbox.workspace", ce.Field)
+	}
+	assert.NoError(t, open([]sandbox.VolumeMount{{HostPath: other, SandboxPath: "/other", ReadOnly: true}}, ""),
+		"another session's workspace may be mounted")
+	control(t, &mountsCheckHome, func(t *testing.T) {
+		assert.NoError(t, open([]sandbox.VolumeMount{{HostPath: home, SandboxPath: "/h", ReadOnly: true}}, ""))
+	})
+}

@@ -18,3 +18,8 @@ func SeccompSummary() (string, error) {
 func DiskQuotaSummary() (enforced bool, detail string) {
 	return false, "not enforced: only each file's size (ulimit -f) is bounded"
 }
+
+// SessionIsolationSummary: there is no session sandbox off Linux.
+func SessionIsolationSummary() (holds bool, detail string) {
+	return false, "the session sandbox is Linux only"
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -133,8 +134,20 @@ func (l *liveSession) idle() {
 	l.mu.Unlock()
 }
 
+// sessionUnresponsiveGrace is how long the host waits, after the SIGKILL
+// of a command told to end, for the supervisor to say that it ended. Past
+// it the host stops the whole session sandbox itself: a command's end
+// never depends on anything inside the sandbox behaving (a supervisor
+// stopped or wedged by what runs beside it). A timed-out or cancelled
+// command so returns at most its timeout, sandbox.DefaultKillGrace and
+// this after it started.
+const sessionUnresponsiveGrace = time.Second
+
 // exec runs one command in the session and waits for it, with its own
-// timeout: on expiry its process group gets SIGTERM, then SIGKILL.
+// timeout: on expiry it gets SIGTERM, then SIGKILL (every process of its
+// Landlock domain, else its process group), and if the supervisor does
+// not report its end by sessionUnresponsiveGrace after that, the host
+// stops the session sandbox (the next command starts a new one).
 func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *sandbox.CommandResult, err error) {
 	req.Gate = k != nil
 	req.Quiet = !req.Gate && !req.Pidfd // only "exited" is waited for
@@ -167,7 +180,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
-	var kill <-chan time.Time
+	var kill, unresponsive <-chan time.Time
 	killed := false
 	for {
 		select {
@@ -213,6 +226,32 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 			kill = time.After(sandbox.DefaultKillGrace)
 		case <-kill:
 			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
+			if hostEnforcesTimeout {
+				unresponsive = time.After(sessionUnresponsiveGrace)
+			}
+		case <-unresponsive:
+			slog.Warn("local sandbox: the session's supervisor did not end a command told to end; stopping the session sandbox",
+				"pid", l.cmd.Process.Pid)
+			l.kill()
+			res := p.result(time.Since(start))
+			res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), "SIGKILL"
+			k.end(res)
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
+			}
+			res.TimedOut = true
+			return res, nil
 		}
 	}
+}
+
+// kill ends the session sandbox from the host at once, whatever runs in
+// it: SIGKILL to bwrap's (or runsc's) process group, whose end takes the
+// sandbox down (bwrap's parent-death signal on its pid 1, runsc's
+// attached sandbox), then the usual stop in the background. The next
+// command finds the session dead and starts a new one.
+func (l *liveSession) kill() {
+	l.killed.Store(true)
+	syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
+	go l.stop()
 }

@@ -55,9 +55,28 @@ const gvisorControlFD = 3
 // is attached: killed with this process (parent-death signal), its
 // sandbox goes with it. The control socket is the child's descriptor 3
 // (gVisor's wrap passes no other), donated to the supervisor.
+//
+// gVisor has no Landlock, so the supervisor tags each command's processes
+// with a supplementary group of its own instead of a domain
+// (supervisor/tag_linux.go): it gets CAP_SETGID from the spec, and
+// CAP_SYS_RESOURCE, which exempts it from the RLIMIT_NPROC its commands
+// share with it (a fork bomb would keep the Go runtime from making a
+// thread, and kill the supervisor), both in its ambient set so that the
+// network bridge's exec of it keeps them; no command keeps them.
 func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
 	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap,
-		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD), "--protocol", strconv.Itoa(supervisor.Protocol)}}
+		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD), "--protocol", strconv.Itoa(supervisor.Protocol),
+			"--group-tags", onOff(commandDomains)}}
+}
+
+// sessionCaps are the capabilities of a gVisor sandbox's first process:
+// CAP_SETGID and CAP_SYS_RESOURCE for a session's supervisor with group
+// tags, none otherwise.
+func sessionCaps(inv invocation) []string {
+	if inv.session && commandDomains {
+		return []string{"CAP_SETGID", "CAP_SYS_RESOURCE"}
+	}
+	return nil
 }
 
 // sessionEnvIso is what builds a session command's environment: the

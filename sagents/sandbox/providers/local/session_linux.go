@@ -5,7 +5,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,21 +40,22 @@ const drainAfterExit = 200 * time.Millisecond
 // liveSession is one running session sandbox: bwrap, whose command is the
 // supervisor, and the host end of its control socket.
 type liveSession struct {
-	cmd    *exec.Cmd
-	w      *wrapped
-	conn   *net.UnixConn
-	binds  []bind // what it shows besides the workspace and mounts
-	wmu    sync.Mutex
-	mu     sync.Mutex
-	next   uint64
-	waits  map[uint64]chan supervisor.Reply
-	busy   int
-	used   time.Time
-	dead   chan struct{} // closed once the supervisor is gone
-	wsDev  uint64        // the workspace directory bound at the start
+	cmd   *exec.Cmd
+	w     *wrapped
+	conn  *net.UnixConn
+	binds []bind // what it shows besides the workspace and mounts
+	wmu   sync.Mutex
+	mu    sync.Mutex
+	next  uint64
+	waits map[uint64]chan supervisor.Reply
+	busy  int
+	used  time.Time
+	dead  chan struct{} // closed once the supervisor is gone
+	// killed: the host killed it (kill), as good as dead before dead closes
+	killed atomic.Bool
+	wsDev  uint64 // the workspace directory bound at the start
 	wsIno  uint64
-	log    string // session.log, and where this session's output starts in it
-	logOff int64
+	log    *sessionLog // what bwrap and the supervisor write, on its way to session.log
 	once   sync.Once
 }
 
@@ -115,7 +116,7 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 		missing := missingBinds(l.binds, need)
 		slot.extra = appendMissing(slot.extra, missing...)
 		select {
-		case <-l.dead:
+		case <-l.gone():
 			l.stop()
 			slot.live = nil
 		default:
@@ -217,8 +218,29 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	// One P: the supervisor only waits on its socket and its children,
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
-	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap,
-		argv: []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol)}}
+	argv := []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol),
+		"--domains", onOff(commandDomains)}
+	if s.limits.Pids > 0 {
+		argv = append(argv, "--nproc", strconv.Itoa(s.limits.Pids))
+	}
+	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap, argv: argv}
+}
+
+// sessionTaskReserve is how many tasks (threads) a bwrap session
+// sandbox's supervisor may have beyond the pids limit of its commands:
+// its RLIMIT_NPROC and the sandbox's pids cgroup are that much above the
+// limit, and each command gets the limit itself (supervisor --nproc). The
+// supervisor makes a thread for each command's Landlock domain, and the Go
+// runtime dies when it cannot make one: a fork bomb left by one command
+// must not take the supervisor down with it.
+// A red-team test's control sets it to 0.
+var sessionTaskReserve = 64
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // startSession starts the session sandbox of this sandbox's isolation,
@@ -293,15 +315,14 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 			break
 		}
 	}
-	logf, err := os.OpenFile(filepath.Join(s.runtimeDir, "session.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	log, err := openSessionLog(filepath.Join(s.runtimeDir, "session.log"))
 	if err != nil {
 		closeFiles(w.extraFiles)
 		w.done()
-		return nil, fmt.Errorf("local: session log: %w", err)
+		return nil, err
 	}
-	defer logf.Close()
-	logOff, _ := logf.Seek(0, io.SeekEnd)
-	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: logf, Stderr: logf, ExtraFiles: files}
+	defer log.w.Close()
+	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: log.w, Stderr: log.w, ExtraFiles: files}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
 	if w.start != nil {
@@ -311,9 +332,11 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	}
 	closeFiles(w.extraFiles)
 	if err != nil {
+		log.abandon()
 		w.done()
 		return nil, fmt.Errorf("local: start %s: %w", sl.what, err)
 	}
+	log.start()
 	kill := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
@@ -328,7 +351,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 		kill()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
-	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(), log: logf.Name(), logOff: logOff,
+	l := &liveSession{cmd: cmd, w: w, conn: c.(*net.UnixConn), binds: binds, used: time.Now(), log: log,
 		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{})}
 	l.wsDev, l.wsIno, _ = workspaceID(s)
 	go l.read()
@@ -373,12 +396,24 @@ func (s *Sandbox) SessionPID() int {
 		return 0
 	}
 	select {
-	case <-s.sess.live.dead:
+	case <-s.sess.live.gone():
 		return 0
 	default:
 		return s.sess.live.cmd.Process.Pid
 	}
 }
+
+// gone is closed once the session sandbox is dead, or at once when the
+// host killed it.
+func (l *liveSession) gone() <-chan struct{} {
+	if l.killed.Load() {
+		return closed
+	}
+	return l.dead
+}
+
+// closed is a closed channel.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // dropSession stops the running session sandbox; the next command starts
 // a new one.

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
@@ -69,16 +67,4 @@ func (l *liveSession) pong() error {
 
 // logTail is the last line the session wrote to session.log (the
 // supervisor's stderr), as ` ("...")`, or "" when it wrote none.
-func (l *liveSession) logTail() string {
-	f, err := os.Open(l.log)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(io.NewSectionReader(f, l.logOff, 1<<20), 1<<16))
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if last := lines[len(lines)-1]; last != "" {
-		return fmt.Sprintf(" (%q)", last)
-	}
-	return ""
-}
+func (l *liveSession) logTail() string { return l.log.tail() }

@@ -19,8 +19,10 @@ import (
 )
 
 // TestSessionEscapeSuite runs the escape suite against commands forked by
-// a session sandbox's supervisor. "kill every process it can see" kills
-// the supervisor too, so the cases after it run in a restarted session.
+// a session sandbox's supervisor. "kill every process it can see" may
+// kill the supervisor (under gVisor: under bwrap it is pid 1 and outside
+// the command's Landlock domain), and then the cases after it run in a
+// restarted session.
 func TestSessionEscapeSuite(t *testing.T) {
 	t.Setenv("SAGE_ESCAPE_SECRET", "hunter2")
 	w := newEscapeWorld(t)

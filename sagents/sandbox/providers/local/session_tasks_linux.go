@@ -119,12 +119,17 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 	lim := &bgLimit{done: make(chan struct{})}
 	ran := false
 	var id uint64
+	var hostPID int
+	ended := make(chan struct{}) // the task's "exited" came
 	run := func(ctx context.Context, log *os.File) (int, func() (int, string), error) {
 		ran = true
 		var pid int
 		var wait func() (int, string)
 		var err error
 		id, pid, wait, err = l.startTask(ctx, req, log, k, !byID)
+		if !byID {
+			hostPID = pid
+		}
 		if err != nil {
 			k.release()
 			l.idle()
@@ -133,6 +138,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 		return pid, func() (int, string) {
 			defer l.idle()
 			code, sig := wait()
+			close(ended)
 			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}
 			k.end(res)
 			k.release()
@@ -141,12 +147,25 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 			return code, sig
 		}, nil
 	}
-	// Without a Signal, KillBackground signals the task's process group
-	// by its host pid.
-	launch := sandbox.Launch{Run: run}
-	if byID {
-		launch.Signal = func(sig syscall.Signal) { l.send(supervisor.Request{Op: "signal", ID: id, Sig: int(sig)}) }
-	}
+	// KillBackground signals the task through the supervisor, by its
+	// command id: SIGTERM and SIGKILL reach every process of its Landlock
+	// domain or group tag, wherever it moved. Under bwrap, a SIGKILL the
+	// task has not died of within sessionUnresponsiveGrace is sent to its
+	// process group by its host pid from here as well, which needs nothing
+	// inside to behave (not at once: the supervisor must see the task told
+	// to end before its leader dies, or it would keep the rest).
+	launch := sandbox.Launch{Run: run, Signal: func(sig syscall.Signal) {
+		l.send(supervisor.Request{Op: "signal", ID: id, Sig: int(sig)})
+		if !byID && hostPID > 0 && sig == syscall.SIGKILL {
+			time.AfterFunc(sessionUnresponsiveGrace, func() {
+				select {
+				case <-ended:
+				default:
+					syscall.Kill(-hostPID, syscall.SIGKILL)
+				}
+			})
+		}
+	}}
 	task, err := s.Background.Start(ctx, launch)
 	if err != nil {
 		if !ran {

@@ -108,7 +108,7 @@ func TestSessionPythonAndJavaScriptShareTheSession(t *testing.T) {
 	require.True(t, res.Success, res.Stderr)
 	sleeper := strings.TrimSpace(res.Stdout)
 
-	pres, err := s.ExecutePython(ctx, "import os\nprint(open('/tmp/shared').read().strip())\nos.kill("+sleeper+", 0)\nopen('/tmp/from-py','w').write('py')",
+	pres, err := s.ExecutePython(ctx, "import os\nprint(open('/tmp/shared').read().strip())\nopen('/proc/"+sleeper+"/cmdline').read()\nopen('/tmp/from-py','w').write('py')",
 		sandbox.PythonOptions{Requirements: []string{"pip"}, ExecOptions: sandbox.ExecOptions{Env: noFetch}}) // a venv is made, nothing new bound
 	require.NoError(t, err)
 	assert.Equal(t, "from-shell\n", pres.Stdout, "python sees the session's /tmp and processes: %s", pres.Stderr)

@@ -330,21 +330,26 @@ func TestLimitMemoryCountsEveryProcessAndSharedMemory(t *testing.T) {
 // A session whose /tmp and /dev/shm are full stays a working machine:
 // files in memory, which killing their writer does not free, leave room
 // for the session's own processes, so the OOM killer never has to take
-// its supervisor (that ended the session, /tmp and all; the tests'
-// supervisor, this race-instrumented program re-executed, is large
-// enough to be its pick). Three rounds: filled again, then used.
+// its supervisor (that ended the session, /tmp and all). Three rounds:
+// filled again, then used. The session runs cmd/sage-supervisor, as
+// bin/sage does: this test program re-executed as the supervisor is 22 MB
+// under -race (7 MB without), more than the 16 MB the full tmpfs spare,
+// and any thread more it makes tips the session into its OOM killer.
 func TestLimitMemorySessionSurvivesFullTmpfs(t *testing.T) {
-	s := newLimited(t, "memory", func(c *sandbox.Config) { c.Local.MemoryLimitMB = 64 })
-	if s == nil {
+	mutate := func(c *sandbox.Config) { c.Local.MemoryLimitMB = 64 }
+	if newLimited(t, "memory", mutate) == nil {
 		return
 	}
+	sup, err := testenv.SupervisorBinary()
+	require.NoError(t, err)
+	s := newSession(t, local.SessionOptions{Supervisor: sup}, mutate)
 	fill := `cat /dev/zero > /tmp/fill; cat /dev/zero > /dev/shm/fill; du -m /tmp/fill /dev/shm/fill`
 	for i := range 3 {
-		res, err := s.ExecuteCommand(t.Context(), fill, sandbox.ExecOptions{Timeout: time.Minute})
+		res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: fill, ExecOptions: sandbox.ExecOptions{Timeout: time.Minute}})
 		require.NoError(t, err, "round %d: the session ended while /tmp filled", i)
 		assert.Contains(t, res.Stderr, "No space left on device", "round %d: the tmpfs bounds stop the writes: %+v", i, res)
 		assert.Equal(t, "32\t/tmp/fill\n16\t/dev/shm/fill\n", res.Stdout, "round %d: /tmp is half of 64 MB, /dev/shm a quarter", i)
-		res, err = s.ExecuteCommand(t.Context(), "echo up; ls /tmp /dev/shm", sandbox.ExecOptions{Timeout: time.Minute})
+		res, err = s.Exec(t.Context(), sandbox.ExecSpec{Command: "echo up; ls /tmp /dev/shm", ExecOptions: sandbox.ExecOptions{Timeout: time.Minute}})
 		require.NoError(t, err, "round %d: the session ended", i)
 		assert.True(t, res.Success, "round %d: %+v", i, res)
 		assert.False(t, res.SessionRestarted, "round %d: the full tmpfs cost the session its supervisor", i)

@@ -22,8 +22,14 @@
 // command to the host directly, never through the supervisor. The
 // supervisor starts each command in its own process group and answers
 // with Reply messages: "started" with its pid, then "exited" with its
-// status. A "signal" request signals one command's
-// process group, never anything else. When the host end closes, the
-// supervisor kills every command it started and exits, which ends the
-// sandbox (bwrap's pid namespace takes the rest down).
+// status. Each command also runs in a Landlock domain of its own
+// (domain_linux.go; under gVisor, which has no Landlock, its processes
+// carry a group tag of its own: tag_linux.go), so that no command can
+// signal or trace the supervisor or another command, and so that a
+// "signal" request that ends a command (SIGTERM, SIGKILL) reaches every
+// process it started, wherever it moved; any other signal goes to its
+// process group. Nothing else is ever signalled. When the host end
+// closes, the supervisor kills every command it started and exits, which
+// ends the sandbox (it is the sandbox's pid 1 under bwrap: its pid
+// namespace takes the rest down).
 package supervisor

@@ -113,21 +113,33 @@ func (r *reaper) reapExited() (handed bool) {
 // once the leader of a command told to end has exited, SIGKILL is sent
 // to what is left of its group until it is empty (killGroup, in exec's
 // wait).
+//
+// A command in a Landlock domain (domain_linux.go) or with a group tag
+// (tag_linux.go) told to end gets the signal in every process of its
+// set instead, wherever it moved (another session or process group);
+// once its leader exited, what is left of its set is killed. Other
+// signals go to its process group.
 func (s *server) signal(req Request) {
 	if req.Sig <= 0 || req.Sig >= 65 {
 		return
 	}
 	sig := syscall.Signal(req.Sig)
+	end := sig == syscall.SIGTERM || sig == syscall.SIGKILL
 	s.mu.Lock()
 	pgid, ok := s.pgid[req.ID]
-	if ok && (sig == syscall.SIGTERM || sig == syscall.SIGKILL) {
+	set := s.set[req.ID]
+	if ok && end {
 		s.ending[req.ID] = true
 	}
 	s.mu.Unlock()
-	if !ok {
-		return
+	switch {
+	case !ok:
+	case end && set != nil:
+		set.signal(sig)
+		syscall.Kill(-pgid, sig) // and the group: what was forked meanwhile
+	default:
+		syscall.Kill(-pgid, sig)
 	}
-	syscall.Kill(-pgid, sig)
 }
 
 // killGroup sends SIGKILL to process group pgid until no process is left
@@ -145,7 +157,10 @@ func killGroup(pgid int) {
 func (s *server) killAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, pg := range s.pgid {
+	for id, pg := range s.pgid {
 		syscall.Kill(-pg, syscall.SIGKILL)
+		if set := s.set[id]; set != nil {
+			set.signal(syscall.SIGKILL)
+		}
 	}
 }

@@ -35,11 +35,11 @@ func init() {
 // host's own Protocol: one built from other sources, stale or not a
 // supervisor at all, is refused. Raise it with every change a supervisor
 // of the previous version would misread.
-const Protocol = 4
+const Protocol = 5
 
 // served is the Protocol this build answers with, as a string constant
 // so that a test can build a stale supervisor (-ldflags -X).
-var served = "4"
+var served = "5"
 
 // Limits of the control channel: a message and the descriptors it carries.
 const (
@@ -105,8 +105,29 @@ type server struct {
 	reap reaper
 	// ending marks the running commands told to end (SIGTERM or SIGKILL)
 	// or asked so (GroupDies): when their leader exits, the rest of their
-	// group is killed.
+	// group (their domain, when they have one) is killed.
 	ending map[uint64]bool
+	// rules is the Landlock ruleset of the commands' domains, -1 for
+	// none (domain_linux.go); tags, when there is none, tags each
+	// command's processes with a group of its own (tag_linux.go); set
+	// holds the running commands' domains or tags.
+	rules int
+	spare chan *domain // a domain made ahead for the next command (takeDomain)
+	tags  bool
+	set   map[uint64]commandSet
+	// nproc, when set, is every command's RLIMIT_NPROC: the host gave
+	// the supervisor itself more (--nproc), for the threads it makes.
+	// noPtrace: a command cannot be held at its exec (ptrace refused).
+	nproc    int
+	noPtrace bool
+}
+
+// commandSet is every process of one command, wherever it moved: its
+// Landlock domain or its group tag.
+type commandSet interface {
+	signal(syscall.Signal) // every process of the set
+	kill()                 // SIGKILL until none is left alive
+	leave()                // the command ended: release the set
 }
 
 // Main serves the control socket given as --fd N and returns the exit
@@ -116,8 +137,14 @@ type server struct {
 // host's Protocol: a supervisor of another version refuses to serve
 // (and one older than the flag fails on it), so a request the host sends
 // before the first pong never reaches a supervisor that would misread it.
+// --domains on|off puts each command in a Landlock domain of its own
+// where the kernel scopes signals (on, the default; domain_linux.go);
+// --group-tags on|off, where there are no domains (gVisor), tags each
+// command's processes with a group of its own (off, the default;
+// tag_linux.go). --nproc N sets every command's RLIMIT_NPROC to N (the
+// host gives the supervisor more, for its threads).
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V]\n"
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off] [--group-tags on|off] [--nproc N]\n"
 	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
@@ -127,8 +154,19 @@ func Main(args []string) int {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
+	domains, tags, nproc := true, false, 0
 	for i := 2; i < len(args); i += 2 {
 		switch v := args[i+1]; args[i] {
+		case "--domains", "--group-tags":
+			if v != "on" && v != "off" {
+				os.Stderr.WriteString(Name + ": " + args[i] + " wants on or off, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			if args[i] == "--domains" {
+				domains = v == "on"
+			} else {
+				tags = v == "on"
+			}
 		case "--umask":
 			mask, err := strconv.ParseUint(v, 8, 32)
 			if err != nil || mask > 0o777 {
@@ -136,6 +174,13 @@ func Main(args []string) int {
 				return ExitFailed
 			}
 			syscall.Umask(int(mask))
+		case "--nproc":
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				os.Stderr.WriteString(Name + ": --nproc wants a count of processes, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			nproc = n
 		case "--protocol":
 			if v != served {
 				os.Stderr.WriteString(Name + ": the host speaks protocol " + v + ", this build " + served +
@@ -155,7 +200,20 @@ func Main(args []string) int {
 		return ExitFailed
 	}
 	prctl(prSetChildSubreaper, 1)
-	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}, ending: map[uint64]bool{}}
+	s := &server{fd: fd, pgid: map[uint64]int{}, gate: map[uint64]*os.File{}, ending: map[uint64]bool{},
+		rules: -1, set: map[uint64]commandSet{}, nproc: nproc}
+	if domains {
+		s.rules = newRuleset()
+	}
+	if s.rules >= 0 {
+		s.spare = make(chan *domain, 1)
+		go s.refill() // ready by the first command, most often
+	}
+	if tags && s.rules < 0 && !keepCapsToSelf() {
+		os.Stderr.WriteString(Name + ": --group-tags on: no CAP_SETGID to tag the commands' processes\n")
+		return ExitFailed
+	}
+	s.tags = tags && s.rules < 0
 	s.serve()
 	s.killAll()
 	return 0
@@ -278,31 +336,73 @@ func (s *server) exec(req Request, files []*os.File) {
 		attr.Files = append(attr.Files, gateR.Fd())
 	}
 	path, err := lookPath(argv[0], req.Env)
+	var d *domain
+	var set commandSet
+	switch {
+	case err != nil:
+	case s.rules >= 0:
+		if d, err = s.takeDomain(); err == nil {
+			set = d
+		}
+	case s.tags:
+		g := tagOf(req.ID)
+		attr.Sys.Credential = g.credential()
+		set = g
+	}
 	pid, pfd := 0, -1
 	var pfdErr error
 	var done <-chan syscall.WaitStatus
-	// From fork to registration with the reaper the command cannot be
-	// reaped: its pid names it while its limits are set and a pidfd is
-	// taken, even if it ends at once.
-	s.reap.mu.Lock()
-	if err == nil {
-		if pid, err = syscall.ForkExec(path, argv, attr); err != nil {
-			err = &os.PathError{Op: "fork/exec", Path: path, Err: err}
-		} else {
-			// Under memory pressure the session's commands go first, not the
-			// supervisor (raising a score needs no privilege; children inherit it).
-			os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
-			if gateW != nil && req.CPUSeconds > 0 {
-				n := uint64(req.CPUSeconds)
-				prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
-			}
-			if gateW != nil || req.Pidfd {
-				pfd, pfdErr = pidfdOpen(pid)
-			}
-			done = s.reap.track(pid)
+	fork := func() {
+		// From fork to registration with the reaper the command cannot be
+		// reaped: its pid names it while its limits are set and a pidfd is
+		// taken, even if it ends at once.
+		s.reap.mu.Lock()
+		defer s.reap.mu.Unlock()
+		// With a pids limit of the commands' own below the supervisor's, a
+		// command forked from a domain's thread (it holds the thread: the
+		// Ptrace of SysProcAttr needs that) stops at its exec, before its
+		// first instruction, to get it (releaseAtExec); where ptrace is
+		// refused (local.seccomp.deny: [ptrace]), it gets it just after.
+		attr.Sys.Ptrace = d != nil && s.nproc > 0 && !s.noPtrace
+		pid, err = syscall.ForkExec(path, argv, attr)
+		if err != nil && attr.Sys.Ptrace {
+			s.noPtrace = true // refused: not tried again
+			attr.Sys.Ptrace = false
+			pid, err = syscall.ForkExec(path, argv, attr)
 		}
+		if err != nil {
+			err = &os.PathError{Op: "fork/exec", Path: path, Err: err}
+			return
+		}
+		if s.nproc > 0 {
+			n := uint64(s.nproc)
+			prlimit(pid, rlimitNproc, &syscall.Rlimit{Cur: n, Max: n})
+			if attr.Sys.Ptrace {
+				releaseAtExec(pid)
+			}
+		}
+		// Under memory pressure the session's commands go first, not the
+		// supervisor (raising a score needs no privilege; children inherit it).
+		os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(OOMScoreAdj), 0)
+		if gateW != nil && req.CPUSeconds > 0 {
+			n := uint64(req.CPUSeconds)
+			prlimit(pid, syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: n, Max: n + 1})
+		}
+		if gateW != nil || req.Pidfd {
+			pfd, pfdErr = pidfdOpen(pid)
+		}
+		done = s.reap.track(pid)
 	}
-	s.reap.mu.Unlock()
+	switch {
+	case err != nil:
+	case d != nil: // born in its domain: forked from the domain's thread
+		d.run(fork)
+	default:
+		fork()
+	}
+	if err != nil && set != nil {
+		set.leave()
+	}
 	if err != nil {
 		code := 126
 		if errors.Is(err, os.ErrNotExist) {
@@ -317,6 +417,9 @@ func (s *server) exec(req Request, files []*os.File) {
 	}
 	s.mu.Lock()
 	s.pgid[req.ID] = pid
+	if set != nil {
+		s.set[req.ID] = set
+	}
 	if req.GroupDies {
 		s.ending[req.ID] = true
 	}
@@ -340,9 +443,17 @@ func (s *server) exec(req Request, files []*os.File) {
 		delete(s.pgid, req.ID)
 		ending := s.ending[req.ID]
 		delete(s.ending, req.ID)
+		delete(s.set, req.ID)
 		s.mu.Unlock()
-		if ending {
+		switch {
+		case ending && set != nil: // everything the command started, wherever it moved
+			syscall.Kill(-pid, syscall.SIGKILL) // its group at once, the rest by name
+			set.kill()
+		case ending:
 			killGroup(pid)
+		}
+		if set != nil {
+			set.leave()
 		}
 		r := Reply{Op: "exited", ID: req.ID, Exit: -1}
 		switch {
@@ -353,6 +464,23 @@ func (s *server) exec(req Request, files []*os.File) {
 		}
 		s.reply(r)
 	}()
+}
+
+// releaseAtExec lets a command forked with SysProcAttr.Ptrace, stopped at
+// its exec, run: it waits for the stop (the caller holds the reaper's
+// lock, so the reaper cannot take it), then detaches. A command that is
+// gone meanwhile is the reaper's to find.
+func releaseAtExec(pid int) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, wAll|syscall.WUNTRACED, nil)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if ws.Stopped() {
+		syscall.PtraceDetach(pid)
+	}
 }
 
 // lookPath finds name as the command's shell would: as given when it
@@ -380,6 +508,7 @@ func lookPath(name string, env []string) (string, error) {
 }
 
 const (
+	rlimitNproc         = 6  // RLIMIT_NPROC
 	prSetDumpable       = 4  // PR_SET_DUMPABLE
 	prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER
 	sysPidfdOpen        = 434
