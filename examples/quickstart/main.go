@@ -24,8 +24,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer rt.Close(ctx)
 	res, err := rt.Run(ctx, "Write fib.py, run it and report what it prints.")
+	rt.Close(ctx) // stops the sandbox, removes its temporary workspace, flushes the trace
 	if err != nil {
 		log.Fatal(err)
 	}
