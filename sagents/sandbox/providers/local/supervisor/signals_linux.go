@@ -126,16 +126,16 @@ func relayFilter() []sockFilter {
 		return sockFilter{code: bpfJeqK, k: k, jt: yes - at - 1, jf: no - at - 1}
 	}
 	return []sockFilter{
-		0: {code: bpfLdWAbs, k: archOff},
-		1: jeq(1, uint32(auditArch), 2, allow),
-		2: {code: bpfLdWAbs, k: nrOff},
-		3: jeq(3, uint32(sysKill), 6, 4),
-		4: jeq(4, uint32(sysRtSigqueueinfo), notify, 5),
-		5: jeq(5, sysPidfdSendSig, notify, allow),
-		6: {code: bpfLdWAbs, k: arg2Off}, // little-endian: the low half first
-		7: jeq(7, scopeMarker&0xffffffff, 8, notify),
-		8: {code: bpfLdWAbs, k: arg2Off + 4},
-		9: jeq(9, scopeMarker>>32, allow, notify),
+		0:      {code: bpfLdWAbs, k: archOff},
+		1:      jeq(1, uint32(auditArch), 2, allow),
+		2:      {code: bpfLdWAbs, k: nrOff},
+		3:      jeq(3, uint32(sysKill), 6, 4),
+		4:      jeq(4, uint32(sysRtSigqueueinfo), notify, 5),
+		5:      jeq(5, sysPidfdSendSig, notify, allow),
+		6:      {code: bpfLdWAbs, k: arg2Off}, // little-endian: the low half first
+		7:      jeq(7, scopeMarker&0xffffffff, 8, notify),
+		8:      {code: bpfLdWAbs, k: arg2Off + 4},
+		9:      jeq(9, scopeMarker>>32, allow, notify),
 		notify: {code: bpfRetK, k: seccompRetUserNotif},
 		allow:  {code: bpfRetK, k: seccompRetAllow},
 	}
