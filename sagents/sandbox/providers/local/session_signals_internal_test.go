@@ -113,6 +113,8 @@ func signalsAcross(t *testing.T, s *Sandbox) map[string]bool {
 
 	// A process an earlier command left behind (it ended on its own).
 	run(`setsid sleep 4545 > /dev/null 2>&1 & exit 0`)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && sleepCount(t, s, 4545) == 0; time.Sleep(50 * time.Millisecond) {
+	}
 	require.Equal(t, 1, sleepCount(t, s, 4545), "the earlier command's leftover runs")
 	res = run(`pkill -f '^sleep 4545$'`)
 	got["pkill -f leftover"] = res.ExitCode == 0 && waitSleeps(t, s, 4545) == 0
@@ -162,5 +164,125 @@ func TestSessionSignalsAcrossCommands(t *testing.T) {
 		}
 		own := rtRun(t, s, `sleep 4747 & kill $!; wait $!; echo $?`, sandbox.ExecOptions{})
 		assert.Equal(t, "143\n", own.Stdout, "a command signals its own child: %s", own.Stderr)
+	})
+}
+
+// pySignalSupervisor tries every way a command has to signal the
+// supervisor, pid 1 (the supervisor or the network bridge) or one of
+// their threads: kill, sigqueue (rt_sigqueueinfo), pidfd_send_signal,
+// tgkill and kill of their process group, with signal 0, SIGCONT and
+// SIGSTOP, and SIGTERM unless argv[1] is "safe". It prints "HIT how" for
+// each call that succeeded, then "done". The background task's pid is
+// in /tmp/victim.pid: the probe's control, which it must reach.
+const pySignalSupervisor = `import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sigs = [0, signal.SIGCONT, signal.SIGSTOP] + ([] if sys.argv[1] == "safe" else [signal.SIGTERM])
+def cmdline(p):
+    try:
+        return open("/proc/%d/cmdline" % p, "rb").read()
+    except OSError:
+        return b""
+targets = {1} | {int(d) for d in os.listdir("/proc") if d.isdigit() and b"sage-supervisor" in cmdline(int(d))}
+def hit(how, ok):
+    if ok:
+        print("HIT", how, flush=True)
+for p in sorted(targets):
+    tids = [int(t) for t in os.listdir("/proc/%d/task" % p)]
+    for sig in sigs:
+        for tid in tids:
+            try:
+                os.kill(tid, sig); hit("kill %d/%d %d" % (p, tid, sig), True)
+            except OSError:
+                pass
+            hit("tgkill %d/%d %d" % (p, tid, sig), libc.syscall(234, p, tid, sig) == 0)
+        hit("sigqueue %d %d" % (p, sig), libc.sigqueue(p, sig, ctypes.c_void_p(0)) == 0)
+        try:
+            fd = os.pidfd_open(p)
+            signal.pidfd_send_signal(fd, sig); hit("pidfd %d %d" % (p, sig), True)
+        except OSError:
+            pass
+        pg = os.getpgid(p)
+        if pg > 1 and pg != os.getpgid(0):  # killpg(1) is kill(-1): every process
+            try:
+                os.killpg(pg, sig); hit("killpg %d %d" % (pg, sig), True)
+            except OSError:
+                pass
+# Join pid 1's process group where it may, and signal that group (the
+# probe is in it too: it catches the signal).
+signal.signal(signal.SIGTERM, lambda *_: None)
+try:
+    os.setpgid(0, os.getpgid(1))
+    os.kill(0, signal.SIGCONT if sys.argv[1] == "safe" else signal.SIGTERM)
+except OSError:
+    pass
+victim = int(open("/tmp/victim.pid").read())
+try:
+    os.kill(victim, 0); print("REACHED", victim, flush=True)
+except OSError as e:
+    print("MISSED", victim, e, flush=True)
+print("done", flush=True)
+`
+
+// attackSignalSupervisor runs pySignalSupervisor in s, a background task
+// running, and returns the calls that reached a protected process,
+// whether the probe reached the task, and whether the session sandbox
+// then still served the same way (not restarted, pid 1 not stopped).
+func attackSignalSupervisor(t *testing.T, s *Sandbox, mode string) (hits []string, reached, served bool) {
+	t.Helper()
+	bgTask(t, s, `echo $$ > /tmp/victim.pid; echo ready; exec sleep 4848`)
+	res := attackRun(t, s, "python3 - "+mode, pySignalSupervisor, sandbox.ExecOptions{})
+	require.Contains(t, res.Stdout, "done", "the probe did not run: %s %s", res.Stdout, res.Stderr)
+	for _, line := range strings.Split(res.Stdout, "\n") {
+		if strings.HasPrefix(line, "HIT ") {
+			hits = append(hits, line)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // a SIGTERM that got through has ended the supervisor by now
+	next := rtRun(t, s, `grep '^State:' /proc/1/status; for p in /proc/[0-9]*; do grep -q sage-supervisor $p/cmdline 2>/dev/null && grep '^State:' $p/status; done; echo served`, sandbox.ExecOptions{})
+	served = strings.HasSuffix(next.Stdout, "served\n") && !next.SessionRestarted && !strings.Contains(next.Stdout, "stopped")
+	t.Logf("%d hits; after: restarted %v, %q", len(hits), next.SessionRestarted, next.Stdout)
+	return hits, strings.Contains(res.Stdout, "REACHED"), served
+}
+
+// TestRedTeamSessionSignalsSpareTheSupervisor: with commands signalling
+// each other's processes, no command signals the supervisor, pid 1 or
+// any of their threads, by any system call or through their process
+// group: each call fails (EPERM), the session sandbox serves on, its
+// supervisor not stopped; a background task's process the same probe
+// reaches. Under gVisor (no Landlock, no relay) pid 1 is the supervisor,
+// which the kernel spares SIGKILL and SIGSTOP only; there the test
+// checks that the session still serves.
+//
+// Control: with a relay that does not refuse them (--signals
+// unguarded), the same probe reaches them, in the safe mode (no SIGTERM).
+func TestRedTeamSessionSignalsSpareTheSupervisor(t *testing.T) {
+	t.Run("bwrap", func(t *testing.T) {
+		requireSignalScopes(t)
+		hits, reached, served := attackSignalSupervisor(t, attackSession(t, "", nil), "all")
+		assert.Empty(t, hits, "a command signalled the supervisor or pid 1")
+		assert.True(t, reached, "control: the probe signals a background task's process")
+		assert.True(t, served, "the session sandbox did not serve on")
+	})
+	t.Run("bwrap with the network bridge as pid 1", func(t *testing.T) {
+		requireSignalScopes(t)
+		s := attackSession(t, "", func(c *sandbox.Config) { c.Local.Network = sandbox.NetworkAllowlist })
+		hits, reached, served := attackSignalSupervisor(t, s, "all")
+		assert.Empty(t, hits, "a command signalled the supervisor or the bridge")
+		assert.True(t, reached, "control: the probe signals a background task's process")
+		assert.True(t, served, "the session sandbox did not serve on")
+	})
+	t.Run("gvisor", func(t *testing.T) {
+		requireGvisorInternal(t)
+		_, reached, served := attackSignalSupervisor(t, attackSession(t, sandbox.IsolationGvisor, nil), "safe")
+		assert.True(t, reached, "control: the probe signals a background task's process")
+		assert.True(t, served, "the session sandbox did not serve on")
+	})
+	t.Run("control", func(t *testing.T) {
+		requireSignalScopes(t)
+		commandSignals = "unguarded"
+		t.Cleanup(func() { commandSignals = "on" })
+		hits, reached, _ := attackSignalSupervisor(t, attackSession(t, "", nil), "safe")
+		assert.NotEmpty(t, hits, "an unguarded relay signals the supervisor: the test does not see it")
+		assert.True(t, reached)
 	})
 }

@@ -84,12 +84,13 @@ func newRuleset() int {
 // the functions sent to it.
 type domain struct {
 	work chan func()
+	r    *relay // nil: no relay (its scopedKill is a plain kill then)
 }
 
 // enterDomain starts a thread in a new domain of ruleset rules, under
 // the relay's filter when there is a relay (signals_linux.go).
 func enterDomain(rules int, r *relay) (*domain, error) {
-	d := &domain{work: make(chan func())}
+	d := &domain{work: make(chan func()), r: r}
 	entered := make(chan error, 1)
 	listener := -1
 	OffMainThread(func() {
@@ -162,7 +163,7 @@ func (d *domain) leave() { close(d.work) }
 // signal sends sig to every process of the domain (kill(-1) reaches no
 // other: signals are scoped; nor this process or pid 1). Its kills pass
 // the relay's filter (scopedKill): the kernel scopes them.
-func (d *domain) signal(sig syscall.Signal) { d.run(func() { scopedKill(-1, sig) }) }
+func (d *domain) signal(sig syscall.Signal) { d.run(func() { d.r.scopedKill(-1, sig) }) }
 
 // kill sends SIGKILL to the domain's processes until none is left alive,
 // for at most about two seconds (a fork bomb's children may be born
@@ -171,7 +172,7 @@ func (d *domain) signal(sig syscall.Signal) { d.run(func() { scopedKill(-1, sig)
 func (d *domain) kill() {
 	d.run(func() {
 		for range 1000 {
-			scopedKill(-1, syscall.SIGKILL)
+			d.r.scopedKill(-1, syscall.SIGKILL)
 			if !d.anyAlive() {
 				return
 			}
@@ -194,7 +195,7 @@ func (d *domain) anyAlive() bool {
 	self := os.Getpid()
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
-		if err != nil || pid == self || scopedKill(pid, 0) != nil {
+		if err != nil || pid == self || d.r.scopedKill(pid, 0) != nil {
 			continue
 		}
 		if !zombie(pid) {

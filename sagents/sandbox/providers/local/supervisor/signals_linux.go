@@ -33,18 +33,24 @@ import (
 // (SECCOMP_IOCTL_NOTIF_ID_VALID), so what it read of the caller (its
 // status, its memory, its descriptor) was the caller's.
 //
-// Thread-directed signals (tkill, tgkill, rt_tgsigqueueinfo: raise,
-// pthread_kill, the Go runtime's preemption) are left to the kernel and
-// so stay within the command's domain: they are frequent, and no shell
-// or kill tool sends them to another process. ptrace is untouched:
-// scoped by the domains.
+// Thread-directed signals (tgkill, rt_tgsigqueueinfo: raise,
+// pthread_kill, the Go runtime's preemption) are frequent and no shell or
+// kill tool sends them to another process: the filter passes them to the
+// kernel, which scopes them to the command's domain, except those aimed
+// at pid 1's or the supervisor's threads, which it refuses (EPERM) at
+// once. The thread of the supervisor that forked the command is in the
+// command's domain (domain_linux.go): without the filter's and the
+// relay's check on every way to name it (kill, sigqueue and tkill of its
+// thread id, a pidfd of it), a command could end the supervisor with a
+// SIGTERM to that thread. tkill, rare, goes to the relay. ptrace is
+// untouched: scoped by the domains, and the supervisor is not dumpable.
 //
 // A domain's thread itself ends its command with kill(-1) (domain.signal,
-// domain.kill), which Landlock scopes to the domain: it passes a marker
-// in kill's unused third argument that the filter lets through to the
-// kernel. A command that passes the marker too gets the kernel's answer
-// under its own domain, as without the relay. So the host's timeouts
-// never wait on the relay.
+// domain.kill), which Landlock scopes to the domain: it passes a random
+// marker, the relay's secret, in kill's unused third argument, which the
+// filter lets through to the kernel. No command can read it (it is in the
+// kernel's filter and in the memory and registers of the supervisor, not
+// dumpable). So the host's timeouts never wait on the relay.
 //
 // The supervisor reads the notifications of every command on one thread
 // (one epoll set over the listeners), and closes a command's listener
@@ -56,6 +62,7 @@ const (
 	seccompFlagNewListener = 1 << 3
 	seccompRetAllow        = 0x7fff0000
 	seccompRetUserNotif    = 0x7fc00000
+	seccompRetErrno        = 0x00050000
 	notifFlagContinue      = 1 // SECCOMP_USER_NOTIF_FLAG_CONTINUE
 	ioctlNotifRecv         = 0xc0502100
 	ioctlNotifSend         = 0xc0182101
@@ -63,22 +70,25 @@ const (
 
 	bpfLdWAbs = 0x20 // BPF_LD | BPF_W | BPF_ABS
 	bpfJeqK   = 0x15 // BPF_JMP | BPF_JEQ | BPF_K
+	bpfJgeK   = 0x35 // BPF_JMP | BPF_JGE | BPF_K
 	bpfRetK   = 0x06 // BPF_RET | BPF_K
 
 	sysPidfdGetfd   = 438
 	sysPidfdSendSig = 424
-	pidfdThread     = 0o200 // PIDFD_THREAD (O_EXCL), in a pidfd's flags
 )
-
-// scopeMarker, as kill's third argument, sends the call to the kernel
-// unrelayed (the domain's own kills).
-const scopeMarker = 0x5341474553494721
 
 // scopedKill is kill(pid, sig) as the kernel does it for the calling
 // thread, past the relay's filter: Landlock scopes it to the thread's
-// domain.
-func scopedKill(pid int, sig syscall.Signal) error {
-	if _, _, e := syscall.Syscall6(syscall.SYS_KILL, uintptr(pid), uintptr(sig), scopeMarker, 0, 0, 0); e != 0 {
+// domain. The marker, kill's third argument, is the relay's secret
+// (relay.marker, random): a command that guessed it would reach the
+// kernel with a kill of its own domain's processes and of the
+// supervisor's thread in its domain, which no command may signal.
+func (r *relay) scopedKill(pid int, sig syscall.Signal) error {
+	var marker uintptr
+	if r != nil {
+		marker = uintptr(r.marker)
+	}
+	if _, _, e := syscall.Syscall6(syscall.SYS_KILL, uintptr(pid), uintptr(sig), marker, 0, 0, 0); e != 0 {
 		return e
 	}
 	return nil
@@ -115,30 +125,77 @@ type seccompResp struct {
 }
 
 // relayFilter is the filter every command of a relaying supervisor runs
-// under: kill (without the marker), rt_sigqueueinfo and
-// pidfd_send_signal of this architecture notify the supervisor; every
-// other call, and every call of another architecture's calling
-// convention (x32, i386), goes on to the kernel.
-func relayFilter() []sockFilter {
-	const nrOff, archOff, arg2Off = 0, 4, 16 + 2*8
-	const allow, notify = 11, 10 // instruction indexes
-	jeq := func(at uint8, k uint32, yes, no uint8) sockFilter {
-		return sockFilter{code: bpfJeqK, k: k, jt: yes - at - 1, jf: no - at - 1}
+// under, for the supervisor self with the secret marker:
+//
+//   - kill (without the marker), rt_sigqueueinfo, pidfd_send_signal and
+//     tkill notify the supervisor;
+//   - tgkill and rt_tgsigqueueinfo (thread-directed: raise, pthread_kill,
+//     the Go runtime) go on to the kernel, which scopes them to the
+//     command's domain, unless their process is pid 1 or self: EPERM.
+//     The supervisor's thread that forked the command is in its domain
+//     (domain_linux.go), and no signal may reach it;
+//   - a call made through another ABI (int 0x80 or x32 on x86_64,
+//     AArch32 on arm64) fails with EPERM, as the sandbox's own filter
+//     has it (package seccomp): its numbers are not this table's;
+//   - every other call goes on to the kernel.
+func relayFilter(self int, marker uint64) []sockFilter {
+	const nrOff, archOff, arg0Off, arg2Off = 0, 4, 16, 16 + 2*8
+	const (
+		lNotify = iota + 1
+		lDeny
+		lAllow
+		lKill
+		lThread
+		lMarkerHigh
+	)
+	var prog []sockFilter
+	labels := map[int]int{}
+	type fix struct{ at, yes, no int }
+	var fixes []fix
+	ins := func(code uint16, k uint32) { prog = append(prog, sockFilter{code: code, k: k}) }
+	jump := func(code uint16, k uint32, yes, no int) { // yes, no: labels, 0 for the next instruction
+		fixes = append(fixes, fix{len(prog), yes, no})
+		ins(code, k)
 	}
-	return []sockFilter{
-		0:      {code: bpfLdWAbs, k: archOff},
-		1:      jeq(1, uint32(auditArch), 2, allow),
-		2:      {code: bpfLdWAbs, k: nrOff},
-		3:      jeq(3, uint32(sysKill), 6, 4),
-		4:      jeq(4, uint32(sysRtSigqueueinfo), notify, 5),
-		5:      jeq(5, sysPidfdSendSig, notify, allow),
-		6:      {code: bpfLdWAbs, k: arg2Off}, // little-endian: the low half first
-		7:      jeq(7, scopeMarker&0xffffffff, 8, notify),
-		8:      {code: bpfLdWAbs, k: arg2Off + 4},
-		9:      jeq(9, scopeMarker>>32, allow, notify),
-		notify: {code: bpfRetK, k: seccompRetUserNotif},
-		allow:  {code: bpfRetK, k: seccompRetAllow},
+	label := func(l int) { labels[l] = len(prog) }
+	ins(bpfLdWAbs, archOff)
+	jump(bpfJeqK, uint32(auditArch), 0, lDeny)
+	ins(bpfLdWAbs, nrOff)
+	if x32Bit != 0 {
+		jump(bpfJgeK, x32Bit, lDeny, 0)
 	}
+	jump(bpfJeqK, uint32(sysKill), lKill, 0)
+	jump(bpfJeqK, uint32(sysRtSigqueueinfo), lNotify, 0)
+	jump(bpfJeqK, sysPidfdSendSig, lNotify, 0)
+	jump(bpfJeqK, uint32(sysTkill), lNotify, 0)
+	jump(bpfJeqK, uint32(sysTgkill), lThread, 0)
+	jump(bpfJeqK, uint32(sysRtTgsigqueueinfo), lThread, lAllow)
+	label(lKill)
+	ins(bpfLdWAbs, arg2Off) // little-endian: the low half first
+	jump(bpfJeqK, uint32(marker), lMarkerHigh, lNotify)
+	label(lMarkerHigh)
+	ins(bpfLdWAbs, arg2Off+4)
+	jump(bpfJeqK, uint32(marker>>32), lAllow, lNotify)
+	label(lThread)
+	ins(bpfLdWAbs, arg0Off) // a pid_t: the low half
+	jump(bpfJeqK, 1, lDeny, 0)
+	jump(bpfJeqK, uint32(self), lDeny, lAllow)
+	label(lNotify)
+	ins(bpfRetK, seccompRetUserNotif)
+	label(lDeny)
+	ins(bpfRetK, seccompRetErrno|uint32(syscall.EPERM))
+	label(lAllow)
+	ins(bpfRetK, seccompRetAllow)
+	for _, f := range fixes {
+		to := func(l int) uint8 {
+			if l == 0 {
+				return 0
+			}
+			return uint8(labels[l] - f.at - 1)
+		}
+		prog[f.at].jt, prog[f.at].jf = to(f.yes), to(f.no)
+	}
+	return prog
 }
 
 // relay answers the signal calls of the commands (see the top of this
@@ -146,9 +203,10 @@ func relayFilter() []sockFilter {
 type relay struct {
 	// guard refuses the supervisor and pid 1 as targets; off only in a
 	// test's control (--signals unguarded), to prove the tests see it.
-	guard bool
-	self  int // the supervisor's pid
-	prog  []sockFilter
+	guard  bool
+	self   int    // the supervisor's pid
+	marker uint64 // the domains' own kills (scopedKill): random
+	prog   []sockFilter
 
 	once sync.Once
 	ep   int
@@ -159,7 +217,12 @@ func newRelay(guard bool) *relay {
 	if sysKill < 0 {
 		return nil // an architecture the filter does not know
 	}
-	return &relay{guard: guard, self: os.Getpid(), prog: relayFilter(), ep: -1}
+	r := &relay{guard: guard, self: os.Getpid(), ep: -1}
+	if randomMarker(&r.marker) != nil {
+		return nil
+	}
+	r.prog = relayFilter(r.self, r.marker)
+	return r
 }
 
 // install puts the relay's filter on the calling thread (a domain's,
@@ -219,6 +282,22 @@ func (r *relay) serve() {
 	}
 }
 
+// randomMarker fills m from the kernel's random pool (getrandom).
+func randomMarker(m *uint64) error {
+	for {
+		n, _, e := syscall.Syscall(uintptr(sysGetrandom), uintptr(unsafe.Pointer(m)), 8, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		if n == 8 && *m != 0 {
+			return nil
+		}
+	}
+}
+
 func ioctl(fd int, req uintptr, arg unsafe.Pointer) syscall.Errno {
 	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
 	return e
@@ -260,18 +339,23 @@ func (c *call) valid() bool {
 }
 
 // decide carries out the call, returning its errno, or cont: let the
-// kernel carry it out for the caller.
+// kernel carry it out for the caller. The kernel gets only what cannot
+// reach a thread of the supervisor: the caller's own process, a call that
+// fails anyway, a pid namespace below this one.
 func (c *call) decide() (e syscall.Errno, cont bool) {
 	st, ok := readStatus(int(c.n.pid))
-	if !ok || st.nested {
-		// Gone, or in a pid namespace of its own: pids it names are not
-		// this namespace's.
+	if !ok {
+		return syscall.ESRCH, false // the caller is gone
+	}
+	if st.nested {
+		// In a pid namespace of its own, which holds only its
+		// descendants: the pids it names are not this namespace's.
 		return 0, true
 	}
 	c.caller = st.tgid
 	sig := int(int32(c.n.args[1]))
 	if sig < 0 || sig > 64 {
-		return 0, true // EINVAL, from the kernel
+		return syscall.EINVAL, false
 	}
 	switch c.n.nr {
 	case sysKill:
@@ -283,30 +367,43 @@ func (c *call) decide() (e syscall.Errno, cont bool) {
 		case pid == 0:
 			pgid, err := syscall.Getpgid(c.caller)
 			if err != nil {
-				return 0, true
+				return syscall.ESRCH, false
 			}
 			return c.group(pgid, sig), false
 		case pid == -1:
 			return c.everyone(sig), false
 		case pid == -1<<31:
-			return 0, true // ESRCH, from the kernel
+			return syscall.ESRCH, false
 		default:
 			return c.group(-pid, sig), false
 		}
 	case sysRtSigqueueinfo:
 		pid := int(int32(c.n.args[0]))
-		if pid <= 0 || pid == c.caller {
-			return 0, true
+		if pid <= 0 {
+			return syscall.ESRCH, false
 		}
 		info, ok := c.siginfo(c.n.args[2], sig)
 		if !ok {
-			return 0, true // EFAULT, from the kernel
+			return syscall.EFAULT, false
 		}
 		return c.process(pid, sig, info), false
+	case sysTkill:
+		// Thread-directed: the kernel scopes it to the caller's domain,
+		// where the only thread of the supervisor is the one that forked
+		// the command.
+		tid := int(int32(c.n.args[0]))
+		t, ok := readStatus(tid)
+		switch {
+		case tid <= 0 || !ok:
+			return syscall.ESRCH, false
+		case c.r.protected(t.tgid):
+			return syscall.EPERM, false
+		}
+		return 0, true
 	case sysPidfdSendSig:
-		return c.pidfd(sig)
+		return c.pidfd(sig), false
 	}
-	return 0, true
+	return syscall.ENOSYS, false
 }
 
 // siginfo reads the caller's siginfo_t at addr, its signal number set
@@ -349,7 +446,7 @@ func (c *call) process(pid, sig int, info *[128]byte) syscall.Errno {
 	if !c.valid() {
 		return syscall.ESRCH
 	}
-	return pidfdSend(pfd, sig, info)
+	return pidfdSend(pfd, sig, info, 0)
 }
 
 // group signals process group pgid. The kernel does it at once (no
@@ -406,7 +503,7 @@ func (c *call) each(sig int, match func(pid int, st status) bool) syscall.Errno 
 		if err != nil {
 			continue
 		}
-		if e := pidfdSend(pfd, sig, nil); e == 0 {
+		if e := pidfdSend(pfd, sig, nil, 0); e == 0 {
 			sent = true
 		} else if e != syscall.EPERM || last == syscall.ESRCH {
 			last = e
@@ -419,48 +516,69 @@ func (c *call) each(sig int, match func(pid int, st status) bool) syscall.Errno 
 	return last
 }
 
+// pidfd_send_signal's flags (linux/pidfd.h).
+const (
+	pidfdSignalThread       = 1 << 0
+	pidfdSignalThreadGroup  = 1 << 1
+	pidfdSignalProcessGroup = 1 << 2
+)
+
 // pidfd is pidfd_send_signal(pidfd, sig, info, flags): the caller's
-// pidfd, taken (pidfd_getfd), names the target. Flags, a thread's
-// pidfd, or a pidfd the relay cannot take go to the kernel.
-func (c *call) pidfd(sig int) (syscall.Errno, bool) {
-	if c.n.args[3] != 0 {
-		return 0, true
+// pidfd, taken (pidfd_getfd), names the target, which gets the signal
+// through that same pidfd. A pidfd the relay cannot take (a caller that
+// made itself not dumpable) is refused: it might name the supervisor's
+// thread in the caller's domain.
+func (c *call) pidfd(sig int) syscall.Errno {
+	flags := c.n.args[3]
+	if flags&^(pidfdSignalThread|pidfdSignalThreadGroup|pidfdSignalProcessGroup) != 0 {
+		return syscall.EINVAL
 	}
 	cfd, err := pidfdOpen(c.caller)
 	if err != nil {
-		return 0, true
+		return syscall.ESRCH
 	}
 	fd, _, e := syscall.Syscall(sysPidfdGetfd, uintptr(cfd), uintptr(int32(c.n.args[0])), 0)
 	syscall.Close(cfd)
+	if e == syscall.EBADF {
+		return syscall.EBADF
+	}
 	if e != 0 {
-		return 0, true
+		return syscall.EPERM
 	}
 	defer syscall.Close(int(fd))
-	target, flags, ok := pidfdInfo(int(fd))
+	target, _, ok := pidfdInfo(int(fd))
 	switch {
-	case !ok || flags&pidfdThread != 0 || target == 0: // not a pidfd, a thread's, or another namespace's
-		return 0, true
+	case !ok:
+		return syscall.EBADF // not a pidfd
 	case target < 0:
-		return syscall.ESRCH, false // it exited
-	case target == c.caller:
-		return 0, true
-	case c.r.protected(target):
-		return syscall.EPERM, false
+		return syscall.ESRCH // it exited
+	case target == 0:
+		return syscall.EPERM // of another pid namespace: none below this one may be signalled from here
+	}
+	st, ok := readStatus(target)
+	switch {
+	case !ok:
+		return syscall.ESRCH
+	case c.r.protected(st.tgid):
+		return syscall.EPERM
 	}
 	var info *[128]byte
 	if c.n.args[2] != 0 {
 		if info, ok = c.siginfo(c.n.args[2], sig); !ok {
-			return 0, true
+			return syscall.EFAULT
 		}
 	}
-	if !c.valid() {
-		return syscall.ESRCH, false
+	if flags&pidfdSignalProcessGroup != 0 {
+		return c.group(st.pgrp, sig)
 	}
-	return pidfdSend(int(fd), sig, info), false
+	if !c.valid() {
+		return syscall.ESRCH
+	}
+	return pidfdSend(int(fd), sig, info, uint(flags))
 }
 
-func pidfdSend(pfd, sig int, info *[128]byte) syscall.Errno {
-	_, _, e := syscall.Syscall6(sysPidfdSendSig, uintptr(pfd), uintptr(sig), uintptr(unsafe.Pointer(info)), 0, 0, 0)
+func pidfdSend(pfd, sig int, info *[128]byte, flags uint) syscall.Errno {
+	_, _, e := syscall.Syscall6(sysPidfdSendSig, uintptr(pfd), uintptr(sig), uintptr(unsafe.Pointer(info)), uintptr(flags), 0, 0)
 	return e
 }
 

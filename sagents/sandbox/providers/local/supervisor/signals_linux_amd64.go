@@ -8,3 +8,12 @@ const (
 	sysRtSigqueueinfo = 129
 	sysProcessVMReadv = 310
 )
+
+// More of them, and the x32 ABI's bit (refused).
+const (
+	sysTkill            = 200
+	sysTgkill           = 234
+	sysRtTgsigqueueinfo = 297
+	sysGetrandom        = 318
+	x32Bit              = 0x40000000
+)

@@ -8,3 +8,12 @@ const (
 	sysRtSigqueueinfo = 138
 	sysProcessVMReadv = 270
 )
+
+// More of them; arm64 has no x32 ABI.
+const (
+	sysTkill            = 130
+	sysTgkill           = 131
+	sysRtTgsigqueueinfo = 240
+	sysGetrandom        = 278
+	x32Bit              = 0
+)
