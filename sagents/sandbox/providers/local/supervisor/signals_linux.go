@@ -590,19 +590,27 @@ func pidfdInfo(fd int) (pid int, flags uint64, ok bool) {
 	if err != nil {
 		return 0, 0, false
 	}
-	seen := false
+	return parsePidfdInfo(b)
+}
+
+// parsePidfdInfo parses the fdinfo of a descriptor: its "Pid:" (a
+// pidfd's) and its "flags:" (octal).
+func parsePidfdInfo(b []byte) (pid int, flags uint64, ok bool) {
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(line, ":")
 		v = strings.TrimSpace(v)
 		switch k {
 		case "Pid":
-			pid, err = strconv.Atoi(v)
-			seen = err == nil
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, 0, false
+			}
+			pid, ok = n, true
 		case "flags":
 			flags, _ = strconv.ParseUint(v, 8, 64)
 		}
 	}
-	return pid, flags, seen
+	return pid, flags, ok
 }
 
 // status is what the relay reads of a process in /proc/PID/status.
@@ -618,18 +626,27 @@ func readStatus(pid int) (st status, ok bool) {
 	if err != nil {
 		return st, false
 	}
+	if st, ok = parseStatus(b); ok {
+		st.pgrp, _ = syscall.Getpgid(st.tgid)
+	}
+	return st, ok
+}
+
+// parseStatus parses /proc/PID/status: its "Tgid:" (ok: one above 0)
+// and whether its "NSpid:" names more than one namespace.
+func parseStatus(b []byte) (st status, ok bool) {
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, _ := strings.Cut(line, ":")
 		switch k {
 		case "Tgid":
-			st.tgid, err = strconv.Atoi(strings.TrimSpace(v))
-			ok = err == nil
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return status{}, false
+			}
+			st.tgid, ok = n, true
 		case "NSpid":
 			st.nested = len(strings.Fields(v)) > 1
 		}
-	}
-	if ok {
-		st.pgrp, _ = syscall.Getpgid(st.tgid)
 	}
 	return st, ok && st.tgid > 0
 }
