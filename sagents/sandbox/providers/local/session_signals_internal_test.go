@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
@@ -285,4 +286,31 @@ func TestRedTeamSessionSignalsSpareTheSupervisor(t *testing.T) {
 		assert.NotEmpty(t, hits, "an unguarded relay signals the supervisor: the test does not see it")
 		assert.True(t, reached)
 	})
+}
+
+// TestRedTeamSessionSignalsKeepPtraceScoped: with the relay on, ptrace
+// and descriptors across commands stay denied: a command takes no
+// descriptor of, and cannot ptrace, a background task's process or the
+// supervisor (pyTakeDescriptors; its control: the command's own child,
+// which it reaches). strace -f and gdb on a command's own processes keep
+// working, and strace sees the relayed kill.
+func TestRedTeamSessionSignalsKeepPtraceScoped(t *testing.T) {
+	requireSignalScopes(t)
+	s := attackSession(t, "", nil)
+	bgTask(t, s, `echo ready; exec sleep 4949`)
+	marker := "SAGE-ATTACK-" + randomHex(t)
+	res := attackRun(t, s, "python3 - "+marker, pyTakeDescriptors, sandbox.ExecOptions{})
+	hits, own := probeLines(t, res, "HIT")
+	assert.Empty(t, hits, "a command took a descriptor of, or traced, a process outside itself")
+	assert.True(t, own, "control: the probe takes a descriptor of its own child")
+
+	testenv.Command(t, "strace", "apt-get install strace")
+	res = rtRun(t, s, `strace -f -e trace=kill -o /tmp/st.log sh -c 'kill -0 "$(pgrep -f "^sleep 4949$")" && echo reached'; grep -c 'kill(' /tmp/st.log`, sandbox.ExecOptions{})
+	assert.Equal(t, "reached\n1\n", res.Stdout, "strace -f of a command's own processes, its kill of a task relayed: %s", res.Stderr)
+	testenv.Command(t, "gdb", "apt-get install gdb")
+	res = rtRun(t, s, `sleep 30 & gdb -q -batch -p $! -ex 'info inferiors' 2>&1; kill $!`, sandbox.ExecOptions{})
+	assert.Contains(t, res.Stdout, "detached]", "gdb -p on a command's own child")
+	assert.NotContains(t, res.Stdout, "not permitted", "gdb -p on a command's own child")
+	res = rtRun(t, s, `gdb -q -batch -p "$(pgrep -f '^sleep 4949$')" -ex 'info inferiors' 2>&1`, sandbox.ExecOptions{})
+	assert.Contains(t, res.Stdout, "not permitted", "gdb -p on a background task's process")
 }
