@@ -256,22 +256,34 @@ func TestRelayInProcess(t *testing.T) {
 		fmt.Fprintf(&script, "kill -s %s 1 2>/dev/null && echo HIT kill %s 1\n", sig, sig)
 	}
 	// Every thread, the domain's own among them, by tgkill and tkill.
-	script.WriteString(`python3 -c 'import ctypes, os, sys
+	script.WriteString(`python3 -c 'import ctypes, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 sup = int(sys.argv[1])
 tids = os.listdir("/proc/%d/task" % sup)
+opened = 0
 for tid in tids:
     for sig in (0, 18, 10, 15):
         if libc.syscall(234, sup, int(tid), sig) == 0 or libc.syscall(200, int(tid), sig) == 0:
             print("HIT thread", tid, sig)
-print("threads", len(tids))
+        for flags in (0, 1, 2, 4):  # PIDFD_SIGNAL_THREAD, _THREAD_GROUP, _PROCESS_GROUP
+            try:
+                fd = os.pidfd_open(int(tid), os.O_EXCL)  # PIDFD_THREAD
+            except OSError:
+                continue
+            opened += 1
+            try:
+                signal.pidfd_send_signal(fd, sig, None, flags); print("HIT thread pidfd", tid, sig, flags)
+            except OSError:
+                pass
+            os.close(fd)
+print("threads", len(tids), "pidfds", opened)
 ' ` + strconv.Itoa(os.Getpid()) + ` 2>&1 || true
 echo done`)
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		testenv.Missing(t, "python3", "apt-get install python3")
 	}
 	out, _ = inDomain(t, rules, r, script.String())
-	if strings.Contains(out, "HIT") || !strings.Contains(out, "done") || !strings.Contains(out, "threads ") {
+	if strings.Contains(out, "HIT") || !strings.Contains(out, "done") || !strings.Contains(out, "threads ") || strings.Contains(out, "pidfds 0\n") {
 		t.Errorf("a command signalled the supervisor, one of its threads or pid 1:\n%s", out)
 	}
 	// Delivery, not only the check: SIGKILL through the relay ends it.
