@@ -5,6 +5,8 @@ package local
 import (
 	"testing"
 	"time"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
 // BenchmarkSessionExecTruePaired alternates, in one loop, one bare bwrap
@@ -46,4 +48,56 @@ func BenchmarkSessionExecTruePaired(b *testing.B) {
 	b.ReportMetric(float64(mb), "bare-median-ns")
 	b.ReportMetric(float64(mw), "warm-median-ns")
 	b.ReportMetric(float64(mw)/float64(max(mb, 1)), "warm/bare")
+}
+
+// BenchmarkSessionExecTrueRelayPaired alternates, in one loop, "true" in
+// two warm session sandboxes served by cmd/sage-supervisor, one with the
+// signal relay (--signals on, the default) and one without (off: signals
+// scoped to each command's domain, as #31 left them), so that the load
+// swings hit both alike. It reports each side's median and on/off, the
+// relay's cost on a command (a filter per command's domain, made ahead;
+// the listener's end).
+func BenchmarkSessionExecTrueRelayPaired(b *testing.B) {
+	requireRelayBench(b)
+	on := newSessionBench(b)
+	execTrue(b, on)
+	commandSignals = "off"
+	off := newSessionBench(b)
+	execTrue(b, off) // launched now, without the relay
+	commandSignals = "on"
+	var ton, toff []time.Duration
+	timeOn := func() {
+		start := time.Now()
+		execTrue(b, on)
+		ton = append(ton, time.Since(start))
+	}
+	timeOff := func() {
+		start := time.Now()
+		execTrue(b, off)
+		toff = append(toff, time.Since(start))
+	}
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			timeOn()
+			timeOff()
+		} else {
+			timeOff()
+			timeOn()
+		}
+		i++
+	}
+	mon, moff := median(ton), median(toff)
+	b.ReportMetric(float64(mon), "on-median-ns")
+	b.ReportMetric(float64(moff), "off-median-ns")
+	b.ReportMetric(float64(mon)/float64(max(moff, 1)), "on/off")
+}
+
+// requireRelayBench fails b where the kernel has no Landlock signal
+// scopes: there is no relay to measure.
+func requireRelayBench(b *testing.B) {
+	b.Helper()
+	if supervisor.LandlockABI() < supervisor.LandlockSignalABI {
+		b.Fatalf("Landlock ABI %d: no domains, no relay (Linux 6.12+)", supervisor.LandlockABI())
+	}
 }
