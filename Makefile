@@ -10,7 +10,7 @@ BENCHTIME ?= 1s
 # pulls none of their dependencies); vet, cross and unit run in each.
 ADAPTERS  := adapters/eino adapters/langchaingo adapters/genkit
 
-.PHONY: all setup build build-lean test vet fmt-check cross unit adapters bench demo clean kube
+.PHONY: all setup build build-lean provisioner-image test vet fmt-check cross unit adapters bench demo clean kube
 
 all: build
 
@@ -20,15 +20,19 @@ setup:
 # bin/sage-supervisor, next to bin/sage, is local mode's session
 # supervisor on its own: a session sandbox starts it instead of
 # re-executing the whole sage binary (a faster first command).
-build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage ./cmd/sage
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage-supervisor ./cmd/sage-supervisor
+# bin/sage-provisioner is the provisioner with the Kubernetes backend
+# (the program deploy/kubernetes runs): sage links no Kubernetes client.
+build: build-lean
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage-provisioner ./cmd/sage-provisioner
 
-# The demo's binary leaves out the provisioner's Kubernetes backend (280 of
-# sage's 880 packages): a first build takes half the time. `make build`
-# makes the full one.
+# The image deploy/kubernetes/provisioner.yaml runs.
+provisioner-image: build
+	docker build -f deploy/kubernetes/Dockerfile -t sage-provisioner:dev $(BIN)
+
+# The demo's binaries: sage and its supervisor, without the provisioner
+# (client-go: 280 packages a first build would compile for nothing).
 build-lean:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags sage_nokube -o $(BIN)/sage ./cmd/sage
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage ./cmd/sage
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/sage-supervisor ./cmd/sage-supervisor
 
 vet:

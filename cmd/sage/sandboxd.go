@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sage-go/sage/cmd/internal/serveflags"
 	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
@@ -22,7 +23,7 @@ func init() {
 }
 
 type sandboxdFlags struct {
-	serveFlags
+	serveflags.Flags
 	toolFlags
 	workspace, mode, token string
 	virtualWorkspace       string
@@ -49,7 +50,7 @@ func (l *hostList) Set(s string) error {
 }
 
 func (f *sandboxdFlags) register(fs *flag.FlagSet) {
-	f.serveFlags.register(fs, "127.0.0.1:8080")
+	f.Flags.Register(fs, "127.0.0.1:8080")
 	fs.StringVar(&f.workspace, "workspace", "", "host workspace directory (required)")
 	fs.StringVar(&f.virtualWorkspace, "virtual-workspace", "", "where the workspace appears inside a local sandbox, e.g. /mnt/user-data as DeerFlow expects (default /workspace; passthrough mode always shows the host path)")
 	fs.StringVar(&f.mode, "mode", string(sandbox.Local), "sandbox mode: local or passthrough (passthrough is UNISOLATED)")
@@ -115,8 +116,8 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 	if err := srv.Ready(ctx); err != nil {
 		return fail(env, exitSandboxError, err)
 	}
-	err = aioserver.Serve(ctx, srv, aioserver.ServeOptions{Listen: f.listen, Announce: env.stdout,
-		ReadHeaderTimeout: f.headerTimeout, ShutdownGrace: f.grace, Logger: logger})
+	err = aioserver.Serve(ctx, srv, aioserver.ServeOptions{Listen: f.Listen, Announce: env.stdout,
+		ReadHeaderTimeout: f.ReadHeaderTimeout, ShutdownGrace: f.ShutdownGrace, Logger: logger})
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -124,7 +125,7 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func (f *sandboxdFlags) check() error {
-	if err := f.serveFlags.check(); err != nil {
+	if err := f.Flags.Check(); err != nil {
 		return err
 	}
 	switch {
@@ -134,10 +135,10 @@ func (f *sandboxdFlags) check() error {
 		return fmt.Errorf("--mode %q: want local or passthrough", f.mode)
 	case f.noToken && f.token != "":
 		return errors.New("--no-token and a token (--token or $SAGE_SANDBOXD_TOKEN) contradict each other: drop one")
-	case f.noToken && !aioserver.LoopbackAddr(f.listen):
-		return fmt.Errorf("--no-token is refused on --listen %s, which is not a loopback address: set --token", f.listen)
-	case f.token == "" && !aioserver.LoopbackAddr(f.listen):
-		return fmt.Errorf("--listen %s is not a loopback address: set --token (an unauthenticated exec API must not be reachable from the network)", f.listen)
+	case f.noToken && !aioserver.LoopbackAddr(f.Listen):
+		return fmt.Errorf("--no-token is refused on --listen %s, which is not a loopback address: set --token", f.Listen)
+	case f.token == "" && !aioserver.LoopbackAddr(f.Listen):
+		return fmt.Errorf("--listen %s is not a loopback address: set --token (an unauthenticated exec API must not be reachable from the network)", f.Listen)
 	case f.virtualWorkspace != "" && f.mode == string(sandbox.Passthrough):
 		return fmt.Errorf("--virtual-workspace %s: passthrough mode shows the host path; use --mode local or drop the flag", f.virtualWorkspace)
 	case f.maxRead <= 0 || f.maxEntries <= 0 || f.maxBody <= 0:

@@ -58,7 +58,8 @@ func layer(path string) int {
 		prefix string
 		n      int
 	}{
-		{"cmd/", 6}, {"examples/", 6},
+		{"cmd/internal/", 6},
+		{"cmd/", 7}, {"examples/", 7},
 		{"sagents/sage", 5},
 		{"sagents/agent", 4},
 		{"sagents/tools", 3},
@@ -84,7 +85,7 @@ func owner(path string) string {
 	return rel
 }
 
-// TestImportsRunOneWay: cmd -> sage -> agent -> tools -> sandbox/llm ->
+// TestImportsRunOneWay: cmd -> cmd/internal -> sage -> agent -> tools -> sandbox/llm ->
 // observability, internal at the bottom; never upwards or sideways
 // (sandbox and llm do not import each other).
 func TestImportsRunOneWay(t *testing.T) {
@@ -177,5 +178,29 @@ func TestCoreLinksLight(t *testing.T) {
 			continue
 		}
 		assert.Empty(t, heavyDeps(p), "%s links heavy packages", p.ImportPath)
+	}
+}
+
+// TestCLILinksNoKubernetes: the sage CLI links no Kubernetes package (the
+// Kubernetes backend is the program sage-provisioner: client-go was over
+// half of a sage that linked it), and (control) sage-provisioner does, so
+// the check sees them.
+func TestCLILinksNoKubernetes(t *testing.T) {
+	kubeDeps := func(p pkg) (out []string) {
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "sigs.k8s.io/") || d == module+"sagents/sandbox/providers/remote/aio/provisioner/kube" {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	pkgs := list(t, "./cmd/sage", "./cmd/sage-provisioner")
+	require.Len(t, pkgs, 2)
+	for _, p := range pkgs {
+		if p.ImportPath == module+"cmd/sage-provisioner" {
+			assert.NotEmpty(t, kubeDeps(p), "control: sage-provisioner links the Kubernetes backend")
+			continue
+		}
+		assert.Empty(t, kubeDeps(p), "%s links Kubernetes packages", p.ImportPath)
 	}
 }

@@ -108,6 +108,9 @@ func checkDeployment(t *testing.T, d *appsv1.Deployment) {
 	if c.ReadinessProbe.HTTPGet.Path != "/health" || c.Env[0].ValueFrom.SecretKeyRef == nil {
 		t.Errorf("container %+v", c)
 	}
+	if strings.Join(c.Command, " ") != "/sage-provisioner" || c.Image != "sage-provisioner:dev" {
+		t.Errorf("container runs %v from %s: want /sage-provisioner (deploy/kubernetes/Dockerfile's image)", c.Command, c.Image)
+	}
 	if !strings.Contains(strings.Join(c.Args, " "), "--backend=kubernetes") {
 		t.Errorf("args %v", c.Args)
 	}
