@@ -5,40 +5,14 @@ package local
 import (
 	"context"
 	"testing"
-	"time"
 
+	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-// benchPaired alternates baseline and candidate in one loop, each timed
-// on its own and the order flipped every iteration, so that the machine's
-// load swings hit both alike (the ratios make bench checks its targets
-// on). It reports each side's median and x-baseline, the ratio of the
-// medians.
-func benchPaired(b *testing.B, baseline, candidate func()) {
-	var base, cand []time.Duration
-	timed := func(f func(), into *[]time.Duration) {
-		start := time.Now()
-		f()
-		*into = append(*into, time.Since(start))
-	}
-	i := 0
-	for b.Loop() {
-		if i%2 == 0 {
-			timed(baseline, &base)
-			timed(candidate, &cand)
-		} else {
-			timed(candidate, &cand)
-			timed(baseline, &base)
-		}
-		i++
-	}
-	mb, mc := median(base), median(cand)
-	b.ReportMetric(float64(mb), "baseline-median-ns")
-	b.ReportMetric(float64(mc), "median-ns")
-	b.ReportMetric(float64(mc)/float64(max(mb, 1)), "x-baseline")
-}
+// benchPaired is benchpair.Run (x-baseline: the ratio of the medians).
+func benchPaired(b *testing.B, baseline, candidate func()) { benchpair.Run(b, baseline, candidate) }
 
 // bareTrue is the baseline of local mode: bwrap with the sandbox's own
 // argument list running /bin/true (BenchmarkBareBwrapTrue's command).

@@ -6,12 +6,12 @@ import (
 	"context"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/internal/procfs"
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -161,25 +161,9 @@ func benchFirstExecPaired(b *testing.B, s *Sandbox, pause time.Duration) {
 	b.ReportMetric(float64(mf)/float64(max(mb, 1)), "first/bare")
 }
 
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	d = slices.Clone(d)
-	slices.Sort(d)
-	if n := len(d); n%2 == 0 {
-		return (d[n/2-1] + d[n/2]) / 2
-	}
-	return d[len(d)/2]
-}
+func median(d []time.Duration) time.Duration { return benchpair.Median(d) }
 
-func mean(d []time.Duration) time.Duration {
-	var sum time.Duration
-	for _, v := range d {
-		sum += v
-	}
-	return sum / time.Duration(max(len(d), 1))
-}
+func mean(d []time.Duration) time.Duration { return benchpair.Mean(d) }
 
 // benchFirstExecTrue times "true" as the first command of a new session
 // sandbox of s: its start and the command. Stopping it is not timed.

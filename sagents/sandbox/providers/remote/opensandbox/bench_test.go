@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
@@ -38,7 +39,8 @@ func bareTrue(ctx context.Context, e *opensandbox.ExecdClient) error {
 // BenchmarkOpenSandboxExecTrue times `exec true` through the provider
 // and the bare execd call (bareTrue) alternately in one loop, against the
 // fake execd with execd's grace second, and reports provider/bare as
-// "x-baseline" (`make bench` wants it <= 1.2). With
+// "x-baseline", the ratio of the medians (internal/benchpair; `make bench`
+// wants it <= 1.2). With
 // SAGE_OPENSANDBOX_EXECD_URL set it runs against that real execd.
 func BenchmarkOpenSandboxExecTrue(b *testing.B) {
 	srv := opensandboxtest.New(b)
@@ -51,23 +53,18 @@ func BenchmarkOpenSandboxExecTrue(b *testing.B) {
 	s := benchSandbox(b, c)
 	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
 	ctx := context.Background()
-	var provider, bare time.Duration
-	for b.Loop() {
-		t0 := time.Now()
+	bare, provider := benchpair.Run(b, func() {
 		if err := bareTrue(ctx, s.Execd()); err != nil {
 			b.Fatal(err)
 		}
-		t1 := time.Now()
+	}, func() {
 		res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
 		if err != nil || !res.Success {
 			b.Fatal(err, res)
 		}
-		provider += time.Since(t1)
-		bare += t1.Sub(t0)
-	}
-	b.ReportMetric(float64(provider)/float64(bare), "x-baseline")
-	b.ReportMetric(float64(provider.Microseconds())/float64(b.N), "provider-µs/op")
-	b.ReportMetric(float64(bare.Microseconds())/float64(b.N), "bare-µs/op")
+	})
+	b.ReportMetric(float64(benchpair.Mean(provider).Microseconds()), "provider-µs/op")
+	b.ReportMetric(float64(benchpair.Mean(bare).Microseconds()), "bare-µs/op")
 }
 
 // benchReal reads the real execd's variables (see realExecd); url is ""
