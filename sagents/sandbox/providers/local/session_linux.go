@@ -135,6 +135,12 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 	if err != nil {
 		return nil, false, err
 	}
+	if s.ckpt != nil { // the workspace's layers (checkpoint_linux.go)
+		if err := s.ckpt.attach(l); err != nil {
+			l.stop()
+			return nil, false, err
+		}
+	}
 	s.warmSession(ctx, l)
 	l.busy = 1
 	slot.live = l
@@ -290,7 +296,11 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	if err != nil {
 		return nil, err
 	}
-	inv := invocation{argv: sl.argv, workdir: s.hostWS, chdir: sl.virtualWS, session: true,
+	chdir := sl.virtualWS
+	if s.ckpt != nil { // not in the workspace: its mount is replaced under it
+		chdir = "/"
+	}
+	inv := invocation{argv: sl.argv, workdir: s.hostWS, chdir: chdir, session: true,
 		env: map[string]string{"GOMAXPROCS": "1"}}
 	if err := s.sessionBinds(&inv); err != nil {
 		return nil, err
