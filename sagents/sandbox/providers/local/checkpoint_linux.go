@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -96,12 +97,7 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 	}
 	c.fd = int(ws.Fd())
 	c.cur = ws
-	mapper, err := sandbox.NewPathMapper(c.target, "/proc/self/fd/"+strconv.Itoa(c.fd), cfg.Mounts)
-	if err != nil {
-		ws.Close()
-		return fmt.Errorf("local: %w", err)
-	}
-	s.HostFS.Mapper = mapper
+	s.HostFS.Mapper = s.HostFS.Mapper.WithWorkspaceRoot("/proc/self/fd/" + strconv.Itoa(c.fd))
 	if s.ident != nil { // files the host writes live in the upper, as the sandbox's uid
 		s.HostFS.Owner = &sandbox.FileOwner{UID: s.ident.uid, GID: s.ident.gid}
 	}
@@ -193,7 +189,7 @@ func (c *checkpoints) attach(l *liveSession) error {
 		return err
 	}
 	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*bwrapIsolator).bwrap, Exe: exe, Pid: pid,
-		Cred: c.s.ident.credential(), Log: l.log.w})
+		Cred: c.s.ident.credential()})
 	if err != nil {
 		return fmt.Errorf("local: checkpoints: %w", err)
 	}
@@ -237,17 +233,28 @@ func (c *checkpoints) setLive(m *os.File) {
 	m.Close()
 }
 
-// sandboxInit is the sandbox's pid 1: bwrap's child.
+// sandboxInit is the sandbox's pid 1, bwrap's child, once it runs the
+// supervisor: before that exec bwrap may still be making the sandbox's
+// mounts and its inner user namespace.
 func sandboxInit(bwrapPid int) (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", bwrapPid, bwrapPid))
-	if err != nil {
-		return 0, fmt.Errorf("local: checkpoints: the session sandbox's init: %w", err)
+	deadline := time.Now().Add(sessionStartTimeout)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", bwrapPid, bwrapPid))
+		if err != nil {
+			return 0, fmt.Errorf("local: checkpoints: the session sandbox's init: %w", err)
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil {
+			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.HasPrefix(string(argv), sandboxSupervisor+"\x00") {
+				return pid, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("local: checkpoints: the session sandbox's supervisor did not start within %v", sessionStartTimeout)
+		}
+		time.Sleep(200 * time.Microsecond)
 	}
-	var pid int
-	if _, err := fmt.Sscan(string(b), &pid); err != nil {
-		return 0, fmt.Errorf("local: checkpoints: the session sandbox has no init (%q)", b)
-	}
-	return pid, nil
 }
 
 func empty(dir string) bool {
@@ -343,7 +350,7 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
 	if err := c.save(); err != nil {
 		return sandbox.Checkpoint{}, err
 	}
-	return c.info(e), nil
+	return c.info(c.m.Checkpoints[len(c.m.Checkpoints)-1]), nil
 }
 
 func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
@@ -420,7 +427,7 @@ func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir strin
 	if err := s.checkpointsOn("fork"); err != nil {
 		return err
 	}
-	if err := emptyTarget(dir, s.ident); err != nil {
+	if err := emptyTarget(dir); err != nil {
 		return err
 	}
 	release, err := s.quiet(ctx, "fork")
@@ -433,7 +440,7 @@ func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir strin
 	if err != nil {
 		return err
 	}
-	return c.copyState(c.m.Checkpoints[i].N, dir, s.ident.owner())
+	return c.copyState(c.m.Checkpoints[i].N, dir, nil)
 }
 
 // copyState copies Base + Layers[:n] into dir.
@@ -457,17 +464,15 @@ func (c *checkpoints) copyState(n int, dir string, own *sandbox.FileOwner) error
 	return nil
 }
 
-// emptyTarget makes dir, or checks that it is an empty directory.
-func emptyTarget(dir string, id *identity) error {
+// emptyTarget makes dir, or checks that it is an empty directory. Its
+// files are this process's: the fork's sandbox picks its own uid (as
+// root) and takes the folder as any new workspace.
+func emptyTarget(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("local: fork workspace: %w", err)
 	}
 	if !empty(dir) {
 		return &fs.PathError{Op: "fork", Path: dir, Err: fmt.Errorf("%w: the fork's workspace folder is not empty; fix: name a new folder", fs.ErrExist)}
-	}
-	if id != nil {
-		o := id.owner()
-		os.Lchown(dir, o.UID, o.GID)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ type Sandbox struct {
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
 	bgCPU sync.Map
-	sess  sessionSlot // the session sandbox, when enabled
+	sess  sessionSlot  // the session sandbox, when enabled
 	ckpt  *checkpoints // the workspace's layers (checkpoints on); nil: off
 
 	closeOnce sync.Once

@@ -37,7 +37,9 @@ func Copy(dst, src string, own *Owner) error { return walk(dst, src, own, false)
 // workspace's live state into its folder.
 func Mirror(dst, src string, own *Owner) error { return walkWith(dst, src, own, false, true) }
 
-func walk(dst, src string, own *Owner, overlay bool) error { return walkWith(dst, src, own, overlay, false) }
+func walk(dst, src string, own *Owner, overlay bool) error {
+	return walkWith(dst, src, own, overlay, false)
+}
 
 func walkWith(dst, src string, own *Owner, overlay, mirror bool) error {
 	d, err := os.OpenRoot(dst)

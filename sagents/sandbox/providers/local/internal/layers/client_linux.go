@@ -49,7 +49,6 @@ func Start(o StartOptions) (*Agent, error) {
 		return nil, fmt.Errorf("layers: socket: %w", err)
 	}
 	host, inside := os.NewFile(uintptr(sp[0]), "layers-host"), os.NewFile(uintptr(sp[1]), "layers-agent")
-	defer inside.Close()
 	// bwrap enters A (its fd 5) and runs the agent, whose argv[0] is
 	// o.Exe: its base name must be Name.
 	cmd := exec.Command(o.Bwrap, "--userns", "5", "--cap-add", "ALL", "--bind", "/", "/", "--dev-bind", "/dev", "/dev",
@@ -57,8 +56,14 @@ func Start(o StartOptions) (*Agent, error) {
 	cmd.ExtraFiles = []*os.File{mntNS, inside, userNS} // 3, 4, 5
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: o.Cred, Setpgid: true}
-	cmd.Stderr = o.Log
-	if err := cmd.Start(); err != nil {
+	stderr := &tailBuffer{max: 4096}
+	cmd.Stderr = stderr
+	if o.Log != nil {
+		cmd.Stderr = io.MultiWriter(stderr, o.Log)
+	}
+	err = cmd.Start()
+	inside.Close() // the agent's now: its exit is the host's EOF
+	if err != nil {
 		host.Close()
 		return nil, fmt.Errorf("layers: start the agent: %w", err)
 	}
@@ -67,6 +72,9 @@ func Start(o StartOptions) (*Agent, error) {
 	// (or says why it could not).
 	if _, err := a.call(request{Op: "hello"}, 10*time.Second); err != nil {
 		a.Close()
+		if msg := stderr.String(); msg != "" {
+			return nil, fmt.Errorf("%w (bwrap: %s)", err, msg)
+		}
 		return nil, err
 	}
 	return a, nil
@@ -146,7 +154,9 @@ func (a *Agent) call(req request, timeout time.Duration) (*os.File, error) {
 	if _, err := a.sock.Write(b); err != nil {
 		return nil, &OpError{Op: req.Op, Msg: "agent gone: " + err.Error(), Errno: syscall.ESRCH}
 	}
-	a.sock.SetReadDeadline(time.Now().Add(timeout))
+	if err := waitReadable(int(a.sock.Fd()), timeout); err != nil {
+		return nil, &OpError{Op: req.Op, Msg: "no answer: " + err.Error(), Errno: syscall.ETIMEDOUT}
+	}
 	oob := make([]byte, unix.CmsgSpace(4))
 	n, oobn, _, _, err := unix.Recvmsg(int(a.sock.Fd()), a.buf, oob, 0)
 	if err != nil || n == 0 {
@@ -189,4 +199,48 @@ func (a *Agent) Close() error {
 	a.cmd.Wait()
 	a.cmd = nil
 	return nil
+}
+
+// waitReadable waits until fd has something to read (or its peer left).
+func waitReadable(fd int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return syscall.ETIMEDOUT
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+// tailBuffer keeps the first max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if room := t.max - len(t.b); room > 0 {
+		t.b = append(t.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
