@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,8 +99,12 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 	c.fd = int(ws.Fd())
 	c.cur = ws
 	s.HostFS.Mapper = s.HostFS.Mapper.WithWorkspaceRoot("/proc/self/fd/" + strconv.Itoa(c.fd))
-	if s.ident != nil { // files the host writes live in the upper, as the sandbox's uid
-		s.HostFS.Owner = &sandbox.FileOwner{UID: s.ident.uid, GID: s.ident.gid}
+	if id := s.ident; id != nil {
+		// Files the host writes live in the upper, whose file system takes
+		// only the sandbox's uids: root writes as its uid (setfsuid on one
+		// locked thread), with its permissions.
+		s.HostFS.Owner = nil
+		s.HostFS.As = func(f func() error) error { return asFSUID(id.uid, id.gid, f) }
 	}
 	s.HostFS.Check = c.ensure
 	s.ckpt = c
@@ -593,4 +598,30 @@ func treeSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// asFSUID runs f on a locked thread whose file-system uid and gid are
+// uid and gid; the thread is given back as root, or ended when that fails.
+func asFSUID(uid, gid int, f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		unix.Setfsgid(gid)
+		unix.Setfsuid(uid)
+		err := f()
+		unix.Setfsuid(0)
+		unix.Setfsgid(0)
+		if fsuid() == 0 {
+			runtime.UnlockOSThread()
+		}
+		done <- err
+	}()
+	return <-done
+}
+
+// fsuid is the calling thread's file-system uid (setfsuid(-1) changes
+// nothing and returns it).
+func fsuid() int {
+	r, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	return int(r)
 }
