@@ -158,7 +158,26 @@ func (c *checkpoints) newLayer() (int, error) {
 	return n, nil
 }
 
-func (c *checkpoints) freeLayer(n int) { os.RemoveAll(c.layerDir(n)) }
+func (c *checkpoints) freeLayer(n int) { removeLayer(c.layerDir(n)) }
+
+// removeLayer removes a layer's directory; overlayfs leaves its work
+// directory's "work" with mode 0, which an unprivileged owner must open
+// up before it can empty it.
+func removeLayer(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+			if err != nil { // unreadable until now: walk it again
+				return removeLayer(p)
+			}
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
 
 func (c *checkpoints) save() error {
 	b, _ := json.Marshal(c.m)
@@ -186,10 +205,7 @@ func (c *checkpoints) attach(l *liveSession) error {
 	if err != nil {
 		return err
 	}
-	exe, err := bridgeExecutable()
-	if err == nil {
-		exe, err = reachableCopy(exe, c.s.runtimeDir, layers.Name, c.s.ident)
-	}
+	exe, err := c.agentExecutable()
 	if err != nil {
 		return err
 	}
@@ -212,6 +228,35 @@ func (c *checkpoints) attach(l *liveSession) error {
 	}
 	c.agent, c.served = a, l
 	return c.save()
+}
+
+// agentExecutable is this program under the agent's name (bwrap runs it
+// with its path as argv[0]): a link in the runtime directory, or a copy
+// where links are refused (protected_hardlinks), made once.
+func (c *checkpoints) agentExecutable() (string, error) {
+	exe, err := bridgeExecutable()
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(c.s.runtimeDir, layers.Name)
+	if a, err := os.Stat(exe); err == nil {
+		if b, err := os.Stat(dst); err == nil && (os.SameFile(a, b) || b.Size() == a.Size() && !b.ModTime().Before(a.ModTime())) {
+			return dst, nil
+		}
+	}
+	os.Remove(dst)
+	if err := os.Link(exe, dst); err != nil {
+		if err := copyExecutable(exe, dst); err != nil {
+			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
+		}
+	}
+	if err := reachable(dst, c.s.ident, needRead|needExec); err != nil {
+		os.Remove(dst)
+		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
+			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
+		}
+	}
+	return dst, nil
 }
 
 // mountNew mounts Base + Layers[:n] with a new upper, which becomes the
@@ -583,6 +628,15 @@ func (s *Sandbox) closeCheckpoints() error {
 		c.agent = nil
 	}
 	c.cur.Close()
+	// Overlayfs's work directories (mode 0) are opened up, so that the
+	// runtime directory can be removed like any other.
+	if ents, rerr := os.ReadDir(c.dir); rerr == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				os.Chmod(filepath.Join(c.dir, e.Name(), "w", "work"), 0o700)
+			}
+		}
+	}
 	return err
 }
 

@@ -65,7 +65,14 @@ func Main() int {
 	buf := make([]byte, maxMessage)
 	for {
 		n, _, _, _, err := unix.Recvmsg(agentSockFD, buf, nil, 0)
-		if err != nil || n == 0 {
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sage-layers: read a request:", err)
+			return 1
+		}
+		if n == 0 { // the host closed its end
 			return 0
 		}
 		var req request
