@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -33,6 +34,8 @@ type Agent struct {
 	cmd  *exec.Cmd
 	sock *os.File
 	buf  []byte
+	// release lets the thread that forked the agent go (Close)
+	release chan struct{}
 }
 
 // Start starts the agent for the sandbox of o.Pid and waits for it to
@@ -61,13 +64,25 @@ func Start(o StartOptions) (*Agent, error) {
 	if o.Log != nil {
 		cmd.Stderr = io.MultiWriter(stderr, o.Log)
 	}
-	err = cmd.Start()
+	// The parent death signal (Pdeathsig, bwrap's --die-with-parent)
+	// follows the thread that forked, not the process: bwrap is forked
+	// from a thread kept for the agent's life, which no locked goroutine
+	// ending elsewhere can take down with it.
+	started, release := make(chan error), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		started <- cmd.Start()
+		<-release
+		runtime.UnlockOSThread()
+	}()
+	err = <-started
 	inside.Close() // the agent's now: its exit is the host's EOF
 	if err != nil {
+		close(release)
 		host.Close()
 		return nil, fmt.Errorf("layers: start the agent: %w", err)
 	}
-	a := &Agent{cmd: cmd, sock: host, buf: make([]byte, 64<<10)}
+	a := &Agent{cmd: cmd, sock: host, buf: make([]byte, 64<<10), release: release}
 	// The agent answers a first request once it entered the namespace
 	// (or says why it could not).
 	if _, err := a.call(request{Op: "hello"}, 10*time.Second); err != nil {
@@ -198,6 +213,7 @@ func (a *Agent) Close() error {
 	syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
 	a.cmd.Wait()
 	a.cmd = nil
+	close(a.release)
 	return nil
 }
 
