@@ -78,6 +78,10 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 		return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
 			Reason: "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false); gVisor and fresh sandboxes have none yet"}
 	}
+	if cfg.Local.DiskQuotaMB > 0 || cfg.Local.DiskQuotaInodes > 0 {
+		return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+			Reason: "the layers live in the runtime directory, outside the workspace's quota file system; fix: drop disk_quota_mb (and disk_quota_inodes) or checkpoints"}
+	}
 	c := &checkpoints{s: s, dir: filepath.Join(s.runtimeDir, "layers"), target: s.HostFS.Mapper.Workspace()}
 	if err := makePrivateDir(c.dir, s.ident); err != nil {
 		return fmt.Errorf("local: checkpoint layers: %w", err)
