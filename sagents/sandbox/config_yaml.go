@@ -185,7 +185,7 @@ type onOff bool
 
 func (o *onOff) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: want on or off", n.Line)
+		return errors.New("want on or off")
 	}
 	s := n.Value
 	switch strings.ToLower(s) {
@@ -194,7 +194,7 @@ func (o *onOff) UnmarshalYAML(n *yaml.Node) error {
 	case "off", "false", "no", "":
 		*o = false
 	default:
-		return fmt.Errorf("line %d: %q: want on or off", n.Line, s)
+		return fmt.Errorf("%q is not on or off", s)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,30 +17,19 @@ import (
 // keeps the process's own uid.
 type Owner struct{ UID, GID int }
 
-// Apply writes the overlay upper layer src onto the directory dst, as the
-// overlay showed it over dst: a whiteout (a 0/0 character device) removes
-// the path, an opaque directory (user.overlay.opaque=y) replaces the one
-// below, anything else replaces what is at its path (a directory merges).
-// Both trees are reached through os.Root: no symlink in either is
-// followed.
-func Apply(dst, src string, own *Owner) error { return walk(dst, src, own, true) }
-
 // Copy copies the tree src into the directory dst (bytes, modes,
 // symlinks, directories, FIFOs; devices and sockets are skipped), replacing
-// what is at each path.
-func Copy(dst, src string, own *Owner) error { return walk(dst, src, own, false) }
+// what is at each path. Both trees are reached through os.Root: no symlink
+// in either is followed.
+func Copy(dst, src string, own *Owner) error { return walkWith(dst, src, own, false) }
 
 // Mirror makes the directory dst hold what src holds: Copy, leaving what
 // already matches (type, size, mode and modification time; a symlink's
 // target) untouched and removing what src lacks. It writes back a
 // workspace's live state into its folder.
-func Mirror(dst, src string, own *Owner) error { return walkWith(dst, src, own, false, true) }
+func Mirror(dst, src string, own *Owner) error { return walkWith(dst, src, own, true) }
 
-func walk(dst, src string, own *Owner, overlay bool) error {
-	return walkWith(dst, src, own, overlay, false)
-}
-
-func walkWith(dst, src string, own *Owner, overlay, mirror bool) error {
+func walkWith(dst, src string, own *Owner, mirror bool) error {
 	d, err := os.OpenRoot(dst)
 	if err != nil {
 		return err
@@ -52,15 +40,14 @@ func walkWith(dst, src string, own *Owner, overlay, mirror bool) error {
 		return err
 	}
 	defer s.Close()
-	w := walker{d: d, s: s, own: own, overlay: overlay, mirror: mirror}
+	w := walker{d: d, s: s, own: own, mirror: mirror}
 	return w.dir(".")
 }
 
 type walker struct {
-	d, s    *os.Root
-	own     *Owner
-	overlay bool
-	mirror  bool
+	d, s   *os.Root
+	own    *Owner
+	mirror bool
 }
 
 func (w *walker) dir(rel string) error {
@@ -126,18 +113,9 @@ func (w *walker) entry(rel string) error {
 		return err
 	}
 	mode := fi.Mode()
-	if w.overlay && mode&fs.ModeCharDevice != 0 {
-		if st, ok := fi.Sys().(*unixStat); ok && st.Rdev == 0 { // a whiteout
-			return w.d.RemoveAll(rel)
-		}
-	}
 	dfi, derr := w.d.Lstat(rel)
 	if mode.IsDir() {
-		replace := derr == nil && !dfi.IsDir()
-		if w.overlay && derr == nil && dfi.IsDir() {
-			replace = w.opaque(rel)
-		}
-		if replace {
+		if derr == nil && !dfi.IsDir() {
 			if err := w.d.RemoveAll(rel); err != nil {
 				return err
 			}
@@ -188,18 +166,6 @@ func (w *walker) entry(rel string) error {
 	return w.attrs(rel, fi)
 }
 
-// opaque says whether the layer's directory rel hides the one below.
-func (w *walker) opaque(rel string) bool {
-	f, err := w.s.Open(rel)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	buf := make([]byte, 4)
-	n, err := unix.Fgetxattr(int(f.Fd()), "user.overlay.opaque", buf)
-	return err == nil && n == 1 && buf[0] == 'y'
-}
-
 func (w *walker) copyFile(rel string, fi fs.FileInfo) error {
 	in, err := w.s.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
@@ -245,5 +211,3 @@ func (w *walker) attrs(rel string, fi fs.FileInfo) error {
 	}
 	return nil
 }
-
-type unixStat = syscall.Stat_t
