@@ -21,8 +21,10 @@ type Checkpoint struct {
 	Size int64 `json:"size"`
 	// Layers is how many read-only layers its state stacks.
 	Layers int `json:"layers"`
-	// Files says what it covers: "files" (the workspace), never processes.
-	Files string `json:"covers"`
+	// Covers says what it saves: "files" (the workspace). Processes, the
+	// session's /tmp and interpreter state are not saved, nor restored by
+	// a rollback.
+	Covers string `json:"covers"`
 }
 
 var (

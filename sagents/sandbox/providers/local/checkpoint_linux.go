@@ -120,9 +120,14 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 func (c *checkpoints) ensure() error {
 	ctx, cancel := context.WithTimeout(context.Background(), sessionStartTimeout)
 	defer cancel()
-	l, _, err := c.s.session(ctx, nil)
+	l, restarted, err := c.s.session(ctx, nil)
 	if err != nil {
 		return err
+	}
+	if restarted { // the next command reports it: its processes are gone
+		c.s.sess.mu.Lock()
+		c.s.sess.restartUnreported = true
+		c.s.sess.mu.Unlock()
 	}
 	l.idle()
 	return nil
@@ -408,7 +413,7 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
 }
 
 func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
-	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Files: "files"}
+	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: "files"}
 }
 
 func newCheckpointID() string {

@@ -325,3 +325,31 @@ func TestCheckpointsUnprivileged(t *testing.T) {
 	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestCheckpoint.*|TestForkIsolated)$", "-test.count=1"})
 	require.NoError(t, err)
 }
+
+// TestCheckpointSurvivesSessionRestart: the session sandbox dies between
+// commands (killed, or stopped when idle): the next command's new one
+// mounts the same layers, so the files written before and the checkpoints
+// are all there.
+func TestCheckpointSurvivesSessionRestart(t *testing.T) {
+	ws := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, ws, "")
+	ctx := context.Background()
+	ckRun(t, s, "echo covered > /workspace/a")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo after > /workspace/b")
+	l, ok := s.Driver().(*local.Sandbox)
+	require.True(t, ok)
+	pid := l.SessionPID()
+	require.NotZero(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	for testenv.Alive(pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, err := s.ExecuteCommand(ctx, "cat /workspace/a /workspace/b", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.True(t, res.SessionRestarted)
+	assert.Equal(t, "covered\nafter\n", res.Stdout, res.Stderr)
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, "covered\nno\n", ckRun(t, s, "cat /workspace/a; test -e /workspace/b || echo no"))
+}

@@ -128,7 +128,9 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 			l.mu.Lock()
 			l.busy++
 			l.mu.Unlock()
-			return l, false, nil
+			restarted := slot.restartUnreported
+			slot.restartUnreported = false
+			return l, restarted, nil
 		}
 	}
 	l, err := s.startSession(ctx)
@@ -145,6 +147,7 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 	l.busy = 1
 	slot.live = l
 	slot.started++
+	slot.restartUnreported = false // this start is the one reported
 	if d := slot.opts.idle(); d > 0 {
 		s.armIdle(l, d)
 	}
