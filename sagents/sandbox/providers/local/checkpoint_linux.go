@@ -688,3 +688,24 @@ func fsuid() int {
 	r, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
 	return int(r)
 }
+
+// CheckpointsSummary says whether this machine can keep a workspace as
+// layers (sandbox.local.checkpoints: on) and what a checkpoint covers, for
+// sage doctor: overlayfs, and Linux 6.5+ for MOVE_MOUNT_BENEATH (the
+// fsconfig lowerdir+ of 6.8 too).
+func CheckpointsSummary() (string, error) {
+	fsys, _ := os.ReadFile("/proc/filesystems")
+	if !strings.Contains(string(fsys), "\toverlay\n") {
+		return "", errors.New("overlayfs is not available; fix: modprobe overlay (or a kernel with CONFIG_OVERLAY_FS)")
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	fmt.Sscanf(rel, "%d.%d", &major, &minor)
+	if major < 6 || major == 6 && minor < 8 {
+		return "", fmt.Errorf("this kernel (Linux %s) lacks what checkpoints use (overlayfs lowerdir+ of 6.8, MOVE_MOUNT_BENEATH of 6.5); fix: Linux 6.8 or later", rel)
+	}
+	return "files only: the workspace is saved and restored (bwrap session sandbox, Linux " + rel +
+		"); processes, the session's /tmp and Python state are not saved, nor stopped by a rollback", nil
+}

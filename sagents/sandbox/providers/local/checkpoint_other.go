@@ -2,7 +2,11 @@
 
 package local
 
-import "github.com/sage-go/sage/sagents/sandbox"
+import (
+	"errors"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
 
 // checkpoints exist on Linux only (checkpoint_linux.go).
 type checkpoints struct{}
@@ -16,3 +20,8 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 }
 
 func (s *Sandbox) closeCheckpoints() error { return nil }
+
+// CheckpointsSummary: checkpoints need Linux.
+func CheckpointsSummary() (string, error) {
+	return "", errors.New("checkpoints need Linux (overlayfs in the bwrap session sandbox)")
+}
