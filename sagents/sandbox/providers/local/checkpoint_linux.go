@@ -336,7 +336,7 @@ func (s *Sandbox) quiet(ctx context.Context, op string) (release func(), err err
 	}
 	s.sess.mu.Lock()
 	l.mu.Lock()
-	busy := l.busy
+	busy := l.busy - l.tasks // background tasks may run: a writer among them makes the freeze fail
 	l.mu.Unlock()
 	if busy > 1 || s.sess.live != l {
 		s.sess.mu.Unlock()
@@ -708,4 +708,11 @@ func CheckpointsSummary() (string, error) {
 	}
 	return "files only: the workspace is saved and restored (bwrap session sandbox, Linux " + rel +
 		"); processes, the session's /tmp and Python state are not saved, nor stopped by a rollback", nil
+}
+
+// taskCount counts the background tasks among l's uses.
+func (l *liveSession) taskCount(d int) {
+	l.mu.Lock()
+	l.tasks += d
+	l.mu.Unlock()
 }

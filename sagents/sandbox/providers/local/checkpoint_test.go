@@ -353,3 +353,21 @@ func TestCheckpointSurvivesSessionRestart(t *testing.T) {
 	require.NoError(t, s.Rollback(ctx, cp.ID))
 	assert.Equal(t, "covered\nno\n", ckRun(t, s, "cat /workspace/a; test -e /workspace/b || echo no"))
 }
+
+// TestCheckpointWithReaderInBackground: a background task that writes
+// nothing (a server, a sleep with its directory in the workspace) does not
+// stop a checkpoint; it keeps the frozen view of its directory, and the
+// live workspace goes on.
+func TestCheckpointWithReaderInBackground(t *testing.T) {
+	s := newCheckpointed(t, "", "")
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	task, err := s.StartBackground(ctx, "cd /workspace && sleep 30", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	defer s.KillBackground(ctx, task.ID, true)
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo b > /workspace/b")
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, "a\n", ckRun(t, s, "ls /workspace"))
+}

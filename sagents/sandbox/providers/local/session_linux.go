@@ -49,6 +49,7 @@ type liveSession struct {
 	next  uint64
 	waits map[uint64]chan supervisor.Reply
 	busy  int
+	tasks int // of busy, the background tasks running (checkpoints wait for the others only)
 	used  time.Time
 	dead  chan struct{} // closed once the supervisor is gone
 	// killed: the host killed it (kill), as good as dead before dead closes
