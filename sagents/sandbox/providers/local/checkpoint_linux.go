@@ -603,7 +603,19 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	defer s.ckpt.agent.Thaw()
-	return s.ckpt.writeBack()
+	if err := s.ckpt.writeBack(); err != nil {
+		return err
+	}
+	return s.ckpt.forget()
+}
+
+// forget drops every checkpoint once the host folder received the live
+// state: a checkpoint is its layers over the folder as it was, which the
+// write-back changed. The layers stay mounted (the live view is the same:
+// they only shadow what the folder now holds too) until the next start.
+func (c *checkpoints) forget() error {
+	c.m.Checkpoints = nil
+	return c.save()
 }
 
 // writeBack mirrors the live mount into the host folder.
@@ -620,7 +632,9 @@ func (c *checkpoints) writeBack() error {
 
 // closeCheckpoints runs in Close once the session sandbox stopped: the
 // live state is written back into the host folder (the mount lives on
-// through its descriptor), then the agent and the descriptor go.
+// through its descriptor), then the agent, the descriptor, the layers and
+// the checkpoints go. Without a Close (the process killed) all stay, and
+// the next start mounts them again.
 func (s *Sandbox) closeCheckpoints() error {
 	c := s.ckpt
 	if c == nil {
@@ -637,6 +651,20 @@ func (s *Sandbox) closeCheckpoints() error {
 		c.agent = nil
 	}
 	c.cur.Close()
+	if c.served != nil && err == nil {
+		// The folder is the live state now: the next start begins afresh
+		// on it (the checkpoints were layers over the folder as it was).
+		for _, n := range append([]int{c.m.Base, c.m.Upper}, c.m.Layers...) {
+			if n != 0 {
+				c.freeLayer(n)
+			}
+		}
+		next := c.m.Next
+		c.m = manifest{Next: next}
+		if serr := c.save(); serr != nil {
+			err = serr
+		}
+	}
 	// Overlayfs's work directories (mode 0) are opened up, so that the
 	// runtime directory can be removed like any other.
 	if ents, rerr := os.ReadDir(c.dir); rerr == nil {

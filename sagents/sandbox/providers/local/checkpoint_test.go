@@ -371,3 +371,37 @@ func TestCheckpointWithReaderInBackground(t *testing.T) {
 	require.NoError(t, s.Rollback(ctx, cp.ID))
 	assert.Equal(t, "a\n", ckRun(t, s, "ls /workspace"))
 }
+
+// TestCheckpointCloseAndSyncStartAfresh: a write-back changes the folder
+// the checkpoints are layers over, so Sync and Close drop them (a rollback
+// would otherwise show later files); the next sandbox starts on the
+// written-back folder with none, and its own checkpoints work.
+func TestCheckpointCloseAndSyncStartAfresh(t *testing.T) {
+	ws, rt := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	s := newCheckpointed(t, ws, rt)
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo b > /workspace/b")
+	require.NoError(t, s.Sync(ctx))
+	b, err := os.ReadFile(filepath.Join(ws, "b"))
+	require.NoError(t, err, "sync wrote the live state back")
+	assert.Equal(t, "b\n", string(b))
+	assert.ErrorIs(t, s.Rollback(ctx, cp.ID), sandbox.ErrUnknownCheckpoint, "dropped by the sync")
+	assert.Equal(t, "a\nb\n", ckRun(t, s, "ls /workspace"), "the live view did not change")
+	ckRun(t, s, "rm /workspace/a; echo c > /workspace/c")
+	require.NoError(t, s.Close(ctx))
+	assert.Equal(t, []string{"manifest.json"}, entries(t, filepath.Join(rt, "layers")), "the layers are freed")
+
+	s2 := newCheckpointed(t, ws, rt)
+	list, err := s2.Checkpoints(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	assert.Equal(t, "b\nc\n", ckRun(t, s2, "ls /workspace"))
+	cp2, err := s2.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s2, "rm /workspace/b")
+	require.NoError(t, s2.Rollback(ctx, cp2.ID))
+	assert.Equal(t, "b\nc\n", ckRun(t, s2, "ls /workspace"))
+}
