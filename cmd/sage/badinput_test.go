@@ -20,7 +20,7 @@ import (
 
 // badCase is one bad input a newcomer tried (issue 37, items 3 and 4):
 // sage must answer with one line on stderr that names the input and the
-// fix, exit with the README's code, and leave nothing behind.
+// fix, exit with the code of docs/cli.md, and leave nothing behind.
 type badCase struct {
 	name  string
 	args  []string
@@ -155,7 +155,7 @@ func TestBadInputsNameTheInputAndTheFix(t *testing.T) {
 	}
 }
 
-// Exit codes agree with the README's table for every verb: a timeout is
+// Exit codes agree with docs/cli.md's table for every verb: a timeout is
 // 124 under --json too (its exit_code is the process's), sandbox rm of an
 // unknown thread is 1, as session stop of an unknown session.
 func TestExitCodesAgree(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
-// Exit codes shared by the subcommands (the README's table). A command
+// Exit codes shared by the subcommands (the table in docs/cli.md). A command
 // run in a sandbox (exec, python) exits with its own code besides.
 const (
 	exitFailed       = 1   // the operation ran and failed: a file error, an unknown name, a failed check

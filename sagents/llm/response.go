@@ -58,9 +58,9 @@ type Choice struct {
 	Index int
 	// Message is ready to append to the conversation: content, reasoning
 	// content and tool calls (raw argument strings).
-	Message      openai.ChatCompletionMessage
+	Message      Message
 	ToolCalls    []ToolCall
-	FinishReason openai.FinishReason
+	FinishReason FinishReason
 }
 
 // Response is the result of Chat, or of a stream once it has ended.
@@ -88,8 +88,8 @@ func (r *Response) Content() string {
 }
 
 // FinishReasons lists each choice's finish reason in choice order.
-func (r *Response) FinishReasons() []openai.FinishReason {
-	out := make([]openai.FinishReason, len(r.Choices))
+func (r *Response) FinishReasons() []FinishReason {
+	out := make([]FinishReason, len(r.Choices))
 	for i, c := range r.Choices {
 		out[i] = c.FinishReason
 	}

@@ -120,7 +120,7 @@ func LoadPolicy(file, workspace string) (*Policy, error) {
 // ParsePolicy parses the YAML form of a policy.
 // Errors name the key as written and what it takes ("rules[1].decison:
 // unknown key (line 5); rules[1] takes decision, match, name, reason,
-// whole"); the format is in the README's "Command policy" section.
+// whole"); the format is in docs/tools.md, section "Command policy".
 func ParsePolicy(b []byte, workspace string) (*Policy, error) {
 	var n yaml.Node
 	if err := yaml.Unmarshal(b, &n); err != nil {

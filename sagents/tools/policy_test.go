@@ -191,13 +191,13 @@ func TestSkills(t *testing.T) {
 	}
 }
 
-// The README's policy example (section "Command policy") parses and
+// The policy example of docs/tools.md (section "Command policy") parses and
 // decides as it says.
-func TestREADMEPolicyExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func TestDocsPolicyExample(t *testing.T) {
+	b, err := os.ReadFile("../../docs/tools.md")
 	require.NoError(t, err)
-	_, sec, ok := strings.Cut(string(b), "### Command policy")
-	require.True(t, ok, "the README documents the policy format")
+	_, sec, ok := strings.Cut(string(b), "## Command policy")
+	require.True(t, ok, "docs/tools.md documents the policy format")
 	_, block, ok := strings.Cut(sec, "```yaml\n")
 	require.True(t, ok)
 	block, _, _ = strings.Cut(block, "```")

@@ -133,8 +133,12 @@
 // session_log_linux.go), and each command runs in a Landlock domain of
 // its own where the kernel scopes signals (supervisor/domain_linux.go;
 // under gVisor, a group tag: supervisor/tag_linux.go): no command can
-// signal or trace the supervisor or another command, and a timeout or
-// cancel ends every process of the command, wherever it moved. If the
+// trace the supervisor or another command, nor signal the supervisor or
+// pid 1, and a timeout or cancel ends every process of the command,
+// wherever it moved. A command signals other commands' and background
+// tasks' processes (kill, pkill, kill -1) through the supervisor, which
+// answers its signal calls as seccomp user notifications
+// (supervisor/signals_linux.go, docs/session-signals.md). If the
 // supervisor does not report the end of a command told to end within
 // sessionUnresponsiveGrace of its SIGKILL, this process kills the whole
 // session sandbox itself (session_conn_linux.go). The session stops when idle

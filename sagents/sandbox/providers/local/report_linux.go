@@ -40,7 +40,7 @@ func SeccompSummary() (string, error) {
 func SessionIsolationSummary() (holds bool, detail string) {
 	abi := supervisor.LandlockABI()
 	if abi >= supervisor.LandlockSignalABI {
-		return true, fmt.Sprintf("Landlock ABI %d: each session command runs in a Landlock domain of its own, so it cannot signal, stop or trace the supervisor, another command or a background task, and a timeout or cancel ends every process it started (setsid or not); gdb, strace and kill work on its own processes; the supervisor is the sandbox's pid 1, and the host stops a session whose supervisor does not end a command in time", abi)
+		return true, fmt.Sprintf("Landlock ABI %d: each session command runs in a Landlock domain of its own, so it cannot stop, trace or read the supervisor, another command or a background task, nor signal the supervisor or pid 1, and a timeout or cancel ends every process it started (setsid or not); gdb and strace work on its own processes, and kill, pkill and kill -1 on every process of the session (a background task's, another command's) but the supervisor's and pid 1's, through the supervisor (a seccomp user-notification relay); the supervisor is the sandbox's pid 1, and the host stops a session whose supervisor does not end a command in time", abi)
 	}
 	return false, fmt.Sprintf("Landlock ABI %d (signal scopes need %d, Linux 6.12+): no per-command domains; the supervisor is still out of reach (the sandbox's pid 1, not dumpable) and the host still enforces every timeout, but a timeout or cancel ends the command's process group only (a setsid child outlives it, except with a CPU limit as root: its cgroup), and commands may signal and trace each other",
 		abi, supervisor.LandlockSignalABI)

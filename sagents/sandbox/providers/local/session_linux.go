@@ -229,7 +229,7 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
 	argv := []string{sandboxSupervisor, "--fd", "?", "--umask", fmt.Sprintf("%03o", s.umask), "--protocol", strconv.Itoa(supervisor.Protocol),
-		"--domains", onOff(commandDomains)}
+		"--domains", onOff(commandDomains), "--signals", commandSignals}
 	if s.limits.Pids > 0 {
 		argv = append(argv, "--nproc", strconv.Itoa(s.limits.Pids))
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,4 +94,55 @@ func BenchmarkPassthroughExecTrue(b *testing.B) {
 			b.Fatal(err, res)
 		}
 	}
+}
+
+// BenchmarkPassthroughExecTruePaired alternates, in one loop and in
+// flipping order, os/exec of /bin/true and passthrough's ExecuteCommand of
+// "true", so that the machine's load swings hit both alike; x-baseline is
+// the ratio of their medians (make bench's goal: <= 1.5).
+func BenchmarkPassthroughExecTruePaired(b *testing.B) {
+	h := newSandbox(b)
+	defer h.Close(context.Background())
+	ctx := context.Background()
+	var bare, ours []time.Duration
+	timeBare := func() {
+		start := time.Now()
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(start))
+	}
+	timeOurs := func() {
+		start := time.Now()
+		res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
+		if err != nil || !res.Success {
+			b.Fatal(err, res)
+		}
+		ours = append(ours, time.Since(start))
+	}
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			timeBare()
+			timeOurs()
+		} else {
+			timeOurs()
+			timeBare()
+		}
+	}
+	mb, mo := medianDuration(bare), medianDuration(ours)
+	b.ReportMetric(float64(mb), "baseline-median-ns")
+	b.ReportMetric(float64(mo), "median-ns")
+	b.ReportMetric(float64(mo)/float64(max(mb, 1)), "x-baseline")
+}
+
+func medianDuration(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	d = slices.Clone(d)
+	slices.Sort(d)
+	if n := len(d); n%2 == 0 {
+		return (d[n/2-1] + d[n/2]) / 2
+	}
+	return d[len(d)/2]
 }

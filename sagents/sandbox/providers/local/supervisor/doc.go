@@ -25,7 +25,9 @@
 // status. Each command also runs in a Landlock domain of its own
 // (domain_linux.go; under gVisor, which has no Landlock, its processes
 // carry a group tag of its own: tag_linux.go), so that no command can
-// signal or trace the supervisor or another command, and so that a
+// signal or trace the supervisor or another command (signals to another
+// command's processes it then relays, refusing itself and pid 1:
+// signals_linux.go), and so that a
 // "signal" request that ends a command (SIGTERM, SIGKILL) reaches every
 // process it started, wherever it moved; any other signal goes to its
 // process group. Nothing else is ever signalled. When the host end

@@ -84,12 +84,15 @@ func newRuleset() int {
 // the functions sent to it.
 type domain struct {
 	work chan func()
+	r    *relay // nil: no relay (its scopedKill is a plain kill then)
 }
 
-// enterDomain starts a thread in a new domain of ruleset rules.
-func enterDomain(rules int) (*domain, error) {
-	d := &domain{work: make(chan func())}
+// enterDomain starts a thread in a new domain of ruleset rules, under
+// the relay's filter when there is a relay (signals_linux.go).
+func enterDomain(rules int, r *relay) (*domain, error) {
+	d := &domain{work: make(chan func()), r: r}
 	entered := make(chan error, 1)
+	listener := -1
 	OffMainThread(func() {
 		// No new privileges is a thread's too; bwrap set it already.
 		if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetNoNewPrivs, 1, 0); e != 0 {
@@ -100,6 +103,9 @@ func enterDomain(rules int) (*domain, error) {
 			entered <- e
 			return // the thread ends: it may be restricted
 		}
+		if r != nil {
+			listener = r.install()
+		}
 		entered <- nil
 		for f := range d.work {
 			f()
@@ -107,6 +113,9 @@ func enterDomain(rules int) (*domain, error) {
 	})
 	if err := <-entered; err != nil {
 		return nil, &os.SyscallError{Syscall: "landlock_restrict_self", Err: err}
+	}
+	if listener >= 0 {
+		r.add(listener)
 	}
 	return d, nil
 }
@@ -121,7 +130,7 @@ func (s *server) takeDomain() (*domain, error) {
 	case d := <-s.spare:
 		return d, nil
 	default:
-		return enterDomain(s.rules)
+		return enterDomain(s.rules, s.relay)
 	}
 }
 
@@ -130,7 +139,7 @@ func (s *server) refill() {
 	if len(s.spare) > 0 {
 		return
 	}
-	d, err := enterDomain(s.rules)
+	d, err := enterDomain(s.rules, s.relay)
 	if err != nil {
 		return
 	}
@@ -152,8 +161,9 @@ func (d *domain) run(f func()) {
 func (d *domain) leave() { close(d.work) }
 
 // signal sends sig to every process of the domain (kill(-1) reaches no
-// other: signals are scoped; nor this process or pid 1).
-func (d *domain) signal(sig syscall.Signal) { d.run(func() { syscall.Kill(-1, sig) }) }
+// other: signals are scoped; nor this process or pid 1). Its kills pass
+// the relay's filter (scopedKill): the kernel scopes them.
+func (d *domain) signal(sig syscall.Signal) { d.run(func() { d.r.scopedKill(-1, sig) }) }
 
 // kill sends SIGKILL to the domain's processes until none is left alive,
 // for at most about two seconds (a fork bomb's children may be born
@@ -162,7 +172,7 @@ func (d *domain) signal(sig syscall.Signal) { d.run(func() { syscall.Kill(-1, si
 func (d *domain) kill() {
 	d.run(func() {
 		for range 1000 {
-			syscall.Kill(-1, syscall.SIGKILL)
+			d.r.scopedKill(-1, syscall.SIGKILL)
 			if !d.anyAlive() {
 				return
 			}
@@ -185,7 +195,7 @@ func (d *domain) anyAlive() bool {
 	self := os.Getpid()
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
-		if err != nil || pid == self || syscall.Kill(pid, 0) != nil {
+		if err != nil || pid == self || d.r.scopedKill(pid, 0) != nil {
 			continue
 		}
 		if !zombie(pid) {

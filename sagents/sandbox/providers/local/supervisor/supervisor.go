@@ -35,11 +35,11 @@ func init() {
 // host's own Protocol: one built from other sources, stale or not a
 // supervisor at all, is refused. Raise it with every change a supervisor
 // of the previous version would misread.
-const Protocol = 5
+const Protocol = 6
 
 // served is the Protocol this build answers with, as a string constant
 // so that a test can build a stale supervisor (-ldflags -X).
-var served = "5"
+var served = "6"
 
 // Limits of the control channel: a message and the descriptors it carries.
 const (
@@ -113,6 +113,9 @@ type server struct {
 	// holds the running commands' domains or tags.
 	rules int
 	spare chan *domain // a domain made ahead for the next command (takeDomain)
+	// relay, with domains, answers the commands' signal calls
+	// (signals_linux.go); nil without.
+	relay *relay
 	tags  bool
 	set   map[uint64]commandSet
 	// nproc, when set, is every command's RLIMIT_NPROC: the host gave
@@ -141,10 +144,13 @@ type commandSet interface {
 // where the kernel scopes signals (on, the default; domain_linux.go);
 // --group-tags on|off, where there are no domains (gVisor), tags each
 // command's processes with a group of its own (off, the default;
-// tag_linux.go). --nproc N sets every command's RLIMIT_NPROC to N (the
+// tag_linux.go). --signals on|off, with domains, relays the commands'
+// signals to processes of other domains, the supervisor's and pid 1's
+// refused (on, the default; signals_linux.go; "unguarded" relays those
+// too, for a test's control only). --nproc N sets every command's RLIMIT_NPROC to N (the
 // host gives the supervisor more, for its threads).
 func Main(args []string) int {
-	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off] [--group-tags on|off] [--nproc N]\n"
+	const usage = Name + ": usage: " + Name + " --fd N [--umask OOO] [--protocol V] [--domains on|off] [--group-tags on|off] [--signals on|off] [--nproc N]\n"
 	if len(args) < 2 || len(args)%2 != 0 || args[0] != "--fd" {
 		os.Stderr.WriteString(usage)
 		return ExitFailed
@@ -154,7 +160,7 @@ func Main(args []string) int {
 		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
 		return ExitFailed
 	}
-	domains, tags, nproc := true, false, 0
+	domains, tags, nproc, signals := true, false, 0, "on"
 	for i := 2; i < len(args); i += 2 {
 		switch v := args[i+1]; args[i] {
 		case "--domains", "--group-tags":
@@ -167,6 +173,12 @@ func Main(args []string) int {
 			} else {
 				tags = v == "on"
 			}
+		case "--signals":
+			if v != "on" && v != "off" && v != "unguarded" {
+				os.Stderr.WriteString(Name + ": --signals wants on or off, got " + strconv.Quote(v) + "\n")
+				return ExitFailed
+			}
+			signals = v
 		case "--umask":
 			mask, err := strconv.ParseUint(v, 8, 32)
 			if err != nil || mask > 0o777 {
@@ -204,6 +216,9 @@ func Main(args []string) int {
 		rules: -1, set: map[uint64]commandSet{}, nproc: nproc}
 	if domains {
 		s.rules = newRuleset()
+	}
+	if s.rules >= 0 && signals != "off" {
+		s.relay = newRelay(signals == "on")
 	}
 	if s.rules >= 0 {
 		s.spare = make(chan *domain, 1)

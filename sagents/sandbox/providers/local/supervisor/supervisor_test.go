@@ -21,7 +21,8 @@ import (
 func TestImportsStayEarly(t *testing.T) {
 	allowed := map[string]bool{"encoding/binary": true, "errors": true, "os": true, "runtime": true, "strconv": true,
 		"strings": true, "sync": true, "syscall": true, "unsafe": true}
-	for _, file := range []string{"supervisor.go", "reap_linux.go", "wire.go", "domain_linux.go", "tag_linux.go"} {
+	for _, file := range []string{"supervisor.go", "reap_linux.go", "wire.go", "domain_linux.go", "tag_linux.go",
+		"signals_linux.go", "signals_linux_amd64.go", "signals_linux_arm64.go", "signals_linux_other.go"} {
 		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
 		if err != nil {
 			t.Fatal(err)
