@@ -34,6 +34,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 	if runtime.GOOS == "linux" {
 		r.Checks = append(r.Checks, gvisorCheck(ctx))
 	}
+	r.Checks = append(r.Checks, checkpointsCheck())
 	var err error
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -145,6 +146,20 @@ func idmapCheck() doctor.Check {
 		return c
 	}
 	d, err := local.IdmapSummary(sandbox.Home())
+	if err != nil {
+		detail, fix, _ := strings.Cut(err.Error(), "; fix: ")
+		c.Status, c.Detail, c.Fix = doctor.Warn, detail, fix
+		return c
+	}
+	c.Detail = d
+	return c
+}
+
+// checkpointsCheck says whether sandbox.local.checkpoints can work here and
+// what a checkpoint covers (files, never processes).
+func checkpointsCheck() doctor.Check {
+	c := doctor.Check{Name: "checkpoints", Status: doctor.OK}
+	d, err := local.CheckpointsSummary()
 	if err != nil {
 		detail, fix, _ := strings.Cut(err.Error(), "; fix: ")
 		c.Status, c.Detail, c.Fix = doctor.Warn, detail, fix

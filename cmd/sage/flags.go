@@ -25,6 +25,8 @@ type sandboxFlags struct {
 	mounts    mountList
 	env       envList
 	limits    limitFlags
+	// checkpoints: sandbox.local.checkpoints on (--checkpoints)
+	checkpoints bool
 	// remote mode: override SAGE_REMOTE_PROVIDER and SAGE_REMOTE_URL
 	remoteProvider, remoteURL string
 	osbURL, osbKeyEnv         string
@@ -64,6 +66,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.limits.network, "network", "", "local: network `mode` off, allowlist or open (default off; allowlist when --allow-domain is given)")
 	fs.StringVar(&f.limits.iso, "isolation", "", "local: isolation `kind` on Linux: bwrap (default), gvisor (runsc, a second kernel: one sandbox per session, or per command with fresh_per_command) or none")
 	fs.Var(&f.limits.allow, "allow-domain", "local: with network allowlist, let commands reach `DOMAIN`, *.DOMAIN, an address, each with an optional :PORT or :* (repeatable)")
+	fs.BoolVar(&f.checkpoints, "checkpoints", false, "local: keep the workspace as overlay layers so that sage session checkpoint, rollback and fork work (docs/checkpoints.md)")
 	fs.Var(&f.limits.deny, "deny-domain", "local: with network allowlist, refuse `DOMAIN` even when allowed (repeatable; checked first)")
 }
 
@@ -126,6 +129,9 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	}
 	cfg.Mounts = append(cfg.Mounts, f.mounts...)
 	f.limits.apply(&cfg.Local)
+	if f.checkpoints {
+		cfg.Local.Checkpoints = true
+	}
 	f.opensandbox(&cfg)
 	keepRemoteSandbox(&cfg)
 	if err := cfg.Validate(); err != nil {
@@ -147,7 +153,7 @@ var settingNames = []struct{ field, flag string }{
 	{"sandbox.local.file_size_limit_mb", "--file-size"}, {"sandbox.local.disk_quota_mb", "--disk-quota"},
 	{"sandbox.local.network", "--network"}, {"sandbox.local.allowed_domains", "--allow-domain"},
 	{"sandbox.local.denied_domains", "--deny-domain"}, {"sandbox.local.isolation", "--isolation"},
-	{"sandbox.remote.provider", "--remote-provider"}, {"sandbox.remote.server_url", "--remote-url"},
+	{"sandbox.local.checkpoints", "--checkpoints"}, {"sandbox.remote.provider", "--remote-provider"}, {"sandbox.remote.server_url", "--remote-url"},
 }
 
 // named renames the field of a *sandbox.ConfigError in err to what the

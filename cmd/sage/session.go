@@ -19,6 +19,11 @@ func init() {
 	register(command{"session", "list (ls) or stop the session daemons that `sage exec --session` starts", runSession},
 		subcommand{"ls", "list the live sessions: pid, age, idle time, memory"},
 		subcommand{"stop", "stop sessions: kill all their processes (workspace files are kept)"},
+		subcommand{"checkpoint", "save the workspace of a session run with --checkpoints; prints the id"},
+		subcommand{"checkpoints", "list a session's checkpoints (id, time, size, layers)"},
+		subcommand{"rollback", "make a session's workspace a checkpoint's again (later ones are dropped)"},
+		subcommand{"fork", "copy a checkpoint into the workspace of a new session NEW"},
+		subcommand{"sync", "write a session's live workspace into its host folder (Close does it too)"},
 		subcommand{"serve", "serve one session in the foreground (sage exec --session starts it; sandbox config as JSON on stdin)"})
 }
 
@@ -29,6 +34,9 @@ func runSession(ctx context.Context, env *cliEnv, args []string) int {
 	var fs *flag.FlagSet
 	var asJSON, all, trace *bool
 	var idle *time.Duration
+	if _, ok := checkpointSubcommands[args[0]]; ok {
+		return runCheckpoint(ctx, env, args)
+	}
 	switch args[0] {
 	case "ls":
 		fs = newFlagSet("sage session ls", "sage session ls [--json]")

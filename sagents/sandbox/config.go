@@ -109,6 +109,13 @@ type LocalConfig struct {
 	// (a command that comes before it is ready waits for it). Ignored
 	// with a fresh sandbox per command.
 	Prestart bool
+	// Checkpoints stacks the session sandbox's workspace as overlay
+	// layers kept on the host, so that Sandbox.Checkpoint, Rollback, Fork
+	// and Checkpoints work (docs/checkpoints.md): the live state is the
+	// layered mount, the host workspace folder its base, written back on
+	// Close and by Sandbox.Sync. It needs the bwrap session sandbox; off
+	// leaves the workspace a plain bind of the host folder.
+	Checkpoints bool
 }
 
 // DefaultUIDRange is the host uid range of sandboxed processes when sage

@@ -152,6 +152,7 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		"sandbox:\n  local: {isolation: {linux: [a]}}\n":              `sandbox config: sandbox.local.isolation.linux: want a string, not a list (line 2)`,
 		"sandbox:\n  local: {fresh_per_command: maybe}\n":             `sandbox config: sandbox.local.fresh_per_command="maybe": "maybe" is not true or false (line 2)`,
 		"sandbox:\n  remote: {provider_config: {x: [1]}, image: 3}\n": "", // any value in provider_config; 3 is a string
+		"sandbox:\n  local: {checkpoints: maybe}\n":                   `sandbox config: sandbox.local.checkpoints="maybe": "maybe" is not on or off (line 2)`,
 	} {
 		_, err := ConfigFromYAML([]byte(doc))
 		if want == "" {
@@ -162,8 +163,8 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		assert.True(t, strings.HasPrefix(err.Error(), want), "%q:\n got %s\nwant %s", doc, err, want)
 		var ce *ConfigError
 		assert.ErrorAs(t, err, &ce, doc)
-		for _, goName := range []string{"yaml", "!!", "int", "bool", "struct"} {
-			assert.NotContains(t, err.Error(), goName, doc)
+		for _, goName := range []string{`yaml`, `!!`, `\bint\b`, `\bbool\b`, `\bstruct\b`} { // as words: "checkpoints" holds "int"
+			assert.NotRegexp(t, goName, err.Error(), doc)
 		}
 	}
 }
@@ -235,4 +236,14 @@ func TestConfigFromYAMLSession(t *testing.T) {
 	c, err = ConfigFromYAML([]byte("sandbox:\n  local: {}\n"))
 	require.NoError(t, err)
 	assert.Nil(t, c.Local.FreshPerCommand, "unset: the driver decides (a session sandbox where bwrap isolates)")
+}
+
+// TestConfigCheckpointsOnOff: sandbox.local.checkpoints is written on or
+// off, as the docs write it (true and false too).
+func TestConfigCheckpointsOnOff(t *testing.T) {
+	for doc, want := range map[string]bool{"on": true, "off": false, "true": true, "false": false} {
+		c, err := ConfigFromYAML([]byte("sandbox:\n  local:\n    checkpoints: " + doc + "\n"))
+		require.NoError(t, err, doc)
+		assert.Equal(t, want, c.Local.Checkpoints, doc)
+	}
 }

@@ -91,6 +91,7 @@ type yamlLocal struct {
 	FreshPerCommand *bool       `yaml:"fresh_per_command"`
 	IdleTimeout     yamlSeconds `yaml:"idle_timeout"`
 	Prestart        bool        `yaml:"prestart"`
+	Checkpoints     onOff       `yaml:"checkpoints"`
 }
 
 func (y yamlSandbox) config() Config {
@@ -119,6 +120,7 @@ func (y yamlSandbox) config() Config {
 			FreshPerCommand: y.Local.FreshPerCommand,
 			IdleTimeout:     y.Local.IdleTimeout.d,
 			Prestart:        y.Local.Prestart,
+			Checkpoints:     bool(y.Local.Checkpoints),
 		},
 	}
 	for _, m := range y.Mounts {
@@ -174,6 +176,25 @@ func (v *yamlNetwork) UnmarshalYAML(n *yaml.Node) error {
 		*v = yamlNetwork(NetworkOpen)
 	default:
 		*v = yamlNetwork(n.Value)
+	}
+	return nil
+}
+
+// onOff is a switch written on/off (as the docs do) or true/false.
+type onOff bool
+
+func (o *onOff) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return errors.New("want on or off")
+	}
+	s := n.Value
+	switch strings.ToLower(s) {
+	case "on", "true", "yes":
+		*o = true
+	case "off", "false", "no", "":
+		*o = false
+	default:
+		return fmt.Errorf("%q is not on or off", s)
 	}
 	return nil
 }

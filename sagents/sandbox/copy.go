@@ -13,7 +13,15 @@ import (
 // CopyFromHost copies a host file or directory tree to a sandbox path.
 // Entries matching opts.Ignore are left out; symlinks in the source are
 // not followed and are listed in the result instead.
-func (h *HostFS) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts CopyOptions) (CopyResult, error) {
+func (h *HostFS) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts CopyOptions) (res CopyResult, err error) {
+	err = h.as(func() error {
+		res, err = h.copyFromHost(ctx, hostPath, sandboxPath, opts)
+		return err
+	})
+	return res, err
+}
+
+func (h *HostFS) copyFromHost(ctx context.Context, hostPath, sandboxPath string, opts CopyOptions) (CopyResult, error) {
 	var res CopyResult
 	for _, pat := range opts.Ignore {
 		if _, err := path.Match(pat, ""); err != nil {

@@ -29,6 +29,19 @@ type HostFS struct {
 	// parents they create, CopyFromHost), and a file WriteFile or
 	// CopyFromHost replaces. Nil leaves ownership to the process.
 	Owner *FileOwner
+	// As, when set, runs each operation that creates files (WriteFile,
+	// MkdirAll, CopyFromHost): a driver runs them as another file-system
+	// uid (local mode's checkpoints, as root: the layered workspace takes
+	// only the sandbox's uids).
+	As func(func() error) error
+}
+
+// as runs f through As, when set.
+func (h *HostFS) as(f func() error) error {
+	if h.As == nil {
+		return f()
+	}
+	return h.As(f)
 }
 
 // FileOwner is a numeric host uid and gid.
@@ -137,6 +150,10 @@ func openRegular(root *os.Root, rel string, flag int) (*os.File, error) {
 // WriteFile replaces a file atomically (temp file, fsync, rename) or
 // appends to it. Missing parent directories are created.
 func (h *HostFS) WriteFile(ctx context.Context, p string, data []byte, opts WriteOptions) error {
+	return h.as(func() error { return h.writeFile(ctx, p, data, opts) })
+}
+
+func (h *HostFS) writeFile(ctx context.Context, p string, data []byte, opts WriteOptions) error {
 	root, loc, err := h.open(ctx, "write", p, true)
 	if err != nil {
 		return err
@@ -352,6 +369,10 @@ func fileInfo(virtual string, fi fs.FileInfo) FileInfo {
 
 // MkdirAll creates p and its parents.
 func (h *HostFS) MkdirAll(ctx context.Context, p string) error {
+	return h.as(func() error { return h.mkdirAll(ctx, p) })
+}
+
+func (h *HostFS) mkdirAll(ctx context.Context, p string) error {
 	root, loc, err := h.open(ctx, "mkdir", p, true)
 	if err != nil {
 		return err

@@ -183,3 +183,17 @@ func mapFSError(op string, loc Location, err error) error {
 	}
 	return err
 }
+
+// WithWorkspaceRoot is a copy of pm whose workspace is reached through
+// root, taken as it is (no symlink resolved): a path such as
+// /proc/self/fd/N, a descriptor the driver keeps pointing at the live
+// workspace (local mode's checkpoints).
+func (pm *PathMapper) WithWorkspaceRoot(root string) *PathMapper {
+	out := &PathMapper{workspace: pm.workspace, mounts: append([]mapping{}, pm.mounts...)}
+	for i := range out.mounts {
+		if out.mounts[i].virtual == pm.workspace {
+			out.mounts[i].host = root
+		}
+	}
+	return out
+}

@@ -27,6 +27,7 @@ type Sandbox struct {
 	// isolation and network are the driver's IsolationReporter answer,
 	// put on every event.
 	isolation, network string
+	cfg                Config // what Fork opens its sandbox with
 	// bgStarts remembers when each background task started under an
 	// observer (task id -> time.Time), so that its end is reported as one
 	// event covering the command (ops_background.go).
@@ -66,7 +67,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 // NewFromDriver wraps a driver opened by other means (a provider that
 // hands out sandboxes it holds). It uses cfg's Mode, Timeout and Observer.
 func NewFromDriver(cfg Config, d Driver) *Sandbox {
-	s := &Sandbox{mode: cfg.Mode, drv: d, timeout: cfg.Timeout, obs: cfg.Observer}
+	s := &Sandbox{mode: cfg.Mode, drv: d, timeout: cfg.Timeout, obs: cfg.Observer, cfg: cfg}
 	if r, ok := d.(IsolationReporter); ok {
 		kind, network := r.Isolation()
 		s.isolation, s.network = kind, string(network)

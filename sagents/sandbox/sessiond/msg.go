@@ -37,7 +37,27 @@ const (
 	OpPython     = "python"     // run Python code (Code), stream its output, return its result
 	OpFS         = "fs"         // a file operation (FS)
 	OpTask       = "task"       // a background task's status, output or kill (Task)
+	// OpCheckpoint saves, lists, rolls back or exports the workspace's
+	// checkpoints (Checkpoint). A daemon of version 3 that predates it
+	// answers ErrProtocol (unknown op): nothing it could misread.
+	OpCheckpoint = "checkpoint"
 )
+
+// Operations of OpCheckpoint (sandbox.Checkpointer).
+const (
+	CheckpointSave     = "save"     // Response.Checkpoints: the new one
+	CheckpointList     = "list"     // Response.Checkpoints: all, oldest first
+	CheckpointRollback = "rollback" // ID
+	CheckpointExport   = "export"   // ID's files into Dir (a fork's workspace)
+	CheckpointSync     = "sync"     // the live state into the host folder
+)
+
+// CheckpointRequest is one operation on the workspace's checkpoints.
+type CheckpointRequest struct {
+	Op  string `json:"op"`
+	ID  string `json:"id,omitempty"`
+	Dir string `json:"dir,omitempty"`
+}
 
 // Request is the first frame of a connection.
 type Request struct {
@@ -70,6 +90,8 @@ type Request struct {
 	FS *FSRequest `json:"fs,omitempty"`
 	// Task is OpTask's operation.
 	Task *TaskRequest `json:"task,omitempty"`
+	// Checkpoint is OpCheckpoint's operation.
+	Checkpoint *CheckpointRequest `json:"checkpoint,omitempty"`
 }
 
 // Operations of OpTask on a background task (OpBackground started it).
@@ -124,6 +146,8 @@ type Response struct {
 	// TaskState and Output answer OpTask's status and output.
 	TaskState *sandbox.BackgroundState  `json:"task_state,omitempty"`
 	Output    *sandbox.BackgroundOutput `json:"output,omitempty"`
+	// Checkpoints answers OpCheckpoint's save and list.
+	Checkpoints []sandbox.Checkpoint `json:"checkpoints,omitempty"`
 	// Error and Kind describe a failure (see Error). PathOp and Path,
 	// when set, say the failure was an *fs.PathError: the client gets
 	// one back, with Error as its Err's text.
@@ -184,7 +208,8 @@ var kinds = []struct {
 }{
 	{"settings", ErrSettings}, {"config", ErrConfig}, {"refused", ErrRefused}, {"stopped", ErrStopped}, {"protocol", ErrProtocol},
 	{"escape", sandbox.ErrEscape}, {"read_only", sandbox.ErrReadOnly}, {"bad_path", sandbox.ErrBadPath},
-	{"unknown_task", sandbox.ErrUnknownTask}, {"unsupported", sandbox.ErrUnsupported},
+	{"unknown_task", sandbox.ErrUnknownTask}, {"unknown_checkpoint", sandbox.ErrUnknownCheckpoint},
+	{"checkpoint_busy", sandbox.ErrCheckpointBusy}, {"unsupported", sandbox.ErrUnsupported},
 	{"isolation", sandbox.ErrIsolationUnavailable}, {"closed", sandbox.ErrClosed},
 	{"not_exist", fs.ErrNotExist}, {"permission", fs.ErrPermission}, {"exist", fs.ErrExist},
 	{"invalid", fs.ErrInvalid}, {"deadline", context.DeadlineExceeded},

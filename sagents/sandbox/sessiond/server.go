@@ -446,11 +446,11 @@ func (s *Server) serve(c *net.UnixConn, req Request) Response {
 		return Response{Info: s.info()}
 	case OpStop:
 		return Response{}
-	case OpExec, OpBackground, OpPython, OpFS, OpTask:
+	case OpExec, OpBackground, OpPython, OpFS, OpTask, OpCheckpoint:
 	default:
 		return errorResponse(fmt.Errorf("%w: unknown op %q", ErrProtocol, req.Op))
 	}
-	if req.Settings != "" && req.Settings != s.Settings && req.Op != OpTask {
+	if req.Settings != "" && req.Settings != s.Settings && req.Op != OpTask && req.Op != OpCheckpoint {
 		return errorResponse(fmt.Errorf("%w: session %s was started with other flags or SAGE_* settings; fix: sage session stop %s, or the same settings", ErrSettings, s.Name, s.Name))
 	}
 	s.enter()
@@ -475,6 +475,8 @@ func (s *Server) dispatch(ctx context.Context, c *net.UnixConn, req Request) Res
 		return s.fileOp(ctx, c, req)
 	case OpTask:
 		return s.task(ctx, req)
+	case OpCheckpoint:
+		return s.checkpoint(ctx, req)
 	}
 	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
 		return s.Sandbox.ExecuteCommand(ctx, req.Command, opts)

@@ -43,7 +43,8 @@ type Sandbox struct {
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
 	bgCPU sync.Map
-	sess  sessionSlot // the session sandbox, when enabled
+	sess  sessionSlot  // the session sandbox, when enabled
+	ckpt  *checkpoints // the workspace's layers (checkpoints on); nil: off
 
 	closeOnce sync.Once
 	closeErr  error
@@ -216,6 +217,13 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	s.sess.opts = opts.Session
+	if err := s.setupCheckpoints(cfg); err != nil {
+		s.iso.close()
+		s.egress.close()
+		s.idmap.release()
+		s.removeOwnRuntime()
+		return nil, err
+	}
 	s.prestartSession()
 	return s, nil
 }
@@ -257,6 +265,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		err := s.Background.Close(ctx) // first: tasks in the session get their SIGTERM
 		s.stopSession()
+		if cerr := s.closeCheckpoints(); err == nil { // writes the live state back
+			err = cerr
+		}
 		if cerr := s.iso.close(); err == nil {
 			err = cerr
 		}

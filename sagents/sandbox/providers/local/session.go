@@ -60,6 +60,9 @@ type sessionSlot struct {
 	closed   bool
 	extra    []bind // binds calls needed, kept for the next session sandbox
 	idleStop *time.Timer
+	// restartUnreported: a host file operation (checkpoints on) restarted
+	// the session sandbox; the next command says so (SessionRestarted).
+	restartUnreported bool
 }
 
 func (o SessionOptions) idle() time.Duration {

@@ -49,6 +49,7 @@ type liveSession struct {
 	next  uint64
 	waits map[uint64]chan supervisor.Reply
 	busy  int
+	tasks int // of busy, the background tasks running (checkpoints wait for the others only)
 	used  time.Time
 	dead  chan struct{} // closed once the supervisor is gone
 	// killed: the host killed it (kill), as good as dead before dead closes
@@ -128,17 +129,26 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 			l.mu.Lock()
 			l.busy++
 			l.mu.Unlock()
-			return l, false, nil
+			restarted := slot.restartUnreported
+			slot.restartUnreported = false
+			return l, restarted, nil
 		}
 	}
 	l, err := s.startSession(ctx)
 	if err != nil {
 		return nil, false, err
 	}
+	if s.ckpt != nil { // the workspace's layers (checkpoint_linux.go)
+		if err := s.ckpt.attach(l); err != nil {
+			l.stop()
+			return nil, false, err
+		}
+	}
 	s.warmSession(ctx, l)
 	l.busy = 1
 	slot.live = l
 	slot.started++
+	slot.restartUnreported = false // this start is the one reported
 	if d := slot.opts.idle(); d > 0 {
 		s.armIdle(l, d)
 	}
@@ -290,7 +300,11 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	if err != nil {
 		return nil, err
 	}
-	inv := invocation{argv: sl.argv, workdir: s.hostWS, chdir: sl.virtualWS, session: true,
+	chdir := sl.virtualWS
+	if s.ckpt != nil { // not in the workspace: its mount is replaced under it
+		chdir = "/"
+	}
+	inv := invocation{argv: sl.argv, workdir: s.hostWS, chdir: chdir, session: true,
 		env: map[string]string{"GOMAXPROCS": "1"}}
 	if err := s.sessionBinds(&inv); err != nil {
 		return nil, err

@@ -135,8 +135,10 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 			l.idle()
 			return 0, nil, err
 		}
+		l.taskCount(1)
 		return pid, func() (int, string) {
 			defer l.idle()
+			defer l.taskCount(-1)
 			code, sig := wait()
 			close(ended)
 			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}

@@ -1,0 +1,150 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// openCheckpointBench opens a sandbox with checkpoints on over ws (its
+// session sandbox served by cmd/sage-supervisor), closed with b.
+func openCheckpointBench(b *testing.B, ws, sup string) *Sandbox {
+	b.Helper()
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: sandboxtest.TempDir(b)}
+	cfg.Local.Checkpoints = true
+	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Supervisor: sup}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func timed(f func()) time.Duration {
+	t := time.Now()
+	f()
+	return time.Since(t)
+}
+
+func benchExec(b *testing.B, s *Sandbox, cmd string) {
+	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: cmd})
+	if err != nil || !res.Success {
+		b.Fatal(cmd, err, res)
+	}
+}
+
+// BenchmarkCheckpointPaired measures, alternating in one loop against a
+// warm `true` in the same session sandbox: a checkpoint after a one-file
+// change (checkpoint/exec, goal <= 1.0), a rollback to it after another
+// change (rollback/exec, goal <= 1.0), a fork (the checkpoint's files
+// copied into a new workspace, its sandbox opened and its first `true`;
+// fork/exec, goal <= 2.0, and forkcold/first against a new sandbox's first
+// `true`, goal <= 1.3), and a checkpoint of a 50,000-file workspace
+// against a 1,000-file one (ckpt50k/ckpt1k, goal <= 1.5), with `cp -a` of
+// each workspace for scale (the first iterations only). The medians are
+// reported in ms too.
+func BenchmarkCheckpointPaired(b *testing.B) {
+	testenv.Command(b, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	sup := benchSupervisor(b)
+	ctx := context.Background()
+	s := openCheckpointBench(b, sandboxtest.TempDir(b), sup)
+	benchExec(b, s, "echo 0 > /workspace/f")
+	ws1k, ws50k := sandboxtest.TempDir(b), sandboxtest.TempDir(b)
+	testenv.MakeEntries(b, ws1k, 1000)
+	testenv.MakeEntries(b, ws50k, 50000)
+	s1k, s50k := openCheckpointBench(b, ws1k, sup), openCheckpointBench(b, ws50k, sup)
+	benchExec(b, s1k, "true")
+	benchExec(b, s50k, "true")
+	var tExec, tCkpt, tRb, tFork, tFirst, t1k, t50k, cp1k, cp50k []time.Duration
+	forks := sandboxtest.TempDir(b)
+	i := 0
+	for b.Loop() {
+		i++
+		tExec = append(tExec, timed(func() { benchExec(b, s, "true") }))
+		benchExec(b, s, "echo "+strconv.Itoa(i)+" > /workspace/f")
+		var cp sandbox.Checkpoint
+		tCkpt = append(tCkpt, timed(func() {
+			var err error
+			if cp, err = s.Checkpoint(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		benchExec(b, s, "echo changed > /workspace/f; echo more > /workspace/g")
+		tRb = append(tRb, timed(func() {
+			if err := s.Rollback(ctx, cp.ID); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		if i <= 20 { // a fork is a new sandbox: its cost, not a loop of them
+			dir := filepath.Join(forks, "f"+strconv.Itoa(i))
+			var f *Sandbox
+			tFork = append(tFork, timed(func() {
+				if err := s.Export(ctx, cp.ID, dir); err != nil {
+					b.Fatal(err)
+				}
+				f = openCheckpointBench(b, dir, sup)
+				benchExec(b, f, "true")
+			}))
+			f.Close(ctx)
+			empty := filepath.Join(forks, "e"+strconv.Itoa(i))
+			os.Mkdir(empty, 0o755)
+			tFirst = append(tFirst, timed(func() {
+				f = openCheckpointBench(b, empty, sup)
+				benchExec(b, f, "true")
+			}))
+			f.Close(ctx)
+		}
+		benchExec(b, s1k, "echo "+strconv.Itoa(i)+" > /workspace/f1000000")
+		benchExec(b, s50k, "echo "+strconv.Itoa(i)+" > /workspace/f1000000")
+		for _, c := range []struct {
+			s   *Sandbox
+			out *[]time.Duration
+		}{{s1k, &t1k}, {s50k, &t50k}} {
+			*c.out = append(*c.out, timed(func() {
+				if _, err := c.s.Checkpoint(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}))
+		}
+		if i <= 3 {
+			for _, c := range []struct {
+				ws  string
+				out *[]time.Duration
+			}{{ws1k, &cp1k}, {ws50k, &cp50k}} {
+				dst := filepath.Join(forks, "cp"+strconv.Itoa(len(*c.out))+filepath.Base(c.ws))
+				*c.out = append(*c.out, timed(func() {
+					if out, err := exec.Command("cp", "-a", c.ws, dst).CombinedOutput(); err != nil {
+						b.Fatal(err, string(out))
+					}
+				}))
+				os.RemoveAll(dst)
+			}
+		}
+	}
+	ms := func(d []time.Duration) float64 { return float64(median(d).Nanoseconds()) / 1e6 }
+	ratio := func(a, c []time.Duration) float64 { return float64(median(a)) / float64(max(median(c), 1)) }
+	b.ReportMetric(ratio(tCkpt, tExec), "checkpoint/exec")
+	b.ReportMetric(ratio(tRb, tExec), "rollback/exec")
+	b.ReportMetric(ratio(tFork, tExec), "fork/exec")
+	b.ReportMetric(ratio(tFork, tFirst), "forkcold/first")
+	b.ReportMetric(ratio(t50k, t1k), "ckpt50k/ckpt1k")
+	b.ReportMetric(ms(tExec), "exec-ms")
+	b.ReportMetric(ms(tCkpt), "checkpoint-ms")
+	b.ReportMetric(ms(tRb), "rollback-ms")
+	b.ReportMetric(ms(tFork), "fork-ms")
+	b.ReportMetric(ms(tFirst), "first-ms")
+	b.ReportMetric(ms(t1k), "ckpt1k-ms")
+	b.ReportMetric(ms(t50k), "ckpt50k-ms")
+	b.ReportMetric(ms(cp1k), "cp-a-1k-ms")
+	b.ReportMetric(ms(cp50k), "cp-a-50k-ms")
+}

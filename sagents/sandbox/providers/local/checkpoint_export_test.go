@@ -1,0 +1,11 @@
+//go:build linux
+
+package local
+
+// SetMaxLayersForTest lowers the layer limit past which checkpoints merge;
+// the returned func restores it.
+func SetMaxLayersForTest(n int) func() {
+	old := maxLayers
+	maxLayers = n
+	return func() { maxLayers = old }
+}

@@ -1,0 +1,746 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
+)
+
+// maxLayers is how many read-only layers a workspace stacks before the
+// oldest half is merged into a new base (overlayfs takes 500); a test
+// lowers it.
+var maxLayers = 400
+
+// checkpoints keeps a session sandbox's workspace as overlay layers in
+// the runtime directory (docs/checkpoints.md). The live state is the
+// overlay mounted at the workspace inside the session sandbox: its base
+// is the host workspace folder (or, once layers were merged, a merged
+// copy), then the frozen layers, then the writable upper. The host's
+// file operations reach that mount through a descriptor of it kept at a
+// fixed number (dup3), /proc/self/fd/N being the workspace's host root.
+type checkpoints struct {
+	mu     sync.Mutex
+	s      *Sandbox
+	dir    string // runtimeDir/layers: manifest.json, one directory per layer
+	target string // the workspace inside
+	m      manifest
+	agent  *layers.Agent
+	served *liveSession // the session the agent and cur belong to
+	cur    *os.File     // the live mount
+	fd     int          // the descriptor number HostFS reaches it by
+}
+
+// manifest is what survives the process (manifest.json, replaced
+// atomically): a new daemon finds the layers and checkpoints again.
+type manifest struct {
+	Next        int         `json:"next"`
+	Base        int         `json:"base"`   // 0: the host folder; else a merged layer
+	Layers      []int       `json:"layers"` // frozen, bottom first
+	Upper       int         `json:"upper"`  // the last live upper; 0: none
+	Checkpoints []ckptEntry `json:"checkpoints"`
+}
+
+type ckptEntry struct {
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
+	N    int       `json:"n"` // its state is Base + Layers[:N]
+	Size int64     `json:"size"`
+}
+
+// setupCheckpoints turns checkpoints on for s (NewWithOptions, once
+// HostFS exists): it refuses what cannot stack layers, reserves the
+// workspace descriptor and points HostFS at it.
+func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
+	if !cfg.Local.Checkpoints {
+		return nil
+	}
+	if _, ok := s.iso.(*bwrapIsolator); !ok || !s.sess.opts.Enabled {
+		return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+			Reason: "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false); gVisor and fresh sandboxes have none yet"}
+	}
+	if cfg.Local.DiskQuotaMB > 0 || cfg.Local.DiskQuotaInodes > 0 {
+		return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+			Reason: "the layers live in the runtime directory, outside the workspace's quota file system; fix: drop disk_quota_mb (and disk_quota_inodes) or checkpoints"}
+	}
+	c := &checkpoints{s: s, dir: filepath.Join(s.runtimeDir, "layers"), target: s.HostFS.Mapper.Workspace()}
+	if err := makePrivateDir(c.dir, s.ident); err != nil {
+		return fmt.Errorf("local: checkpoint layers: %w", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.dir, "manifest.json")); err == nil {
+		if err := json.Unmarshal(b, &c.m); err != nil {
+			return fmt.Errorf("local: checkpoint manifest %s: %w; fix: remove the directory %s (its checkpoints are lost)", filepath.Join(c.dir, "manifest.json"), err, c.dir)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("local: checkpoint manifest: %w", err)
+	}
+	if c.m.Next == 0 {
+		c.m.Next = 1
+	}
+	ws, err := os.OpenFile(s.bindWS, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("local: checkpoints: %w", err)
+	}
+	c.fd = int(ws.Fd())
+	c.cur = ws
+	s.HostFS.Mapper = s.HostFS.Mapper.WithWorkspaceRoot("/proc/self/fd/" + strconv.Itoa(c.fd))
+	if id := s.ident; id != nil {
+		// Files the host writes live in the upper, whose file system takes
+		// only the sandbox's uids: root writes as its uid (setfsuid on one
+		// locked thread), with its permissions.
+		s.HostFS.Owner = nil
+		s.HostFS.As = func(f func() error) error { return asFSUID(id.uid, id.gid, f) }
+	}
+	s.HostFS.Check = c.ensure
+	s.ckpt = c
+	return nil
+}
+
+// ensure starts the session sandbox (and so mounts the layers) before a
+// host file operation: the folder alone is not the live state.
+func (c *checkpoints) ensure() error {
+	ctx, cancel := context.WithTimeout(context.Background(), sessionStartTimeout)
+	defer cancel()
+	l, restarted, err := c.s.session(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if restarted { // the next command reports it: its processes are gone
+		c.s.sess.mu.Lock()
+		c.s.sess.restartUnreported = true
+		c.s.sess.mu.Unlock()
+	}
+	l.idle()
+	return nil
+}
+
+func (c *checkpoints) layerDir(n int) string { return filepath.Join(c.dir, strconv.Itoa(n)) }
+
+// stack is the lowers of Base + Layers[:n], topmost first.
+func (c *checkpoints) stack(n int) []string {
+	out := make([]string, 0, n+1)
+	for i := n - 1; i >= 0; i-- {
+		out = append(out, filepath.Join(c.layerDir(c.m.Layers[i]), "u"))
+	}
+	if c.m.Base == 0 {
+		return append(out, c.s.bindWS)
+	}
+	return append(out, filepath.Join(c.layerDir(c.m.Base), "u"))
+}
+
+// newLayer makes an empty layer (u, w), the sandbox uid's.
+func (c *checkpoints) newLayer() (int, error) {
+	n := c.m.Next
+	c.m.Next++
+	d := c.layerDir(n)
+	for _, p := range []string{d, filepath.Join(d, "u"), filepath.Join(d, "w")} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			os.RemoveAll(d)
+			return 0, fmt.Errorf("local: checkpoint layer: %w", err)
+		}
+		if id := c.s.ident; id != nil {
+			if err := os.Lchown(p, id.uid, id.gid); err != nil {
+				os.RemoveAll(d)
+				return 0, fmt.Errorf("local: checkpoint layer: %w", err)
+			}
+		}
+	}
+	return n, nil
+}
+
+func (c *checkpoints) freeLayer(n int) { removeLayer(c.layerDir(n)) }
+
+// removeLayer removes a layer's directory; overlayfs leaves its work
+// directory's "work" with mode 0, which an unprivileged owner must open
+// up before it can empty it.
+func removeLayer(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if d != nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+			if err != nil { // unreadable until now: walk it again
+				return removeLayer(p)
+			}
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+func (c *checkpoints) save() error {
+	b, _ := json.Marshal(c.m)
+	tmp := filepath.Join(c.dir, "manifest.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("local: checkpoint manifest: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, "manifest.json")); err != nil {
+		return fmt.Errorf("local: checkpoint manifest: %w", err)
+	}
+	return nil
+}
+
+// attach mounts the layers in a session sandbox that just started (under
+// the session slot's lock): a previous session's upper, if any, becomes
+// a frozen layer, and a new upper takes the writes.
+func (c *checkpoints) attach(l *liveSession) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.agent != nil {
+		c.agent.Close()
+		c.agent = nil
+	}
+	pid, err := sandboxInit(l.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	exe, err := c.agentExecutable()
+	if err != nil {
+		return err
+	}
+	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*bwrapIsolator).bwrap, Exe: exe, Pid: pid,
+		Cred: c.s.ident.credential()})
+	if err != nil {
+		return fmt.Errorf("local: checkpoints: %w", err)
+	}
+	if c.m.Upper != 0 {
+		if empty(filepath.Join(c.layerDir(c.m.Upper), "u")) {
+			c.freeLayer(c.m.Upper)
+		} else {
+			c.m.Layers = append(c.m.Layers, c.m.Upper)
+		}
+		c.m.Upper = 0
+	}
+	if err := c.mountNew(a, len(c.m.Layers)); err != nil {
+		a.Close()
+		return err
+	}
+	c.agent, c.served = a, l
+	return c.save()
+}
+
+// agentExecutable is this program under the agent's name (bwrap runs it
+// with its path as argv[0]): a link in the runtime directory, or a copy
+// where links are refused (protected_hardlinks), made once.
+func (c *checkpoints) agentExecutable() (string, error) {
+	exe, err := bridgeExecutable()
+	if err != nil {
+		return "", err
+	}
+	dst := filepath.Join(c.s.runtimeDir, layers.Name)
+	if a, err := os.Stat(exe); err == nil {
+		if b, err := os.Stat(dst); err == nil && (os.SameFile(a, b) || b.Size() == a.Size() && !b.ModTime().Before(a.ModTime())) {
+			return dst, nil
+		}
+	}
+	os.Remove(dst)
+	if err := os.Link(exe, dst); err != nil {
+		if err := copyExecutable(exe, dst); err != nil {
+			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
+		}
+	}
+	if err := reachable(dst, c.s.ident, needRead|needExec); err != nil {
+		os.Remove(dst)
+		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
+			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
+		}
+	}
+	return dst, nil
+}
+
+// mountNew mounts Base + Layers[:n] with a new upper, which becomes the
+// live mount.
+func (c *checkpoints) mountNew(a *layers.Agent, n int) error {
+	up, err := c.newLayer()
+	if err != nil {
+		return err
+	}
+	d := c.layerDir(up)
+	m, err := a.Mount(layers.Layout{Lowers: c.stack(n), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w")}, c.target)
+	if err != nil {
+		c.freeLayer(up)
+		return fmt.Errorf("local: checkpoints: %w", err)
+	}
+	c.setLive(m)
+	c.m.Upper = up
+	return nil
+}
+
+// setLive makes m the mount HostFS reaches (at the same number).
+func (c *checkpoints) setLive(m *os.File) {
+	unix.Dup3(int(m.Fd()), c.fd, unix.O_CLOEXEC)
+	m.Close()
+}
+
+// sandboxInit is the sandbox's pid 1, bwrap's child, once it runs the
+// supervisor: before that exec bwrap may still be making the sandbox's
+// mounts and its inner user namespace.
+func sandboxInit(bwrapPid int) (int, error) {
+	deadline := time.Now().Add(sessionStartTimeout)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", bwrapPid, bwrapPid))
+		if err != nil {
+			return 0, fmt.Errorf("local: checkpoints: the session sandbox's init: %w", err)
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(b), &pid); err == nil {
+			argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.HasPrefix(string(argv), sandboxSupervisor+"\x00") {
+				return pid, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("local: checkpoints: the session sandbox's supervisor did not start within %v", sessionStartTimeout)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func empty(dir string) bool {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	return len(names) == 0
+}
+
+// quiet takes the session sandbox between commands for an operation on
+// its layers: started if needed, no command running, and none starting
+// until release (the slot's lock is held).
+func (s *Sandbox) quiet(ctx context.Context, op string) (release func(), err error) {
+	l, _, err := s.session(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.sess.mu.Lock()
+	l.mu.Lock()
+	busy := l.busy - l.tasks // background tasks may run: a writer among them makes the freeze fail
+	l.mu.Unlock()
+	if busy > 1 || s.sess.live != l {
+		s.sess.mu.Unlock()
+		l.idle()
+		return nil, fmt.Errorf("local: %s: a command is running in the session; checkpoints are taken between commands", op)
+	}
+	s.ckpt.mu.Lock()
+	if s.ckpt.served != l {
+		s.ckpt.mu.Unlock()
+		s.sess.mu.Unlock()
+		l.idle()
+		return nil, fmt.Errorf("local: %s: the session sandbox has no layered workspace", op)
+	}
+	return func() { s.ckpt.mu.Unlock(); s.sess.mu.Unlock(); l.idle() }, nil
+}
+
+func (s *Sandbox) checkpointsOn(op string) error {
+	if s.ckpt == nil {
+		return fmt.Errorf("local: %s: checkpoints are off for this sandbox; fix: sandbox.local.checkpoints: on (sage --checkpoints): %w", op, sandbox.ErrUnsupported)
+	}
+	return nil
+}
+
+// freeze makes the live mount read-only, or says who stops it.
+func (c *checkpoints) freeze(op string) error {
+	err := c.agent.Freeze()
+	if errors.Is(err, syscall.EBUSY) {
+		return fmt.Errorf("local: %s: %w (a background task or a host file operation is writing); nothing changed; fix: wait for it or stop it (sage exec --session S --kill ID), then try again",
+			op, sandbox.ErrCheckpointBusy)
+	}
+	return err
+}
+
+// Checkpoint saves the workspace (sandbox.Checkpointer): the upper is
+// frozen into a layer and a new one mounted on top. A workspace with no
+// change since the last checkpoint costs nothing (no new layer).
+func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
+	if err := s.checkpointsOn("checkpoint"); err != nil {
+		return sandbox.Checkpoint{}, err
+	}
+	release, err := s.quiet(ctx, "checkpoint")
+	if err != nil {
+		return sandbox.Checkpoint{}, err
+	}
+	defer release()
+	c := s.ckpt
+	upper := filepath.Join(c.layerDir(c.m.Upper), "u")
+	var size int64
+	if !empty(upper) {
+		if err := c.freeze("checkpoint"); err != nil {
+			return sandbox.Checkpoint{}, err
+		}
+		size = treeSize(upper)
+		frozen := c.m.Upper
+		c.m.Layers = append(c.m.Layers, frozen)
+		if err := c.mountNew(c.agent, len(c.m.Layers)); err != nil {
+			c.m.Layers = c.m.Layers[:len(c.m.Layers)-1]
+			c.m.Upper = frozen
+			c.agent.Thaw()
+			return sandbox.Checkpoint{}, err
+		}
+	}
+	e := ckptEntry{ID: newCheckpointID(), Time: time.Now().UTC(), N: len(c.m.Layers), Size: size}
+	c.m.Checkpoints = append(c.m.Checkpoints, e)
+	if len(c.m.Layers) >= maxLayers {
+		if err := c.merge(len(c.m.Layers) / 2); err != nil {
+			return sandbox.Checkpoint{}, err
+		}
+	}
+	if err := c.save(); err != nil {
+		return sandbox.Checkpoint{}, err
+	}
+	return c.info(c.m.Checkpoints[len(c.m.Checkpoints)-1]), nil
+}
+
+func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
+	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: "files"}
+}
+
+func newCheckpointID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "ck-" + hex.EncodeToString(b)
+}
+
+func (c *checkpoints) find(id sandbox.CheckpointID) (int, error) {
+	i := slices.IndexFunc(c.m.Checkpoints, func(e ckptEntry) bool { return e.ID == string(id) })
+	if i < 0 {
+		return 0, fmt.Errorf("local: checkpoint %q: %w; fix: pick one from sage session checkpoints", id, sandbox.ErrUnknownCheckpoint)
+	}
+	return i, nil
+}
+
+// Rollback makes the workspace checkpoint id's state: a new upper over
+// its layers; the later layers and checkpoints are dropped and freed.
+func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
+	if err := s.checkpointsOn("rollback"); err != nil {
+		return err
+	}
+	release, err := s.quiet(ctx, "rollback")
+	if err != nil {
+		return err
+	}
+	defer release()
+	c := s.ckpt
+	i, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	if err := c.freeze("rollback"); err != nil {
+		return err
+	}
+	e := c.m.Checkpoints[i]
+	old := c.m.Upper
+	if err := c.mountNew(c.agent, e.N); err != nil {
+		c.m.Upper = old
+		c.agent.Thaw()
+		return err
+	}
+	for _, n := range c.m.Layers[e.N:] {
+		c.freeLayer(n)
+	}
+	c.freeLayer(old)
+	c.m.Layers = c.m.Layers[:e.N]
+	c.m.Checkpoints = c.m.Checkpoints[:i+1]
+	return c.save()
+}
+
+// Checkpoints lists the checkpoints, oldest first.
+func (s *Sandbox) Checkpoints(context.Context) ([]sandbox.Checkpoint, error) {
+	if err := s.checkpointsOn("checkpoints"); err != nil {
+		return nil, err
+	}
+	c := s.ckpt
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]sandbox.Checkpoint, 0, len(c.m.Checkpoints))
+	for _, e := range c.m.Checkpoints {
+		out = append(out, c.info(e))
+	}
+	return out, nil
+}
+
+// Export copies checkpoint id's files into dir (empty or missing), for a
+// fork: a read-only overlay of its layers, copied.
+func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir string) error {
+	if err := s.checkpointsOn("fork"); err != nil {
+		return err
+	}
+	if err := emptyTarget(dir); err != nil {
+		return err
+	}
+	release, err := s.quiet(ctx, "fork")
+	if err != nil {
+		return err
+	}
+	defer release()
+	c := s.ckpt
+	i, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	return c.copyState(c.m.Checkpoints[i].N, dir, nil)
+}
+
+// copyState copies Base + Layers[:n] into dir.
+func (c *checkpoints) copyState(n int, dir string, own *sandbox.FileOwner) error {
+	var lo *layers.Owner
+	if own != nil {
+		lo = &layers.Owner{UID: own.UID, GID: own.GID}
+	}
+	lowers := c.stack(n)
+	if len(lowers) == 1 {
+		return layers.Copy(dir, lowers[0], lo)
+	}
+	v, err := c.agent.View(lowers)
+	if err != nil {
+		return fmt.Errorf("local: checkpoints: %w", err)
+	}
+	defer v.Close()
+	if err := layers.Copy(dir, "/proc/self/fd/"+strconv.Itoa(int(v.Fd())), lo); err != nil {
+		return fmt.Errorf("local: checkpoints: copy: %w", err)
+	}
+	return nil
+}
+
+// emptyTarget makes dir, or checks that it is an empty directory. Its
+// files are this process's: the fork's sandbox picks its own uid (as
+// root) and takes the folder as any new workspace.
+func emptyTarget(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("local: fork workspace: %w", err)
+	}
+	if !empty(dir) {
+		return &fs.PathError{Op: "fork", Path: dir, Err: fmt.Errorf("%w: the fork's workspace folder is not empty; fix: name a new folder", fs.ErrExist)}
+	}
+	return nil
+}
+
+// merge folds the base and the n lowest layers into a new base, so the
+// stack stays under overlayfs's 500 layers; the checkpoints inside the
+// merged part expire.
+func (c *checkpoints) merge(n int) error {
+	nb, err := c.newLayer()
+	if err != nil {
+		return err
+	}
+	if err := c.copyState(n, filepath.Join(c.layerDir(nb), "u"), nil); err != nil {
+		c.freeLayer(nb)
+		return err
+	}
+	if id := c.s.ident; id != nil { // the sandbox's uid owns the base as it owns every layer
+		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
+			os.Lchown(p, id.uid, id.gid)
+			return nil
+		})
+	}
+	// The live mount is rebuilt on the new base (its upper kept).
+	if err := c.freeze("checkpoint"); err != nil {
+		c.freeLayer(nb)
+		return err
+	}
+	oldBase, merged := c.m.Base, append([]int{}, c.m.Layers[:n]...)
+	c.m.Base, c.m.Layers = nb, c.m.Layers[n:]
+	old := c.m.Upper
+	if err := c.mountNew(c.agent, len(c.m.Layers)); err != nil {
+		c.m.Base, c.m.Layers, c.m.Upper = oldBase, append(merged, c.m.Layers...), old
+		c.agent.Thaw()
+		c.freeLayer(nb)
+		return err
+	}
+	// The upper of the mount just replaced was empty (a checkpoint was
+	// just taken): nothing in it is lost.
+	c.freeLayer(old)
+	keep := c.m.Checkpoints[:0]
+	for _, e := range c.m.Checkpoints {
+		if e.N >= n {
+			e.N -= n
+			keep = append(keep, e)
+		}
+	}
+	c.m.Checkpoints = keep
+	for _, l := range merged {
+		c.freeLayer(l)
+	}
+	if oldBase != 0 {
+		c.freeLayer(oldBase)
+	}
+	return nil
+}
+
+// Sync writes the live state into the host workspace folder
+// (sandbox.Checkpointer), between commands, the mount frozen meanwhile.
+func (s *Sandbox) Sync(ctx context.Context) error {
+	if err := s.checkpointsOn("sync"); err != nil {
+		return err
+	}
+	release, err := s.quiet(ctx, "sync")
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := s.ckpt.freeze("sync"); err != nil {
+		return err
+	}
+	defer s.ckpt.agent.Thaw()
+	if err := s.ckpt.writeBack(); err != nil {
+		return err
+	}
+	return s.ckpt.forget()
+}
+
+// forget drops every checkpoint once the host folder received the live
+// state: a checkpoint is its layers over the folder as it was, which the
+// write-back changed. The layers stay mounted (the live view is the same:
+// they only shadow what the folder now holds too) until the next start.
+func (c *checkpoints) forget() error {
+	c.m.Checkpoints = nil
+	return c.save()
+}
+
+// writeBack mirrors the live mount into the host folder.
+func (c *checkpoints) writeBack() error {
+	var lo *layers.Owner
+	if o := c.s.ident.owner(); o != nil {
+		lo = &layers.Owner{UID: o.UID, GID: o.GID}
+	}
+	if err := layers.Mirror(c.s.hostWS, "/proc/self/fd/"+strconv.Itoa(c.fd), lo); err != nil {
+		return fmt.Errorf("local: write the workspace back to %s: %w", c.s.hostWS, err)
+	}
+	return nil
+}
+
+// closeCheckpoints runs in Close once the session sandbox stopped: the
+// live state is written back into the host folder (the mount lives on
+// through its descriptor), then the agent, the descriptor, the layers and
+// the checkpoints go. Without a Close (the process killed) all stay, and
+// the next start mounts them again.
+func (s *Sandbox) closeCheckpoints() error {
+	c := s.ckpt
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	if c.served != nil {
+		err = c.writeBack()
+	}
+	if c.agent != nil {
+		c.agent.Close()
+		c.agent = nil
+	}
+	c.cur.Close()
+	if c.served != nil && err == nil {
+		// The folder is the live state now: the next start begins afresh
+		// on it (the checkpoints were layers over the folder as it was).
+		for _, n := range append([]int{c.m.Base, c.m.Upper}, c.m.Layers...) {
+			if n != 0 {
+				c.freeLayer(n)
+			}
+		}
+		next := c.m.Next
+		c.m = manifest{Next: next}
+		if serr := c.save(); serr != nil {
+			err = serr
+		}
+	}
+	// Overlayfs's work directories (mode 0) are opened up, so that the
+	// runtime directory can be removed like any other.
+	if ents, rerr := os.ReadDir(c.dir); rerr == nil {
+		for _, e := range ents {
+			if e.IsDir() {
+				os.Chmod(filepath.Join(c.dir, e.Name(), "w", "work"), 0o700)
+			}
+		}
+	}
+	return err
+}
+
+// treeSize is the bytes of the regular files under dir.
+func treeSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// asFSUID runs f on a locked thread whose file-system uid and gid are
+// uid and gid; the thread is given back as root, or ended when that fails.
+func asFSUID(uid, gid int, f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		unix.Setfsgid(gid)
+		unix.Setfsuid(uid)
+		err := f()
+		unix.Setfsuid(0)
+		unix.Setfsgid(0)
+		if fsuid() == 0 {
+			runtime.UnlockOSThread()
+		}
+		done <- err
+	}()
+	return <-done
+}
+
+// fsuid is the calling thread's file-system uid (setfsuid(-1) changes
+// nothing and returns it).
+func fsuid() int {
+	r, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	return int(r)
+}
+
+// CheckpointsSummary says whether this machine can keep a workspace as
+// layers (sandbox.local.checkpoints: on) and what a checkpoint covers, for
+// sage doctor: overlayfs, and Linux 6.5+ for MOVE_MOUNT_BENEATH (the
+// fsconfig lowerdir+ of 6.8 too).
+func CheckpointsSummary() (string, error) {
+	fsys, _ := os.ReadFile("/proc/filesystems")
+	if !strings.Contains(string(fsys), "\toverlay\n") {
+		return "", errors.New("overlayfs is not available; fix: modprobe overlay (or a kernel with CONFIG_OVERLAY_FS)")
+	}
+	var u unix.Utsname
+	unix.Uname(&u)
+	rel := unix.ByteSliceToString(u.Release[:])
+	var major, minor int
+	fmt.Sscanf(rel, "%d.%d", &major, &minor)
+	if major < 6 || major == 6 && minor < 8 {
+		return "", fmt.Errorf("this kernel (Linux %s) lacks what checkpoints use (overlayfs lowerdir+ of 6.8, MOVE_MOUNT_BENEATH of 6.5); fix: Linux 6.8 or later", rel)
+	}
+	return "files only: the workspace is saved and restored (bwrap session sandbox, Linux " + rel +
+		"); processes, the session's /tmp and Python state are not saved, nor stopped by a rollback", nil
+}
+
+// taskCount counts the background tasks among l's uses.
+func (l *liveSession) taskCount(d int) {
+	l.mu.Lock()
+	l.tasks += d
+	l.mu.Unlock()
+}

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package local
+
+import (
+	"errors"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+)
+
+// checkpoints exist on Linux only (checkpoint_linux.go).
+type checkpoints struct{}
+
+func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
+	if !cfg.Local.Checkpoints {
+		return nil
+	}
+	return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+		Reason: "checkpoints need the bwrap session sandbox on Linux"}
+}
+
+func (s *Sandbox) closeCheckpoints() error { return nil }
+
+// CheckpointsSummary: checkpoints need Linux.
+func CheckpointsSummary() (string, error) {
+	return "", errors.New("checkpoints need Linux (overlayfs in the bwrap session sandbox)")
+}

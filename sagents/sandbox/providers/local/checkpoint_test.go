@@ -1,0 +1,407 @@
+//go:build linux
+
+package local_test
+
+import (
+	"bufio"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// newCheckpointed is a local sandbox with checkpoints on (a bwrap session
+// sandbox) over ws and rt (new temporary ones when empty).
+func newCheckpointed(t testing.TB, ws, rt string) *sandbox.Sandbox {
+	t.Helper()
+	requireBwrap(t)
+	if ws == "" {
+		ws = sandboxtest.TempDir(t)
+	}
+	if rt == "" {
+		rt = sandboxtest.TempDir(t)
+	}
+	fresh := false
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: rt, SandboxID: "ckpt-test",
+		Local: sandbox.LocalConfig{Checkpoints: true, FreshPerCommand: &fresh, Isolation: sandbox.Isolation{Linux: sandbox.IsolationBwrap}}}
+	s, err := sandbox.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func ckRun(t testing.TB, s *sandbox.Sandbox, cmd string) string {
+	t.Helper()
+	res, err := s.ExecuteCommand(context.Background(), cmd, sandbox.ExecOptions{})
+	require.NoError(t, err, cmd)
+	require.True(t, res.Success, "%s: %s%s", cmd, res.Stdout, res.Stderr)
+	return res.Stdout
+}
+
+// listing is every path of the workspace with its type, mode, size,
+// link target and content hash, as a command sees it.
+const listing = `cd /workspace && find . -mindepth 1 -printf '%p %y %m %s %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 -r sha256sum`
+
+const populate = `cd /workspace && mkdir -p src/deep .hidden && printf 'package main\n' > src/main.go &&
+	head -c 100000 /dev/urandom > src/deep/blob && chmod 0640 src/deep/blob && printf '#!/bin/sh\necho hi\n' > run.sh &&
+	chmod 0755 run.sh && ln -s src/main.go link && ln -s /etc/passwd abs && echo h > .hidden/x && chmod 0700 .hidden && mkfifo pipe`
+
+// TestCheckpointRollbackAfterRmRf: the attack every coding agent meets,
+// an rm -rf of the workspace; a rollback restores the exact bytes, modes
+// and symlinks, as commands and the host's file operations both see, and
+// the host folder holds the live state after Close.
+func TestCheckpointRollbackAfterRmRf(t *testing.T) {
+	ws := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, ws, "")
+	ctx := context.Background()
+	ckRun(t, s, populate)
+	want := ckRun(t, s, listing)
+	require.Contains(t, want, "./link l 777")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Positive(t, cp.Size)
+
+	ckRun(t, s, "cd /workspace && rm -rf ./* ./.hidden && echo wrong > new")
+	require.Equal(t, "./new f 600 6 \n", strings.SplitAfter(ckRun(t, s, listing), "\n")[0])
+	got, err := s.ReadFile(ctx, "new")
+	require.NoError(t, err, "the host sees the live state")
+	assert.Equal(t, "wrong\n", string(got))
+	_, err = os.Stat(filepath.Join(ws, "new"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the host folder is the base: untouched until Close or Sync")
+
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, want, ckRun(t, s, listing), "rollback restores every byte, mode and link")
+	got, err = s.ReadFile(ctx, "src/main.go")
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n", string(got))
+	_, err = s.ReadFile(ctx, "new")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+
+	// A host write lands in the live state, seen by the next command.
+	require.NoError(t, s.WriteFile(ctx, "from-host", []byte("h\n"), sandbox.WriteOptions{}))
+	assert.Equal(t, "h\n", ckRun(t, s, "cat /workspace/from-host"))
+
+	require.NoError(t, s.Close(ctx))
+	b, err := os.ReadFile(filepath.Join(ws, "src/deep/blob"))
+	require.NoError(t, err)
+	assert.Len(t, b, 100000)
+	fi, err := os.Lstat(filepath.Join(ws, "run.sh"))
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o755), fi.Mode().Perm())
+	l, err := os.Readlink(filepath.Join(ws, "link"))
+	require.NoError(t, err)
+	assert.Equal(t, "src/main.go", l)
+	b, _ = os.ReadFile(filepath.Join(ws, "from-host"))
+	assert.Equal(t, "h\n", string(b), "Close wrote the live state back")
+	_, err = os.Stat(filepath.Join(ws, "new"))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the rolled-back file is not written back")
+	assert.Empty(t, testenv.Processes("sage-layers"), "the agent is gone")
+}
+
+// TestCheckpointRefusedWhileWriterHoldsFile: a background writer keeps a
+// file open for writing: the checkpoint is one clear error and changes
+// nothing (no checkpoint, no layer); once it ended the checkpoint works.
+func TestCheckpointRefusedWhileWriterHoldsFile(t *testing.T) {
+	rt := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, "", rt)
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	layersBefore := entries(t, filepath.Join(rt, "layers"))
+	// The writer ends by itself: a command may not signal another's
+	// processes (each has a Landlock domain of its own).
+	pid := strings.TrimSpace(ckRun(t, s, "(exec sleep 2 >> /workspace/held) >/dev/null 2>&1 & echo $!"))
+	_, err := s.Checkpoint(ctx)
+	require.ErrorIs(t, err, sandbox.ErrCheckpointBusy)
+	assert.Contains(t, err.Error(), "nothing changed")
+	list, err := s.Checkpoints(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	assert.Equal(t, layersBefore, entries(t, filepath.Join(rt, "layers")), "no layer made or dropped")
+	assert.Equal(t, "a\n", ckRun(t, s, "echo more >> /workspace/a; head -1 /workspace/a"), "the workspace is still writable")
+
+	ckRun(t, s, "while test -d /proc/"+pid+"; do sleep 0.05; done")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	list, err = s.Checkpoints(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, cp.ID, list[0].ID)
+}
+
+func entries(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// TestCheckpointBadInput: an unknown id, a rollback dropping later
+// checkpoints (whose ids are then unknown), an unchanged workspace
+// checkpointed for free, and a rollback of a closed sandbox: clear errors,
+// no agent or layer left behind.
+func TestCheckpointBadInput(t *testing.T) {
+	rt := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, "", rt)
+	ctx := context.Background()
+	err := s.Rollback(ctx, "ck-000000000000")
+	require.ErrorIs(t, err, sandbox.ErrUnknownCheckpoint)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	ckRun(t, s, "echo 1 > /workspace/f")
+	a, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	same, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, same.Size, "nothing changed: no layer")
+	assert.Equal(t, a.Layers, same.Layers)
+	ckRun(t, s, "echo 2 > /workspace/f")
+	b, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, a.Layers+1, b.Layers)
+	layers := len(entries(t, filepath.Join(rt, "layers")))
+
+	require.NoError(t, s.Rollback(ctx, a.ID))
+	assert.Equal(t, "1\n", ckRun(t, s, "cat /workspace/f"))
+	assert.ErrorIs(t, s.Rollback(ctx, b.ID), sandbox.ErrUnknownCheckpoint, "dropped by the rollback")
+	assert.Less(t, len(entries(t, filepath.Join(rt, "layers"))), layers, "the dropped layers are freed")
+	list, _ := s.Checkpoints(ctx)
+	assert.Len(t, list, 1, "the later ones, the unchanged one too, are dropped")
+
+	require.NoError(t, s.Close(ctx))
+	assert.ErrorIs(t, s.Rollback(ctx, a.ID), sandbox.ErrClosed)
+	_, err = s.Checkpoint(ctx)
+	assert.ErrorIs(t, err, sandbox.ErrClosed)
+	assert.Empty(t, testenv.Processes("sage-layers"))
+	assert.Empty(t, testenv.Processes("bwrap", rt))
+}
+
+// TestCheckpointsOffOrUnsupported: a sandbox without checkpoints answers
+// ErrUnsupported, naming the fix.
+func TestCheckpointsOffOrUnsupported(t *testing.T) {
+	s := newLocal(t, nil)
+	_, err := s.Checkpoint(context.Background())
+	require.ErrorIs(t, err, sandbox.ErrUnsupported)
+	assert.Contains(t, err.Error(), "checkpoints: on")
+}
+
+// TestForkIsolated: a fork starts from the checkpoint; its writes are
+// never seen by its parent, nor the parent's by it.
+func TestForkIsolated(t *testing.T) {
+	s := newCheckpointed(t, "", "")
+	ctx := context.Background()
+	ckRun(t, s, populate)
+	want := ckRun(t, s, listing)
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo after > /workspace/after-checkpoint")
+
+	dir := filepath.Join(sandboxtest.TempDir(t), "fork")
+	f, err := s.Fork(ctx, cp.ID, dir)
+	require.NoError(t, err)
+	defer f.Close(ctx)
+	assert.Equal(t, want, ckRun(t, f, listing), "the fork starts as the checkpoint")
+	ckRun(t, f, "echo fork > /workspace/fork-only; rm /workspace/run.sh")
+	ckRun(t, s, "echo parent > /workspace/parent-only")
+	assert.Equal(t, "no\nyes\n", ckRun(t, s, "test -e /workspace/fork-only && echo yes || echo no; test -e /workspace/run.sh && echo yes"))
+	assert.Equal(t, "no\nno\n", ckRun(t, f, "test -e /workspace/parent-only && echo yes || echo no; test -e /workspace/after-checkpoint && echo yes || echo no"))
+	_, err = f.Checkpoint(ctx)
+	require.NoError(t, err, "the fork has checkpoints of its own")
+
+	_, err = s.Fork(ctx, cp.ID, dir)
+	require.ErrorIs(t, err, fs.ErrExist, "a fork into a folder that is not empty")
+}
+
+// TestCheckpointMergeKeepsState: past the layer limit the oldest layers
+// are merged into a new base: the state and the later checkpoints stay,
+// the merged ones expire, the stack stays short.
+func TestCheckpointMergeKeepsState(t *testing.T) {
+	defer local.SetMaxLayersForTest(4)()
+	rt := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, "", rt)
+	ctx := context.Background()
+	var ids []sandbox.CheckpointID
+	for i := range 7 {
+		ckRun(t, s, "echo "+string(rune('a'+i))+" > /workspace/f"+string(rune('0'+i))+"; rm -f /workspace/f"+string(rune('0'+i-2)))
+		cp, err := s.Checkpoint(ctx)
+		require.NoError(t, err)
+		assert.Less(t, cp.Layers, 4)
+		ids = append(ids, cp.ID)
+	}
+	assert.Equal(t, "f5\nf6\n", ckRun(t, s, "ls /workspace"))
+	assert.ErrorIs(t, s.Rollback(ctx, ids[0]), sandbox.ErrUnknownCheckpoint, "merged away")
+	require.NoError(t, s.Rollback(ctx, ids[5]))
+	assert.Equal(t, "f4\nf5\n", ckRun(t, s, "ls /workspace"))
+	assert.LessOrEqual(t, len(entries(t, filepath.Join(rt, "layers"))), 4+3, "merged layers are freed")
+}
+
+// TestCheckpointSurvivesKill9: the process holding the sandbox (a session
+// daemon) is killed with -9 between checkpoints: a new one over the same
+// folders lists the checkpoints, shows the state written up to the kill,
+// and rolls back to a checkpoint.
+func TestCheckpointSurvivesKill9(t *testing.T) {
+	if os.Getenv("SAGE_CKPT_HELPER") != "" {
+		t.Skip("the helper runs in TestCheckpointHelper")
+	}
+	requireBwrap(t)
+	ws, rt := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run", "^TestCheckpointHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SAGE_CKPT_HELPER="+ws+":"+rt)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var id string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "checkpoint "); ok {
+			id = v
+		}
+		if sc.Text() == "ready" {
+			break
+		}
+	}
+	require.NotEmpty(t, id, "the helper took no checkpoint")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(testenv.Processes("bwrap", rt)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	s := newCheckpointed(t, ws, rt)
+	ctx := context.Background()
+	list, err := s.Checkpoints(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, sandbox.CheckpointID(id), list[0].ID)
+	assert.Equal(t, "covered\nafter\n", ckRun(t, s, "cat /workspace/covered /workspace/after"), "nothing written before the kill is lost")
+	require.NoError(t, s.Rollback(ctx, list[0].ID))
+	assert.Equal(t, "covered\nno\n", ckRun(t, s, "cat /workspace/covered; test -e /workspace/after || echo no"))
+}
+
+// TestCheckpointHelper is TestCheckpointSurvivesKill9's daemon: it takes
+// a checkpoint, writes after it, says ready and waits to be killed.
+func TestCheckpointHelper(t *testing.T) {
+	v := os.Getenv("SAGE_CKPT_HELPER")
+	if v == "" {
+		t.Skip("run by TestCheckpointSurvivesKill9")
+	}
+	ws, rt, _ := strings.Cut(v, ":")
+	s := newCheckpointed(t, ws, rt)
+	ckRun(t, s, "echo covered > /workspace/covered")
+	cp, err := s.Checkpoint(context.Background())
+	require.NoError(t, err)
+	ckRun(t, s, "echo after > /workspace/after")
+	os.Stdout.WriteString("checkpoint " + string(cp.ID) + "\nready\n")
+	time.Sleep(time.Minute)
+}
+
+// TestCheckpointsUnprivileged re-runs the checkpoint tests as an ordinary
+// user.
+func TestCheckpointsUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged")
+	}
+	requireBwrap(t)
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestCheckpoint.*|TestForkIsolated)$", "-test.count=1"})
+	require.NoError(t, err)
+}
+
+// TestCheckpointSurvivesSessionRestart: the session sandbox dies between
+// commands (killed, or stopped when idle): the next command's new one
+// mounts the same layers, so the files written before and the checkpoints
+// are all there.
+func TestCheckpointSurvivesSessionRestart(t *testing.T) {
+	ws := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, ws, "")
+	ctx := context.Background()
+	ckRun(t, s, "echo covered > /workspace/a")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo after > /workspace/b")
+	l, ok := s.Driver().(*local.Sandbox)
+	require.True(t, ok)
+	pid := l.SessionPID()
+	require.NotZero(t, pid)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	for l.SessionPID() != 0 { // the host saw it die (a command sent before would meet its EOF)
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, err := s.ExecuteCommand(ctx, "cat /workspace/a /workspace/b", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	assert.True(t, res.SessionRestarted)
+	assert.Equal(t, "covered\nafter\n", res.Stdout, res.Stderr)
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, "covered\nno\n", ckRun(t, s, "cat /workspace/a; test -e /workspace/b || echo no"))
+}
+
+// TestCheckpointWithReaderInBackground: a background task that writes
+// nothing (a server, a sleep with its directory in the workspace) does not
+// stop a checkpoint; it keeps the frozen view of its directory, and the
+// live workspace goes on.
+func TestCheckpointWithReaderInBackground(t *testing.T) {
+	s := newCheckpointed(t, "", "")
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	task, err := s.StartBackground(ctx, "cd /workspace && sleep 30", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	defer s.KillBackground(ctx, task.ID, true)
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo b > /workspace/b")
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, "a\n", ckRun(t, s, "ls /workspace"))
+}
+
+// TestCheckpointCloseAndSyncStartAfresh: a write-back changes the folder
+// the checkpoints are layers over, so Sync and Close drop them (a rollback
+// would otherwise show later files); the next sandbox starts on the
+// written-back folder with none, and its own checkpoints work.
+func TestCheckpointCloseAndSyncStartAfresh(t *testing.T) {
+	ws, rt := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	s := newCheckpointed(t, ws, rt)
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo b > /workspace/b")
+	require.NoError(t, s.Sync(ctx))
+	b, err := os.ReadFile(filepath.Join(ws, "b"))
+	require.NoError(t, err, "sync wrote the live state back")
+	assert.Equal(t, "b\n", string(b))
+	assert.ErrorIs(t, s.Rollback(ctx, cp.ID), sandbox.ErrUnknownCheckpoint, "dropped by the sync")
+	assert.Equal(t, "a\nb\n", ckRun(t, s, "ls /workspace"), "the live view did not change")
+	ckRun(t, s, "rm /workspace/a; echo c > /workspace/c")
+	require.NoError(t, s.Close(ctx))
+	assert.Equal(t, []string{"manifest.json"}, entries(t, filepath.Join(rt, "layers")), "the layers are freed")
+
+	s2 := newCheckpointed(t, ws, rt)
+	list, err := s2.Checkpoints(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, list)
+	assert.Equal(t, "b\nc\n", ckRun(t, s2, "ls /workspace"))
+	cp2, err := s2.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s2, "rm /workspace/b")
+	require.NoError(t, s2.Rollback(ctx, cp2.ID))
+	assert.Equal(t, "b\nc\n", ckRun(t, s2, "ls /workspace"))
+}

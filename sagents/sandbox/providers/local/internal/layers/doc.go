@@ -1,0 +1,25 @@
+// Package layers stacks a session sandbox's workspace as overlayfs layers
+// kept on the host, for local mode's checkpoints (checkpoint_linux.go in
+// package local).
+//
+// The mounts are made from outside the sandbox: the sandboxed code never
+// gets mount rights. A session sandbox's mount namespace belongs to the
+// user namespace bwrap creates first (A); its commands run in a nested one
+// (B, --disable-userns) with no capability in A. Entering A takes a
+// single-threaded process (setns(CLONE_NEWUSER)), which a Go program is
+// not, so the host starts the agent (Main, this program re-executed under
+// the name Name) through bwrap --userns A: bwrap, in C, enters A and runs
+// the agent with A's capabilities in a mount namespace of its own where
+// the host's tree is bound. The agent builds each overlay there, where the
+// layers' host paths resolve (fsopen, fsconfig lowerdir+, fsmount: a
+// detached mount), and attaches it from one OS thread that entered the
+// sandbox's mount namespace (unshare(CLONE_FS), setns(CLONE_NEWNS)):
+// beneath the current workspace mount (MOVE_MOUNT_BENEATH), which it then
+// detaches, so the workspace is never missing. It hands every mount it
+// makes to the host as a descriptor (SCM_RIGHTS), through which the host's
+// file operations reach the same state as commands.
+//
+// Apply and Copy work on the host side: Apply writes one overlay upper
+// layer (whiteouts, opaque directories) onto a directory, Copy copies a
+// tree (bytes, modes, symlinks).
+package layers
