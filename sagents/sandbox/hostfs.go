@@ -36,10 +36,17 @@ type HostFS struct {
 	As func(func() error) error
 }
 
-// as runs f through As, when set.
+// as runs f through As, when set, after Check: Check may start what the
+// operation needs (local mode's session sandbox), which must run as this
+// process, not as As's file-system uid.
 func (h *HostFS) as(f func() error) error {
 	if h.As == nil {
 		return f()
+	}
+	if h.Check != nil {
+		if err := h.Check(); err != nil {
+			return err
+		}
 	}
 	return h.As(f)
 }

@@ -405,3 +405,30 @@ func TestCheckpointCloseAndSyncStartAfresh(t *testing.T) {
 	require.NoError(t, s2.Rollback(ctx, cp2.ID))
 	assert.Equal(t, "b\nc\n", ckRun(t, s2, "ls /workspace"))
 }
+
+// TestCheckpointedHostWriteFirst: a host WriteFile before any command
+// starts the session sandbox as this process, not as the file-system uid
+// the write itself runs with as root (the session's start ran on that
+// thread: the runtime files were the sandbox uid's, and a program in a
+// folder only root may enter, such as go test's, could not be found).
+func TestCheckpointedHostWriteFirst(t *testing.T) {
+	rt := sandboxtest.TempDir(t)
+	s := newCheckpointed(t, "", rt)
+	ctx := context.Background()
+	require.NoError(t, s.WriteFile(ctx, "first.txt", []byte("before any command\n"), sandbox.WriteOptions{}))
+	require.Equal(t, "before any command\n", ckRun(t, s, "cat /workspace/first.txt"))
+	if os.Geteuid() != 0 {
+		return
+	}
+	var wrong []string
+	filepath.WalkDir(rt, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || strings.Contains(p, "/layers/") || filepath.Base(p) == "venv" {
+			return nil // the layers and the venv are the sandbox's, as its uid
+		}
+		if fi, err := d.Info(); err == nil && fi.Sys().(*syscall.Stat_t).Uid != 0 {
+			wrong = append(wrong, p)
+		}
+		return nil
+	})
+	assert.Empty(t, wrong, "runtime files not owned by root")
+}
