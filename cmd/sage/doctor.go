@@ -145,21 +145,19 @@ func idmapCheck() doctor.Check {
 		c.Detail = "not needed: as an unprivileged user, commands run as you and your folders stay yours"
 		return c
 	}
-	d, err := local.IdmapSummary(sandbox.Home())
-	if err != nil {
-		detail, fix, _ := strings.Cut(err.Error(), "; fix: ")
-		c.Status, c.Detail, c.Fix = doctor.Warn, detail, fix
-		return c
-	}
-	c.Detail = d
-	return c
+	return summaryCheck(c, func() (string, error) { return local.IdmapSummary(sandbox.Home()) })
 }
 
 // checkpointsCheck says whether sandbox.local.checkpoints can work here and
 // what a checkpoint covers (files, never processes).
 func checkpointsCheck() doctor.Check {
-	c := doctor.Check{Name: "checkpoints", Status: doctor.OK}
-	d, err := local.CheckpointsSummary()
+	return summaryCheck(doctor.Check{Name: "checkpoints", Status: doctor.OK}, local.CheckpointsSummary)
+}
+
+// summaryCheck is c with the detail summary gives, or, when it fails, a
+// warning with the error's detail and its "; fix: " part as the fix.
+func summaryCheck(c doctor.Check, summary func() (string, error)) doctor.Check {
+	d, err := summary()
 	if err != nil {
 		detail, fix, _ := strings.Cut(err.Error(), "; fix: ")
 		c.Status, c.Detail, c.Fix = doctor.Warn, detail, fix

@@ -433,19 +433,11 @@ func (c *checkpoints) find(id sandbox.CheckpointID) (int, error) {
 // Rollback makes the workspace checkpoint id's state: a new upper over
 // its layers; the later layers and checkpoints are dropped and freed.
 func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
-	if err := s.checkpointsOn("rollback"); err != nil {
-		return err
-	}
-	release, err := s.quiet(ctx, "rollback")
+	c, i, release, err := s.quietAt(ctx, "rollback", id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	c := s.ckpt
-	i, err := c.find(id)
-	if err != nil {
-		return err
-	}
 	if err := c.freeze("rollback"); err != nil {
 		return err
 	}
@@ -463,6 +455,24 @@ func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
 	c.m.Layers = c.m.Layers[:e.N]
 	c.m.Checkpoints = c.m.Checkpoints[:i+1]
 	return c.save()
+}
+
+// quietAt is op's start on checkpoint id: checkpoints on, no command
+// running until release (s.quiet), and id's index in the manifest.
+func (s *Sandbox) quietAt(ctx context.Context, op string, id sandbox.CheckpointID) (*checkpoints, int, func(), error) {
+	if err := s.checkpointsOn(op); err != nil {
+		return nil, 0, nil, err
+	}
+	release, err := s.quiet(ctx, op)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	i, err := s.ckpt.find(id)
+	if err != nil {
+		release()
+		return nil, 0, nil, err
+	}
+	return s.ckpt, i, release, nil
 }
 
 // Checkpoints lists the checkpoints, oldest first.
@@ -489,16 +499,11 @@ func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir strin
 	if err := emptyTarget(dir); err != nil {
 		return err
 	}
-	release, err := s.quiet(ctx, "fork")
+	c, i, release, err := s.quietAt(ctx, "fork", id)
 	if err != nil {
 		return err
 	}
 	defer release()
-	c := s.ckpt
-	i, err := c.find(id)
-	if err != nil {
-		return err
-	}
 	return c.copyState(c.m.Checkpoints[i].N, dir, nil)
 }
 
