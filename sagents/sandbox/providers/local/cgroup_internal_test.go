@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -152,7 +153,7 @@ func TestDeadOwnersCgroupsAreSwept(t *testing.T) {
 	p, ok := own["pids"]
 	parent := filepath.Join(cgroupRoot, "pids", p)
 	if !ok || fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) || syscall.Access(parent, 2) != nil {
-		t.Skip("needs a writable cgroup v1 pids hierarchy (as root)")
+		testenv.Missing(t, "a writable cgroup v1 pids hierarchy", "run the tests as root on a cgroup v1 machine, as CI does")
 	}
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
@@ -131,8 +132,10 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 			}
 		}
 	}
-	ms := func(d []time.Duration) float64 { return float64(median(d).Nanoseconds()) / 1e6 }
-	ratio := func(a, c []time.Duration) float64 { return float64(median(a)) / float64(max(median(c), 1)) }
+	ms := func(d []time.Duration) float64 { return float64(benchpair.Median(d).Nanoseconds()) / 1e6 }
+	ratio := func(a, c []time.Duration) float64 {
+		return float64(benchpair.Median(a)) / float64(max(benchpair.Median(c), 1))
+	}
 	b.ReportMetric(ratio(tCkpt, tExec), "checkpoint/exec")
 	b.ReportMetric(ratio(tRb, tExec), "rollback/exec")
 	b.ReportMetric(ratio(tFork, tExec), "fork/exec")

@@ -11,9 +11,6 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-// benchPaired is benchpair.Run (x-baseline: the ratio of the medians).
-func benchPaired(b *testing.B, baseline, candidate func()) { benchpair.Run(b, baseline, candidate) }
-
 // bareTrue is the baseline of local mode: bwrap with the sandbox's own
 // argument list running /bin/true (BenchmarkBareBwrapTrue's command).
 func bareTrue(b *testing.B, s *Sandbox) func() {
@@ -38,7 +35,7 @@ func BenchmarkLocalExecTruePaired(b *testing.B) {
 	if s.SessionEnabled() {
 		b.Fatal("fresh_per_command: true runs a session sandbox")
 	}
-	benchPaired(b, bareTrue(b, s), func() { execTrue(b, s) })
+	benchpair.Run(b, bareTrue(b, s), func() { execTrue(b, s) })
 }
 
 // BenchmarkSessionExecTruePaired is BenchmarkSessionExecTrue (a warm
@@ -47,5 +44,5 @@ func BenchmarkLocalExecTruePaired(b *testing.B) {
 func BenchmarkSessionExecTruePaired(b *testing.B) {
 	s := newSessionBench(b)
 	execTrue(b, s) // the session's start is not timed
-	benchPaired(b, bareTrue(b, s), func() { execTrue(b, s) })
+	benchpair.Run(b, bareTrue(b, s), func() { execTrue(b, s) })
 }

@@ -153,17 +153,13 @@ func benchFirstExecPaired(b *testing.B, s *Sandbox, pause time.Duration) {
 		}
 		i++
 	}
-	mb, mf := median(bare), median(first)
+	mb, mf := benchpair.Median(bare), benchpair.Median(first)
 	b.ReportMetric(float64(mb), "bare-median-ns")
 	b.ReportMetric(float64(mf), "first-median-ns")
-	b.ReportMetric(float64(mean(bare)), "bare-mean-ns")
-	b.ReportMetric(float64(mean(first)), "first-mean-ns")
+	b.ReportMetric(float64(benchpair.Mean(bare)), "bare-mean-ns")
+	b.ReportMetric(float64(benchpair.Mean(first)), "first-mean-ns")
 	b.ReportMetric(float64(mf)/float64(max(mb, 1)), "first/bare")
 }
-
-func median(d []time.Duration) time.Duration { return benchpair.Median(d) }
-
-func mean(d []time.Duration) time.Duration { return benchpair.Mean(d) }
 
 // benchFirstExecTrue times "true" as the first command of a new session
 // sandbox of s: its start and the command. Stopping it is not timed.

@@ -5,6 +5,7 @@ package local
 import (
 	"testing"
 
+	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -12,7 +13,7 @@ import (
 // two warm session sandboxes served by cmd/sage-supervisor, one with the
 // signal relay (--signals on, the default) and one without (off: signals
 // scoped to each command's domain, as #31 left them), paired in one
-// loop (benchPaired: off is the baseline). x-baseline is the relay's cost
+// loop (benchpair.Run: off is the baseline). x-baseline is the relay's cost
 // on a command (a filter per command's domain, made ahead;
 // the listener's end).
 func BenchmarkSessionExecTrueRelayPaired(b *testing.B) {
@@ -23,7 +24,7 @@ func BenchmarkSessionExecTrueRelayPaired(b *testing.B) {
 	off := newSessionBench(b)
 	execTrue(b, off) // launched now, without the relay
 	commandSignals = "on"
-	benchPaired(b, func() { execTrue(b, off) }, func() { execTrue(b, on) })
+	benchpair.Run(b, func() { execTrue(b, off) }, func() { execTrue(b, on) })
 }
 
 // requireRelayBench fails b where the kernel has no Landlock signal
