@@ -88,10 +88,74 @@ func (l *liveSession) end() {
 	select {
 	case <-done:
 	case <-time.After(time.Second):
+		// The sandbox's pid 1 is bwrap's child, in a session of its own:
+		// killing bwrap's process group reaches it only through its
+		// parent-death signal, later. Kill it too and wait for its end,
+		// which comes once every process of its pid namespace is gone.
+		inits := childPidfds(l.cmd.Process.Pid)
 		syscall.Kill(-l.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
+		for _, fd := range inits {
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			awaitPidfd(fd, 10*time.Second)
+			unix.Close(fd)
+		}
 	}
 	l.w.done()
+}
+
+// childPidfds opens pidfds of ppid's children (found in /proc: this
+// kernel may lack /proc/PID/task/TID/children). ppid has not been
+// waited for, so a child's pid cannot have been reused by another
+// process with that parent.
+func childPidfds(ppid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var fds []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || parentOf(pid) != ppid {
+			continue
+		}
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue
+		}
+		if parentOf(pid) != ppid { // it ended and its pid went to another before the open
+			unix.Close(fd)
+			continue
+		}
+		fds = append(fds, fd)
+	}
+	return fds
+}
+
+// parentOf is pid's parent pid (0: unknown).
+func parentOf(pid int) int {
+	b, err := readSmall("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// awaitPidfd waits, at most d, for the process of pidfd fd to end.
+func awaitPidfd(fd int, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for left := d; left > 0; left = time.Until(deadline) {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(left.Milliseconds())+1)
+		if n > 0 || err != nil && err != unix.EINTR {
+			return
+		}
+	}
 }
 
 func (l *liveSession) send(req supervisor.Request, files ...*os.File) error {

@@ -4,14 +4,17 @@ package local_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
@@ -234,4 +237,32 @@ func TestSessionReapsOrphans(t *testing.T) {
 		}
 	}
 	assert.Zero(t, n, "exited orphans stay zombies in the session")
+}
+
+// Closing a session whose supervisor does not end on its own within the
+// grace (here: stopped) kills the sandbox's pid 1 and returns only once
+// every process of the session is gone. bwrap's child runs in a session
+// of its own, so killing bwrap's process group reached it only through
+// its parent-death signal, after Close had returned: a background job
+// was seen alive after Close (the unprivileged TestDaemonStopsWithItsDir
+// failed so in CI).
+func TestSessionCloseWaitsForItsProcesses(t *testing.T) {
+	for i := range 5 {
+		s := newSession(t, local.SessionOptions{}, nil)
+		mark := "sleep " + strconv.Itoa(900+i) + "." + strconv.Itoa(os.Getpid()%1000)
+		res := sh(t, s, mark+" >/dev/null 2>&1 &", sandbox.ExecOptions{})
+		require.True(t, res.Success, res.Stderr)
+		var job []int
+		for deadline := time.Now().Add(5 * time.Second); len(job) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			job = testenv.Processes(mark)
+		}
+		require.NotEmpty(t, job, "the background job runs")
+		outer := s.SessionPID()
+		require.NotZero(t, outer)
+		for _, pid := range testenv.Children(outer) {
+			require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP)) // the supervisor will not see its socket close
+		}
+		require.NoError(t, s.Close(context.Background()))
+		require.Empty(t, testenv.Processes(mark), "round %d: the session's background job outlived Close", i)
+	}
 }

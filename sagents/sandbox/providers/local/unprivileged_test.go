@@ -23,7 +23,7 @@ func TestUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged: the other tests cover it")
 	}
 	requireBwrap(t)
-	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestContract|TestEscapeSuite|TestSessionEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*|TestSessionSignals.*|TestDiskQuota.*)$", "-test.count=1"},
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestContract|TestEscapeSuite|TestSessionEscapeSuite|TestLimit.*|TestNetworkOffAndOpen|TestEgress.*|TestTimeoutKillsTheWholeTree|TestHostStaysResponsiveDuringForkBomb|TestRedTeam.*|TestSessionSignals.*|TestDiskQuota.*|TestSessionCloseWaitsForItsProcesses)$", "-test.count=1"},
 		"SAGE_TEST_UNPRIVILEGED=1")
 	require.NoError(t, err, "the isolation tests failed as an unprivileged user")
 }

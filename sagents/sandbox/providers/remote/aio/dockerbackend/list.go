@@ -41,20 +41,28 @@ func (b *Backend) list(ctx context.Context, pooled bool, fs ...filters.KeyValueP
 	return out, nil
 }
 
-var _ orchestrator.StoppedLister = (*Backend)(nil)
+var (
+	_ orchestrator.StoppedLister = (*Backend)(nil)
+	_ orchestrator.Snapshotter   = (*Backend)(nil)
+)
 
 // ListStopped lists this backend's containers that do not run (created,
 // exited, dead), from their labels.
 func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	_, stopped, err := b.ListAll(ctx)
+	return stopped, err
+}
+
+// ListAll lists every container with this backend's prefix and
+// installation, from one engine listing and their labels (no URL):
+// running ones (paused and restarting count as running: they hold their
+// place) and the others (created, exited, dead).
+func (b *Backend) ListAll(ctx context.Context) (running, stopped []orchestrator.SandboxInfo, err error) {
 	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(b.scope()...)})
 	if err != nil {
-		return nil, fmt.Errorf("docker: list: %w", err)
+		return nil, nil, fmt.Errorf("docker: list: %w", err)
 	}
-	var out []orchestrator.SandboxInfo
 	for _, c := range cs {
-		if c.State == "running" || c.State == "paused" || c.State == "restarting" {
-			continue
-		}
 		name := ""
 		if len(c.Names) > 0 {
 			name = strings.TrimPrefix(c.Names[0], "/")
@@ -64,9 +72,13 @@ func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, 
 		if slot := c.Labels[LabelPool]; slot != "" {
 			info.PoolSlot, info.SandboxID = slot, b.idFromName(name, slot)
 		}
-		out = append(out, info)
+		if c.State == "running" || c.State == "paused" || c.State == "restarting" {
+			running = append(running, info)
+		} else {
+			stopped = append(stopped, info)
+		}
 	}
-	return out, nil
+	return running, stopped, nil
 }
 
 // RemoveAll force-removes every container (running or not) with this

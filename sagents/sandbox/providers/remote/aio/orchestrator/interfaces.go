@@ -156,3 +156,16 @@ type Adopter interface {
 type StoppedLister interface {
 	ListStopped(ctx context.Context) ([]SandboxInfo, error)
 }
+
+// Snapshotter is implemented by backends that can list every sandbox
+// they have, running or not, in one read of the engine. A sweep gives
+// back a dead owner's max_sandboxes count only for a sandbox it does not
+// see; from separate ListRunning, ListPool and ListStopped calls, one
+// that changed state between two of them (started, or claimed from the
+// pool) is in none, and its count would be given back while it runs.
+type Snapshotter interface {
+	// ListAll returns the sandboxes of every owner: running ones (the
+	// unclaimed pool's among them, PoolSlot set) and those that exist
+	// without running (as ListStopped returns them).
+	ListAll(ctx context.Context) (running, stopped []SandboxInfo, err error)
+}

@@ -439,3 +439,83 @@ func TestFileStoreCount(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"y": "a", "z": "a"}, got)
 }
+
+// startingBackend is the in-memory backend with one sandbox that exists
+// without running (created; its creator was paused between its Fence and
+// the engine's start) and starts right after the first listing call once
+// armed: between two of a sweep's listings.
+type startingBackend struct {
+	*orchestratortest.Backend
+	mu      sync.Mutex
+	armed   bool
+	created *orchestrator.SandboxInfo
+}
+
+func (b *startingBackend) afterList() {
+	b.mu.Lock()
+	c := b.created
+	if !b.armed || c == nil {
+		b.mu.Unlock()
+		return
+	}
+	b.created = nil
+	b.mu.Unlock()
+	b.Backend.Create(context.Background(), orchestrator.CreateRequest{SandboxID: c.SandboxID, Owner: c.Owner})
+}
+
+func (b *startingBackend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	defer b.afterList()
+	return b.Backend.ListRunning(ctx)
+}
+
+func (b *startingBackend) ListStopped(context.Context) ([]orchestrator.SandboxInfo, error) {
+	defer b.afterList()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.created == nil {
+		return nil, nil
+	}
+	info := *b.created
+	info.URL = ""
+	return []orchestrator.SandboxInfo{info}, nil
+}
+
+// A sweep gives back a dead owner's max_sandboxes count only for a
+// sandbox it does not see running or stopped, in a listing made after it
+// decided the owner is dead. The attack (what the fault test's nemesis
+// did: 9 sandboxes ran with max_sandboxes 8): the owner is paused between
+// its Fence and the engine's start, the sweep lists the running
+// sandboxes, the start lands, the sweep lists the stopped ones; the
+// sandbox was in neither listing, its count was given back, and it ran
+// uncounted. Now it is seen, and destroyed; every running sandbox is
+// counted after the sweep.
+func TestSweepSeesASandboxStartingBetweenListings(t *testing.T) {
+	b := &startingBackend{Backend: newFakeBackend(t)}
+	home := t.TempDir()
+	ctx := context.Background()
+	dying, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "dying", MaxSandboxes: 4, SweepInterval: -1})
+	require.NoError(t, err)
+	sid, err := dying.Acquire(ctx, "")
+	require.NoError(t, err)
+	info, ok, _ := b.Discover(ctx, sid)
+	require.True(t, ok)
+	b.Vanish(sid) // created, not yet started
+	b.created = &info
+	orchestrator.Crash(dying)
+
+	sweeper := newProvider(t, orchestrator.ProviderOptions{Backend: b, Home: home, Owner: "sweeper", MaxSandboxes: 4})
+	b.mu.Lock()
+	b.armed = true
+	b.mu.Unlock()
+	r, err := sweeper.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"dying"}, r.DeadOwners)
+	counted, err := orchestrator.NewFileStore(home).Reserved(ctx)
+	require.NoError(t, err)
+	running, err := b.ListRunning(ctx)
+	require.NoError(t, err)
+	for _, info := range running {
+		assert.Contains(t, counted, info.SandboxID, "sandbox %s runs, and its count was given back", info.SandboxID)
+	}
+	assert.Equal(t, []string{sid}, r.Sandboxes, "the sandbox that started during the sweep is collected")
+}

@@ -87,6 +87,59 @@ func (p *Provider) SweepWait(ctx context.Context) (SweepReport, error) {
 	return r2, err
 }
 
+// listAll lists the backend's sandboxes, running (the unclaimed pool's
+// included) and stopped: in one read with a Snapshotter, else stopped
+// first, then the pool, then the running ones, so that one moving
+// forward between two calls (created to running, pooled to claimed) is
+// in the later one.
+func (p *Provider) listAll(ctx context.Context) (running, stopped []SandboxInfo, err error) {
+	if sn, ok := p.o.Backend.(Snapshotter); ok {
+		if running, stopped, err = sn.ListAll(ctx); err != nil {
+			return nil, nil, fmt.Errorf("aio: sweep: %w", err)
+		}
+		return running, stopped, nil
+	}
+	if sl, ok := p.o.Backend.(StoppedLister); ok {
+		if stopped, err = sl.ListStopped(ctx); err != nil {
+			return nil, nil, fmt.Errorf("aio: sweep: %w", err)
+		}
+	}
+	if pl, ok := p.o.Backend.(Pooler); ok {
+		pooled, err := pl.ListPool(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("aio: sweep: %w", err)
+		}
+		running = pooled
+	}
+	live, err := p.o.Backend.ListRunning(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("aio: sweep: %w", err)
+	}
+	running = append(running, live...)
+	// One listed twice (stopped, then running; pooled, then claimed) is
+	// taken as the later call saw it.
+	later := map[string]bool{}
+	for i := len(running) - 1; i >= 0; i-- {
+		k := listKey(running[i])
+		if later[k] {
+			running = slices.Delete(running, i, i+1)
+			continue
+		}
+		later[k] = true
+	}
+	stopped = slices.DeleteFunc(stopped, func(info SandboxInfo) bool { return later[listKey(info)] })
+	return running, stopped, nil
+}
+
+// listKey identifies one sandbox across listings: its container, or its
+// count id where the backend names no container.
+func listKey(info SandboxInfo) string {
+	if info.ContainerID != "" {
+		return "c:" + info.ContainerID
+	}
+	return "s:" + countID(info)
+}
+
 // slotInfo is what a pool slot directory says of itself.
 type slotInfo struct {
 	owner, thread string
@@ -100,22 +153,9 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 	if !ok {
 		return r, 0, nil
 	}
-	running, err := p.o.Backend.ListRunning(ctx)
+	running, stopped, err := p.listAll(ctx)
 	if err != nil {
-		return r, 0, fmt.Errorf("aio: sweep: %w", err)
-	}
-	if pl, ok := p.o.Backend.(Pooler); ok {
-		pooled, err := pl.ListPool(ctx)
-		if err != nil {
-			return r, 0, fmt.Errorf("aio: sweep: %w", err)
-		}
-		running = append(running, pooled...)
-	}
-	var stopped []SandboxInfo
-	if sl, ok := p.o.Backend.(StoppedLister); ok {
-		if stopped, err = sl.ListStopped(ctx); err != nil {
-			return r, 0, fmt.Errorf("aio: sweep: %w", err)
-		}
+		return r, 0, err
 	}
 	records := map[string]SandboxInfo{}
 	if l, ok := p.o.Store.(Lister); ok {
@@ -164,6 +204,14 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 	slices.Sort(r.DeadOwners)
 	if len(dead) == 0 {
 		return r, wait, nil
+	}
+	// List again: what a dead owner's late call (its process was paused
+	// between its last Fence and the engine's act) created or started
+	// before the decision is in this listing; what lands after it never
+	// starts, as its Fence fails from then on. A count is given back only
+	// for a sandbox absent here.
+	if running, stopped, err = p.listAll(ctx); err != nil {
+		return r, 0, err
 	}
 
 	var errs []error

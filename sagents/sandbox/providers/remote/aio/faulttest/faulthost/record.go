@@ -23,6 +23,7 @@ var (
 	_ orchestrator.Pooler        = (*recBackend)(nil)
 	_ orchestrator.Adopter       = (*recBackend)(nil)
 	_ orchestrator.StoppedLister = (*recBackend)(nil)
+	_ orchestrator.Snapshotter   = (*recBackend)(nil)
 )
 
 func (r *recBackend) record(ctx context.Context, op, thread, sandbox, container string, inv int64, err error) {
@@ -84,6 +85,10 @@ func (r *recBackend) ListPool(ctx context.Context) ([]orchestrator.SandboxInfo, 
 
 func (r *recBackend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
 	return r.b.ListStopped(ctx)
+}
+
+func (r *recBackend) ListAll(ctx context.Context) (running, stopped []orchestrator.SandboxInfo, err error) {
+	return r.b.ListAll(ctx)
 }
 
 // recStore records lock grants, owner leases and lease observations.
