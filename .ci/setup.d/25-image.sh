@@ -20,6 +20,6 @@ fi
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/sage"
 mkdir -p "$cache"
 bin="$cache/sage-image-bin"
-CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/sage
+CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -o "$bin" ./cmd/sage
 "$bin" image build --binary "$bin"
 "$bin" image build --minimal --binary "$bin"
