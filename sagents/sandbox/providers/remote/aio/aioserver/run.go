@@ -38,6 +38,7 @@ type run struct {
 	pidLine        []byte // with runSpec.pid, until its newline arrived
 	wantPid        bool
 	pid            int
+	pidRead        chan struct{} // closed once the pid line was read (or was not one); nil without runSpec.pid
 	window         bool
 	res            *sandbox.CommandResult
 	err            error
@@ -78,6 +79,7 @@ func startRun(parent context.Context, sh Shell, command string, opts sandbox.Exe
 	r := &run{cancel: cancel, done: make(chan struct{}), limit: spec.limit, window: spec.window, closeStdin: func() {}, wantPid: spec.pid}
 	if spec.pid {
 		command = pidPrefix + command
+		r.pidRead = make(chan struct{})
 	}
 	var stdinR *os.File
 	if spec.stdin {
@@ -137,6 +139,7 @@ func (r *run) takePid(b []byte) []byte {
 		return nil
 	}
 	r.wantPid = false
+	close(r.pidRead)
 	line, rest := r.pidLine, []byte(nil)
 	if i >= 0 {
 		line, rest = r.pidLine[:i], r.pidLine[i+1:]
@@ -152,6 +155,17 @@ func (r *run) takePid(b []byte) []byte {
 // kill ends the command at once with SIGKILL to its process group when
 // its pid is a host pid (hostPids: a passthrough sandbox), else as stop.
 func (r *run) kill(hostPids bool) {
+	if hostPids && r.pidRead != nil {
+		// stdout and stderr are read apart: the command's first output
+		// can be seen before the pid line it wrote first.
+		t := time.NewTimer(5 * time.Second)
+		select {
+		case <-r.pidRead:
+		case <-r.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	r.mu.Lock()
 	pid := r.pid
 	r.mu.Unlock()
