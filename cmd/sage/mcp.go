@@ -29,6 +29,9 @@ type mcpFlags struct {
 type toolFlags struct {
 	policy     string
 	approveAll bool
+	// undo gives the model the undo tool (sage agent --undo, or the
+	// policy's undo: true), with checkpoints on only.
+	undo, checkpoints bool
 }
 
 func (f *toolFlags) register(fsName string, fs interface {
@@ -67,7 +70,11 @@ func (f *toolFlags) manager(h *sandbox.Sandbox, obs *observability.Manager, ask 
 		shell.Approver = tools.ApproveAll{}
 	}
 	tm := tools.NewManager(h, tools.Options{Observer: obs})
-	if err := tm.Register(tools.Builtins(tools.BuiltinOptions{Shell: shell})...); err != nil {
+	ts := tools.Builtins(tools.BuiltinOptions{Shell: shell})
+	if f.checkpoints && (f.undo || shell.Policy != nil && shell.Policy.Undo) {
+		ts = append(ts, tools.UndoTool())
+	}
+	if err := tm.Register(ts...); err != nil {
 		return nil, err
 	}
 	return tm, nil
