@@ -44,6 +44,10 @@ var (
 	// process (a background task, a host file operation) holds a file
 	// open for writing in it. Nothing changed.
 	ErrCheckpointBusy = errors.New("sandbox: a file is open for writing in the workspace")
+	// ErrCommandRunning: a checkpoint, rollback or fork came while a
+	// command runs in the session (a long-lived shell or kernel counts);
+	// they are taken between commands. Nothing changed.
+	ErrCommandRunning = errors.New("sandbox: a command is running in the session; checkpoints are taken between commands")
 	// ErrUnknownTurn is a turn no checkpoint was taken after (the agent
 	// did not run it with checkpoints, a rollback dropped it, or its
 	// checkpoint failed). It matches ErrUnknownCheckpoint too.
@@ -207,6 +211,26 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	err = c.Sync(ctx)
+	s.end(ctx, nil, err)
+	return err
+}
+
+// Export copies checkpoint id's files into dir, an empty or missing host
+// directory (a fork's workspace, for a sandbox that another process
+// opens: sage session fork, the fork tool).
+func (s *Sandbox) Export(ctx context.Context, id CheckpointID, dir string) error {
+	c, ok := s.drv.(Checkpointer)
+	if !ok {
+		return s.unsupported("fork")
+	}
+	if dir == "" {
+		return errors.New("sandbox: fork: the new workspace folder is required")
+	}
+	ctx, err := s.begin(ctx, "fork", string(id), "")
+	if err != nil {
+		return err
+	}
+	err = c.Export(ctx, id, dir)
 	s.end(ctx, nil, err)
 	return err
 }

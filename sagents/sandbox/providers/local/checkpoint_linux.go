@@ -353,7 +353,7 @@ func (s *Sandbox) quiet(ctx context.Context, op string) (release func(), err err
 	if busy > 1 || s.sess.live != l {
 		s.sess.mu.Unlock()
 		l.idle()
-		return nil, fmt.Errorf("local: %s: a command is running in the session; checkpoints are taken between commands", op)
+		return nil, fmt.Errorf("local: %s: %w; fix: wait for it to end or stop it", op, sandbox.ErrCommandRunning)
 	}
 	s.ckpt.mu.Lock()
 	if s.ckpt.served != l {
