@@ -118,6 +118,9 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int,
 	if err != nil {
 		return exitUsage, err
 	}
+	if cfg.Local.Checkpoints && cfg.Mode != sandbox.Local {
+		return exitUsage, badSetting("--checkpoints (sandbox.local.checkpoints) needs local mode, not %s: the agent's turn checkpoints are local layers", cfg.Mode)
+	}
 	af.tf.checkpoints = cfg.Local.Checkpoints
 	if af.tf.undo && !cfg.Local.Checkpoints {
 		return exitUsage, badSetting("--undo needs checkpoints: add --checkpoints (or sandbox.local.checkpoints: on)")

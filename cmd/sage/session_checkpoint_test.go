@@ -130,6 +130,9 @@ func TestAgentCheckpointTurns(t *testing.T) {
 	r = sage(t, home, "", "agent", "--model", "scripted", "--mode", "local", "--undo", "--session", "u", "--trace=false")
 	assert.Equal(t, exitUsage, r.code)
 	assert.Contains(t, r.stderr, "--undo needs checkpoints")
+	r = sage(t, home, "", "agent", "--model", "scripted", "--mode", "passthrough", "--checkpoints", "--session", "p", "--trace=false")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "needs local mode, not passthrough")
 
 	r = sage(t, home, "", "session", "stop", "ag")
 	require.Zero(t, r.code, r.stderr)
