@@ -52,6 +52,7 @@ func runAgent(ctx context.Context, env *cliEnv, args []string) int {
 	fs.Var(&af.skills, "skills", "a skill `folder`, or a folder of skill folders (repeatable)")
 	fs.StringVar(&af.tf.policy, "policy", "", "command policy YAML `file` (default: the built-in rules)")
 	fs.BoolVar(&af.trace, "trace", true, "print the trace tree to stderr at the end")
+	fs.BoolVar(&af.tf.undo, "undo", false, "give the model the undo tool, which rolls the workspace back to an earlier turn (needs --checkpoints; the policy's undo: true does it too)")
 	fs.BoolVar(&af.tf.approveAll, "approve-all", false, "run commands the policy would ask about (ask rules); deny rules still apply")
 	pos, code, stop := parseFlagsInterspersed(env, fs, args)
 	if stop {
@@ -117,6 +118,13 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int,
 	if err != nil {
 		return exitUsage, err
 	}
+	if cfg.Local.Checkpoints && cfg.Mode != sandbox.Local {
+		return exitUsage, badSetting("--checkpoints (sandbox.local.checkpoints) needs local mode, not %s: the agent's turn checkpoints are local layers", cfg.Mode)
+	}
+	af.tf.checkpoints = cfg.Local.Checkpoints
+	if af.tf.undo && !cfg.Local.Checkpoints {
+		return exitUsage, badSetting("--undo needs checkpoints: add --checkpoints (or sandbox.local.checkpoints: on)")
+	}
 	// The run starts before the sandbox, so its acquire and release are
 	// traced inside it (the agent's own run nests under this one).
 	in := []observability.Message{{Role: "user", Content: task}}
@@ -140,7 +148,7 @@ func (af *agentFlags) run(ctx context.Context, env *cliEnv, task string) (_ int,
 		}
 	}()
 
-	ag, err := af.agent(ctx, h, client, obs, env)
+	ag, err := af.agent(ctx, h, client, obs, env, cfg.Local.Checkpoints)
 	if err != nil {
 		return exitSandboxError, err
 	}
@@ -195,7 +203,7 @@ func (af *agentFlags) client(obs *observability.Manager, env *cliEnv) (*llm.Clie
 	return c, closeFn, nil
 }
 
-func (af *agentFlags) agent(ctx context.Context, h *sandbox.Sandbox, client *llm.Client, obs *observability.Manager, env *cliEnv) (*agent.Agent, error) {
+func (af *agentFlags) agent(ctx context.Context, h *sandbox.Sandbox, client *llm.Client, obs *observability.Manager, env *cliEnv, checkpoints bool) (*agent.Agent, error) {
 	tm, err := af.tf.manager(h, obs, nil)
 	if err != nil {
 		return nil, err
@@ -214,6 +222,7 @@ func (af *agentFlags) agent(ctx context.Context, h *sandbox.Sandbox, client *llm
 		Client: client, Tools: tm, Observer: obs, Skills: skills,
 		Name: "sage", SessionID: af.session, MaxSteps: af.maxSteps,
 		Output: env.stdout, Log: env.stderr,
+		Checkpoints: checkpoints,
 	})
 }
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,7 +21,7 @@ import (
 var checkpointSubcommands = map[string]string{
 	"checkpoint":  "sage session checkpoint SESSION",
 	"checkpoints": "sage session checkpoints SESSION [--json]",
-	"rollback":    "sage session rollback SESSION ID",
+	"rollback":    "sage session rollback SESSION ID | --turn N",
 	"fork":        "sage session fork SESSION ID NEW",
 	"sync":        "sage session sync SESSION",
 }
@@ -30,11 +33,21 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) int {
 	if op == "checkpoints" {
 		asJSON = fs.Bool("json", false, "print JSON")
 	}
+	turn := -1
+	if op == "rollback" {
+		fs.IntVar(&turn, "turn", -1, "roll back to the state after agent turn `N` (0: before the first) of sage agent --checkpoints")
+	}
 	pos, code, stop := parseFlagsInterspersed(env, fs, args[1:])
 	if stop {
 		return code
 	}
 	want := map[string]int{"checkpoint": 1, "checkpoints": 1, "rollback": 2, "fork": 3, "sync": 1}[op]
+	if op == "rollback" && flagSet(fs, "turn") {
+		if turn < 0 {
+			return usageError(env, fs.Name(), "--turn %d is negative; want a turn number, 0 for the state before the first", turn)
+		}
+		want = 1
+	}
 	if len(pos) != want {
 		return usageError(env, fs.Name(), "want %s", checkpointSubcommands[op])
 	}
@@ -75,12 +88,27 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) int {
 			return printJSON(env, r.Checkpoints)
 		}
 		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTIME\tSIZE\tLAYERS")
+		fmt.Fprintln(tw, "ID\tTIME\tSIZE\tTURN\tLAYERS")
 		for _, c := range r.Checkpoints {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", c.ID, c.Time.Local().Format(time.DateTime), c.Size, c.Layers)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", c.ID, c.Time.Local().Format(time.DateTime), c.Size, turnsText(c.Turns), c.Layers)
 		}
 		tw.Flush()
 	case "rollback":
+		if want == 1 { // --turn N
+			r, err := call(sessiond.CheckpointRequest{Op: sessiond.CheckpointList})
+			if err != nil {
+				return failed(err)
+			}
+			cp, err := sandbox.CheckpointOfTurn(r.Checkpoints, turn)
+			if err != nil {
+				return turnFailed(env, fs.Name(), pos[0], err)
+			}
+			if _, err := call(sessiond.CheckpointRequest{Op: sessiond.CheckpointRollback, ID: string(cp.ID)}); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(env.stdout, "rolled back %s to turn %d (%s)\n", pos[0], turn, cp.ID)
+			return 0
+		}
 		if _, err := call(sessiond.CheckpointRequest{Op: sessiond.CheckpointRollback, ID: pos[1]}); err != nil {
 			return failed(err)
 		}
@@ -98,6 +126,34 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) int {
 			pos[0], pos[1], pos[2], ws, pos[2])
 	}
 	return 0
+}
+
+// turnsText is the TURN column: "-" for none, "3", or "3-5" for turns
+// that changed nothing after the first (they are consecutive).
+func turnsText(turns []int) string {
+	switch len(turns) {
+	case 0:
+		return "-"
+	case 1:
+		return strconv.Itoa(turns[0])
+	}
+	lo, hi := slices.Min(turns), slices.Max(turns)
+	if hi-lo+1 == len(turns) {
+		return fmt.Sprintf("%d-%d", lo, hi)
+	}
+	parts := make([]string, len(turns))
+	for i, t := range turns {
+		parts[i] = strconv.Itoa(t)
+	}
+	return strings.Join(parts, ",")
+}
+
+// turnFailed reports a --turn that names no checkpoint: no agent turns at
+// all, or not that one.
+func turnFailed(env *cliEnv, name, session string, err error) int {
+	fmt.Fprintf(env.stderr, "%s: session %s: %s (sage session checkpoints %s lists them)\n", name, session,
+		strings.TrimPrefix(oneLine(err.Error()), "sandbox: "), session)
+	return exitFailed
 }
 
 func checkpointFailed(env *cliEnv, name, session string, err error) int {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/sage-go/sage/sagents/mcpserver"
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/observability/otelsage"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 	"github.com/sage-go/sage/sagents/tools"
 )
 
@@ -29,6 +31,12 @@ type mcpFlags struct {
 type toolFlags struct {
 	policy     string
 	approveAll bool
+	// undo gives the model the undo tool (sage agent --undo, or the
+	// policy's undo: true), with checkpoints on only.
+	undo, checkpoints bool
+	// checkpointTools adds the checkpoint tools (sage mcp, sandboxd),
+	// with checkpoints on only.
+	checkpointTools bool
 }
 
 func (f *toolFlags) register(fsName string, fs interface {
@@ -67,10 +75,26 @@ func (f *toolFlags) manager(h *sandbox.Sandbox, obs *observability.Manager, ask 
 		shell.Approver = tools.ApproveAll{}
 	}
 	tm := tools.NewManager(h, tools.Options{Observer: obs})
-	if err := tm.Register(tools.Builtins(tools.BuiltinOptions{Shell: shell})...); err != nil {
+	ts := tools.Builtins(tools.BuiltinOptions{Shell: shell})
+	if f.checkpoints && (f.undo || shell.Policy != nil && shell.Policy.Undo) {
+		ts = append(ts, tools.UndoTool())
+	}
+	if f.checkpoints && f.checkpointTools {
+		ts = append(ts, tools.CheckpointTools(tools.CheckpointToolOptions{ForkDir: forkDir})...)
+	}
+	if err := tm.Register(ts...); err != nil {
 		return nil, err
 	}
 	return tm, nil
+}
+
+// forkDir is the workspace of a fork into session name, as sage session
+// fork makes it.
+func forkDir(name string) (string, error) {
+	if err := sessiond.CheckName(name); err != nil {
+		return "", err
+	}
+	return filepath.Join(sandbox.Home(), "sessions", name, "workspace"), nil
 }
 
 // hostApprover refuses what the policy asks about: an MCP host cannot be
@@ -140,6 +164,7 @@ func (f *mcpFlags) run(ctx context.Context, env *cliEnv) (int, error) {
 		return exitSandboxError, f.named(err)
 	}
 	defer h.Close(context.WithoutCancel(ctx))
+	f.toolFlags.checkpoints, f.toolFlags.checkpointTools = cfg.Local.Checkpoints, true
 	tm, err := f.manager(h, obs, hostApprover{})
 	if err != nil {
 		return exitUsage, err

@@ -28,6 +28,7 @@ type sandboxdFlags struct {
 	workspace, mode, token string
 	virtualWorkspace       string
 	noToken                bool
+	checkpoints            bool
 	allowedHosts           hostList
 	allowedOrigins         hostList
 	maxBody, maxRead       int64
@@ -65,6 +66,7 @@ func (f *sandboxdFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxRead, "max-read", 16<<20, "largest file POST /v1/file/read returns, in bytes (GET /v1/file/download streams any size)")
 	fs.IntVar(&f.maxEntries, "max-entries", sandbox.DefaultMaxEntries, "entries read by one listing, find or grep; past it the answer says truncated")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "timeout of commands sent without hard_timeout")
+	fs.BoolVar(&f.checkpoints, "checkpoints", false, "local: keep the workspace as overlay layers: /v1/sage/checkpoints and the checkpoint MCP tools work (docs/checkpoints.md)")
 	f.toolFlags.register("/mcp", fs)
 }
 
@@ -105,14 +107,17 @@ func runSandboxd(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitSandboxError, err)
 	}
 	defer shutdown()
+	var quiet func(context.Context) // the server's StopIdleShells, set before it serves
+	ckpt := checkpointAPI(h, func(ctx context.Context) { quiet(ctx) })
 	srv, err := aioserver.New(aioserver.Options{Handle: h, Token: f.token, MaxBodyBytes: f.maxBody,
-		Mounts:         map[string]http.Handler{"/mcp": mcpSrv.Handler()},
+		Mounts:         map[string]http.Handler{"/mcp": mcpSrv.Handler(), "/v1/sage/": ckpt},
 		MCPServers:     map[string]aioserver.ToolServer{"sage": mcpSrv},
 		DefaultTimeout: f.timeout, Version: "sage-sandboxd " + buildVersion(), Logger: logger,
 		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, MaxReadBytes: f.maxRead, MaxEntries: f.maxEntries})
 	if err != nil {
 		return fail(env, exitSandboxError, err)
 	}
+	quiet = srv.StopIdleShells
 	if err := srv.Ready(ctx); err != nil {
 		return fail(env, exitSandboxError, err)
 	}
@@ -139,6 +144,8 @@ func (f *sandboxdFlags) check() error {
 		return fmt.Errorf("--no-token is refused on --listen %s, which is not a loopback address: set --token", f.Listen)
 	case f.token == "" && !aioserver.LoopbackAddr(f.Listen):
 		return fmt.Errorf("--listen %s is not a loopback address: set --token (an unauthenticated exec API must not be reachable from the network)", f.Listen)
+	case f.checkpoints && f.mode == string(sandbox.Passthrough):
+		return errors.New("--checkpoints needs --mode local (passthrough has no layers to keep)")
 	case f.virtualWorkspace != "" && f.mode == string(sandbox.Passthrough):
 		return fmt.Errorf("--virtual-workspace %s: passthrough mode shows the host path; use --mode local or drop the flag", f.virtualWorkspace)
 	case f.maxRead <= 0 || f.maxEntries <= 0 || f.maxBody <= 0:
@@ -159,7 +166,7 @@ func (f *sandboxdFlags) openSandbox(ctx context.Context, logger *slog.Logger) (*
 	// A server's session sandbox (local mode) starts with it, not with
 	// its first request.
 	return sandbox.New(ctx, sandbox.Config{Mode: sandbox.Type(f.mode), Workspace: f.workspace, VirtualWorkspace: f.virtualWorkspace,
-		Local: sandbox.LocalConfig{Prestart: true}})
+		Local: sandbox.LocalConfig{Prestart: true, Checkpoints: f.checkpoints}})
 }
 
 // mcpServer serves the sandbox's tools over MCP: streamable HTTP at
@@ -169,6 +176,7 @@ func (f *sandboxdFlags) mcpServer(ctx context.Context, h *sandbox.Sandbox, logge
 	if err != nil {
 		return nil, nil, err
 	}
+	f.toolFlags.checkpoints, f.toolFlags.checkpointTools = f.checkpoints, true
 	tm, err := f.manager(h, obs, hostApprover{})
 	if err != nil {
 		shutdown()

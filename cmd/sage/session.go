@@ -20,8 +20,8 @@ func init() {
 		subcommand{"ls", "list the live sessions: pid, age, idle time, memory"},
 		subcommand{"stop", "stop sessions: kill all their processes (workspace files are kept)"},
 		subcommand{"checkpoint", "save the workspace of a session run with --checkpoints; prints the id"},
-		subcommand{"checkpoints", "list a session's checkpoints (id, time, size, layers)"},
-		subcommand{"rollback", "make a session's workspace a checkpoint's again (later ones are dropped)"},
+		subcommand{"checkpoints", "list a session's checkpoints (id, time, size, agent turn, layers)"},
+		subcommand{"rollback", "make a session's workspace a checkpoint's, or an agent turn's (--turn N), again (later ones are dropped)"},
 		subcommand{"fork", "copy a checkpoint into the workspace of a new session NEW"},
 		subcommand{"sync", "write a session's live workspace into its host folder (Close does it too)"},
 		subcommand{"serve", "serve one session in the foreground (sage exec --session starts it; sandbox config as JSON on stdin)"})

@@ -73,3 +73,71 @@ func TestSessionCheckpointCommands(t *testing.T) {
 	_, err = os.Stat(filepath.Join(home, "sessions", "ck", "workspace", "g"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestAgentCheckpointTurns: the user's round trip of an agent's turns:
+// sage agent --checkpoints (the scripted model: turn 1 writes fib.py,
+// turn 2 runs it, turn 3 only reads), the TURN column, rollback --turn
+// once a daemon serves the session, and the clear errors: a session not
+// running, an unknown turn, a session whose checkpoints have no turn,
+// a negative turn, --undo without checkpoints.
+func TestAgentCheckpointTurns(t *testing.T) {
+	home := sessionHome(t)
+	r := sage(t, home, "", "agent", "--model", "scripted", "--mode", "local", "--checkpoints", "--session", "ag", "--trace=false")
+	require.Zero(t, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "before the first turn (turn 0)")
+	assert.Regexp(t, `checkpoint ck-[0-9a-f]+: after turn 3 \(no change\)`, r.stderr)
+	ws := filepath.Join(home, "sessions", "ag", "workspace")
+	_, err := os.Stat(filepath.Join(ws, "fib_output.txt"))
+	require.NoError(t, err, "the run's files are in the host folder")
+
+	r = sage(t, home, "", "session", "rollback", "ag", "--turn", "1")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "is not running; fix: start it with sage exec --session ag --checkpoints")
+	r = inSession(t, home, "ag", "", "ls", "--checkpoints")
+	require.Zero(t, r.code, r.stderr)
+	assert.Equal(t, "fib.py\nfib_output.txt\n", r.stdout)
+	r = sage(t, home, "", "session", "checkpoints", "ag")
+	require.Zero(t, r.code, r.stderr)
+	assert.Regexp(t, `ID +TIME +SIZE +TURN +LAYERS\n`, r.stdout)
+	assert.Regexp(t, `ck-[0-9a-f]+ .* 2-3 +2\n`, r.stdout)
+	r = sage(t, home, "", "session", "checkpoints", "ag", "--json")
+	require.Zero(t, r.code, r.stderr)
+	var list []struct {
+		Turns []int `json:"turns"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list), r.stdout)
+	require.Len(t, list, 3)
+	assert.Equal(t, [][]int{{0}, {1}, {2, 3}}, [][]int{list[0].Turns, list[1].Turns, list[2].Turns})
+
+	r = sage(t, home, "", "session", "rollback", "ag", "--turn", "1")
+	require.Zero(t, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "rolled back ag to turn 1")
+	r = inSession(t, home, "ag", "", "ls", "--checkpoints")
+	assert.Equal(t, "fib.py\n", r.stdout, r.stderr)
+	r = sage(t, home, "", "session", "rollback", "ag", "--turn", "3")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "agent turn 3 has no checkpoint: fix: pick a turn from 0 to 1")
+	r = sage(t, home, "", "session", "rollback", "ag", "--turn", "-1")
+	assert.Equal(t, exitUsage, r.code)
+	r = sage(t, home, "", "session", "rollback", "ag", "ck-000000000000", "--turn", "1")
+	assert.Equal(t, exitUsage, r.code, "an id or --turn, not both")
+
+	r = inSession(t, home, "plain", "", "echo x > f", "--checkpoints")
+	require.Zero(t, r.code, r.stderr)
+	r = sage(t, home, "", "session", "rollback", "plain", "--turn", "0")
+	assert.Equal(t, exitFailed, r.code)
+	assert.Contains(t, r.stderr, "no checkpoint is of an agent turn; fix: run the agent with checkpoints (sage agent --checkpoints)")
+	r = sage(t, home, "", "agent", "--model", "scripted", "--mode", "local", "--undo", "--session", "u", "--trace=false")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "--undo needs checkpoints")
+	r = sage(t, home, "", "agent", "--model", "scripted", "--mode", "passthrough", "--checkpoints", "--session", "p", "--trace=false")
+	assert.Equal(t, exitUsage, r.code)
+	assert.Contains(t, r.stderr, "needs local mode, not passthrough")
+
+	r = sage(t, home, "", "session", "stop", "ag")
+	require.Zero(t, r.code, r.stderr)
+	ents, err := os.ReadDir(ws)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "stop wrote turn 1's state back")
+	assert.Equal(t, "fib.py", ents[0].Name())
+}

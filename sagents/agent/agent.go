@@ -13,6 +13,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/llm"
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/tools"
 )
 
@@ -59,6 +60,25 @@ type Config struct {
 	Output io.Writer
 	// Log receives one line per tool call and result; nil discards it.
 	Log io.Writer
+
+	// Checkpoints takes a checkpoint of the sandbox's files before the
+	// first turn (turn 0) and after each turn that ran tools
+	// (sandbox.Sandbox.CheckpointTurn: a turn that changed no file makes
+	// no new checkpoint, the last one gets its number), so that a turn
+	// can be undone: sage session rollback S --turn N, the undo tool. It
+	// needs a sandbox with checkpoints on (local mode,
+	// sandbox.local.checkpoints); New refuses others. Turns are numbered
+	// across the runs of one sandbox: a later Run goes on after the last
+	// turn it finds.
+	Checkpoints bool
+}
+
+// TurnCheckpointer is what Config.Checkpoints needs of the tools'
+// sandbox; *sandbox.Sandbox has it.
+type TurnCheckpointer interface {
+	CheckpointTurn(ctx context.Context, turn int) (sandbox.Checkpoint, error)
+	Checkpoint(ctx context.Context) (sandbox.Checkpoint, error)
+	Checkpoints(ctx context.Context) ([]sandbox.Checkpoint, error)
 }
 
 // Agent runs tasks. It is safe for concurrent use; each Run has its own
@@ -71,6 +91,11 @@ type Agent struct {
 func New(cfg Config) (*Agent, error) {
 	if cfg.Client == nil || cfg.Tools == nil {
 		return nil, errors.New("agent: Config.Client and Config.Tools are required")
+	}
+	if cfg.Checkpoints {
+		if _, ok := cfg.Tools.Sandbox().(TurnCheckpointer); !ok {
+			return nil, errors.New("agent: Config.Checkpoints needs a sandbox with checkpoints (*sandbox.Sandbox in local mode with sandbox.local.checkpoints on)")
+		}
 	}
 	if cfg.Name == "" {
 		cfg.Name = "sage"
@@ -106,6 +131,10 @@ type Result struct {
 	// (llm.Message is go-openai's ChatCompletionMessage).
 	Messages []llm.Message
 	Usage    llm.Usage
+	// Checkpoints are the checkpoints Config.Checkpoints took, in turn
+	// order (one per turn; a turn that changed nothing has the last one
+	// again). A failed one is left out and logged.
+	Checkpoints []sandbox.Checkpoint
 }
 
 // SystemPrompt returns the system prompt a Run sends.
@@ -138,6 +167,10 @@ func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
 		{Role: openai.ChatMessageRoleSystem, Content: a.SystemPrompt()},
 		{Role: openai.ChatMessageRoleUser, Content: task},
 	}
+	first, err := a.startTurns(ctx, res)
+	if err != nil {
+		return res, err
+	}
 	for step := 1; step <= a.cfg.MaxSteps; step++ {
 		res.Steps = step
 		msg, calls, err := a.callModel(ctx, res)
@@ -154,8 +187,63 @@ func (a *Agent) Run(ctx context.Context, task string) (res *Result, err error) {
 			res.Messages = append(res.Messages, openai.ChatCompletionMessage{
 				Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: tc.Result})
 		}
+		a.checkpointTurn(ctx, res, first+step)
 	}
 	return res, fmt.Errorf("%w (max steps %d)", ErrMaxSteps, a.cfg.MaxSteps)
+}
+
+// startTurns numbers this run's turns and saves the state before them
+// (Config.Checkpoints): turn 0 in a sandbox without turns yet; else the
+// run goes on after the last turn found, from a plain checkpoint of the
+// state it starts in. It returns the number before this run's first turn.
+func (a *Agent) startTurns(ctx context.Context, res *Result) (int, error) {
+	if !a.cfg.Checkpoints {
+		return 0, nil
+	}
+	ck := a.cfg.Tools.Sandbox().(TurnCheckpointer)
+	list, err := ck.Checkpoints(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("agent: checkpoints: %w", err)
+	}
+	last := -1
+	for _, c := range list {
+		for _, t := range c.Turns {
+			last = max(last, t)
+		}
+	}
+	if last < 0 {
+		cp, err := ck.CheckpointTurn(ctx, 0)
+		if err != nil {
+			return 0, fmt.Errorf("agent: checkpoint before the first turn: %w", err)
+		}
+		res.Checkpoints = append(res.Checkpoints, cp)
+		fmt.Fprintf(a.cfg.Log, "  checkpoint %s: before the first turn (turn 0)\n", cp.ID)
+		return 0, nil
+	}
+	if _, err := ck.Checkpoint(ctx); err != nil {
+		return 0, fmt.Errorf("agent: checkpoint before turn %d: %w", last+1, err)
+	}
+	return last, nil
+}
+
+// checkpointTurn saves the state after turn (Config.Checkpoints). A
+// failure (a background task writing, say) is logged and the run goes
+// on: that turn has no checkpoint to roll back to.
+func (a *Agent) checkpointTurn(ctx context.Context, res *Result, turn int) {
+	if !a.cfg.Checkpoints {
+		return
+	}
+	cp, err := a.cfg.Tools.Sandbox().(TurnCheckpointer).CheckpointTurn(ctx, turn)
+	if err != nil {
+		fmt.Fprintf(a.cfg.Log, "  checkpoint after turn %d failed (the turn cannot be rolled back to): %s\n", turn, firstLine(err.Error()))
+		return
+	}
+	res.Checkpoints = append(res.Checkpoints, cp)
+	what := fmt.Sprintf("%d bytes changed", cp.Size)
+	if len(cp.Turns) > 1 && cp.Turns[0] != turn {
+		what = "no change"
+	}
+	fmt.Fprintf(a.cfg.Log, "  checkpoint %s: after turn %d (%s)\n", cp.ID, turn, what)
 }
 
 // callModel streams one model call, writing its text to Output.

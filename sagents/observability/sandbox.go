@@ -44,6 +44,16 @@ type SandboxResult struct {
 	NotFound bool
 	// TaskID is the background task a start created.
 	TaskID string
+	// Checkpoint is what a checkpoint taken after an agent turn saved
+	// (Sandbox.CheckpointTurn); nil otherwise.
+	Checkpoint *CheckpointInfo
+}
+
+// CheckpointInfo describes a checkpoint of an agent turn.
+type CheckpointInfo struct {
+	ID   string // the checkpoint's id (the last one when the turn changed nothing)
+	Turn int    // the agent turn whose end state it is (0: before the first)
+	Size int64  // bytes it added (0: the turn changed nothing)
 }
 
 // SandboxHandler receives sandbox events. It is optional: the Manager

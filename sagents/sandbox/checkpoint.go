@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
+
+	"github.com/sage-go/sage/sagents/observability"
 )
 
 // CheckpointID names one checkpoint of a sandbox's files.
@@ -25,6 +28,11 @@ type Checkpoint struct {
 	// session's /tmp and interpreter state are not saved, nor restored by
 	// a rollback.
 	Covers string `json:"covers"`
+	// Turns are the agent turns whose end state it is (CheckpointTurn):
+	// turn 0 is the state before the first turn; several when turns
+	// after the first changed no file (they cost no new checkpoint).
+	// Empty for a checkpoint taken otherwise.
+	Turns []int `json:"turns,omitempty"`
 }
 
 var (
@@ -36,6 +44,14 @@ var (
 	// process (a background task, a host file operation) holds a file
 	// open for writing in it. Nothing changed.
 	ErrCheckpointBusy = errors.New("sandbox: a file is open for writing in the workspace")
+	// ErrCommandRunning: a checkpoint, rollback or fork came while a
+	// command runs in the session (a long-lived shell or kernel counts);
+	// they are taken between commands. Nothing changed.
+	ErrCommandRunning = errors.New("sandbox: a command is running in the session; checkpoints are taken between commands")
+	// ErrUnknownTurn is a turn no checkpoint was taken after (the agent
+	// did not run it with checkpoints, a rollback dropped it, or its
+	// checkpoint failed). It matches ErrUnknownCheckpoint too.
+	ErrUnknownTurn = fmt.Errorf("sandbox: no checkpoint of that agent turn: %w", ErrUnknownCheckpoint)
 )
 
 // Checkpointer is a driver that saves and restores its files (local mode
@@ -55,6 +71,17 @@ type Checkpointer interface {
 	Sync(ctx context.Context) error
 }
 
+// TurnCheckpointer is a Checkpointer that labels a checkpoint with the
+// agent turn it ends (sage agent --checkpoints). A turn that changed no
+// file since the last checkpoint makes no new one: the last one gets the
+// turn too, and is returned. Checkpoints with turns outlive Close (see
+// docs/checkpoints.md), so that a turn can be rolled back to after the
+// run.
+type TurnCheckpointer interface {
+	Checkpointer
+	CheckpointTurn(ctx context.Context, turn int) (Checkpoint, error)
+}
+
 // Checkpoint saves the workspace's files: a later Rollback with the id
 // restores exactly these bytes, modes and links. Processes are not
 // saved.
@@ -70,6 +97,78 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (Checkpoint, error) {
 	cp, err := c.Checkpoint(ctx)
 	s.end(ctx, nil, err)
 	return cp, err
+}
+
+// CheckpointTurn saves the workspace's files as the state after agent
+// turn turn (0: before the first); an unchanged workspace reuses the last
+// checkpoint, at no cost (TurnCheckpointer). Its event carries the id and
+// the turn.
+func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (Checkpoint, error) {
+	c, ok := s.drv.(TurnCheckpointer)
+	if !ok {
+		return Checkpoint{}, s.unsupported("checkpoint")
+	}
+	if turn < 0 {
+		return Checkpoint{}, fmt.Errorf("sandbox: checkpoint: turn %d is negative; fix: number turns from 1 (0 is the state before the first)", turn)
+	}
+	ctx, err := s.begin(ctx, "checkpoint", "", "")
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	cp, err := c.CheckpointTurn(ctx, turn)
+	if err != nil {
+		s.end(ctx, nil, err)
+		return cp, err
+	}
+	info := &observability.CheckpointInfo{ID: string(cp.ID), Turn: turn, Size: cp.Size}
+	if len(cp.Turns) > 0 && cp.Turns[0] != turn { // the last one again: this turn added nothing
+		info.Size = 0
+	}
+	s.obs.SandboxEnd(ctx, observability.SandboxResult{Checkpoint: info})
+	return cp, nil
+}
+
+// CheckpointOfTurn is the checkpoint whose state is the end of agent turn
+// turn, from list (Checkpoints); an error matching ErrUnknownTurn when
+// there is none.
+func CheckpointOfTurn(list []Checkpoint, turn int) (Checkpoint, error) {
+	var have []int
+	for _, c := range list {
+		if slices.Contains(c.Turns, turn) {
+			return c, nil
+		}
+		have = append(have, c.Turns...)
+	}
+	if len(have) == 0 {
+		return Checkpoint{}, &turnError{turn: turn, fix: "no checkpoint is of an agent turn; fix: run the agent with checkpoints (sage agent --checkpoints)"}
+	}
+	return Checkpoint{}, &turnError{turn: turn, fix: fmt.Sprintf("fix: pick a turn from %d to %d", slices.Min(have), slices.Max(have))}
+}
+
+// turnError is an agent turn without a checkpoint (ErrUnknownTurn).
+type turnError struct {
+	turn int
+	fix  string
+}
+
+func (e *turnError) Error() string {
+	return fmt.Sprintf("sandbox: agent turn %d has no checkpoint: %s", e.turn, e.fix)
+}
+
+func (e *turnError) Unwrap() error { return ErrUnknownTurn }
+
+// RollbackTurn restores the state after agent turn turn (0: before the
+// first), and returns the checkpoint it rolled back to.
+func (s *Sandbox) RollbackTurn(ctx context.Context, turn int) (Checkpoint, error) {
+	list, err := s.Checkpoints(ctx)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	cp, err := CheckpointOfTurn(list, turn)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	return cp, s.Rollback(ctx, cp.ID)
 }
 
 // Rollback restores the checkpoint id; the checkpoints after it are
@@ -112,6 +211,26 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	err = c.Sync(ctx)
+	s.end(ctx, nil, err)
+	return err
+}
+
+// Export copies checkpoint id's files into dir, an empty or missing host
+// directory (a fork's workspace, for a sandbox that another process
+// opens: sage session fork, the fork tool).
+func (s *Sandbox) Export(ctx context.Context, id CheckpointID, dir string) error {
+	c, ok := s.drv.(Checkpointer)
+	if !ok {
+		return s.unsupported("fork")
+	}
+	if dir == "" {
+		return errors.New("sandbox: fork: the new workspace folder is required")
+	}
+	ctx, err := s.begin(ctx, "fork", string(id), "")
+	if err != nil {
+		return err
+	}
+	err = c.Export(ctx, id, dir)
 	s.end(ctx, nil, err)
 	return err
 }

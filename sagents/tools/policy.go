@@ -94,6 +94,9 @@ type Policy struct {
 	Rules     []Rule
 	// NoBuiltins turns the built-in rules off.
 	NoBuiltins bool
+	// Undo gives the model the undo tool (UndoTool; sage agent with
+	// checkpoints registers it when set).
+	Undo bool
 }
 
 // PolicyFile is the YAML form of a policy:
@@ -106,6 +109,8 @@ type Policy struct {
 type PolicyFile struct {
 	NoBuiltins bool   `yaml:"no_builtins"`
 	Rules      []Rule `yaml:"rules"`
+	// Undo: true gives the model the undo tool (sage agent --checkpoints).
+	Undo bool `yaml:"undo"`
 }
 
 // LoadPolicy reads a policy file.
@@ -132,7 +137,7 @@ func ParsePolicy(b []byte, workspace string) (*Policy, error) {
 			return nil, fmt.Errorf("tools: policy: %w", err)
 		}
 	}
-	p := &Policy{Workspace: workspace, Rules: f.Rules, NoBuiltins: f.NoBuiltins}
+	p := &Policy{Workspace: workspace, Rules: f.Rules, NoBuiltins: f.NoBuiltins, Undo: f.Undo}
 	return p, p.compile()
 }
 

@@ -24,6 +24,10 @@ const (
 	AttrSandboxSignal    = attribute.Key("sage.sandbox.signal")
 	AttrSandboxTimedOut  = attribute.Key("sage.sandbox.timed_out")
 	AttrSandboxNotFound  = attribute.Key("sage.sandbox.not_found")
+	// The checkpoint an agent turn ended with (Sandbox.CheckpointTurn).
+	AttrCheckpointID   = attribute.Key("sage.checkpoint.id")
+	AttrCheckpointTurn = attribute.Key("sage.checkpoint.turn")
+	AttrCheckpointSize = attribute.Key("sage.checkpoint.size")
 )
 
 // sandboxSpanKey holds the span of a sandbox run, so that its end never
@@ -82,6 +86,9 @@ func (h *Handler) SandboxEnd(ctx context.Context, r observability.SandboxResult)
 	}
 	if r.TaskID != "" {
 		span.SetAttributes(AttrSandboxTaskID.String(r.TaskID))
+	}
+	if c := r.Checkpoint; c != nil {
+		span.SetAttributes(AttrCheckpointID.String(c.ID), AttrCheckpointTurn.Int(c.Turn), AttrCheckpointSize.Int64(c.Size))
 	}
 	span.End()
 	return nil

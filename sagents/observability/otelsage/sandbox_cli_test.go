@@ -79,3 +79,20 @@ func TestBackgroundCommandSpan(t *testing.T) {
 	assert.Equal(t, "TERM", a["sage.sandbox.signal"].AsString())
 	assert.Equal(t, "bg-1", a["sage.sandbox.task_id"].AsString())
 }
+
+// TestCheckpointSpan: the checkpoint an agent turn ended with is on its
+// sandbox span, under the agent's run: id, turn and size.
+func TestCheckpointSpan(t *testing.T) {
+	f := newFixture(t, nil)
+	actx := f.m.AgentStart(context.Background(), observability.AgentInfo{Name: "sage"})
+	sctx := f.m.SandboxStart(actx, observability.SandboxOp{Op: "checkpoint", Mode: "local"})
+	f.m.SandboxEnd(sctx, observability.SandboxResult{Checkpoint: &observability.CheckpointInfo{ID: "ck-1", Turn: 3, Size: 42}})
+	f.m.AgentEnd(actx, observability.AgentResult{})
+
+	n := byName(f.rec.Ended())
+	require.Len(t, n["sandbox.checkpoint"], 1, "spans: %v", keys(n))
+	a := attrs(n["sandbox.checkpoint"][0])
+	assert.Equal(t, "ck-1", a["sage.checkpoint.id"].AsString())
+	assert.EqualValues(t, 3, a["sage.checkpoint.turn"].AsInt64())
+	assert.EqualValues(t, 42, a["sage.checkpoint.size"].AsInt64())
+}

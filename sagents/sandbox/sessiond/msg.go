@@ -209,7 +209,7 @@ var kinds = []struct {
 	{"settings", ErrSettings}, {"config", ErrConfig}, {"refused", ErrRefused}, {"stopped", ErrStopped}, {"protocol", ErrProtocol},
 	{"escape", sandbox.ErrEscape}, {"read_only", sandbox.ErrReadOnly}, {"bad_path", sandbox.ErrBadPath},
 	{"unknown_task", sandbox.ErrUnknownTask}, {"unknown_checkpoint", sandbox.ErrUnknownCheckpoint},
-	{"checkpoint_busy", sandbox.ErrCheckpointBusy}, {"unsupported", sandbox.ErrUnsupported},
+	{"checkpoint_busy", sandbox.ErrCheckpointBusy}, {"command_running", sandbox.ErrCommandRunning}, {"unsupported", sandbox.ErrUnsupported},
 	{"isolation", sandbox.ErrIsolationUnavailable}, {"closed", sandbox.ErrClosed},
 	{"not_exist", fs.ErrNotExist}, {"permission", fs.ErrPermission}, {"exist", fs.ErrExist},
 	{"invalid", fs.ErrInvalid}, {"deadline", context.DeadlineExceeded},

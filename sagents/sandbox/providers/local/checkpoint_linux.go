@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -58,6 +59,10 @@ type manifest struct {
 	Layers      []int       `json:"layers"` // frozen, bottom first
 	Upper       int         `json:"upper"`  // the last live upper; 0: none
 	Checkpoints []ckptEntry `json:"checkpoints"`
+	// Folder, set when a Close kept the checkpoints of agent turns, is
+	// the fingerprint of the host folder it wrote back: the next start
+	// keeps them only while the folder is still that (keepTurns).
+	Folder string `json:"folder,omitempty"`
 }
 
 type ckptEntry struct {
@@ -65,6 +70,8 @@ type ckptEntry struct {
 	Time time.Time `json:"time"`
 	N    int       `json:"n"` // its state is Base + Layers[:N]
 	Size int64     `json:"size"`
+	// Turns: the agent turns whose end state it is (CheckpointTurn).
+	Turns []int `json:"turns,omitempty"`
 }
 
 // setupCheckpoints turns checkpoints on for s (NewWithOptions, once
@@ -95,6 +102,11 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 	}
 	if c.m.Next == 0 {
 		c.m.Next = 1
+	}
+	if c.m.Folder != "" {
+		if err := c.resume(); err != nil {
+			return err
+		}
 	}
 	ws, err := os.OpenFile(s.bindWS, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -341,7 +353,7 @@ func (s *Sandbox) quiet(ctx context.Context, op string) (release func(), err err
 	if busy > 1 || s.sess.live != l {
 		s.sess.mu.Unlock()
 		l.idle()
-		return nil, fmt.Errorf("local: %s: a command is running in the session; checkpoints are taken between commands", op)
+		return nil, fmt.Errorf("local: %s: %w; fix: wait for it to end or stop it", op, sandbox.ErrCommandRunning)
 	}
 	s.ckpt.mu.Lock()
 	if s.ckpt.served != l {
@@ -374,6 +386,18 @@ func (c *checkpoints) freeze(op string) error {
 // frozen into a layer and a new one mounted on top. A workspace with no
 // change since the last checkpoint costs nothing (no new layer).
 func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
+	return s.checkpoint(ctx, -1)
+}
+
+// CheckpointTurn is Checkpoint labelled with the agent turn it ends
+// (sandbox.TurnCheckpointer); an unchanged workspace adds the turn to the
+// last checkpoint, when that one is the live state, instead of a new one.
+func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (sandbox.Checkpoint, error) {
+	return s.checkpoint(ctx, turn)
+}
+
+// checkpoint is Checkpoint with turn (-1: none).
+func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint, error) {
 	if err := s.checkpointsOn("checkpoint"); err != nil {
 		return sandbox.Checkpoint{}, err
 	}
@@ -385,7 +409,20 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
 	c := s.ckpt
 	upper := filepath.Join(c.layerDir(c.m.Upper), "u")
 	var size int64
-	if !empty(upper) {
+	unchanged := empty(upper)
+	if last := len(c.m.Checkpoints) - 1; turn >= 0 && unchanged && last >= 0 && c.m.Checkpoints[last].N == len(c.m.Layers) {
+		// The live state is the last checkpoint's: the turn changed
+		// nothing, and costs the manifest only.
+		e := &c.m.Checkpoints[last]
+		if !slices.Contains(e.Turns, turn) {
+			e.Turns = append(e.Turns, turn)
+		}
+		if err := c.save(); err != nil {
+			return sandbox.Checkpoint{}, err
+		}
+		return c.info(*e), nil
+	}
+	if !unchanged {
 		if err := c.freeze("checkpoint"); err != nil {
 			return sandbox.Checkpoint{}, err
 		}
@@ -400,6 +437,9 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
 		}
 	}
 	e := ckptEntry{ID: newCheckpointID(), Time: time.Now().UTC(), N: len(c.m.Layers), Size: size}
+	if turn >= 0 {
+		e.Turns = []int{turn}
+	}
 	c.m.Checkpoints = append(c.m.Checkpoints, e)
 	if len(c.m.Layers) >= maxLayers {
 		if err := c.merge(len(c.m.Layers) / 2); err != nil {
@@ -413,7 +453,8 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
 }
 
 func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
-	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: "files"}
+	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: "files",
+		Turns: slices.Clone(e.Turns)}
 }
 
 func newCheckpointID() string {
@@ -648,7 +689,11 @@ func (s *Sandbox) closeCheckpoints() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var err error
-	if c.served != nil {
+	keep := c.served != nil && c.hasTurns()
+	if keep {
+		err = c.ownBase()
+	}
+	if c.served != nil && err == nil {
 		err = c.writeBack()
 	}
 	if c.agent != nil {
@@ -656,7 +701,15 @@ func (s *Sandbox) closeCheckpoints() error {
 		c.agent = nil
 	}
 	c.cur.Close()
-	if c.served != nil && err == nil {
+	if keep && err == nil {
+		// The agent's turns stay (keepTurns): the layers stand on a copy
+		// of the base, and the folder's fingerprint says whether the next
+		// start may keep them.
+		c.m.Folder, err = folderPrint(c.s.hostWS)
+		if err == nil {
+			err = c.save()
+		}
+	} else if c.served != nil && err == nil {
 		// The folder is the live state now: the next start begins afresh
 		// on it (the checkpoints were layers over the folder as it was).
 		for _, n := range append([]int{c.m.Base, c.m.Upper}, c.m.Layers...) {
@@ -748,4 +801,84 @@ func (l *liveSession) taskCount(d int) {
 	l.mu.Lock()
 	l.tasks += d
 	l.mu.Unlock()
+}
+
+// hasTurns says whether a checkpoint ends an agent turn: then Close keeps
+// the checkpoints (keepTurns), so that sage session rollback --turn works
+// after the run.
+func (c *checkpoints) hasTurns() bool {
+	return slices.ContainsFunc(c.m.Checkpoints, func(e ckptEntry) bool { return len(e.Turns) > 0 })
+}
+
+// ownBase gives the layers a base of their own, a copy of the host folder
+// they stand on, before the folder receives the live state (Close keeping
+// the agent's turns). A base that is a layer already costs nothing.
+func (c *checkpoints) ownBase() error {
+	if c.m.Base != 0 {
+		return nil
+	}
+	nb, err := c.newLayer()
+	if err != nil {
+		return err
+	}
+	if err := c.copyState(0, filepath.Join(c.layerDir(nb), "u"), nil); err != nil {
+		c.freeLayer(nb)
+		return err
+	}
+	if id := c.s.ident; id != nil { // the sandbox's uid owns the base as it owns every layer
+		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
+			os.Lchown(p, id.uid, id.gid)
+			return nil
+		})
+	}
+	c.m.Base = nb
+	return nil
+}
+
+// resume runs at the start of a sandbox whose last Close kept the agent's
+// turns: they stay while the host folder is what that Close wrote; a
+// folder changed since (edited on the host) wins, and the checkpoints
+// and their layers are dropped, so that no edit is shadowed or written
+// over.
+func (c *checkpoints) resume() error {
+	print, err := folderPrint(c.s.hostWS)
+	if err != nil {
+		return err
+	}
+	if print != c.m.Folder {
+		for _, n := range append([]int{c.m.Base, c.m.Upper}, c.m.Layers...) {
+			if n != 0 {
+				c.freeLayer(n)
+			}
+		}
+		c.m = manifest{Next: c.m.Next}
+	}
+	c.m.Folder = ""
+	return c.save()
+}
+
+// folderPrint is a digest of the tree at dir: each entry's path, type,
+// mode, size, modification time and link target.
+func folderPrint(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		link := ""
+		if d.Type()&fs.ModeSymlink != 0 {
+			link, _ = os.Readlink(p)
+		}
+		fmt.Fprintf(h, "%q %o %d %d %q\n", rel, fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), link)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("local: the workspace folder %s: %w", dir, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

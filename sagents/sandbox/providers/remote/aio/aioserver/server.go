@@ -263,6 +263,13 @@ func (s *Server) Ready(ctx context.Context) error {
 	return nil
 }
 
+// StopIdleShells ends the idle bash of each /v1/shell session and waits
+// for them, so that the sandbox is between commands (sage sandboxd calls
+// it before a checkpoint, a rollback or a fork of the workspace). Each
+// session's next command starts a new bash in its directory. Kernels
+// (/v1/jupyter, /v1/code) are left running.
+func (s *Server) StopIdleShells(ctx context.Context) { s.sessions.stopIdleShells(ctx) }
+
 // Close kills the background commands of every session.
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)

@@ -278,3 +278,19 @@ func (ss *sessions) kill(ctx context.Context, list []*session) error {
 	}
 	return errors.Join(errs...)
 }
+
+// stopIdleShells ends the idle bash of every session whose Shell can
+// (StopIdle), and waits for them.
+func (ss *sessions) stopIdleShells(ctx context.Context) {
+	ss.mu.Lock()
+	shells := make([]Shell, 0, len(ss.m))
+	for _, s := range ss.m {
+		shells = append(shells, s.shell)
+	}
+	ss.mu.Unlock()
+	for _, sh := range shells {
+		if st, ok := sh.(interface{ StopIdle(context.Context) }); ok {
+			st.StopIdle(ctx)
+		}
+	}
+}

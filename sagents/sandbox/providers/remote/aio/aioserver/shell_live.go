@@ -90,6 +90,28 @@ func (s *liveShell) Close(context.Context) error {
 	return nil
 }
 
+// StopIdle ends the shell's bash when no command runs in it, and waits
+// for its end (or ctx): a checkpoint or rollback of the workspace wants
+// the session quiet, and a bash whose directory is in the workspace
+// would keep the old mount. The next command starts a new bash in the
+// same directory, as after an exec_dir change.
+func (s *liveShell) StopIdle(ctx context.Context) {
+	if !s.mu.TryLock() {
+		return // a command runs: the checkpoint says so
+	}
+	defer s.mu.Unlock()
+	p := s.p
+	s.p = nil
+	if p == nil {
+		return
+	}
+	p.stop()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	}
+}
+
 func (p *shellProc) stop() {
 	p.stdin.Close()
 	p.cancel()
