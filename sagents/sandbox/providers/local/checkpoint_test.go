@@ -122,7 +122,10 @@ func TestCheckpointRefusedWhileWriterHoldsFile(t *testing.T) {
 	layersBefore := entries(t, filepath.Join(rt, "layers"))
 	// The writer ends by itself: a command may not signal another's
 	// processes (each has a Landlock domain of its own).
-	pid := strings.TrimSpace(ckRun(t, s, "(exec sleep 2 >> /workspace/held) >/dev/null 2>&1 & echo $!"))
+	// It opens the file in its own time: wait (10 s at most) until it
+	// holds it, or the checkpoint may come first and succeed.
+	pid := strings.TrimSpace(ckRun(t, s, "(exec sleep 4 >> /workspace/held) >/dev/null 2>&1 & w=$!; i=0; "+
+		"until ls -l /proc/$w/fd 2>/dev/null | grep -q /workspace/held || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done; echo $w"))
 	_, err := s.Checkpoint(ctx)
 	require.ErrorIs(t, err, sandbox.ErrCheckpointBusy)
 	assert.Contains(t, err.Error(), "nothing changed")

@@ -150,7 +150,10 @@ func TestMountInSandbox(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join("/proc/self/fd", strconv.Itoa(int(m.Fd())), "c")); err != nil || string(b) != "new\n" {
 		t.Fatalf("host view: %q %v", b, err)
 	}
-	sh.run(t, "sleep 30 >> /workspace/c & echo $! > /tmp/writer")
+	// The writer opens the file in its own time: wait (10 s at most) until
+	// it holds it, or the freeze may come first and succeed.
+	sh.run(t, "sleep 30 >> /workspace/c & w=$!; echo $w > /tmp/writer; i=0; "+
+		"until ls -l /proc/$w/fd 2>/dev/null | grep -q /workspace/c || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done")
 	if err := a.Freeze(); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("freeze with a writer: %v, want EBUSY", err)
 	}
