@@ -111,7 +111,6 @@ type realNode struct {
 	cgroupRoot string // under each cgroup v1 hierarchy (or the v2 root)
 	kubeletBin string
 	kubeletCfg []string // kubelet's arguments
-	runtimes   []string // containerd runtime handlers besides runc
 
 	mu       sync.Mutex
 	procs    map[string]*process
@@ -159,9 +158,7 @@ const cniBinDir = "/usr/lib/cni"
 
 // startNode starts the whole node and waits (bounded) until its Node is
 // Ready; t's cleanup tears it down and checks that nothing is left.
-// runtimes are extra containerd runtime handlers, name=binary (runc's
-// shim with that binary), e.g. gvisor=/usr/local/bin/runsc.
-func startNode(t *testing.T, runtimes map[string]string) *realNode {
+func startNode(t *testing.T) *realNode {
 	t.Helper()
 	binDir := nodeBinaries(t)
 	t0 := time.Now()
@@ -196,7 +193,7 @@ func startNode(t *testing.T, runtimes map[string]string) *realNode {
 	}
 
 	t1 := time.Now()
-	n.startContainerd(t, runtimes)
+	n.startContainerd(t)
 	n.started["containerd"] = time.Since(t1)
 	t1 = time.Now()
 	n.importImages(t)
@@ -316,7 +313,7 @@ func freeSubnet(t *testing.T) *net.IPNet {
 	return nil
 }
 
-func (n *realNode) startContainerd(t *testing.T, runtimes map[string]string) {
+func (n *realNode) startContainerd(t *testing.T) {
 	t.Helper()
 	cd := filepath.Join(n.dir, "containerd")
 	netd := filepath.Join(n.dir, "cni", "net.d")
@@ -340,23 +337,6 @@ func (n *realNode) startContainerd(t *testing.T, runtimes map[string]string) {
 	data, _ := json.MarshalIndent(cni, "", "  ")
 	if err := os.WriteFile(filepath.Join(netd, "10-sage.conflist"), data, 0o600); err != nil {
 		t.Fatal(err)
-	}
-	var rt strings.Builder
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range runtimes {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
-		fmt.Fprintf(&rt, `
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s]
-  runtime_type = "io.containerd.runc.v2"
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s.options]
-  BinaryName = %[2]q
-  SystemdCgroup = false
-`, name, runtimes[name])
-		n.runtimes = append(n.runtimes, name)
 	}
 	// restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, so runc
 	// cannot set the negative oom_score_adj the kubelet asks for.
@@ -390,14 +370,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  Root = %q
   SystemdCgroup = false
-%s
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = %q
   conf_dir = %q
   max_conf_num = 1
 `, filepath.Join(cd, "root"), filepath.Join(cd, "state"), n.sock, filepath.Join(cd, "opt"), "docker.io/library/"+n.pauseImage(),
-		rt.String(), cniBinDir, netd)
+		filepath.Join(cd, "runtime-runc"), cniBinDir, netd)
 	cfg := filepath.Join(cd, "config.toml")
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,7 +129,7 @@ func podReady(p *corev1.Pod) (bool, string) {
 // next acquire.
 func TestRealNode(t *testing.T) {
 	start := time.Now()
-	n := startNode(t, nil)
+	n := startNode(t)
 	for _, k := range slices.Sorted(maps.Keys(n.started)) {
 		t.Logf("start: %s took %s", k, n.started[k].Round(time.Millisecond))
 	}
@@ -216,6 +217,12 @@ func testNodeSandbox(t *testing.T, e *nodeEnv, st *stepState) {
 		return podReady(p)
 	})
 	st.podA = pod
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			t.Logf("pod created to Ready (the API's timestamps, 1 s resolution; the probe's initial delay is 1 s): %s",
+				c.LastTransitionTime.Sub(pod.CreationTimestamp.Time))
+		}
+	}
 	// Ready by the kubelet's probe: the container ran and passed it.
 	if len(pod.Status.ContainerStatuses) != 1 || !pod.Status.ContainerStatuses[0].Ready || pod.Status.ContainerStatuses[0].State.Running == nil {
 		t.Fatalf("container statuses %+v", pod.Status.ContainerStatuses)
@@ -254,12 +261,13 @@ func testNodeSandbox(t *testing.T, e *nodeEnv, st *stepState) {
 	if !ok {
 		t.Fatalf("provider has no handle for %s", sid)
 	}
-	res, err := sb.ExecuteCommand(ctx, "id -u; hostname; echo $((6*7))", sandbox.ExecOptions{})
+	res, err := sb.ExecuteCommand(ctx, "id -u; hostname; echo $((6*7)); uname -r", sandbox.ExecOptions{})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("command in the pod: %+v, %v", res, err)
 	}
-	if got := strings.Fields(res.Stdout); !slices.Equal(got, []string{"1000", pod.Name, "42"}) {
-		t.Fatalf("command output %q: want uid 1000, the pod's hostname %s, 42", res.Stdout, pod.Name)
+	// runc: the host's kernel.
+	if got := strings.Fields(res.Stdout); !slices.Equal(got, []string{"1000", pod.Name, "42", hostKernel(t)}) {
+		t.Fatalf("command output %q: want uid 1000, the pod's hostname %s, 42, the host's kernel %s", res.Stdout, pod.Name, hostKernel(t))
 	}
 	st.marker = "written through the provisioner at " + time.Now().Format(time.RFC3339Nano)
 	if err := sb.WriteFile(ctx, nodeFile, []byte(st.marker), sandbox.WriteOptions{}); err != nil {
@@ -381,4 +389,20 @@ func testNodeRelease(t *testing.T, e *nodeEnv, st *stepState) {
 	if ps := e.threadPods(t, "thread-a"); len(ps) != 0 {
 		t.Fatalf("pods of thread-a after its release: %v", podNames(ps))
 	}
+}
+
+func hostKernel(t *testing.T) string {
+	t.Helper()
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b.WriteByte(byte(c))
+	}
+	return b.String()
 }
