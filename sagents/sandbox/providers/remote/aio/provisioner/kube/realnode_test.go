@@ -126,7 +126,8 @@ func podReady(p *corev1.Pod) (bool, string) {
 // pod network; one thread, one Pod across two providers; release and the
 // idle reaper deleting them and the garbage collector removing what a Pod
 // owned; a Pod deleted behind the provisioner's back made again on the
-// next acquire.
+// next acquire; the kubelet killed while a sandbox runs (which goes on
+// answering) and started again (which adopts it: same Pod, no restart).
 func TestRealNode(t *testing.T) {
 	start := time.Now()
 	n := startNode(t)
@@ -165,6 +166,7 @@ func TestRealNode(t *testing.T) {
 		{"SandboxPodRunsCommandsAndFiles", testNodeSandbox},
 		{"OneThreadOnePodAcrossProviders", testNodeOneThread},
 		{"PodDeletedBehindTheBackIsMadeAgain", testNodeRecreate},
+		{"KubeletKilledAndRestarted", testNodeKubeletRestart},
 		{"ReleaseAndIdleReaperDelete", testNodeRelease},
 	}
 	st := &stepState{}
@@ -405,4 +407,43 @@ func hostKernel(t *testing.T) string {
 		b.WriteByte(byte(c))
 	}
 	return b.String()
+}
+
+func testNodeKubeletRestart(t *testing.T, e *nodeEnv, st *stepState) {
+	ctx := context.Background()
+	sid, err := st.pA.Acquire(ctx, st.threadB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.onePod(t, st.threadB)
+	sb, ok := st.pA.Get(sid)
+	if !ok {
+		t.Fatalf("no handle for %s", sid)
+	}
+	run := func(when string) {
+		t.Helper()
+		res, err := sb.ExecuteCommand(ctx, "hostname", sandbox.ExecOptions{})
+		if err != nil || strings.TrimSpace(res.Stdout) != before.Name {
+			t.Fatalf("command %s: %+v, %v", when, res, err)
+		}
+	}
+	e.n.stopProc("kubelet", 0) // SIGKILL at once
+	run("with the kubelet dead (the containers do not need it)")
+	e.n.restartKubelet(t)
+	e.n.waitNodeReady(t, 3*time.Minute)
+	waitFor(t, "pod "+before.Name+" Ready again under the new kubelet", 2*time.Minute, func() (bool, string) {
+		p, err := e.n.admin.CoreV1().Pods(manifestNamespace).Get(ctx, before.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return podReady(p)
+	})
+	after := e.onePod(t, st.threadB)
+	if after.UID != before.UID || len(after.Status.ContainerStatuses) != 1 || after.Status.ContainerStatuses[0].RestartCount != 0 {
+		t.Fatalf("after the kubelet's restart: pod %s restarts %+v; want pod %s adopted, not restarted", after.UID, after.Status.ContainerStatuses, before.UID)
+	}
+	run("after the kubelet's restart")
+	if got, err := st.pA.Acquire(ctx, st.threadB); err != nil || got != sid {
+		t.Fatalf("acquire after the kubelet's restart: %s, %v; want %s", got, err, sid)
+	}
 }
