@@ -55,7 +55,7 @@ type process struct {
 	logf *os.File
 }
 
-func startProcess(t *testing.T, dir, name, bin string, args ...string) *process {
+func startProcess(t testing.TB, dir, name, bin string, args ...string) *process {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -122,7 +122,7 @@ type realNode struct {
 
 // nodeBinaries finds what the node runs, or stops t through
 // testenv.Missing naming the setup step.
-func nodeBinaries(t *testing.T) (dir string) {
+func nodeBinaries(t testing.TB) (dir string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "root (kubelet and containerd run as root)", "run the test as root, as CI does")
@@ -158,7 +158,7 @@ const cniBinDir = "/usr/lib/cni"
 
 // startNode starts the whole node and waits (bounded) until its Node is
 // Ready; t's cleanup tears it down and checks that nothing is left.
-func startNode(t *testing.T) *realNode {
+func startNode(t testing.TB) *realNode {
 	t.Helper()
 	binDir := nodeBinaries(t)
 	t0 := time.Now()
@@ -208,7 +208,7 @@ func startNode(t *testing.T) *realNode {
 	return n
 }
 
-func (n *realNode) start(t *testing.T, name, bin string, args ...string) {
+func (n *realNode) start(t testing.TB, name, bin string, args ...string) {
 	t.Helper()
 	p := startProcess(t, n.dir, name, bin, args...)
 	n.mu.Lock()
@@ -248,7 +248,7 @@ func (n *realNode) logTails() string {
 	return b.String()
 }
 
-func (n *realNode) writeKubeconfig(t *testing.T) string {
+func (n *realNode) writeKubeconfig(t testing.TB) string {
 	t.Helper()
 	cfg := map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": "node",
@@ -269,7 +269,7 @@ func (n *realNode) writeKubeconfig(t *testing.T) string {
 }
 
 // waitHealthz polls a component's /healthz (its self-signed certificate).
-func (n *realNode) waitHealthz(t *testing.T, name, url string) {
+func (n *realNode) waitHealthz(t testing.TB, name, url string) {
 	t.Helper()
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	var last string
@@ -293,7 +293,7 @@ func (n *realNode) waitHealthz(t *testing.T, name, url string) {
 
 // freeSubnet picks a 10.123.N.0/24 that no address or route of this
 // machine touches (another test's node may use one).
-func freeSubnet(t *testing.T) *net.IPNet {
+func freeSubnet(t testing.TB) *net.IPNet {
 	t.Helper()
 	out, err := exec.Command("ip", "-4", "route", "show", "table", "all").CombinedOutput()
 	if err != nil {
@@ -313,7 +313,7 @@ func freeSubnet(t *testing.T) *net.IPNet {
 	return nil
 }
 
-func (n *realNode) startContainerd(t *testing.T) {
+func (n *realNode) startContainerd(t testing.TB) {
 	t.Helper()
 	cd := filepath.Join(n.dir, "containerd")
 	netd := filepath.Join(n.dir, "cni", "net.d")
@@ -427,7 +427,7 @@ func (n *realNode) cri(f func(ctx context.Context, rs runtimeapi.RuntimeServiceC
 // importImages builds the pause image in Docker, saves it with the
 // sandbox image into the node's containerd (namespace k8s.io, as the CRI
 // reads), and removes it from Docker again.
-func (n *realNode) importImages(t *testing.T) {
+func (n *realNode) importImages(t testing.TB) {
 	t.Helper()
 	pause := n.pauseImage()
 	build := exec.Command("docker", "build", "-q", "-t", pause, "-")
@@ -459,7 +459,7 @@ func (n *realNode) importImages(t *testing.T) {
 	}
 }
 
-func (n *realNode) writeKubeletConfig(t *testing.T, kubeconfig string) []string {
+func (n *realNode) writeKubeletConfig(t testing.TB, kubeconfig string) []string {
 	t.Helper()
 	kd := filepath.Join(n.dir, "kubelet")
 	if err := os.MkdirAll(filepath.Join(kd, "logs"), 0o700); err != nil {
@@ -494,7 +494,7 @@ func (n *realNode) writeKubeletConfig(t *testing.T, kubeconfig string) []string 
 		"--root-dir=" + filepath.Join(kd, "root"), "--cert-dir=" + filepath.Join(kd, "pki"), "--v=1"}
 }
 
-func mustAtoi(t *testing.T, s string) int {
+func mustAtoi(t testing.TB, s string) int {
 	t.Helper()
 	var v int
 	if _, err := fmt.Sscan(s, &v); err != nil {
@@ -536,7 +536,7 @@ func (n *realNode) makeCgroupRoot() error {
 }
 
 // waitNodeReady polls the Node until it is Ready, within d.
-func (n *realNode) waitNodeReady(t *testing.T, d time.Duration) {
+func (n *realNode) waitNodeReady(t testing.TB, d time.Duration) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -561,7 +561,7 @@ func (n *realNode) waitNodeReady(t *testing.T, d time.Duration) {
 }
 
 // restartKubelet starts the kubelet again with the same configuration.
-func (n *realNode) restartKubelet(t *testing.T) {
+func (n *realNode) restartKubelet(t testing.TB) {
 	t.Helper()
 	n.start(t, "kubelet", n.kubeletBin, n.kubeletCfg...)
 }
@@ -570,7 +570,7 @@ func (n *realNode) restartKubelet(t *testing.T) {
 // stops the containers and removes their network namespaces and veths),
 // then the processes, the bridge, the cgroups and the kubelet's iptables
 // chains; then it checks that nothing is left (t.Errorf for what is).
-func (n *realNode) teardown(t *testing.T) {
+func (n *realNode) teardown(t testing.TB) {
 	n.stopProc("kubelet", 10*time.Second)
 	n.stopProc("kube-scheduler", 5*time.Second)
 	n.stopProc("kube-controller-manager", 5*time.Second)

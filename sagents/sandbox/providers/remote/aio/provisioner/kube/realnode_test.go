@@ -30,7 +30,7 @@ import (
 // in process over the kube backend (with the provisioner's own token),
 // and a state directory the aio providers share.
 type nodeEnv struct {
-	t       *testing.T // the whole test
+	t       testing.TB // the whole test
 	n       *realNode
 	prov    kubernetes.Interface
 	backend *Backend
@@ -47,7 +47,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // user configures it (provisioner_url); every cache hit asks the backend
 // whether the sandbox still runs. The whole test's cleanup shuts it down
 // (a step's would release its sandboxes before the next step).
-func (e *nodeEnv) provider(t *testing.T) *orchestrator.Provider {
+func (e *nodeEnv) provider(t testing.TB) *orchestrator.Provider {
 	t.Helper()
 	whole := e.t
 	p, err := orchestrator.ProviderFromConfig(sandbox.RemoteConfig{Provider: "aio", ProviderConfig: map[string]any{
@@ -67,7 +67,7 @@ func (e *nodeEnv) provider(t *testing.T) *orchestrator.Provider {
 }
 
 // threadPods lists the sandbox Pods of a thread.
-func (e *nodeEnv) threadPods(t *testing.T, thread string) []corev1.Pod {
+func (e *nodeEnv) threadPods(t testing.TB, thread string) []corev1.Pod {
 	t.Helper()
 	l, err := e.n.admin.CoreV1().Pods(manifestNamespace).List(context.Background(),
 		metav1.ListOptions{LabelSelector: selectorAll + "," + LabelThread + "=" + labelFor(thread)})
@@ -78,7 +78,7 @@ func (e *nodeEnv) threadPods(t *testing.T, thread string) []corev1.Pod {
 }
 
 // onePod is the thread's only Pod, or fails t.
-func (e *nodeEnv) onePod(t *testing.T, thread string) corev1.Pod {
+func (e *nodeEnv) onePod(t testing.TB, thread string) corev1.Pod {
 	t.Helper()
 	ps := e.threadPods(t, thread)
 	if len(ps) != 1 {
@@ -96,7 +96,7 @@ func podNames(ps []corev1.Pod) []string {
 }
 
 // waitFor polls cond (bounded by d), failing t with what it last said.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() (bool, string)) {
+func waitFor(t testing.TB, what string, d time.Duration, cond func() (bool, string)) {
 	t.Helper()
 	var last string
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
@@ -393,7 +393,7 @@ func testNodeRelease(t *testing.T, e *nodeEnv, st *stepState) {
 	}
 }
 
-func hostKernel(t *testing.T) string {
+func hostKernel(t testing.TB) string {
 	t.Helper()
 	var u syscall.Utsname
 	if err := syscall.Uname(&u); err != nil {
