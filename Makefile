@@ -130,8 +130,10 @@ demo:
 clean:
 	rm -rf $(BIN)
 
-# kube-apiserver (built at the version of go.mod's client-go) and etcd for
-# the Kubernetes backend's tests against a real API server; `make setup`
+# kube-apiserver and the node binaries (kubelet, kube-scheduler,
+# kube-controller-manager, kubectl; built at the version of go.mod's
+# client-go), etcd, containerd and the CNI plugins for the Kubernetes
+# backend's tests against a real API server and a real node; `make setup`
 # does it too.
 kube:
 	@bash scripts/step.sh setup "$$(sed -n 's/^# step: //p' .ci/setup.d/35-kube.sh)" bash .ci/setup.d/35-kube.sh

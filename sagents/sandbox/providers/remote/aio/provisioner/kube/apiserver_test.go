@@ -86,7 +86,7 @@ func controlPlaneBinaries(t testing.TB) (apiserver, etcd string) {
 // startControlPlane starts etcd and kube-apiserver in t's temp dir and
 // stops them when t ends. It waits (up to 3 minutes on a loaded machine)
 // for /readyz, which includes the RBAC bootstrap roles.
-func startControlPlane(t *testing.T) *controlPlane {
+func startControlPlane(t testing.TB) *controlPlane {
 	t.Helper()
 	apiserverBin, etcdBin := controlPlaneBinaries(t)
 	dir := t.TempDir()
@@ -143,7 +143,7 @@ func (cp *controlPlane) clientset(t testing.TB, token string) *kubernetes.Client
 
 // startProc runs bin in its own process group, logging to dir/name.log;
 // t's cleanup kills the group and waits.
-func startProc(t *testing.T, dir, name, bin string, args ...string) {
+func startProc(t testing.TB, dir, name, bin string, args ...string) {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -169,7 +169,7 @@ func startProc(t *testing.T, dir, name, bin string, args ...string) {
 
 // waitHTTP polls url until it answers 200, failing t with the logs'
 // tails after 3 minutes.
-func waitHTTP(t *testing.T, cp *controlPlane, name string, hc *http.Client, url, token string) {
+func waitHTTP(t testing.TB, cp *controlPlane, name string, hc *http.Client, url, token string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	var last string

@@ -33,7 +33,7 @@ const (
 // with strict field validation (the API server refuses unknown and
 // duplicate fields), as `kubectl apply --server-side` does, and returns
 // the applied objects' kinds and names.
-func applyManifests(t *testing.T, cp *controlPlane) []string {
+func applyManifests(t testing.TB, cp *controlPlane) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(manifestDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -102,7 +102,7 @@ func applyDoc(ctx context.Context, cp *controlPlane, doc []byte) (*unstructured.
 // (its "default" ServiceAccount, which the ServiceAccount admission plugin
 // looks up for every Pod) and returns a fresh token of the provisioner's
 // ServiceAccount from the TokenRequest API.
-func provisionerToken(t *testing.T, admin kubernetes.Interface) string {
+func provisionerToken(t testing.TB, admin kubernetes.Interface) string {
 	t.Helper()
 	ctx := context.Background()
 	_, err := admin.CoreV1().ServiceAccounts(manifestNamespace).Create(ctx,

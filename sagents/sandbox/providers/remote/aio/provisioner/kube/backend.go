@@ -59,6 +59,9 @@ func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (o
 		return orchestrator.SandboxInfo{}, err
 	}
 	svc, err := b.createService(ctx, req, pod)
+	if err == nil && b.o.PodAddress {
+		pod, err = b.waitPodIP(ctx, pod)
+	}
 	if err != nil {
 		if created {
 			b.deleteQuietly(ctx, pod.Name)
@@ -66,6 +69,44 @@ func (b *Backend) Create(ctx context.Context, req orchestrator.CreateRequest) (o
 		return orchestrator.SandboxInfo{}, err
 	}
 	return b.info(pod, svc)
+}
+
+// errNoPodIP: with PodAddress, a Pod that has no IP yet has no URL.
+var errNoPodIP = errors.New("no pod IP")
+
+// podIPPoll is how often waitPodIP reads the Pod.
+var podIPPoll = 200 * time.Millisecond
+
+// waitPodIP reads pod until it has an IP, within ctx and
+// PodAddressWait; a Pod that fails, finishes or is deleted meanwhile
+// ends the wait with an error.
+func (b *Backend) waitPodIP(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.o.PodAddressWait)
+	defer cancel()
+	tick := time.NewTicker(podIPPoll)
+	defer tick.Stop()
+	for pod.Status.PodIP == "" {
+		select {
+		case <-ctx.Done():
+			return pod, fmt.Errorf("kube: pod %s has no IP after %s (%s; see kubectl describe pod %s -n %s): %w",
+				pod.Name, b.o.PodAddressWait, podState(pod), pod.Name, b.o.Namespace, ctx.Err())
+		case <-tick.C:
+		}
+		p, err := b.pods().Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return pod, fmt.Errorf("kube: pod %s was deleted before it had an IP: %w", pod.Name, fs.ErrNotExist)
+		case err != nil && ctx.Err() == nil:
+			return pod, fmt.Errorf("kube: get pod %s: %w", pod.Name, err)
+		case err == nil && p.UID != pod.UID:
+			return pod, fmt.Errorf("kube: pod %s was replaced before it had an IP: %w", pod.Name, fs.ErrNotExist)
+		case err == nil && !alive(p):
+			return p, fmt.Errorf("kube: pod %s is %s and has no IP", pod.Name, podState(p))
+		case err == nil:
+			pod = p
+		}
+	}
+	return pod, nil
 }
 
 func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest, token int64) (*corev1.Pod, bool, error) {
@@ -264,6 +305,9 @@ func (b *Backend) Discover(ctx context.Context, sandboxID string) (orchestrator.
 		return orchestrator.SandboxInfo{}, false, fmt.Errorf("kube: get service %s: %w", pod.Name, err)
 	}
 	info, err := b.info(pod, svc)
+	if errors.Is(err, errNoPodIP) {
+		return orchestrator.SandboxInfo{}, false, nil // not on the network yet: the next Create waits for it
+	}
 	if err != nil {
 		return orchestrator.SandboxInfo{}, false, err
 	}
@@ -324,7 +368,7 @@ func (b *Backend) Check(ctx context.Context) error {
 }
 
 func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (orchestrator.SandboxInfo, error) {
-	u, err := b.serviceURL(svc)
+	u, err := b.sandboxURL(pod, svc)
 	if err != nil {
 		return orchestrator.SandboxInfo{}, err
 	}

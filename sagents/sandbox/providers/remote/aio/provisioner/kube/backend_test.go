@@ -324,6 +324,8 @@ func TestOptionsChecked(t *testing.T) {
 		{Client: cs, Namespace: ns, NamePrefix: "Bad"},
 		{Client: cs, Namespace: ns, CPULimit: "lots"},
 		{Client: cs, Namespace: ns, Port: 70000},
+		{Client: cs, Namespace: ns, PodAddress: true, ServiceType: corev1.ServiceTypeNodePort, NodeHost: "h"},
+		{Client: cs, Namespace: ns, RuntimeClass: "gVisor!"},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("accepted %+v", o)

@@ -21,7 +21,13 @@
 //
 // The sandbox URL is the Service's cluster DNS name and port
 // (http://<name>.<namespace>.svc.<cluster domain>:<port>), or, for a
-// NodePort Service, http://<NodeHost>:<nodePort>.
+// NodePort Service, http://<NodeHost>:<nodePort>, or, with
+// Options.PodAddress, the Pod's own IP (Create waits for it), for clients
+// on the pod network without cluster DNS or kube-proxy.
+//
+// Each thread directory (/mnt/user-data/workspace, uploads, outputs) that
+// no requested mount provides is an emptyDir of the Pod, writable by the
+// sandbox's non-root user. Options.RuntimeClass sets runtimeClassName.
 //
 // Races. Create of an existing sandbox adopts the Pod and Service that
 // are there (AlreadyExists is how another provisioner replica's win shows
@@ -42,4 +48,8 @@
 // reaper's preconditions. No kubelet or controller-manager runs there:
 // readiness is a status the test writes, and nothing garbage-collects, so
 // Destroy's explicit deletes of both objects are what is checked.
+// TestRealNode (node_test.go starts the cluster) adds kube-scheduler,
+// kube-controller-manager, a containerd of its own and a kubelet: sandbox
+// Pods really run, are Ready by their own probes, answer the aio provider
+// over the pod network, and the garbage collector removes what they own.
 package kube

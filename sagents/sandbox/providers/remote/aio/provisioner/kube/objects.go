@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -51,8 +52,16 @@ func (b *Backend) buildPod(req orchestrator.CreateRequest) *corev1.Pod {
 			AutomountServiceAccountToken: ptr.To(false),
 			EnableServiceLinks:           ptr.To(false),
 			SecurityContext:              b.podSecurity(),
+			RuntimeClassName:             runtimeClass(b.o.RuntimeClass),
 		},
 	}
+}
+
+func runtimeClass(name string) *string {
+	if name == "" {
+		return nil
+	}
+	return &name
 }
 
 func (b *Backend) container(req orchestrator.CreateRequest, mounts []corev1.VolumeMount) corev1.Container {
@@ -143,7 +152,10 @@ func (b *Backend) allowedHostsEnv(req orchestrator.CreateRequest) corev1.EnvVar 
 
 // volumes turns the request's mounts (already checked by the server's
 // allowlist) into hostPath volumes; nothing else from the host is
-// mounted.
+// mounted. Each of the thread's directories (/mnt/user-data/workspace,
+// uploads, outputs) that no request mount provides is an emptyDir of the
+// Pod's own: the image's are root's, and the sandbox runs as a non-root
+// user who must be able to write its workspace.
 func volumes(req orchestrator.CreateRequest) ([]corev1.Volume, []corev1.VolumeMount) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
@@ -152,6 +164,17 @@ func volumes(req orchestrator.CreateRequest) ([]corev1.Volume, []corev1.VolumeMo
 		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: m.HostPath, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: m.SandboxPath, ReadOnly: m.ReadOnly})
+	}
+	for _, d := range []string{"workspace", "uploads", "outputs"} {
+		target := orchestrator.UserDataPath + "/" + d
+		if slices.ContainsFunc(req.Mounts, func(m sandbox.VolumeMount) bool {
+			return target == m.SandboxPath || strings.HasPrefix(target, strings.TrimSuffix(m.SandboxPath, "/")+"/")
+		}) {
+			continue
+		}
+		name := "user-data-" + d
+		vols = append(vols, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: target})
 	}
 	return vols, mounts
 }
@@ -168,6 +191,29 @@ func (b *Backend) buildService(req orchestrator.CreateRequest, owner *corev1.Pod
 				TargetPort: intstr.FromString(PortName)}},
 		},
 	}
+}
+
+// sandboxURL is the URL clients use for the sandbox of pod and svc: the
+// Pod's IP with PodAddress, else the Service's.
+func (b *Backend) sandboxURL(pod *corev1.Pod, svc *corev1.Service) (string, error) {
+	if !b.o.PodAddress {
+		return b.serviceURL(svc)
+	}
+	if pod.Status.PodIP == "" {
+		return "", fmt.Errorf("kube: pod %s has no IP yet: %w", pod.Name, errNoPodIP)
+	}
+	var port int32
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == PortName {
+				port = p.ContainerPort
+			}
+		}
+	}
+	if port == 0 {
+		return "", fmt.Errorf("kube: pod %s has no %q container port", pod.Name, PortName)
+	}
+	return "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))), nil
 }
 
 // serviceURL is the URL clients use for the sandbox behind svc.

@@ -25,6 +25,21 @@ type Options struct {
 	NodeHost string
 	// ClusterDomain is the cluster's DNS domain; default cluster.local.
 	ClusterDomain string
+	// PodAddress makes a sandbox's URL its Pod's own IP
+	// (http://<pod IP>:<port>) instead of its Service's cluster DNS name
+	// (or node port): for clients on the pod network that have neither
+	// cluster DNS nor kube-proxy, such as flat pod networks whose pod IPs
+	// the clients route, or a single node whose CNI bridge the host
+	// reaches. Create then waits, within its context and PodAddressWait,
+	// for the Pod to be given an IP; Discover and ListRunning leave out a
+	// Pod that has none (yet).
+	PodAddress bool
+	// PodAddressWait bounds Create's wait for the Pod's IP with
+	// PodAddress; default 2 minutes (scheduling plus the sandbox's network).
+	PodAddressWait time.Duration
+	// RuntimeClass, when set, is the Pods' runtimeClassName: a
+	// RuntimeClass the cluster defines, e.g. "gvisor" for runsc.
+	RuntimeClass string
 	// NamePrefix prefixes Pod and Service names; default "sage-sandbox".
 	NamePrefix string
 	// Image and Port are used when a request leaves them empty; defaults
@@ -81,6 +96,9 @@ func (o *Options) setDefaults() {
 	if o.RunAsUser == 0 {
 		o.RunAsUser = 1000
 	}
+	if o.PodAddressWait <= 0 {
+		o.PodAddressWait = 2 * time.Minute
+	}
 	if o.TouchEvery <= 0 {
 		o.TouchEvery = 30 * time.Second
 	}
@@ -107,6 +125,10 @@ func (o *Options) check() (resources, error) {
 		return r, fmt.Errorf("kube: name prefix %q: want a DNS label of at most 40 characters", o.NamePrefix)
 	case o.Port < 1 || o.Port > 65535:
 		return r, fmt.Errorf("kube: port %d out of range", o.Port)
+	case o.PodAddress && o.ServiceType == corev1.ServiceTypeNodePort:
+		return r, errors.New("kube: PodAddress and a NodePort service contradict each other: clients reach either the pods or the node ports; drop one")
+	case o.RuntimeClass != "" && (len(o.RuntimeClass) > 253 || !dnsSubdomain.MatchString(o.RuntimeClass)):
+		return r, fmt.Errorf("kube: runtime class %q: want a DNS subdomain such as gvisor", o.RuntimeClass)
 	}
 	var err error
 	for _, q := range []struct {

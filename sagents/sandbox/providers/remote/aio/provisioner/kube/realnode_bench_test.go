@@ -1,0 +1,81 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/sage-go/sage/internal/benchpair"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
+	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
+)
+
+// BenchmarkRealNodeColdAcquire: a cold acquire of a new thread through
+// the provisioner on the real node (Pod and Service created, scheduled,
+// started, the sandbox API answering: the provider's own wait) against a
+// bare Pod of the same image and probe created and polled until the
+// kubelet marks it Ready (what `kubectl run` then `kubectl wait` does), in
+// the same run ("x-baseline": the goal is <= 1.2). Each side deletes what
+// it made at the end of its turn (one API call; the kubelet stops it in
+// the background). Run with -benchtime=10x: one turn takes seconds.
+func BenchmarkRealNodeColdAcquire(b *testing.B) {
+	n := startNode(b)
+	applyManifests(b, n.cp)
+	ctx := context.Background()
+	if _, err := n.admin.AppsV1().Deployments(manifestNamespace).Patch(ctx, "sage-provisioner",
+		"application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	e := &nodeEnv{t: b, n: n, prov: n.cp.clientset(b, provisionerToken(b, n.admin)), home: b.TempDir()}
+	be, err := New(Options{Client: e.prov, Namespace: manifestNamespace, Image: nodeImage, PullPolicy: corev1.PullNever,
+		PodAddress: true, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := provisioner.NewServer(provisioner.Options{Backend: be, BackendName: "kubernetes", Logger: quiet,
+		Mounts: provisioner.MountPolicy{DropUnlisted: true}, Defaults: provisioner.Defaults{Image: nodeImage}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	b.Cleanup(ts.Close)
+	e.url = ts.URL
+	p := e.provider(b)
+	i, j := 0, 0
+	bare := func() {
+		i++
+		pod := be.buildPod(orchestrator.CreateRequest{SandboxID: fmt.Sprintf("bare%d", i), Image: nodeImage, Port: 8080,
+			Token: "bench", Env: map[string]string{orchestrator.TokenEnv: "bench"}})
+		pod.Spec.Volumes, pod.Spec.Containers[0].VolumeMounts = nil, nil
+		if _, err := n.admin.CoreV1().Pods(manifestNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, "bare pod "+pod.Name+" Ready", 2*time.Minute, func() (bool, string) {
+			got, err := n.admin.CoreV1().Pods(manifestNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return podReady(got)
+		})
+		if err := n.admin.CoreV1().Pods(manifestNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	acquire := func() {
+		j++
+		sid, err := p.Acquire(ctx, fmt.Sprintf("bench-%d", j))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Release(ctx, sid); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchpair.Run(b, bare, acquire)
+}
