@@ -586,19 +586,9 @@ func emptyTarget(dir string) error {
 // stack stays under overlayfs's 500 layers; the checkpoints inside the
 // merged part expire.
 func (c *checkpoints) merge(n int) error {
-	nb, err := c.newLayer()
+	nb, err := c.baseLayer(n)
 	if err != nil {
 		return err
-	}
-	if err := c.copyState(n, filepath.Join(c.layerDir(nb), "u"), nil); err != nil {
-		c.freeLayer(nb)
-		return err
-	}
-	if id := c.s.ident; id != nil { // the sandbox's uid owns the base as it owns every layer
-		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
-			os.Lchown(p, id.uid, id.gid)
-			return nil
-		})
 	}
 	// The live mount is rebuilt on the new base (its upper kept).
 	if err := c.freeze("checkpoint"); err != nil {
@@ -810,6 +800,26 @@ func (c *checkpoints) hasTurns() bool {
 	return slices.ContainsFunc(c.m.Checkpoints, func(e ckptEntry) bool { return len(e.Turns) > 0 })
 }
 
+// baseLayer makes a new layer holding the state of the base and the
+// first n layers (copyState), owned by the sandbox's uid as every layer.
+func (c *checkpoints) baseLayer(n int) (int, error) {
+	nb, err := c.newLayer()
+	if err != nil {
+		return 0, err
+	}
+	if err := c.copyState(n, filepath.Join(c.layerDir(nb), "u"), nil); err != nil {
+		c.freeLayer(nb)
+		return 0, err
+	}
+	if id := c.s.ident; id != nil {
+		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
+			os.Lchown(p, id.uid, id.gid)
+			return nil
+		})
+	}
+	return nb, nil
+}
+
 // ownBase gives the layers a base of their own, a copy of the host folder
 // they stand on, before the folder receives the live state (Close keeping
 // the agent's turns). A base that is a layer already costs nothing.
@@ -817,19 +827,9 @@ func (c *checkpoints) ownBase() error {
 	if c.m.Base != 0 {
 		return nil
 	}
-	nb, err := c.newLayer()
+	nb, err := c.baseLayer(0)
 	if err != nil {
 		return err
-	}
-	if err := c.copyState(0, filepath.Join(c.layerDir(nb), "u"), nil); err != nil {
-		c.freeLayer(nb)
-		return err
-	}
-	if id := c.s.ident; id != nil { // the sandbox's uid owns the base as it owns every layer
-		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
-			os.Lchown(p, id.uid, id.gid)
-			return nil
-		})
 	}
 	c.m.Base = nb
 	return nil
