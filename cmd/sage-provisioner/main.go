@@ -89,11 +89,13 @@ func openKubernetes(f *provisionercmd.Flags, logger *slog.Logger) (orchestrator.
 		ns = kube.DefaultNamespace()
 	}
 	b, err := kube.New(kube.Options{Client: cs, Namespace: ns, ServiceType: corev1.ServiceType(f.ServiceType),
-		NodeHost: f.NodeHost, Image: f.Image, Port: f.Port, RunAsUser: f.RunAsUser, AllowRoot: f.AllowRoot, Logger: logger})
+		NodeHost: f.NodeHost, PodAddress: f.PodAddress, RuntimeClass: f.RuntimeClass,
+		Image: f.Image, Port: f.Port, RunAsUser: f.RunAsUser, AllowRoot: f.AllowRoot, Logger: logger})
 	if err != nil {
 		return nil, nil, err
 	}
-	logger.Info("provisioner: kubernetes backend", "namespace", ns, "service_type", f.ServiceType, "idle_ttl", f.IdleTTL)
+	logger.Info("provisioner: kubernetes backend", "namespace", ns, "service_type", f.ServiceType, "pod_address", f.PodAddress,
+		"runtime_class", f.RuntimeClass, "idle_ttl", f.IdleTTL)
 	if f.IdleTTL == 0 {
 		return b, nil, nil
 	}

@@ -28,6 +28,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--backend", "kubernetes", "--advertise-host", "h"}, "apply to --backend docker"},
 		{[]string{"--backend", "kubernetes", "--reap-interval", "0s"}, "--reap-interval > 0"},
 		{[]string{"--backend", "kubernetes", "extra"}, "unexpected argument \"extra\""},
+		{[]string{"--backend", "docker", "--pod-address"}, "apply to --backend kubernetes"},
+		{[]string{"--backend", "docker", "--runtime-class", "gvisor"}, "apply to --backend kubernetes"},
+		{[]string{"--backend", "kubernetes", "--pod-address", "--service-type", "NodePort", "--node-host", "h"}, "contradict each other"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 	} {
 		var errb strings.Builder
@@ -43,7 +46,7 @@ func TestHelp(t *testing.T) {
 	if code := run(context.Background(), []string{"--help"}, &out, io.Discard); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, flag := range []string{"-backend", "-kubeconfig", "-namespace", "-idle-ttl", "-listen", "-advertise-host"} {
+	for _, flag := range []string{"-backend", "-kubeconfig", "-namespace", "-idle-ttl", "-listen", "-advertise-host", "-pod-address", "-runtime-class"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("help lacks %s:\n%s", flag, out.String())
 		}

@@ -32,6 +32,8 @@ type Flags struct {
 	serveflags.Flags
 	Backend, APIKey                           string
 	Namespace, ServiceType, NodeHost, Kubecfg string
+	RuntimeClass                              string
+	PodAddress                                bool
 	Image, AdvertiseHost, PublishIP           string
 	Port, MemoryMB                            int
 	CPUs                                      float64
@@ -54,6 +56,8 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Namespace, "namespace", "", "kubernetes: namespace of the sandboxes (default: the provisioner's own in a cluster, else default)")
 	fs.StringVar(&f.ServiceType, "service-type", "ClusterIP", "kubernetes: ClusterIP or NodePort")
 	fs.StringVar(&f.NodeHost, "node-host", "", "kubernetes: address clients reach node ports on (required with NodePort)")
+	fs.BoolVar(&f.PodAddress, "pod-address", false, "kubernetes: sandbox URLs are their Pods' IPs (for clients on the pod network without cluster DNS or kube-proxy, e.g. a single node's host)")
+	fs.StringVar(&f.RuntimeClass, "runtime-class", "", "kubernetes: the sandbox Pods' RuntimeClass (e.g. gvisor; default: the node's runtime)")
 	fs.StringVar(&f.Kubecfg, "kubeconfig", "", "kubernetes: kubeconfig file (default $KUBECONFIG, else in-cluster, else ~/.kube/config)")
 	fs.StringVar(&f.Image, "image", "sage-sandbox:dev", "sandbox image")
 	fs.StringVar(&f.AdvertiseHost, "advertise-host", "", "docker: host name or address clients reach sandboxes on (default 127.0.0.1; set it when clients run on other hosts)")
@@ -93,6 +97,10 @@ func (f *Flags) Check(kube bool) error {
 		return errors.New("--idle-ttl needs --backend kubernetes (the docker backend records no activity; the aio provider reaps idle sandboxes itself)")
 	case f.PublishIP != "" && net.ParseIP(f.PublishIP) == nil:
 		return fmt.Errorf("--publish-ip %q: want an IP address such as 0.0.0.0", f.PublishIP)
+	case (f.PodAddress || f.RuntimeClass != "") && f.Backend != "kubernetes":
+		return errors.New("--pod-address and --runtime-class apply to --backend kubernetes")
+	case f.PodAddress && f.ServiceType == "NodePort":
+		return errors.New("--pod-address and --service-type NodePort contradict each other: clients reach either the Pods or the node ports; drop one")
 	case (f.PublishIP != "" || f.AdvertiseHost != "") && f.Backend != "docker":
 		return errors.New("--advertise-host and --publish-ip apply to --backend docker (kubernetes: --service-type and --node-host)")
 	case f.Port < 1 || f.Port > 65535 || f.MemoryMB < 0 || f.CPUs < 0:
