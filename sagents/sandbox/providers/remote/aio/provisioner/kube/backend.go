@@ -24,7 +24,10 @@ type Backend struct {
 	res resources
 }
 
-var _ orchestrator.Backend = (*Backend)(nil)
+var (
+	_ orchestrator.Backend       = (*Backend)(nil)
+	_ orchestrator.StoppedLister = (*Backend)(nil)
+)
 
 // New checks opts and returns the backend.
 func New(opts Options) (*Backend, error) {
@@ -352,6 +355,37 @@ func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, 
 				out = append(out, info)
 			}
 		}
+	}
+	return out, nil
+}
+
+// ListStopped implements orchestrator.StoppedLister: the sandbox Pods
+// that exist without serving, so that a sweep collects a dead owner's
+// (a process killed with -9 between creating a Pod and its Service, or
+// a Pod that ended: Failed or Succeeded). Pods being deleted are left
+// out: they are going already.
+func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	if err != nil {
+		return nil, fmt.Errorf("kube: list pods: %w", err)
+	}
+	svcs, err := b.services().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	if err != nil {
+		return nil, fmt.Errorf("kube: list services: %w", err)
+	}
+	served := make(map[string]bool, len(svcs.Items))
+	for i := range svcs.Items {
+		served[svcs.Items[i].Name] = true
+	}
+	var out []orchestrator.SandboxInfo
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || (served[p.Name] && alive(p)) {
+			continue
+		}
+		out = append(out, orchestrator.SandboxInfo{SandboxID: p.Annotations[AnnotationSandboxID],
+			ThreadID: p.Annotations[AnnotationThreadID], ContainerName: p.Name, ContainerID: string(p.UID),
+			Owner: p.Annotations[AnnotationOwner], CreatedAt: p.CreationTimestamp.Time, Fence: fenceOf(p)})
 	}
 	return out, nil
 }
