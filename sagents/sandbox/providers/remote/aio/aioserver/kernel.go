@@ -51,6 +51,9 @@ type kernel struct {
 	res      *sandbox.CommandResult
 	err      error
 	lastUsed time.Time
+	// held are the checkpoints whose state a copy of this Python kernel
+	// holds (kernel_checkpoint.go), oldest first; under exec.
+	held []sandbox.CheckpointID
 }
 
 // kernelAnswer is an interpreter's answer to one execution.
@@ -85,7 +88,7 @@ func startKernel(h *sandbox.Sandbox, lang, command, dir string) (*kernel, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &kernel{lang: lang, stdin: pw, cancel: cancel, done: make(chan struct{}), answer: make(chan []byte, 1), lastUsed: time.Now()}
 	opts := sandbox.ExecOptions{Workdir: dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
-		OnStdout: k.onStdout, OnStderr: k.onStderr}
+		OnStdout: k.onStdout, OnStderr: k.onStderr, Resident: true}
 	go func() {
 		defer close(k.done)
 		defer pr.Close()
@@ -148,7 +151,13 @@ func (k *kernel) run(ctx context.Context, code, cwd string, timeout time.Duratio
 	k.mu.Lock()
 	k.lastUsed = time.Now()
 	k.mu.Unlock()
-	req, err := json.Marshal(map[string]string{"code": code, "cwd": cwd})
+	return k.call(ctx, map[string]any{"code": code, "cwd": cwd}, timeout)
+}
+
+// call sends one request (an execution, or a checkpoint operation) and
+// waits at most timeout for its answer; the caller holds exec.
+func (k *kernel) call(ctx context.Context, r map[string]any, timeout time.Duration) (*kernelAnswer, error) {
+	req, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
