@@ -116,6 +116,16 @@ func TestKernelCheckpointRollback(t *testing.T) {
 	assert.Equal(t, "1", cell(t, f, "k", "x"))
 	assert.Equal(t, "error NameError", cell(t, f, "k", "y"))
 	assert.Equal(t, "1", kernelCopies(t, h))
+	// Rollbacks in quick succession: each resumed kernel hands over again
+	// before the last one was reaped (the supervisor follows the chain).
+	for i := range 30 {
+		assert.Equal(t, "", cell(t, f, "k", "x = 5"))
+		res, err := h.Restore(ctx, cp.ID)
+		require.NoError(t, err, "rollback %d", i)
+		require.Equal(t, []string{"python kernel k"}, res.Restored, "rollback %d", i)
+	}
+	assert.Equal(t, "1", cell(t, f, "k", "x"))
+	assert.Equal(t, "1", kernelCopies(t, h))
 
 	// A dropped checkpoint frees its copy: cp2 is dropped by the rollback
 	// to cp, then Sync drops cp.

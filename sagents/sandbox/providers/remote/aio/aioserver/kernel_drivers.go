@@ -6,7 +6,7 @@ import "strconv"
 // A final expression's value is answered as its repr, as Jupyter's
 // execute_result shows it. SystemExit is an error; the kernel goes on.
 const pythonDriver = `
-import ast, json, os, sys, tempfile, traceback
+import ast, json, os, sys, tempfile, time, traceback
 LIMIT = int(sys.argv[1])
 P = os.fdopen(os.dup(1), "w", encoding="utf-8")
 I = os.fdopen(os.dup(0), "rb")
@@ -14,7 +14,14 @@ NUL = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(NUL, fd)
 G = {"__name__": "__main__", "__builtins__": __builtins__}
+try:
+    import ctypes
+    LIBC = ctypes.CDLL(None, use_errno=True)
+except Exception:
+    LIBC = None
 def name(n):
+    if LIBC is not None and LIBC.prctl(15, n.encode(), 0, 0, 0) == 0:
+        return
     try:
         with open("/proc/self/comm", "w") as f:
             f.write(n)
@@ -27,11 +34,7 @@ def name(n):
 # orphaned by a kernel's end come back to this process (subreaper), which
 # ends with the kernel that was not handed over.
 SR, SW = os.pipe()
-try:
-    import ctypes
-    TEMPLATE = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
-except Exception:
-    TEMPLATE = False
+TEMPLATE = LIBC is not None and LIBC.prctl(36, 1, 0, 0, 0) == 0
 LIVE = os.fork() if TEMPLATE else 0
 if LIVE:
     name("sage-kernsup")
@@ -51,14 +54,28 @@ if LIVE:
             pend += os.read(SR, 65536)
         except BlockingIOError:
             pass
-        nxt = 0
+        # Handovers in order: a kernel resumed and handed over again
+        # before this one was reaped is a link of the chain.
+        nxt = LIVE
         lines = pend.split(b"\n")
         pend = lines.pop()
         for ln in lines:
             a, b = ln.split()
-            if int(a) == LIVE:
+            if int(a) == nxt:
                 nxt = int(b)
-        if not nxt:
+        if nxt == LIVE:
+            # The kernel ended: its copies go with it, before this does.
+            try:
+                kids = open("/proc/self/task/%d/children" % os.getpid()).read().split()
+            except OSError:
+                kids = []
+            for c in kids:
+                try:
+                    if open("/proc/%s/comm" % c).read().strip() == "sage-kcopy":
+                        os.kill(int(c), 9)
+                        os.waitpid(int(c), 0)
+                except (OSError, ChildProcessError):
+                    pass
             os._exit(os.waitstatus_to_exitcode(st) & 255)
         LIVE = nxt
 os.close(SR)
@@ -76,9 +93,15 @@ def drop(keep):
         try:
             os.waitpid(pid, 0)
         except ChildProcessError:
-            pass
+            # Not this kernel's child (an earlier one's): the supervisor
+            # reaps it; wait until it is gone, a second at most.
+            for _ in range(1000):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.001)
 def hold(r):
-    name("sage-kcopy")
     os.chdir("/")
     buf = b""
     while not buf.endswith(b"\n"):
@@ -90,27 +113,34 @@ def hold(r):
     if not msg.get("go"):
         os._exit(0)
     return msg
-def save(cid):
+def spawn():
+    # Forks a copy of this state, named sage-kcopy from its first
+    # instruction (the name is this process's at the fork). The parent
+    # gets (pid, pipe to it); the copy blocks until it is resumed and gets
+    # (0, 0, the message).
     r, w = os.pipe()
+    name("sage-kcopy")
     pid = os.fork()
     if pid:
-        os.close(r)
-        COPIES[cid] = (pid, w)
-        return None
-    os.close(w)
-    while True:
-        msg = hold(r)
-        os.close(r)
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(w)
-            continue
-        os.close(r)
         name("sage-kernel")
-        COPIES[cid] = (pid, w)
-        drop(set(msg["keep"]) | {cid})
-        return msg
+        os.close(r)
+        return pid, w, None
+    os.close(w)
+    msg = hold(r)
+    os.close(r)
+    return 0, 0, msg
+def save(cid):
+    # None in the kernel that checkpointed; in its copy, once resumed (by
+    # a rollback), the rollback's message, after forking a fresh copy.
+    msg = None
+    while True:
+        pid, w, m = spawn()
+        if pid:
+            COPIES[cid] = (pid, w)
+            if msg is not None:
+                drop(set(msg["keep"]) | {cid})
+            return msg
+        msg = m
 def take(f):
     f.seek(0)
     b = f.read(LIMIT + 1)
