@@ -76,7 +76,10 @@ var answerPrefix = []byte(`{"status"`)
 var errKernelTimeout = errors.New("execution timed out")
 
 // startKernel runs command (an interpreter reading the protocol) in dir.
-func startKernel(h *sandbox.Sandbox, lang, command, dir string) (*kernel, error) {
+// A resident kernel (a session's, in kernels) is one checkpoints are
+// taken beside (kernels holds it meanwhile); a kernel of one execution is
+// a running command like any other.
+func startKernel(h *sandbox.Sandbox, lang, command, dir string, resident bool) (*kernel, error) {
 	if h.Type() == sandbox.Remote {
 		// Its commands' stdin is read whole before they start.
 		return nil, fmt.Errorf("%w: code sessions need a sandbox whose commands read an open stdin; this one is remote", sandbox.ErrUnsupported)
@@ -88,7 +91,7 @@ func startKernel(h *sandbox.Sandbox, lang, command, dir string) (*kernel, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &kernel{lang: lang, stdin: pw, cancel: cancel, done: make(chan struct{}), answer: make(chan []byte, 1), lastUsed: time.Now()}
 	opts := sandbox.ExecOptions{Workdir: dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
-		OnStdout: k.onStdout, OnStderr: k.onStderr, Resident: true}
+		OnStdout: k.onStdout, OnStderr: k.onStderr, Resident: resident}
 	go func() {
 		defer close(k.done)
 		defer pr.Close()

@@ -149,6 +149,27 @@ func TestKernelCheckpointRollback(t *testing.T) {
 	assert.Equal(t, "0", kernelCopies(t, h))
 }
 
+// An agent turn that changed no file reuses the last checkpoint's id
+// (CheckpointTurn): the kernel's copy of it is replaced by one of the
+// later state, not added beside it.
+func TestKernelCheckpointTurnUnchanged(t *testing.T) {
+	f, h := newCheckpointFixture(t)
+	ctx := context.Background()
+	assert.Equal(t, "", cell(t, f, "k", "x = 1"))
+	cp, err := h.CheckpointTurn(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "", cell(t, f, "k", "x = 2"))
+	cp1, err := h.CheckpointTurn(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, cp.ID, cp1.ID, "no file changed: the same checkpoint")
+	assert.Equal(t, []string{"python kernel k"}, cp1.Processes)
+	assert.Equal(t, "1", kernelCopies(t, h), "the earlier copy of the id is freed")
+	assert.Equal(t, "", cell(t, f, "k", "x = 3"))
+	_, err = h.RollbackTurn(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "2", cell(t, f, "k", "x"), "the state after turn 1")
+}
+
 // A kernel executing code is a running command: a checkpoint then is
 // refused, nothing taken.
 func TestKernelCheckpointRefusedWhileExecuting(t *testing.T) {
@@ -174,6 +195,6 @@ func TestKernelCheckpointUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged: the other tests cover it")
 	}
 	testenv.Command(t, "bwrap", "install bubblewrap (apt-get install bubblewrap)")
-	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestKernelCheckpoint(Rollback|RefusedWhileExecuting)$", "-test.count=1"})
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestKernelCheckpoint(Rollback|RefusedWhileExecuting|TurnUnchanged)$", "-test.count=1"})
 	require.NoError(t, err)
 }

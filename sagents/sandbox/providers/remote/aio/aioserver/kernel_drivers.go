@@ -154,6 +154,7 @@ def control(req, res):
     if op == "checkpoint":
         if not TEMPLATE:
             raise OSError("no fork template here (prctl PR_SET_CHILD_SUBREAPER failed)")
+        drop({c for c in COPIES if c != cid})  # an id saved again (an agent turn that changed no file)
         msg = save(cid)
         if msg is not None:
             res["op"], res["id"] = "rollback", cid
