@@ -85,6 +85,7 @@ bench: setup
 	$(BENCH) -bench . ./sagents/observability/... | tee $(BIN)/bench-observability.txt
 	$(BENCH) -bench . ./sagents/llm/ | tee $(BIN)/bench-llm.txt
 	$(BENCH) -bench 'FileRead' ./sagents/mcpserver/ | tee $(BIN)/bench-mcp.txt
+	$(BENCH) -bench 'KernelRollbackPaired' ./sagents/sandbox/providers/remote/aio/aioserver/ | tee $(BIN)/bench-kernel.txt
 	$(GO) test -run '^$$' -bench Transfer100MB -benchtime 5x -count 3 ./sagents/sandbox/providers/local/egress/ | tee $(BIN)/bench-egress.txt
 	$(GO) test -run '^$$' -bench 'BaselineDockerRun|AcquireNew|AcquirePooled|AcquireRecovered|First200Runsc' -benchtime 8x -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee $(BIN)/bench-aio.txt
 	$(GO) test -run '^$$' -bench 'AcquireCached' -benchmem -count 3 ./sagents/sandbox/providers/remote/aio/dockerbackend/ | tee -a $(BIN)/bench-aio.txt
@@ -104,6 +105,8 @@ bench: setup
 	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-remote.txt BenchmarkPassthroughExecTrue BenchmarkRemoteExecTrue || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-mcp.txt BenchmarkDirectFileRead BenchmarkMCPFileRead || fail=$$((fail+1)); \
+	bash scripts/bench-metric.sh $(BIN)/bench-kernel.txt BenchmarkKernelRollbackPaired/kernel x-baseline 3 || fail=$$((fail+1)); \
+	bash scripts/bench-metric.sh $(BIN)/bench-kernel.txt BenchmarkKernelRollbackPaired/execute_python x-baseline 3 || fail=$$((fail+1)); \
 	bash scripts/bench-metric.sh $(BIN)/bench-opensandbox.txt BenchmarkOpenSandboxExecTrue x-baseline 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkBaselineDockerRun BenchmarkAcquireNew 1.2 || fail=$$((fail+1)); \
 	bash scripts/bench-ratio.sh $(BIN)/bench-aio.txt BenchmarkAcquireNew BenchmarkAcquirePooled 0.1 || fail=$$((fail+1)); \

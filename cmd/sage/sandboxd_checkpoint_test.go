@@ -47,10 +47,28 @@ func TestSandboxdCheckpoints(t *testing.T) {
 	}
 	code, _, _ := call("POST", "/v1/shell/exec", `{"command":"echo one > /workspace/f"}`)
 	require.Equal(t, http.StatusOK, code)
+	// A Python kernel (/v1/jupyter) is checkpointed with the files and
+	// rolled back with them; the response names it.
+	cellValue := func(code string) string {
+		t.Helper()
+		b, _ := json.Marshal(map[string]string{"code": code, "session_id": "k"})
+		st, m, _ := call("POST", "/v1/jupyter/execute", string(b))
+		require.Equal(t, http.StatusOK, st, "%v", m)
+		for _, o := range m["data"].(map[string]any)["outputs"].([]any) {
+			if o := o.(map[string]any); o["output_type"] == "execute_result" {
+				return o["data"].(map[string]any)["text/plain"].(string)
+			}
+		}
+		return ""
+	}
+	cellValue("x = 1")
 	code, cp, _ := call("POST", "/v1/sage/checkpoints", "")
 	require.Equal(t, http.StatusCreated, code, "%v", cp)
 	id, _ := cp["id"].(string)
 	require.True(t, strings.HasPrefix(id, "ck-"), "%v", cp)
+	assert.Equal(t, "files+processes", cp["covers"], "%v", cp)
+	assert.Equal(t, []any{"python kernel k"}, cp["processes"], "%v", cp)
+	cellValue("x = 2")
 	code, _, list := call("GET", "/v1/sage/checkpoints", "")
 	require.Equal(t, http.StatusOK, code)
 	require.Len(t, list, 1)
@@ -58,6 +76,8 @@ func TestSandboxdCheckpoints(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	code, m, _ := call("POST", "/v1/sage/checkpoints/"+id+"/rollback", "")
 	require.Equal(t, http.StatusOK, code, "%v", m)
+	assert.Equal(t, []any{"python kernel k"}, m["restored"], "%v", m)
+	assert.Equal(t, "1", cellValue("x"), "the kernel's variables are the checkpoint's again")
 	code, m, _ = call("POST", "/v1/file/read", `{"file":"/workspace/f"}`)
 	require.Equal(t, http.StatusOK, code, "%v", m)
 	assert.Equal(t, "one\n", m["data"].(map[string]any)["content"])

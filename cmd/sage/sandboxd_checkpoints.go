@@ -24,8 +24,8 @@ const checkpointBodyLimit = 64 << 10
 //	POST /v1/sage/checkpoints/{id}/fork       201, {"session","workspace"}; body {"session": "NEW"}
 //
 // A failure is an HTTP status with {"error", "code"}: 404 for an unknown
-// checkpoint or turn, 409 while a command runs (a kernel, a shell
-// command), a file is open for writing or a fork target is in use, 400 for bad input, 501 where checkpoints are off.
+// checkpoint or turn, 409 while a command runs (a kernel executing, a
+// shell command), a file is open for writing or a fork target is in use, 400 for bad input, 501 where checkpoints are off.
 //
 // Before a checkpoint, a rollback or a fork, quiet (the AIO server's
 // StopIdleShells) ends the idle bash of each /v1/shell session: a live
@@ -54,11 +54,17 @@ func checkpointAPI(h *sandbox.Sandbox, quiet func(context.Context)) http.Handler
 	})
 	rollback := func(w http.ResponseWriter, r *http.Request, cp sandbox.Checkpoint) {
 		quiet(r.Context())
-		if err := h.Rollback(r.Context(), cp.ID); err != nil {
+		res, err := h.Restore(r.Context(), cp.ID)
+		if err != nil {
 			checkpointHTTPError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, cp)
+		// The checkpoint, with the kernels restored and stopped.
+		writeJSON(w, http.StatusOK, struct {
+			sandbox.Checkpoint
+			Restored []string `json:"restored,omitempty"`
+			Stopped  []string `json:"stopped,omitempty"`
+		}{cp, res.Restored, res.Stopped})
 	}
 	m.HandleFunc("POST /v1/sage/checkpoints/{id}/rollback", func(w http.ResponseWriter, r *http.Request) {
 		rollback(w, r, sandbox.Checkpoint{ID: sandbox.CheckpointID(r.PathValue("id"))})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
@@ -24,10 +25,15 @@ type Checkpoint struct {
 	Size int64 `json:"size"`
 	// Layers is how many read-only layers its state stacks.
 	Layers int `json:"layers"`
-	// Covers says what it saves: "files" (the workspace). Processes, the
-	// session's /tmp and interpreter state are not saved, nor restored by
-	// a rollback.
+	// Covers says what it saves: "files" (the workspace), or
+	// "files+processes" when Processes saved some too. Other processes,
+	// the session's /tmp and the state of interpreters run per command are
+	// not saved, nor restored by a rollback.
 	Covers string `json:"covers"`
+	// Processes are the processes whose state it saved with the files
+	// (the stateful Python kernels of sandboxd's /v1/jupyter and
+	// /v1/code, by fork template; see ProcessCheckpointer).
+	Processes []string `json:"processes,omitempty"`
 	// Turns are the agent turns whose end state it is (CheckpointTurn):
 	// turn 0 is the state before the first turn; several when turns
 	// after the first changed no file (they cost no new checkpoint).
@@ -53,6 +59,119 @@ var (
 	// checkpoint failed). It matches ErrUnknownCheckpoint too.
 	ErrUnknownTurn = fmt.Errorf("sandbox: no checkpoint of that agent turn: %w", ErrUnknownCheckpoint)
 )
+
+// RollbackResult is what a rollback did to the processes (Restore).
+type RollbackResult struct {
+	ID CheckpointID `json:"id"`
+	// Restored are the processes whose state is the checkpoint's again.
+	Restored []string `json:"restored,omitempty"`
+	// Stopped are the processes the rollback ended: kernels with no state
+	// saved at the checkpoint (started after it, or past the bound of
+	// held copies). They start afresh on next use.
+	Stopped []string `json:"stopped,omitempty"`
+}
+
+// ProcessCheckpointer owns long-lived processes of a sandbox (the code
+// kernels of aioserver) and takes part in its checkpoints: their state
+// is saved with the files and restored with them, under the same ids.
+// Register one with Sandbox.AddProcessCheckpointer.
+type ProcessCheckpointer interface {
+	// HoldProcesses keeps them between executions until release is
+	// called; ErrCommandRunning when one executes (nothing held).
+	HoldProcesses(ctx context.Context) (release func(), err error)
+	// SaveProcesses saves their state as checkpoint id (the files just
+	// were); live are the checkpoints that still exist: saved states of
+	// others are freed. It returns what it saved.
+	SaveProcesses(ctx context.Context, id CheckpointID, live []CheckpointID) (saved []string, err error)
+	// RestoreProcesses makes their state checkpoint id's again (the files
+	// just were); live as for SaveProcesses. A process with no state
+	// saved at id is stopped.
+	RestoreProcesses(ctx context.Context, id CheckpointID, live []CheckpointID) (restored, stopped []string, err error)
+	// ForgetProcesses frees the saved states of checkpoints not in live.
+	ForgetProcesses(ctx context.Context, live []CheckpointID)
+}
+
+// procHooks are a Sandbox's ProcessCheckpointers.
+type procHooks struct {
+	mu   sync.Mutex
+	list []*ProcessCheckpointer
+}
+
+// AddProcessCheckpointer makes p take part in the sandbox's checkpoints,
+// rollbacks and syncs until remove is called.
+func (s *Sandbox) AddProcessCheckpointer(p ProcessCheckpointer) (remove func()) {
+	ref := &p
+	s.procs.mu.Lock()
+	s.procs.list = append(s.procs.list, ref)
+	s.procs.mu.Unlock()
+	return func() {
+		s.procs.mu.Lock()
+		s.procs.list = slices.DeleteFunc(s.procs.list, func(q *ProcessCheckpointer) bool { return q == ref })
+		s.procs.mu.Unlock()
+	}
+}
+
+// heldProcs holds every ProcessCheckpointer between executions (all or
+// none) and returns them with the release of all.
+func (s *Sandbox) heldProcs(ctx context.Context) ([]ProcessCheckpointer, func(), error) {
+	s.procs.mu.Lock()
+	refs := slices.Clone(s.procs.list)
+	s.procs.mu.Unlock()
+	var held []ProcessCheckpointer
+	var rels []func()
+	release := func() {
+		for _, r := range rels {
+			r()
+		}
+	}
+	for _, ref := range refs {
+		r, err := (*ref).HoldProcesses(ctx)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		held, rels = append(held, *ref), append(rels, r)
+	}
+	return held, release, nil
+}
+
+// liveIDs are the ids of c's checkpoints.
+func liveIDs(ctx context.Context, c Checkpointer) []CheckpointID {
+	list, _ := c.Checkpoints(ctx)
+	ids := make([]CheckpointID, 0, len(list))
+	for _, e := range list {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// withProcs runs the files' checkpoint take with the processes held, then
+// saves their state under its id.
+func (s *Sandbox) withProcs(ctx context.Context, c Checkpointer, take func() (Checkpoint, error)) (Checkpoint, error) {
+	procs, release, err := s.heldProcs(ctx)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer release()
+	cp, err := take()
+	if err != nil || len(procs) == 0 {
+		return cp, err
+	}
+	live := liveIDs(ctx, c)
+	var errs []error
+	for _, p := range procs {
+		saved, err := p.SaveProcesses(ctx, cp.ID, live)
+		cp.Processes = append(cp.Processes, saved...)
+		errs = append(errs, err)
+	}
+	if len(cp.Processes) > 0 {
+		cp.Covers = "files+processes"
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cp, fmt.Errorf("sandbox: checkpoint %s saved the files, not every process: %w", cp.ID, err)
+	}
+	return cp, nil
+}
 
 // Checkpointer is a driver that saves and restores its files (local mode
 // with checkpoints on; see docs/checkpoints.md).
@@ -94,7 +213,7 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	cp, err := c.Checkpoint(ctx)
+	cp, err := s.withProcs(ctx, c, func() (Checkpoint, error) { return c.Checkpoint(ctx) })
 	s.end(ctx, nil, err)
 	return cp, err
 }
@@ -115,7 +234,7 @@ func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (Checkpoint, err
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	cp, err := c.CheckpointTurn(ctx, turn)
+	cp, err := s.withProcs(ctx, c, func() (Checkpoint, error) { return c.CheckpointTurn(ctx, turn) })
 	if err != nil {
 		s.end(ctx, nil, err)
 		return cp, err
@@ -171,20 +290,49 @@ func (s *Sandbox) RollbackTurn(ctx context.Context, turn int) (Checkpoint, error
 	return cp, s.Rollback(ctx, cp.ID)
 }
 
-// Rollback restores the checkpoint id; the checkpoints after it are
-// dropped.
+// Rollback restores the checkpoint id (Restore without its result); the
+// checkpoints after it are dropped.
 func (s *Sandbox) Rollback(ctx context.Context, id CheckpointID) error {
+	_, err := s.Restore(ctx, id)
+	return err
+}
+
+// Restore restores the checkpoint id: its files and, where a
+// ProcessCheckpointer saved them, its processes' state (a Python
+// kernel's variables); kernels without a state saved there are stopped.
+// The checkpoints after it are dropped. The result names the processes
+// restored and stopped; background tasks and other processes run on.
+func (s *Sandbox) Restore(ctx context.Context, id CheckpointID) (RollbackResult, error) {
+	res := RollbackResult{ID: id}
 	c, ok := s.drv.(Checkpointer)
 	if !ok {
-		return s.unsupported("rollback")
+		return res, s.unsupported("rollback")
 	}
 	ctx, err := s.begin(ctx, "rollback", string(id), "")
 	if err != nil {
-		return err
+		return res, err
 	}
+	procs, release, err := s.heldProcs(ctx)
+	if err != nil {
+		s.end(ctx, nil, err)
+		return res, err
+	}
+	defer release()
 	err = c.Rollback(ctx, id)
+	if err == nil && len(procs) > 0 {
+		live := liveIDs(ctx, c)
+		var errs []error
+		for _, p := range procs {
+			restored, stopped, err := p.RestoreProcesses(ctx, id, live)
+			res.Restored, res.Stopped = append(res.Restored, restored...), append(res.Stopped, stopped...)
+			errs = append(errs, err)
+		}
+		if err = errors.Join(errs...); err != nil {
+			err = fmt.Errorf("sandbox: rollback to %s restored the files, not every process: %w", id, err)
+		}
+	}
 	s.end(ctx, nil, err)
-	return err
+	return res, err
 }
 
 // Checkpoints lists the sandbox's checkpoints, oldest first.
@@ -211,6 +359,9 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	err = c.Sync(ctx)
+	if err == nil {
+		s.forgetProcs(ctx, c)
+	}
 	s.end(ctx, nil, err)
 	return err
 }
@@ -260,4 +411,18 @@ func (s *Sandbox) Fork(ctx context.Context, id CheckpointID, workspace string) (
 	cfg := s.cfg
 	cfg.Workspace, cfg.SandboxID, cfg.RuntimeDir = workspace, "", ""
 	return New(ctx, cfg)
+}
+
+// forgetProcs frees the processes' saved states of dropped checkpoints.
+func (s *Sandbox) forgetProcs(ctx context.Context, c Checkpointer) {
+	s.procs.mu.Lock()
+	refs := slices.Clone(s.procs.list)
+	s.procs.mu.Unlock()
+	if len(refs) == 0 {
+		return
+	}
+	live := liveIDs(ctx, c)
+	for _, ref := range refs {
+		(*ref).ForgetProcesses(ctx, live)
+	}
 }

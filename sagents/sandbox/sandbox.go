@@ -33,6 +33,8 @@ type Sandbox struct {
 	// event covering the command (ops_background.go).
 	bgStarts sync.Map
 	bgCount  atomic.Int64
+	// procs take part in checkpoints (checkpoint.go).
+	procs procHooks
 
 	closed    atomic.Bool
 	closeOnce sync.Once

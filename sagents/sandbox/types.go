@@ -55,6 +55,11 @@ type ExecOptions struct {
 	// OutputLimit bounds the captured stdout and stderr together, in bytes;
 	// 0 means DefaultOutputLimit.
 	OutputLimit int
+	// Resident marks a long-lived server process (a code kernel) that
+	// checkpoints, rollbacks and forks may be taken beside, as beside a
+	// background task: its owner saves and restores its state
+	// (ProcessCheckpointer) and keeps it from running code meanwhile.
+	Resident bool
 }
 
 // PythonOptions tune one ExecutePython call.

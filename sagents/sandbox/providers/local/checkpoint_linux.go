@@ -453,6 +453,8 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 }
 
 func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
+	// Covers: the driver saves files; sandbox.Sandbox adds the processes
+	// a ProcessCheckpointer saved (a kernel's fork template).
 	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: "files",
 		Turns: slices.Clone(e.Turns)}
 }
@@ -782,8 +784,9 @@ func CheckpointsSummary() (string, error) {
 	if major < 6 || major == 6 && minor < 8 {
 		return "", fmt.Errorf("this kernel (Linux %s) lacks what checkpoints use (overlayfs lowerdir+ of 6.8, MOVE_MOUNT_BENEATH of 6.5); fix: Linux 6.8 or later", rel)
 	}
-	return "files only: the workspace is saved and restored (bwrap session sandbox, Linux " + rel +
-		"); processes, the session's /tmp and Python state are not saved, nor stopped by a rollback", nil
+	return "the workspace's files are saved and restored (bwrap session sandbox, Linux " + rel +
+		"); process state: only the Python kernels of sage sandboxd's /v1/jupyter and /v1/code (fork template; a rollback stops the kernels it cannot restore); " +
+		"not restored: background tasks and other processes (they run on), Node kernels (stopped), the session's /tmp (its own tmpfs)", nil
 }
 
 // taskCount counts the background tasks among l's uses.

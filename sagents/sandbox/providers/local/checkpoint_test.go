@@ -325,7 +325,7 @@ func TestCheckpointsUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged")
 	}
 	requireBwrap(t)
-	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestCheckpoint.*|TestForkIsolated)$", "-test.count=1"})
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^(TestCheckpoint.*|TestForkIsolated|TestRollbackLeavesSessionTmp)$", "-test.count=1"})
 	require.NoError(t, err)
 }
 
@@ -434,4 +434,26 @@ func TestCheckpointedHostWriteFirst(t *testing.T) {
 		return nil
 	})
 	assert.Empty(t, wrong, "runtime files not owned by root")
+}
+
+// The session's /tmp is not part of a checkpoint (docs/checkpoints.md,
+// "What a rollback restores"): it is the session sandbox's own
+// size-bounded tmpfs, not a layered mount, so a file changed there after
+// a checkpoint keeps its change through the rollback, while the
+// workspace's file beside it (the control) is restored. A change that
+// layers /tmp too turns the first assertion round.
+func TestRollbackLeavesSessionTmp(t *testing.T) {
+	t.Parallel()
+	s := newCheckpointed(t, "", "")
+	ctx := context.Background()
+	ckRun(t, s, "echo one > /tmp/f && echo one > /workspace/f")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "files", cp.Covers)
+	ckRun(t, s, "echo two > /tmp/f && echo two > /workspace/f")
+	res, err := s.Restore(ctx, cp.ID)
+	require.NoError(t, err)
+	assert.Empty(t, res.Restored, "no process state without a kernel")
+	assert.Equal(t, "one\n", ckRun(t, s, "cat /workspace/f"), "the workspace is restored")
+	assert.Equal(t, "two\n", ckRun(t, s, "cat /tmp/f"), "the session's /tmp is not")
 }

@@ -68,6 +68,10 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		return nil, err
 	}
 	defer k.release()
+	if opts.Resident { // checkpoints are taken beside it (quiet)
+		l.taskCount(1)
+		defer l.taskCount(-1)
+	}
 	res, err := l.exec(ctx, req, opts, sandbox.CommandTimeout(opts.Timeout, s.timeout), k)
 	if res != nil {
 		le := s.iso.limitsEnforced()

@@ -93,7 +93,7 @@ func (s *Server) execCode(ctx context.Context, run codeRun, lang, id string, sta
 	var err error
 	dir := run.dir
 	if stateless {
-		k, err = startKernel(s.h, lang, kernelCommand(lang), dir)
+		k, err = startKernel(s.h, lang, kernelCommand(lang), dir, false)
 		if err == nil {
 			defer k.close()
 		}

@@ -51,6 +51,9 @@ type kernel struct {
 	res      *sandbox.CommandResult
 	err      error
 	lastUsed time.Time
+	// held are the checkpoints whose state a copy of this Python kernel
+	// holds (kernel_checkpoint.go), oldest first; under exec.
+	held []sandbox.CheckpointID
 }
 
 // kernelAnswer is an interpreter's answer to one execution.
@@ -73,7 +76,10 @@ var answerPrefix = []byte(`{"status"`)
 var errKernelTimeout = errors.New("execution timed out")
 
 // startKernel runs command (an interpreter reading the protocol) in dir.
-func startKernel(h *sandbox.Sandbox, lang, command, dir string) (*kernel, error) {
+// A resident kernel (a session's, in kernels) is one checkpoints are
+// taken beside (kernels holds it meanwhile); a kernel of one execution is
+// a running command like any other.
+func startKernel(h *sandbox.Sandbox, lang, command, dir string, resident bool) (*kernel, error) {
 	if h.Type() == sandbox.Remote {
 		// Its commands' stdin is read whole before they start.
 		return nil, fmt.Errorf("%w: code sessions need a sandbox whose commands read an open stdin; this one is remote", sandbox.ErrUnsupported)
@@ -85,7 +91,7 @@ func startKernel(h *sandbox.Sandbox, lang, command, dir string) (*kernel, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &kernel{lang: lang, stdin: pw, cancel: cancel, done: make(chan struct{}), answer: make(chan []byte, 1), lastUsed: time.Now()}
 	opts := sandbox.ExecOptions{Workdir: dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
-		OnStdout: k.onStdout, OnStderr: k.onStderr}
+		OnStdout: k.onStdout, OnStderr: k.onStderr, Resident: resident}
 	go func() {
 		defer close(k.done)
 		defer pr.Close()
@@ -148,7 +154,13 @@ func (k *kernel) run(ctx context.Context, code, cwd string, timeout time.Duratio
 	k.mu.Lock()
 	k.lastUsed = time.Now()
 	k.mu.Unlock()
-	req, err := json.Marshal(map[string]string{"code": code, "cwd": cwd})
+	return k.call(ctx, map[string]any{"code": code, "cwd": cwd}, timeout)
+}
+
+// call sends one request (an execution, or a checkpoint operation) and
+// waits at most timeout for its answer; the caller holds exec.
+func (k *kernel) call(ctx context.Context, r map[string]any, timeout time.Duration) (*kernelAnswer, error) {
+	req, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}

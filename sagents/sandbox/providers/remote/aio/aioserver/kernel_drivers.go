@@ -6,7 +6,7 @@ import "strconv"
 // A final expression's value is answered as its repr, as Jupyter's
 // execute_result shows it. SystemExit is an error; the kernel goes on.
 const pythonDriver = `
-import ast, json, os, sys, tempfile, traceback
+import ast, json, os, sys, tempfile, time, traceback
 LIMIT = int(sys.argv[1])
 P = os.fdopen(os.dup(1), "w", encoding="utf-8")
 I = os.fdopen(os.dup(0), "rb")
@@ -14,6 +14,133 @@ NUL = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(NUL, fd)
 G = {"__name__": "__main__", "__builtins__": __builtins__}
+try:
+    import ctypes
+    LIBC = ctypes.CDLL(None, use_errno=True)
+except Exception:
+    LIBC = None
+def name(n):
+    if LIBC is not None and LIBC.prctl(15, n.encode(), 0, 0, 0) == 0:
+        return
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(n)
+    except OSError:
+        pass
+# The fork template: this process (the command's) only supervises; the
+# kernel is its child. A checkpoint forks the kernel: the copy holds the
+# state, blocked on a pipe. A rollback hands over to the copy (it forks a
+# fresh copy first, for the next rollback to the same id) and ends. Copies
+# orphaned by a kernel's end come back to this process (subreaper), which
+# ends with the kernel that was not handed over.
+SR, SW = os.pipe()
+TEMPLATE = LIBC is not None and LIBC.prctl(36, 1, 0, 0, 0) == 0
+LIVE = os.fork() if TEMPLATE else 0
+if LIVE:
+    name("sage-kernsup")
+    os.close(SW)
+    os.set_blocking(SR, False)
+    I.close()
+    P.close()
+    pend = b""
+    while True:
+        try:
+            pid, st = os.wait()
+        except ChildProcessError:
+            os._exit(0)
+        if pid != LIVE:
+            continue
+        try:
+            pend += os.read(SR, 65536)
+        except BlockingIOError:
+            pass
+        # Handovers in order: a kernel resumed and handed over again
+        # before this one was reaped is a link of the chain.
+        nxt = LIVE
+        lines = pend.split(b"\n")
+        pend = lines.pop()
+        for ln in lines:
+            a, b = ln.split()
+            if int(a) == nxt:
+                nxt = int(b)
+        if nxt == LIVE:
+            # The kernel ended: its copies go with it, before this does.
+            try:
+                kids = open("/proc/self/task/%d/children" % os.getpid()).read().split()
+            except OSError:
+                kids = []
+            for c in kids:
+                try:
+                    if open("/proc/%s/comm" % c).read().strip() == "sage-kcopy":
+                        os.kill(int(c), 9)
+                        os.waitpid(int(c), 0)
+                except (OSError, ChildProcessError):
+                    pass
+            os._exit(os.waitstatus_to_exitcode(st) & 255)
+        LIVE = nxt
+os.close(SR)
+name("sage-kernel")
+CWD = os.getcwd()
+COPIES = {}  # checkpoint id -> (pid, pipe to it)
+def drop(keep):
+    for cid in [c for c in COPIES if c not in keep]:
+        pid, w = COPIES.pop(cid)
+        try:
+            os.write(w, b"{}\n")
+        except OSError:
+            pass
+        os.close(w)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            # Not this kernel's child (an earlier one's): the supervisor
+            # reaps it; wait until it is gone, a second at most.
+            for _ in range(1000):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.001)
+def hold(r):
+    os.chdir("/")
+    buf = b""
+    while not buf.endswith(b"\n"):
+        b = os.read(r, 65536)
+        if not b:
+            os._exit(0)
+        buf += b
+    msg = json.loads(buf)
+    if not msg.get("go"):
+        os._exit(0)
+    return msg
+def spawn():
+    # Forks a copy of this state, named sage-kcopy from its first
+    # instruction (the name is this process's at the fork). The parent
+    # gets (pid, pipe to it); the copy blocks until it is resumed and gets
+    # (0, 0, the message).
+    r, w = os.pipe()
+    name("sage-kcopy")
+    pid = os.fork()
+    if pid:
+        name("sage-kernel")
+        os.close(r)
+        return pid, w, None
+    os.close(w)
+    msg = hold(r)
+    os.close(r)
+    return 0, 0, msg
+def save(cid):
+    # None in the kernel that checkpointed; in its copy, once resumed (by
+    # a rollback), the rollback's message, after forking a fresh copy.
+    msg = None
+    while True:
+        pid, w, m = spawn()
+        if pid:
+            COPIES[cid] = (pid, w)
+            if msg is not None:
+                drop(set(msg["keep"]) | {cid})
+            return msg
+        msg = m
 def take(f):
     f.seek(0)
     b = f.read(LIMIT + 1)
@@ -22,12 +149,48 @@ def take(f):
         t += "\n[... output truncated ...]\n"
     f.close()
     return t
+def control(req, res):
+    op, cid = req["op"], req.get("id", "")
+    if op == "checkpoint":
+        if not TEMPLATE:
+            raise OSError("no fork template here (prctl PR_SET_CHILD_SUBREAPER failed)")
+        drop({c for c in COPIES if c != cid})  # an id saved again (an agent turn that changed no file)
+        msg = save(cid)
+        if msg is not None:
+            res["op"], res["id"] = "rollback", cid
+        else:
+            drop(set(req["keep"]))
+    elif op == "rollback":
+        if cid not in COPIES:
+            raise KeyError("no copy of checkpoint " + cid)
+        drop(set(req["keep"]) | {cid})
+        pid, w = COPIES[cid]
+        os.write(SW, ("%d %d\n" % (os.getpid(), pid)).encode())
+        os.write(w, (json.dumps({"go": 1, "keep": req["keep"]}) + "\n").encode())
+        os._exit(0)
+    elif op == "drop":
+        drop(set(req["keep"]))
+    res["held"] = list(COPIES)
+    res["pid"] = os.getpid()
 count = 0
 while True:
     h = I.readline()
     if not h:
         break
     req = json.loads(I.read(int(h)))
+    if "op" in req:
+        res = {"status": "ok", "execution_count": count}
+        try:
+            control(req, res)
+        except Exception as e:
+            res.update(status="error", ename=type(e).__name__, evalue=str(e))
+        try:
+            os.chdir(CWD)
+        except OSError:
+            pass
+        P.write(json.dumps(res) + "\n")
+        P.flush()
+        continue
     count += 1
     res = {"status": "ok", "execution_count": count}
     out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
@@ -36,6 +199,8 @@ while True:
     try:
         if req.get("cwd"):
             os.chdir(req["cwd"])
+        else:
+            os.chdir(CWD)
         tree = ast.parse(req["code"], "<cell>", "exec")
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -57,6 +222,10 @@ while True:
             pass
         os.dup2(NUL, 1)
         os.dup2(NUL, 2)
+        try:
+            CWD = os.getcwd()
+        except OSError:
+            pass
     res["stdout"], res["stderr"] = take(out), take(err)
     P.write(json.dumps(res) + "\n")
     P.flush()

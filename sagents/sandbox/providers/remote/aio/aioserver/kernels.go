@@ -39,7 +39,7 @@ func (ks *kernels) get(lang, id, dir string) (k *kernel, fresh bool, err error) 
 	if len(ks.m) >= maxKernels {
 		return nil, false, badArg("too many code sessions are busy; wait for one to finish")
 	}
-	k, err = startKernel(ks.h, lang, kernelCommand(lang), dir)
+	k, err = startKernel(ks.h, lang, kernelCommand(lang), dir, true)
 	if err != nil {
 		return nil, false, err
 	}

@@ -86,7 +86,9 @@ type Server struct {
 	ready    atomic.Bool
 	sessions *sessions
 	kernels  *kernels
-	history  editHistory
+	// unhook removes kernels from the Handle's checkpoints (Close).
+	unhook  func()
+	history editHistory
 	// base is the context of the commands the server runs; Close ends it.
 	base       context.Context
 	cancelBase context.CancelFunc
@@ -124,6 +126,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, h: opts.Handle, mux: http.NewServeMux(), sessions: newSessions(opts.Handle, opts.NewShell),
 		kernels: newKernels(opts.Handle)}
+	// The Python kernels' variables are saved and restored with the
+	// Handle's checkpoints (kernel_checkpoint.go).
+	s.unhook = opts.Handle.AddProcessCheckpointer(s.kernels)
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -274,6 +279,7 @@ func (s *Server) StopIdleShells(ctx context.Context) { s.sessions.stopIdleShells
 func (s *Server) Close(ctx context.Context) error {
 	s.ready.Store(false)
 	err := s.sessions.closeAll(ctx)
+	s.unhook()
 	s.kernels.closeAll(ctx)
 	s.cancelBase()
 	return err
