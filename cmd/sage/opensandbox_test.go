@@ -169,6 +169,11 @@ func TestOpenSandboxCLIOperationsRealExecd(t *testing.T) {
 		work = "/tmp"
 	}
 	ws := filepath.Join(work, "sage-cli-"+strconv.FormatInt(time.Now().UnixNano(), 10))
+	// The workspace outlives the sandbox (which is only the fake's record):
+	// remove it from the real execd.
+	t.Cleanup(func() {
+		assert.NoError(t, opensandbox.NewExecdClient(url, srv.ExecdToken, nil, nil).RemoveDirs(context.Background(), ws))
+	})
 	held, all := runOpenSandboxCLIOps(t, fakeTarget(srv, ws))
 	t.Logf("%d of %d CLI operations hold against the real execd", held, all)
 }

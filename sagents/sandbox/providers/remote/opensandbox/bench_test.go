@@ -49,6 +49,13 @@ func BenchmarkOpenSandboxExecTrue(b *testing.B) {
 		srv.ExecdAddr, srv.ExecdToken, srv.ExecdTmp = url, token, tmp
 		c = config(srv)
 		c.Workspace = work
+		// Close leaves a configured workspace (on a real server it goes
+		// with the sandbox's container); on a shared execd remove it.
+		b.Cleanup(func() {
+			if err := opensandbox.NewExecdClient("http://"+url, token, nil, nil).RemoveDirs(context.Background(), work); err != nil {
+				b.Errorf("removing the benchmark's workspace %s: %v", work, err)
+			}
+		})
 	}
 	s := benchSandbox(b, c)
 	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
