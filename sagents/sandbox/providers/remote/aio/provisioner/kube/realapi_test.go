@@ -114,6 +114,7 @@ func TestRealAPIServer(t *testing.T) {
 	t.Run("Reaper", func(t *testing.T) { testReaper(t, e) })
 	t.Run("DestroyDeletesBoth", func(t *testing.T) { testDestroy(t, e) })
 	t.Run("Fence", func(t *testing.T) { testFence(t, e) })
+	t.Run("PoolClaimRace", func(t *testing.T) { testPoolClaimRace(t, e) })
 }
 
 func testRBAC(t *testing.T, e *realEnv) {
