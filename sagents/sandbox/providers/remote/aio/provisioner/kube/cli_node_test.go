@@ -104,6 +104,9 @@ func (e *nodeEnv) sage(t *testing.T, home, provURL, stdin string, args ...string
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 10 * time.Second
 	err = cmd.Run()
+	if stderr.Len() > 0 { // which process did what, when a later one fails
+		t.Logf("sage %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
+	}
 	return cliResult{stdout.String(), stderr.String(), err}
 }
 
@@ -189,8 +192,9 @@ func testNodeContainerKilled(t *testing.T, e *nodeEnv, _ *stepState) {
 	t0 := time.Now()
 	res, err := sb.ExecuteCommand(cctx, "hostname", sandbox.ExecOptions{})
 	cancel()
-	t.Logf("a command right after the kill: %q, %v (after %s)", res.Stdout, err, time.Since(t0).Round(time.Millisecond))
-	if err == nil && strings.TrimSpace(res.Stdout) != pod.Name {
+	if err != nil {
+		t.Logf("a command right after the kill: %v (after %s)", err, time.Since(t0).Round(time.Millisecond))
+	} else if t.Logf("a command right after the kill: %q (after %s)", res.Stdout, time.Since(t0).Round(time.Millisecond)); strings.TrimSpace(res.Stdout) != pod.Name {
 		t.Fatalf("a command right after the kill printed %q with no error", res.Stdout)
 	}
 	waitFor(t, "the kubelet restarting the killed container, Ready again", 3*time.Minute, func() (bool, string) {

@@ -172,8 +172,8 @@ func TestRealNode(t *testing.T) {
 		{"KubeletKilledAndRestarted", testNodeKubeletRestart},
 		{"ReleaseAndIdleReaperDelete", testNodeRelease},
 		{"WarmPool", testNodeWarmPool},
-		{"CLIThroughSageProvisioner", testNodeCLI},
 		{"ContainerKilledFromContainerd", testNodeContainerKilled},
+		{"CLIThroughSageProvisioner", testNodeCLI},
 	}
 	st := &stepState{}
 	for _, s := range steps {
