@@ -64,8 +64,8 @@ const populate = `cd /workspace && mkdir -p src/deep .hidden && printf 'package 
 // and symlinks, as commands and the host's file operations both see, and
 // the host folder holds the live state after Close.
 func TestCheckpointRollbackAfterRmRf(t *testing.T) {
-	ws := sandboxtest.TempDir(t)
-	s := newCheckpointed(t, ws, "")
+	ws, rt := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	s := newCheckpointed(t, ws, rt)
 	ctx := context.Background()
 	ckRun(t, s, populate)
 	want := ckRun(t, s, listing)
@@ -108,7 +108,9 @@ func TestCheckpointRollbackAfterRmRf(t *testing.T) {
 	assert.Equal(t, "h\n", string(b), "Close wrote the live state back")
 	_, err = os.Stat(filepath.Join(ws, "new"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the rolled-back file is not written back")
-	assert.Empty(t, testenv.Processes("sage-layers"), "the agent is gone")
+	// This session's agent only (its argv[0] is in the runtime directory):
+	// other packages' tests and other sessions run agents of their own.
+	assert.Empty(t, testenv.Processes(filepath.Join(rt, "sage-layers")), "the agent is gone")
 }
 
 // TestCheckpointRefusedWhileWriterHoldsFile: a background writer keeps a
@@ -186,12 +188,13 @@ func TestCheckpointBadInput(t *testing.T) {
 	assert.Less(t, len(entries(t, filepath.Join(rt, "layers"))), layers, "the dropped layers are freed")
 	list, _ := s.Checkpoints(ctx)
 	assert.Len(t, list, 1, "the later ones, the unchanged one too, are dropped")
+	require.NotEmpty(t, testenv.Processes(filepath.Join(rt, "sage-layers")), "control: the live session's agent is found by its path")
 
 	require.NoError(t, s.Close(ctx))
 	assert.ErrorIs(t, s.Rollback(ctx, a.ID), sandbox.ErrClosed)
 	_, err = s.Checkpoint(ctx)
 	assert.ErrorIs(t, err, sandbox.ErrClosed)
-	assert.Empty(t, testenv.Processes("sage-layers"))
+	assert.Empty(t, testenv.Processes(filepath.Join(rt, "sage-layers")), "the agent is gone")
 	assert.Empty(t, testenv.Processes("bwrap", rt))
 }
 
