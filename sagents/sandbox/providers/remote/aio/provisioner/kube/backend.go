@@ -240,7 +240,7 @@ func (b *Backend) Destroy(ctx context.Context, info orchestrator.SandboxInfo) er
 	if info.SandboxID == "" {
 		return errors.New("kube: destroy: empty sandbox id")
 	}
-	name := b.podName(info)
+	name := objectName(b.o.NamePrefix, info.SandboxID)
 	token, err := orchestrator.Fence(ctx)
 	if err != nil {
 		return fmt.Errorf("kube: delete %s: %w", name, err)
@@ -333,15 +333,8 @@ func (b *Backend) findPod(ctx context.Context, sandboxID string) (*corev1.Pod, e
 	return nil, nil
 }
 
-// ListRunning lists the live sandboxes that have a Service, except the
-// warm pool's unclaimed Pods (ListPool).
+// ListRunning lists the live sandboxes that have a Service.
 func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
-	return b.list(ctx, false)
-}
-
-// list lists live sandbox Pods that have a Service: the unclaimed pool's
-// when pooled, the others otherwise.
-func (b *Backend) list(ctx context.Context, pooled bool) ([]orchestrator.SandboxInfo, error) {
 	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
 	if err != nil {
 		return nil, fmt.Errorf("kube: list pods: %w", err)
@@ -357,7 +350,7 @@ func (b *Backend) list(ctx context.Context, pooled bool) ([]orchestrator.Sandbox
 	var out []orchestrator.SandboxInfo
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if svc := byName[p.Name]; svc != nil && alive(p) && unclaimedPod(p) == pooled {
+		if svc := byName[p.Name]; svc != nil && alive(p) {
 			if info, err := b.info(p, svc); err == nil {
 				out = append(out, info)
 			}
@@ -415,7 +408,7 @@ func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (orchestrator.Sandb
 	}
 	return orchestrator.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
 		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[AnnotationOwner],
-		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod), PoolSlot: pod.Labels[LabelPool]}, nil
+		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod)}, nil
 }
 
 // alive: not deleting, not failed or finished.
