@@ -335,13 +335,9 @@ func (b *Backend) findPod(ctx context.Context, sandboxID string) (*corev1.Pod, e
 
 // ListRunning lists the live sandboxes that have a Service.
 func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
-	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	pods, svcs, err := b.listSandboxObjects(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("kube: list pods: %w", err)
-	}
-	svcs, err := b.services().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
-	if err != nil {
-		return nil, fmt.Errorf("kube: list services: %w", err)
+		return nil, err
 	}
 	byName := make(map[string]*corev1.Service, len(svcs.Items))
 	for i := range svcs.Items {
@@ -365,13 +361,9 @@ func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, 
 // a Pod that ended: Failed or Succeeded). Pods being deleted are left
 // out: they are going already.
 func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
-	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	pods, svcs, err := b.listSandboxObjects(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("kube: list pods: %w", err)
-	}
-	svcs, err := b.services().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
-	if err != nil {
-		return nil, fmt.Errorf("kube: list services: %w", err)
+		return nil, err
 	}
 	served := make(map[string]bool, len(svcs.Items))
 	for i := range svcs.Items {
@@ -388,6 +380,19 @@ func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, 
 			Owner: p.Annotations[AnnotationOwner], CreatedAt: p.CreationTimestamp.Time, Fence: fenceOf(p)})
 	}
 	return out, nil
+}
+
+// listSandboxObjects lists the namespace's sandbox Pods and Services.
+func (b *Backend) listSandboxObjects(ctx context.Context) (*corev1.PodList, *corev1.ServiceList, error) {
+	pods, err := b.pods().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube: list pods: %w", err)
+	}
+	svcs, err := b.services().List(ctx, metav1.ListOptions{LabelSelector: selectorAll})
+	if err != nil {
+		return nil, nil, fmt.Errorf("kube: list services: %w", err)
+	}
+	return pods, svcs, nil
 }
 
 // Check implements provisioner.Checker: the API server answers a list of
