@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/spectest"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -29,17 +27,7 @@ func newCheckpointFixture(t testing.TB) (*fixture, *sandbox.Sandbox) {
 	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3)")
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
 	cfg.Local.Checkpoints = true
-	h, err := sandbox.New(context.Background(), cfg)
-	if err != nil {
-		testenv.Missing(t, "a local (bubblewrap) sandbox with checkpoints: "+err.Error(), "run on Linux 6.8+ with bubblewrap and user namespaces")
-	}
-	t.Cleanup(func() { h.Close(context.Background()) })
-	srv, err := aioserver.New(aioserver.Options{Handle: h})
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close(context.Background()) })
-	require.NoError(t, srv.Ready(context.Background()))
-	ts := httptest.NewServer(srv)
-	t.Cleanup(ts.Close)
+	h, srv, ts := serveLocal(t, cfg, "a local (bubblewrap) sandbox with checkpoints", "run on Linux 6.8+ with bubblewrap and user namespaces")
 	tt, _ := t.(*testing.T)
 	f := &fixture{srv: srv, ts: ts, ws: h.WorkspacePath(), t: tt}
 	if tt != nil {

@@ -18,14 +18,13 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
-// In local mode (bubblewrap), a shell session is one long-lived bash and
-// a code session one long-lived python3, both inside the sandbox.
-func TestLocalModeLongLivedSessions(t *testing.T) {
-	testenv.Command(t, "bwrap", "install bubblewrap (apt-get install bubblewrap)")
-	t.Setenv("SAGE_HOME", t.TempDir())
-	h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)})
+// serveLocal serves a new local sandbox of cfg over the AIO API; what
+// cannot be made is a missing dependency (what, and its fix).
+func serveLocal(t testing.TB, cfg sandbox.Config, what, fix string) (*sandbox.Sandbox, *aioserver.Server, *httptest.Server) {
+	t.Helper()
+	h, err := sandbox.New(context.Background(), cfg)
 	if err != nil {
-		testenv.Missing(t, "a local (bubblewrap) sandbox: "+err.Error(), "run on Linux with bubblewrap and user namespaces")
+		testenv.Missing(t, what+": "+err.Error(), fix)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
 	srv, err := aioserver.New(aioserver.Options{Handle: h})
@@ -34,6 +33,16 @@ func TestLocalModeLongLivedSessions(t *testing.T) {
 	require.NoError(t, srv.Ready(context.Background()))
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
+	return h, srv, ts
+}
+
+// In local mode (bubblewrap), a shell session is one long-lived bash and
+// a code session one long-lived python3, both inside the sandbox.
+func TestLocalModeLongLivedSessions(t *testing.T) {
+	testenv.Command(t, "bwrap", "install bubblewrap (apt-get install bubblewrap)")
+	t.Setenv("SAGE_HOME", t.TempDir())
+	h, srv, ts := serveLocal(t, sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)},
+		"a local (bubblewrap) sandbox", "run on Linux with bubblewrap and user namespaces")
 	f := &fixture{srv: srv, ts: ts, ws: h.WorkspacePath(), v: spectest.Load(t), t: t}
 	f.hc = &http.Client{Transport: f.v.Transport(t, http.DefaultTransport), Timeout: 2 * time.Minute}
 
