@@ -25,10 +25,12 @@ type Checkpoint struct {
 	Size int64 `json:"size"`
 	// Layers is how many read-only layers its state stacks.
 	Layers int `json:"layers"`
-	// Covers says what it saves: "files" (the workspace), or
-	// "files+processes" when Processes saved some too. Other processes,
-	// the session's /tmp and the state of interpreters run per command are
-	// not saved, nor restored by a rollback.
+	// Covers says what it saves: "files" (the workspace and the
+	// session's /tmp), "workspace" (the workspace only: its /tmp went
+	// with the session sandbox that took it, see docs/checkpoints.md),
+	// and "+processes" after either when Processes saved some too. Other
+	// processes and the state of interpreters run per command are not
+	// saved, nor restored by a rollback.
 	Covers string `json:"covers"`
 	// Processes are the processes whose state it saved with the files
 	// (the stateful Python kernels of sandboxd's /v1/jupyter and
@@ -165,7 +167,7 @@ func (s *Sandbox) withProcs(ctx context.Context, c Checkpointer, take func() (Ch
 		errs = append(errs, err)
 	}
 	if len(cp.Processes) > 0 {
-		cp.Covers = "files+processes"
+		cp.Covers += "+processes"
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cp, fmt.Errorf("sandbox: checkpoint %s saved the files, not every process: %w", cp.ID, err)

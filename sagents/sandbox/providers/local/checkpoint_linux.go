@@ -49,6 +49,7 @@ type checkpoints struct {
 	served *liveSession // the session the agent and cur belong to
 	cur    *os.File     // the live mount
 	fd     int          // the descriptor number HostFS reaches it by
+	tmp    tmpLayers    // the session's /tmp (checkpoint_tmp_linux.go)
 }
 
 // manifest is what survives the process (manifest.json, replaced
@@ -90,7 +91,12 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 			Reason: "the layers live in the runtime directory, outside the workspace's quota file system; fix: drop disk_quota_mb (and disk_quota_inodes) or checkpoints"}
 	}
 	c := &checkpoints{s: s, dir: filepath.Join(s.runtimeDir, "layers"), target: s.HostFS.Mapper.Workspace()}
+	c.tmp.dir = filepath.Join(c.dir, "tmp")
 	if err := makePrivateDir(c.dir, s.ident); err != nil {
+		return fmt.Errorf("local: checkpoint layers: %w", err)
+	}
+	// The mount point of /tmp's store, in the agent's namespace only.
+	if err := os.Mkdir(c.tmp.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("local: checkpoint layers: %w", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(c.dir, "manifest.json")); err == nil {
@@ -108,6 +114,7 @@ func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
 			return err
 		}
 	}
+	c.takeSeed()
 	ws, err := os.OpenFile(s.bindWS, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("local: checkpoints: %w", err)
@@ -243,11 +250,19 @@ func (c *checkpoints) attach(l *liveSession) error {
 		}
 		c.m.Upper = 0
 	}
-	if err := c.mountNew(a, len(c.m.Layers)); err != nil {
+	c.agent = a
+	if err := c.startTmp(a); err != nil {
 		a.Close()
+		c.agent = nil
 		return err
 	}
-	c.agent, c.served = a, l
+	if err := c.remount(true, len(c.m.Layers), c.tmp.on(), 0); err != nil {
+		c.tmp.close()
+		a.Close()
+		c.agent = nil
+		return err
+	}
+	c.served = l
 	return c.save()
 }
 
@@ -280,21 +295,65 @@ func (c *checkpoints) agentExecutable() (string, error) {
 	return dst, nil
 }
 
-// mountNew mounts Base + Layers[:n] with a new upper, which becomes the
-// live mount.
-func (c *checkpoints) mountNew(a *layers.Agent, n int) error {
-	up, err := c.newLayer()
-	if err != nil {
-		return err
+// remount mounts a new upper over Base + Layers[:n] at the workspace
+// (ws) and over /tmp's base and layers[:tn] at /tmp (tmp), in one call,
+// and makes them the live mounts; on error nothing changed, but for an
+// ENOTRECOVERABLE one: the workspace has its new mount, /tmp has not, and
+// the session sandbox is stopped (its next command starts one, with an
+// empty /tmp, as any restart).
+func (c *checkpoints) remount(ws bool, n int, tmp bool, tn int) error {
+	var ls []layers.Layout
+	wsUp, tmpUp := 0, 0
+	if ws {
+		up, err := c.newLayer()
+		if err != nil {
+			return err
+		}
+		d := c.layerDir(up)
+		ls = append(ls, layers.Layout{Lowers: c.stack(n), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target})
+		wsUp = up
 	}
-	d := c.layerDir(up)
-	m, err := a.Mount(layers.Layout{Lowers: c.stack(n), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w")}, c.target)
+	if tmp {
+		up, err := c.newTmpLayer()
+		if err != nil {
+			if ws {
+				c.freeLayer(wsUp)
+			}
+			return err
+		}
+		d := filepath.Join(c.tmp.dir, strconv.Itoa(up))
+		ls = append(ls, layers.Layout{Lowers: c.tmp.stack(tn), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: tmpTarget})
+		tmpUp = up
+	}
+	if len(ls) == 0 {
+		return nil
+	}
+	ms, err := c.agent.Mount(ls...)
+	if errors.Is(err, syscall.ENOTRECOVERABLE) && ws {
+		c.m.Upper = wsUp
+		c.freeTmpLayer(tmpUp)
+		if c.served != nil {
+			c.served.stop()
+		}
+		c.tmp.close()
+		return fmt.Errorf("local: checkpoints: %w; the session sandbox was stopped: its next command starts a new one, with an empty /tmp", err)
+	}
 	if err != nil {
-		c.freeLayer(up)
+		if ws {
+			c.freeLayer(wsUp)
+		}
+		c.freeTmpLayer(tmpUp)
 		return fmt.Errorf("local: checkpoints: %w", err)
 	}
-	c.setLive(m)
-	c.m.Upper = up
+	if ws {
+		c.setLive(ms[0])
+		c.m.Upper = wsUp
+		ms = ms[1:]
+	}
+	closeAll(ms)
+	if tmp {
+		c.tmp.upper = tmpUp
+	}
 	return nil
 }
 
@@ -372,14 +431,37 @@ func (s *Sandbox) checkpointsOn(op string) error {
 	return nil
 }
 
-// freeze makes the live mount read-only, or says who stops it.
-func (c *checkpoints) freeze(op string) error {
-	err := c.agent.Freeze()
+// freeze makes the live mounts at targets read-only (all or none), or
+// says who stops it.
+func (c *checkpoints) freeze(op string, targets ...string) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	err := c.agent.Freeze(targets...)
 	if errors.Is(err, syscall.EBUSY) {
-		return fmt.Errorf("local: %s: %w (a background task or a host file operation is writing); nothing changed; fix: wait for it or stop it (sage exec --session S --kill ID), then try again",
+		return fmt.Errorf("local: %s: %w (a background task or a host file operation is writing, in the workspace or /tmp); nothing changed; fix: wait for it or stop it (sage exec --session S --kill ID), then try again",
 			op, sandbox.ErrCheckpointBusy)
 	}
 	return err
+}
+
+// thaw undoes freeze.
+func (c *checkpoints) thaw(targets ...string) {
+	if len(targets) > 0 {
+		c.agent.Thaw(targets...)
+	}
+}
+
+// targets are the mounts whose flags say which: the workspace, /tmp.
+func (c *checkpoints) targets(ws, tmp bool) []string {
+	var out []string
+	if ws {
+		out = append(out, c.target)
+	}
+	if tmp {
+		out = append(out, tmpTarget)
+	}
+	return out
 }
 
 // Checkpoint saves the workspace (sandbox.Checkpointer): the upper is
@@ -409,30 +491,50 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 	c := s.ckpt
 	upper := filepath.Join(c.layerDir(c.m.Upper), "u")
 	var size int64
-	unchanged := empty(upper)
-	if last := len(c.m.Checkpoints) - 1; turn >= 0 && unchanged && last >= 0 && c.m.Checkpoints[last].N == len(c.m.Layers) {
+	wsSame, tmpSame := empty(upper), c.tmp.upperEmpty()
+	if last := len(c.m.Checkpoints) - 1; turn >= 0 && wsSame && tmpSame && last >= 0 &&
+		c.m.Checkpoints[last].N == len(c.m.Layers) && c.tmpIs(c.m.Checkpoints[last]) {
 		// The live state is the last checkpoint's: the turn changed
 		// nothing, and costs the manifest only.
 		e := &c.m.Checkpoints[last]
 		if !slices.Contains(e.Turns, turn) {
 			e.Turns = append(e.Turns, turn)
 		}
+		if c.tmp.on() {
+			c.tmp.n[e.ID] = len(c.tmp.layers) // the same /tmp, now in this session sandbox
+		}
 		if err := c.save(); err != nil {
 			return sandbox.Checkpoint{}, err
 		}
 		return c.info(*e), nil
 	}
-	if !unchanged {
-		if err := c.freeze("checkpoint"); err != nil {
+	if !wsSame || !tmpSame {
+		frozen := c.targets(!wsSame, !tmpSame)
+		if err := c.freeze("checkpoint", frozen...); err != nil {
 			return sandbox.Checkpoint{}, err
 		}
-		size = treeSize(upper)
-		frozen := c.m.Upper
-		c.m.Layers = append(c.m.Layers, frozen)
-		if err := c.mountNew(c.agent, len(c.m.Layers)); err != nil {
-			c.m.Layers = c.m.Layers[:len(c.m.Layers)-1]
-			c.m.Upper = frozen
-			c.agent.Thaw()
+		oldWS, oldTmp := c.m.Upper, c.tmp.upper
+		if !wsSame {
+			size = treeSize(upper)
+			c.m.Layers = append(c.m.Layers, oldWS)
+		}
+		if !tmpSame {
+			size += treeSize(c.tmp.host(filepath.Join(strconv.Itoa(oldTmp), "u")))
+			c.tmp.layers = append(c.tmp.layers, oldTmp)
+		}
+		if err := c.remount(!wsSame, len(c.m.Layers), !tmpSame, len(c.tmp.layers)); err != nil {
+			if errors.Is(err, syscall.ENOTRECOVERABLE) {
+				c.save()
+				return sandbox.Checkpoint{}, err
+			}
+			if !wsSame {
+				c.m.Layers = c.m.Layers[:len(c.m.Layers)-1]
+			}
+			if !tmpSame {
+				c.tmp.layers = c.tmp.layers[:len(c.tmp.layers)-1]
+			}
+			c.m.Upper, c.tmp.upper = oldWS, oldTmp
+			c.thaw(frozen...)
 			return sandbox.Checkpoint{}, err
 		}
 	}
@@ -441,8 +543,16 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 		e.Turns = []int{turn}
 	}
 	c.m.Checkpoints = append(c.m.Checkpoints, e)
+	if c.tmp.on() {
+		c.tmp.n[e.ID] = len(c.tmp.layers)
+	}
 	if len(c.m.Layers) >= maxLayers {
 		if err := c.merge(len(c.m.Layers) / 2); err != nil {
+			return sandbox.Checkpoint{}, err
+		}
+	}
+	if c.tmp.on() && len(c.tmp.layers) >= maxLayers {
+		if err := c.mergeTmp(len(c.tmp.layers) / 2); err != nil {
 			return sandbox.Checkpoint{}, err
 		}
 	}
@@ -455,8 +565,36 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
 	// Covers: the driver saves files; sandbox.Sandbox adds the processes
 	// a ProcessCheckpointer saved (a kernel's fork template).
-	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: "files",
+	// "files" is the workspace and the session's /tmp; "workspace" a
+	// checkpoint whose /tmp went with an earlier session sandbox (or one
+	// whose /tmp has a mount under it).
+	covers := "workspace"
+	if c.covers(e) {
+		covers = "files"
+	}
+	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: covers,
 		Turns: slices.Clone(e.Turns)}
+}
+
+// covers says whether checkpoint e saved the session's /tmp too (taken
+// in the running session sandbox, whose /tmp is layered).
+func (c *checkpoints) covers(e ckptEntry) bool {
+	_, ok := c.tmp.n[e.ID]
+	return ok && c.tmp.on()
+}
+
+// drop removes the checkpoints that keep says no to (merged away), with
+// their /tmp records.
+func (c *checkpoints) drop(keep func(e *ckptEntry) bool) {
+	kept := c.m.Checkpoints[:0]
+	for _, e := range c.m.Checkpoints {
+		if keep(&e) {
+			kept = append(kept, e)
+		} else {
+			delete(c.tmp.n, e.ID)
+		}
+	}
+	c.m.Checkpoints = kept
 }
 
 func newCheckpointID() string {
@@ -481,21 +619,33 @@ func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
 		return err
 	}
 	defer release()
-	if err := c.freeze("rollback"); err != nil {
+	tmp := c.tmp.on()
+	frozen := c.targets(true, tmp)
+	if err := c.freeze("rollback", frozen...); err != nil {
 		return err
 	}
 	e := c.m.Checkpoints[i]
-	old := c.m.Upper
-	if err := c.mountNew(c.agent, e.N); err != nil {
-		c.m.Upper = old
-		c.agent.Thaw()
-		return err
+	tn := c.tmpOf(e)
+	old, oldTmp := c.m.Upper, c.tmp.upper
+	if err := c.remount(true, e.N, tmp, tn); err != nil {
+		if !errors.Is(err, syscall.ENOTRECOVERABLE) {
+			c.m.Upper = old
+			c.thaw(frozen...)
+			return err
+		}
+		tmp = false // the workspace is rolled back; /tmp goes with the session sandbox
 	}
 	for _, n := range c.m.Layers[e.N:] {
 		c.freeLayer(n)
 	}
 	c.freeLayer(old)
 	c.m.Layers = c.m.Layers[:e.N]
+	if tmp {
+		c.setTmpBase(e, oldTmp)
+	}
+	for _, d := range c.m.Checkpoints[i+1:] {
+		delete(c.tmp.n, d.ID)
+	}
 	c.m.Checkpoints = c.m.Checkpoints[:i+1]
 	return c.save()
 }
@@ -547,7 +697,10 @@ func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir strin
 		return err
 	}
 	defer release()
-	return c.copyState(c.m.Checkpoints[i].N, dir, nil)
+	if err := c.copyState(c.m.Checkpoints[i].N, dir, nil); err != nil {
+		return err
+	}
+	return c.exportTmp(c.m.Checkpoints[i], dir)
 }
 
 // copyState copies Base + Layers[:n] into dir.
@@ -593,30 +746,26 @@ func (c *checkpoints) merge(n int) error {
 		return err
 	}
 	// The live mount is rebuilt on the new base (its upper kept).
-	if err := c.freeze("checkpoint"); err != nil {
+	if err := c.freeze("checkpoint", c.target); err != nil {
 		c.freeLayer(nb)
 		return err
 	}
 	oldBase, merged := c.m.Base, append([]int{}, c.m.Layers[:n]...)
 	c.m.Base, c.m.Layers = nb, c.m.Layers[n:]
 	old := c.m.Upper
-	if err := c.mountNew(c.agent, len(c.m.Layers)); err != nil {
+	if err := c.remount(true, len(c.m.Layers), false, 0); err != nil {
 		c.m.Base, c.m.Layers, c.m.Upper = oldBase, append(merged, c.m.Layers...), old
-		c.agent.Thaw()
+		c.thaw(c.target)
 		c.freeLayer(nb)
 		return err
 	}
 	// The upper of the mount just replaced was empty (a checkpoint was
 	// just taken): nothing in it is lost.
 	c.freeLayer(old)
-	keep := c.m.Checkpoints[:0]
-	for _, e := range c.m.Checkpoints {
-		if e.N >= n {
-			e.N -= n
-			keep = append(keep, e)
-		}
-	}
-	c.m.Checkpoints = keep
+	c.drop(func(e *ckptEntry) bool {
+		e.N -= n
+		return e.N >= 0
+	})
 	for _, l := range merged {
 		c.freeLayer(l)
 	}
@@ -637,10 +786,10 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	defer release()
-	if err := s.ckpt.freeze("sync"); err != nil {
+	if err := s.ckpt.freeze("sync", s.ckpt.target); err != nil {
 		return err
 	}
-	defer s.ckpt.agent.Thaw()
+	defer s.ckpt.thaw(s.ckpt.target)
 	if err := s.ckpt.writeBack(); err != nil {
 		return err
 	}
@@ -653,6 +802,7 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 // they only shadow what the folder now holds too) until the next start.
 func (c *checkpoints) forget() error {
 	c.m.Checkpoints = nil
+	clear(c.tmp.n)
 	return c.save()
 }
 
@@ -693,6 +843,8 @@ func (s *Sandbox) closeCheckpoints() error {
 		c.agent = nil
 	}
 	c.cur.Close()
+	c.tmp.close()
+	os.Remove(c.tmp.dir) // made again by the next start
 	if keep && err == nil {
 		// The agent's turns stay (keepTurns): the layers stand on a copy
 		// of the base, and the folder's fingerprint says whether the next
@@ -767,8 +919,8 @@ func fsuid() int {
 	return int(r)
 }
 
-// CheckpointsSummary says whether this machine can keep a workspace as
-// layers (sandbox.local.checkpoints: on) and what a checkpoint covers, for
+// CheckpointsSummary says whether this machine can keep a workspace and
+// /tmp as layers (sandbox.local.checkpoints: on) and what a checkpoint covers, for
 // sage doctor: overlayfs, and Linux 6.5+ for MOVE_MOUNT_BENEATH (the
 // fsconfig lowerdir+ of 6.8 too).
 func CheckpointsSummary() (string, error) {
@@ -784,9 +936,10 @@ func CheckpointsSummary() (string, error) {
 	if major < 6 || major == 6 && minor < 8 {
 		return "", fmt.Errorf("this kernel (Linux %s) lacks what checkpoints use (overlayfs lowerdir+ of 6.8, MOVE_MOUNT_BENEATH of 6.5); fix: Linux 6.8 or later", rel)
 	}
-	return "the workspace's files are saved and restored (bwrap session sandbox, Linux " + rel +
-		"); process state: only the Python kernels of sage sandboxd's /v1/jupyter and /v1/code (fork template; a rollback stops the kernels it cannot restore); " +
-		"not restored: background tasks and other processes (they run on), Node kernels (stopped), the session's /tmp (its own tmpfs)", nil
+	return "the workspace's files and the session's /tmp are saved and restored (bwrap session sandbox, Linux " + rel +
+		"; /tmp only while the session sandbox that took the checkpoint runs: a restart empties /tmp, and older checkpoints then cover the workspace only); " +
+		"process state: only the Python kernels of sage sandboxd's /v1/jupyter and /v1/code (fork template; a rollback stops the kernels it cannot restore); " +
+		"not restored: background tasks and other processes (they run on), Node kernels (stopped)", nil
 }
 
 // taskCount counts the background tasks among l's uses.

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -37,19 +40,36 @@ func init() {
 
 // request is one operation, JSON over the socket.
 type request struct {
-	Op string `json:"op"` // "mount", "view", "freeze", "thaw"
-	// Lowers are the read-only layers, topmost first (host paths).
+	Op string `json:"op"` // "mount", "view", "freeze", "thaw", "store", "copy"
+	// Lowers are the read-only layers, topmost first (paths in the
+	// agent's mount namespace): "view", "copy".
 	Lowers []string `json:"lowers,omitempty"`
-	Upper  string   `json:"upper,omitempty"`
-	Work   string   `json:"work,omitempty"`
-	// Target is where "mount" attaches, inside the sandbox.
-	Target string `json:"target,omitempty"`
+	// Mounts are what "mount" attaches: all are built before the first
+	// is attached, so that a bad layer changes nothing.
+	Mounts []mountSpec `json:"mounts,omitempty"`
+	// Targets are the mounts "freeze" and "thaw" act on, inside the
+	// sandbox; Target is the directory "store" copies the mode of.
+	Targets []string `json:"targets,omitempty"`
+	Target  string   `json:"target,omitempty"`
+	// Path is where "store" mounts its tmpfs in the agent's own mount
+	// namespace, or where "copy" copies to; Size bounds the tmpfs.
+	Path string `json:"path,omitempty"`
+	Size int64  `json:"size,omitempty"`
 }
 
-// reply answers a request; a mount comes with its descriptor.
+// mountSpec is one overlay of a "mount" request.
+type mountSpec struct {
+	Lowers []string `json:"lowers"`
+	Upper  string   `json:"upper"`
+	Work   string   `json:"work"`
+	Target string   `json:"target"`
+}
+
+// reply answers a request; a mount comes with its descriptors.
 type reply struct {
 	Err   string `json:"err,omitempty"`
 	Errno int    `json:"errno,omitempty"`
+	Mode  uint32 `json:"mode,omitempty"` // "store": the target's permission bits
 }
 
 // Main serves the host until it closes its end; it runs in the sandbox's
@@ -58,10 +78,10 @@ func Main() int {
 	sock := os.NewFile(agentSockFD, "layers-socket")
 	ns := newNSThread(agentMntFD)
 	if ns.err != nil {
-		send(sock, reply{Err: "enter the sandbox's mount namespace: " + ns.err.Error(), Errno: errnoOf(ns.err)}, -1)
+		send(sock, reply{Err: "enter the sandbox's mount namespace: " + ns.err.Error(), Errno: errnoOf(ns.err)}, nil)
 		return 1
 	}
-	cur := -1 // the mount attached at the target (the last "mount")
+	cur := map[string]int{} // the mount attached at each target (the last "mount" there)
 	buf := make([]byte, maxMessage)
 	for {
 		n, _, _, _, err := unix.Recvmsg(agentSockFD, buf, nil, 0)
@@ -77,60 +97,181 @@ func Main() int {
 		}
 		var req request
 		if err := json.Unmarshal(buf[:n], &req); err != nil {
-			send(sock, reply{Err: "bad request: " + err.Error()}, -1)
+			send(sock, reply{Err: "bad request: " + err.Error()}, nil)
 			continue
 		}
-		fd, err := serve(ns, &cur, req)
-		r := reply{}
+		r, fds, err := serve(ns, cur, req)
 		if err != nil {
 			r = reply{Err: err.Error(), Errno: errnoOf(err)}
 		}
-		send(sock, r, fd)
-		if fd >= 0 && fd != cur {
-			unix.Close(fd)
+		send(sock, r, fds)
+		for _, fd := range fds {
+			if !slices.Contains(slices.Collect(maps.Values(cur)), fd) {
+				unix.Close(fd)
+			}
 		}
 	}
 }
 
-func serve(ns *nsThread, cur *int, req request) (int, error) {
+func serve(ns *nsThread, cur map[string]int, req request) (reply, []int, error) {
 	switch req.Op {
 	case "hello":
-		return -1, nil
-	case "mount", "view":
-		fd, err := overlay(req)
-		if err != nil || req.Op == "view" {
-			return fd, err
+		return reply{}, nil, nil
+	case "view":
+		fd, err := overlay(req.Lowers, "", "")
+		if err != nil {
+			return reply{}, nil, err
 		}
-		if err := ns.do(func() error { return attach(fd, req.Target) }); err != nil {
-			unix.Close(fd)
-			return -1, err
-		}
-		if *cur >= 0 {
-			unix.Close(*cur)
-		}
-		*cur = fd
-		return fd, nil
+		return reply{}, []int{fd}, nil
+	case "mount":
+		fds, err := mountAll(ns, cur, req.Mounts)
+		return reply{}, fds, err
 	case "freeze", "thaw":
-		if *cur < 0 {
-			return -1, errors.New("no layered mount to " + req.Op)
+		return reply{}, nil, setRDONLY(ns, cur, req.Targets, req.Op == "freeze")
+	case "store":
+		return store(ns, req)
+	case "copy":
+		return reply{}, nil, copyIn(req.Path, req.Lowers)
+	}
+	return reply{}, nil, fmt.Errorf("unknown op %q", req.Op)
+}
+
+// mountAll builds every overlay of ms, then attaches each at its target
+// in place of what is there.
+func mountAll(ns *nsThread, cur map[string]int, ms []mountSpec) ([]int, error) {
+	fds := make([]int, 0, len(ms))
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
 		}
-		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
-		if req.Op == "thaw" {
-			attr = &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	}
+	for _, m := range ms {
+		fd, err := overlay(m.Lowers, m.Upper, m.Work)
+		if err != nil {
+			closeAll()
+			return nil, err
 		}
-		return -1, ns.do(func() error {
-			if err := unix.MountSetattr(*cur, "", unix.AT_EMPTY_PATH, attr); err != nil {
-				return &os.SyscallError{Syscall: "mount_setattr", Err: err}
+		fds = append(fds, fd)
+	}
+	for i, m := range ms {
+		if err := ns.do(func() error { return attach(fds[i], m.Target) }); err != nil {
+			// The ones attached before stay (each is a whole state);
+			// the caller hears which did not.
+			for _, fd := range fds[i:] {
+				unix.Close(fd)
+			}
+			if i == 0 {
+				return nil, fmt.Errorf("%s: %w", m.Target, err)
+			}
+			return nil, fmt.Errorf("%s: %v (the mounts before it were replaced): %w", m.Target, err, unix.ENOTRECOVERABLE)
+		}
+		if old, ok := cur[m.Target]; ok {
+			unix.Close(old)
+		}
+		cur[m.Target] = fds[i]
+	}
+	return fds, nil
+}
+
+// setRDONLY freezes (or thaws) the mounts at targets; a freeze that
+// fails thaws those it froze, changing nothing.
+func setRDONLY(ns *nsThread, cur map[string]int, targets []string, rdonly bool) error {
+	attr := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
+	if rdonly {
+		attr = &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	}
+	for i, t := range targets {
+		fd, ok := cur[t]
+		if !ok {
+			return errors.New("no layered mount at " + t)
+		}
+		err := ns.do(func() error {
+			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
+				return &os.SyscallError{Syscall: "mount_setattr " + t, Err: err}
 			}
 			return nil
 		})
+		if err != nil {
+			if rdonly {
+				setRDONLY(ns, cur, targets[:i], false)
+			}
+			return err
+		}
 	}
-	return -1, fmt.Errorf("unknown op %q", req.Op)
+	return nil
+}
+
+// store mounts a new tmpfs of req.Size bytes at req.Path in the agent's
+// own mount namespace (the sandbox never sees it: the layers of a
+// sandbox's tmpfs live there, under the same bound) and returns it with
+// the mode of req.Target inside the sandbox. It refuses a target with
+// mounts under it: an overlay put there would hide them.
+func store(ns *nsThread, req request) (reply, []int, error) {
+	var st unix.Stat_t
+	var tid int
+	if err := ns.do(func() error { tid = unix.Gettid(); return unix.Stat(req.Target, &st) }); err != nil {
+		return reply{}, nil, &os.SyscallError{Syscall: "stat " + req.Target, Err: err}
+	}
+	// The thread's mounts, read through this namespace's /proc (the
+	// sandbox's shows its own pids only); paths are from its root.
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", tid))
+	if err != nil {
+		return reply{}, nil, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], req.Target+"/") {
+			return reply{}, nil, fmt.Errorf("a mount is under %s (%s): %w", req.Target, f[4], unix.ENOTEMPTY)
+		}
+	}
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return reply{}, nil, &os.SyscallError{Syscall: "fsopen tmpfs", Err: err}
+	}
+	defer unix.Close(fs)
+	if req.Size > 0 {
+		if err := unix.FsconfigSetString(fs, "size", strconv.FormatInt(req.Size, 10)); err != nil {
+			return reply{}, nil, fmt.Errorf("tmpfs size: %w", err)
+		}
+	}
+	if err := unix.FsconfigSetString(fs, "mode", "0700"); err != nil {
+		return reply{}, nil, fmt.Errorf("tmpfs mode: %w", err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return reply{}, nil, &os.SyscallError{Syscall: "fsconfig create tmpfs", Err: err}
+	}
+	mnt, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return reply{}, nil, &os.SyscallError{Syscall: "fsmount tmpfs", Err: err}
+	}
+	defer unix.Close(mnt)
+	if err := unix.MoveMount(mnt, "", unix.AT_FDCWD, req.Path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return reply{}, nil, &os.SyscallError{Syscall: "move_mount " + req.Path, Err: err}
+	}
+	fd, err := unix.Open(req.Path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return reply{}, nil, &os.SyscallError{Syscall: "open " + req.Path, Err: err}
+	}
+	return reply{Mode: st.Mode & 0o7777}, []int{fd}, nil
+}
+
+// copyIn copies the state of lowers (topmost first) into the directory
+// dst, with the agent's rights in the sandbox's user namespace: what it
+// creates is the sandbox's uid's.
+func copyIn(dst string, lowers []string) error {
+	if len(lowers) == 1 {
+		return Copy(dst, lowers[0], nil)
+	}
+	fd, err := overlay(lowers, "", "")
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return Copy(dst, "/proc/self/fd/"+strconv.Itoa(fd), nil)
 }
 
 // overlay builds a detached overlay mount of req's layers (no upper: a
 // read-only view).
-func overlay(req request) (int, error) {
+func overlay(lowers []string, upper, work string) (int, error) {
 	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return -1, &os.SyscallError{Syscall: "fsopen overlay", Err: err}
@@ -148,16 +289,16 @@ func overlay(req request) (int, error) {
 	if err := set("source", "sage-layers"); err != nil {
 		return -1, err
 	}
-	for _, l := range req.Lowers {
+	for _, l := range lowers {
 		if err := set("lowerdir+", l); err != nil {
 			return -1, err
 		}
 	}
-	if req.Upper != "" {
-		if err := set("upperdir", req.Upper); err != nil {
+	if upper != "" {
+		if err := set("upperdir", upper); err != nil {
 			return -1, err
 		}
-		if err := set("workdir", req.Work); err != nil {
+		if err := set("workdir", work); err != nil {
 			return -1, err
 		}
 	}
@@ -165,7 +306,7 @@ func overlay(req request) (int, error) {
 		return -1, &os.SyscallError{Syscall: "fsconfig create overlay", Err: err}
 	}
 	attrs := 0
-	if req.Upper == "" {
+	if upper == "" {
 		attrs = unix.MOUNT_ATTR_RDONLY
 	}
 	fd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, attrs|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
@@ -188,11 +329,11 @@ func attach(fd int, target string) error {
 	return nil
 }
 
-func send(sock *os.File, r reply, fd int) {
+func send(sock *os.File, r reply, fds []int) {
 	b, _ := json.Marshal(r)
 	var oob []byte
-	if fd >= 0 {
-		oob = unix.UnixRights(fd)
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
 	}
 	unix.Sendmsg(int(sock.Fd()), b, oob, nil, 0)
 }

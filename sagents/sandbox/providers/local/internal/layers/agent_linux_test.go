@@ -132,10 +132,11 @@ func TestMountInSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	m, err := a.Mount(Layout{Lowers: []string{dirs["l1"], dirs["base"]}, Upper: dirs["upper"], Work: dirs["work"]}, "/workspace")
+	ms, err := a.Mount(Layout{Lowers: []string{dirs["l1"], dirs["base"]}, Upper: dirs["upper"], Work: dirs["work"], Target: "/workspace"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	m := ms[0]
 	defer m.Close()
 	if got := sh.run(t, "cat /workspace/a /workspace/b; echo new > /workspace/c; rm /workspace/a; ls /workspace"); got != "base a\nl1 b\nb\nc\n" {
 		t.Fatalf("inside: %q", got)
@@ -154,11 +155,11 @@ func TestMountInSandbox(t *testing.T) {
 	// it holds it, or the freeze may come first and succeed.
 	sh.run(t, "sleep 30 >> /workspace/c & w=$!; echo $w > /tmp/writer; i=0; "+
 		"until ls -l /proc/$w/fd 2>/dev/null | grep -q /workspace/c || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done")
-	if err := a.Freeze(); !errors.Is(err, syscall.EBUSY) {
+	if err := a.Freeze("/workspace"); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("freeze with a writer: %v, want EBUSY", err)
 	}
 	sh.run(t, "kill $(cat /tmp/writer); while kill -0 $(cat /tmp/writer) 2>/dev/null; do sleep 0.01; done")
-	if err := a.Freeze(); err != nil {
+	if err := a.Freeze("/workspace"); err != nil {
 		t.Fatal(err)
 	}
 	if got := sh.run(t, "echo x > /workspace/d"); !strings.Contains(got, "Read-only") {

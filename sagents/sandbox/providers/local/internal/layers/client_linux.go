@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -135,71 +136,151 @@ func (e *OpError) Unwrap() error {
 }
 
 // Layout is one overlay: read-only layers (topmost first) and, for a
-// writable one, an upper and a work directory on one file system.
+// writable one, an upper and a work directory on one file system; Target
+// is where Mount attaches it inside the sandbox. Paths are as the agent
+// sees them: the host's, and the stores it mounted (Store).
 type Layout struct {
 	Lowers      []string
 	Upper, Work string
+	Target      string
 }
 
-// Mount mounts l at target inside the sandbox in place of what is there,
-// and returns the new mount (the caller closes it).
-func (a *Agent) Mount(l Layout, target string) (*os.File, error) {
-	return a.call(request{Op: "mount", Lowers: l.Lowers, Upper: l.Upper, Work: l.Work, Target: target}, 30*time.Second)
+// Mount mounts each layout at its target inside the sandbox in place of
+// what is there, and returns the new mounts in order (the caller closes
+// them). Every overlay is built before the first is attached, so a bad
+// layer changes nothing; an attach failing after an earlier one worked is
+// ENOTRECOVERABLE (the earlier targets have their new mounts).
+func (a *Agent) Mount(ls ...Layout) ([]*os.File, error) {
+	req := request{Op: "mount"}
+	for _, l := range ls {
+		req.Mounts = append(req.Mounts, mountSpec{Lowers: l.Lowers, Upper: l.Upper, Work: l.Work, Target: l.Target})
+	}
+	r, err := a.call(req, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.files) != len(ls) {
+		closeFiles(r.files)
+		return nil, &OpError{Op: "mount", Msg: fmt.Sprintf("%d mounts in the reply, want %d", len(r.files), len(ls))}
+	}
+	return r.files, nil
 }
 
 // View returns a detached read-only overlay of lowers (topmost first).
 func (a *Agent) View(lowers []string) (*os.File, error) {
-	return a.call(request{Op: "view", Lowers: lowers}, 30*time.Second)
+	r, err := a.call(request{Op: "view", Lowers: lowers}, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.files) != 1 {
+		closeFiles(r.files)
+		return nil, &OpError{Op: "view", Msg: "no mount in the reply"}
+	}
+	return r.files[0], nil
 }
 
-// Freeze makes the last mounted overlay read-only; it fails with EBUSY
-// while a file is open for writing in it.
-func (a *Agent) Freeze() error { _, err := a.call(request{Op: "freeze"}, 10*time.Second); return err }
+// Freeze makes the mounts last attached at targets read-only; it fails
+// with EBUSY while a file is open for writing in one of them, and then
+// leaves all writable.
+func (a *Agent) Freeze(targets ...string) error {
+	_, err := a.call(request{Op: "freeze", Targets: targets}, 10*time.Second)
+	return err
+}
 
-// Thaw makes it writable again (a checkpoint that failed after Freeze).
-func (a *Agent) Thaw() error { _, err := a.call(request{Op: "thaw"}, 10*time.Second); return err }
+// Thaw makes them writable again (a checkpoint that failed after Freeze).
+func (a *Agent) Thaw(targets ...string) error {
+	_, err := a.call(request{Op: "thaw", Targets: targets}, 10*time.Second)
+	return err
+}
 
-func (a *Agent) call(req request, timeout time.Duration) (*os.File, error) {
+// Store mounts a new tmpfs of size bytes (0: tmpfs's default) at path in
+// the agent's own mount namespace, where only the agent's overlays reach
+// it, for the layers of target (a sandbox's /tmp): it returns the
+// tmpfs's root, through which the host reaches it, and target's
+// permission bits. A target with mounts under it is refused (ENOTEMPTY):
+// an overlay there would hide them.
+func (a *Agent) Store(target, path string, size int64) (*os.File, fs.FileMode, error) {
+	r, err := a.call(request{Op: "store", Target: target, Path: path, Size: size}, 10*time.Second)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(r.files) != 1 {
+		closeFiles(r.files)
+		return nil, 0, &OpError{Op: "store", Msg: "no directory in the reply"}
+	}
+	m := fs.FileMode(r.Mode & 0o777)
+	if r.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return r.files[0], m, nil
+}
+
+// CopyIn copies the state of lowers (topmost first) into the directory
+// dst with the agent's rights: into a store, whose files the host cannot
+// create as root (the tmpfs takes only the sandbox's uids).
+func (a *Agent) CopyIn(dst string, lowers []string) error {
+	_, err := a.call(request{Op: "copy", Path: dst, Lowers: lowers}, 5*time.Minute)
+	return err
+}
+
+// answer is a reply with the descriptors that came with it.
+type answer struct {
+	reply
+	files []*os.File
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func (a *Agent) call(req request, timeout time.Duration) (answer, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.cmd == nil {
-		return nil, &OpError{Op: req.Op, Msg: "agent stopped", Errno: syscall.ESRCH}
+		return answer{}, &OpError{Op: req.Op, Msg: "agent stopped", Errno: syscall.ESRCH}
 	}
 	b, _ := json.Marshal(req)
 	if _, err := a.sock.Write(b); err != nil {
-		return nil, &OpError{Op: req.Op, Msg: "agent gone: " + err.Error(), Errno: syscall.ESRCH}
+		return answer{}, &OpError{Op: req.Op, Msg: "agent gone: " + err.Error(), Errno: syscall.ESRCH}
 	}
 	if err := waitReadable(int(a.sock.Fd()), timeout); err != nil {
-		return nil, &OpError{Op: req.Op, Msg: "no answer: " + err.Error(), Errno: syscall.ETIMEDOUT}
+		return answer{}, &OpError{Op: req.Op, Msg: "no answer: " + err.Error(), Errno: syscall.ETIMEDOUT}
 	}
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4*maxFiles))
 	n, oobn, _, _, err := unix.Recvmsg(int(a.sock.Fd()), a.buf, oob, 0)
 	if err != nil || n == 0 {
-		return nil, &OpError{Op: req.Op, Msg: fmt.Sprintf("agent gone (%v)", err), Errno: syscall.ESRCH}
+		return answer{}, &OpError{Op: req.Op, Msg: fmt.Sprintf("agent gone (%v)", err), Errno: syscall.ESRCH}
 	}
-	var f *os.File
+	var ans answer
 	if oobn > 0 {
-		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
-			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) == 1 {
-				unix.CloseOnExec(fds[0])
-				f = os.NewFile(uintptr(fds[0]), "layers-mount")
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, m := range msgs {
+				fds, err := unix.ParseUnixRights(&m)
+				if err != nil {
+					continue
+				}
+				for _, fd := range fds {
+					unix.CloseOnExec(fd)
+					ans.files = append(ans.files, os.NewFile(uintptr(fd), "layers-mount"))
+				}
 			}
 		}
 	}
-	var r reply
-	if err := json.Unmarshal(a.buf[:n], &r); err != nil {
-		f.Close()
-		return nil, &OpError{Op: req.Op, Msg: "bad reply: " + err.Error()}
+	if err := json.Unmarshal(a.buf[:n], &ans.reply); err != nil {
+		closeFiles(ans.files)
+		return answer{}, &OpError{Op: req.Op, Msg: "bad reply: " + err.Error()}
 	}
-	if r.Err != "" {
-		f.Close()
-		return nil, &OpError{Op: req.Op, Msg: r.Err, Errno: syscall.Errno(r.Errno)}
+	if ans.Err != "" {
+		closeFiles(ans.files)
+		return answer{}, &OpError{Op: req.Op, Msg: ans.Err, Errno: syscall.Errno(ans.Errno)}
 	}
-	if f == nil && (req.Op == "mount" || req.Op == "view") {
-		return nil, &OpError{Op: req.Op, Msg: "no mount in the reply"}
-	}
-	return f, nil
+	return ans, nil
 }
+
+// maxFiles bounds the descriptors of one reply (a mount of each target).
+const maxFiles = 8
 
 // Close stops the agent (idempotent). The mounts it made stay: the
 // sandbox's and the descriptors the host holds keep them.
