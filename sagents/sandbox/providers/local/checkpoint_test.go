@@ -542,3 +542,51 @@ func TestTmpBoundWithCheckpoints(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "full\n", ckRun(t, s, "rm /tmp/big; "+fill+" 2>/dev/null; rm -f /tmp/big"), "the checkpoint holds the first 20 MB")
 }
+
+// TestCheckpointTmpWithMountUnder: a session sandbox with a mount under
+// /tmp keeps its plain /tmp (an overlay there would hide the mount): the
+// mount stays visible and its checkpoints say they cover the workspace
+// only, while a sandbox without one (the control) covers both.
+func TestCheckpointTmpWithMountUnder(t *testing.T) {
+	t.Parallel()
+	host := sandboxtest.TempDir(t)
+	require.NoError(t, os.WriteFile(filepath.Join(host, "seen"), []byte("mounted\n"), 0o644))
+	require.NoError(t, os.Chmod(host, 0o755))
+	s := newCheckpointedWith(t, "", "", func(c *sandbox.Config) {
+		c.Mounts = []sandbox.VolumeMount{{HostPath: host, SandboxPath: "/tmp/m", ReadOnly: true}}
+	})
+	ctx := context.Background()
+	assert.Equal(t, "mounted\n", ckRun(t, s, "cat /tmp/m/seen"))
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "workspace", cp.Covers)
+	ckRun(t, s, "echo x > /tmp/x")
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, "mounted\nx\n", ckRun(t, s, "cat /tmp/m/seen /tmp/x"), "the mount is there; /tmp is not rolled back")
+
+	control, err := newCheckpointed(t, "", "").Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "files", control.Covers)
+}
+
+// TestCheckpointRefusedWhileWriterHoldsTmpFile: a background writer holds
+// a file of /tmp open: a checkpoint (of a changed /tmp) and a rollback
+// are one clear error that changes nothing, the workspace's freeze
+// undone with it (it stays writable).
+func TestCheckpointRefusedWhileWriterHoldsTmpFile(t *testing.T) {
+	t.Parallel()
+	s := newCheckpointed(t, "", "")
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "(exec sleep 4 >> /tmp/held) >/dev/null 2>&1 & w=$!; i=0; "+
+		"until ls -l /proc/$w/fd 2>/dev/null | grep -q /tmp/held || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done; echo b > /workspace/b")
+	_, err = s.Checkpoint(ctx)
+	require.ErrorIs(t, err, sandbox.ErrCheckpointBusy)
+	require.ErrorIs(t, s.Rollback(ctx, cp.ID), sandbox.ErrCheckpointBusy)
+	list, err := s.Checkpoints(ctx)
+	require.NoError(t, err)
+	assert.Len(t, list, 1)
+	assert.Equal(t, "b\nc\n", ckRun(t, s, "cat /workspace/b; echo c > /workspace/c; cat /workspace/c"), "the workspace is still writable")
+}

@@ -19,6 +19,12 @@
 // makes to the host as a descriptor (SCM_RIGHTS), through which the host's
 // file operations reach the same state as commands.
 //
+// A sandbox's /tmp is layered the same way, its layers in memory: Store
+// mounts a tmpfs of /tmp's size in the agent's own mount namespace (the
+// sandbox never sees it), whose root the host reaches by a descriptor;
+// Mount attaches the workspace's and /tmp's overlays in one request, and
+// Freeze and Thaw name the targets they act on.
+//
 // Apply and Copy work on the host side: Apply writes one overlay upper
 // layer (whiteouts, opaque directories) onto a directory, Copy copies a
 // tree (bytes, modes, symlinks).
