@@ -9,3 +9,7 @@ func SetMaxLayersForTest(n int) func() {
 	maxLayers = n
 	return func() { maxLayers = old }
 }
+
+// ForkSeedForTest is where Export leaves the /tmp of a fork into the
+// folder ws (resolved).
+func ForkSeedForTest(ws string) string { return forkSeed(ws) }

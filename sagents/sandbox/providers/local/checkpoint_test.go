@@ -229,19 +229,30 @@ func TestForkIsolated(t *testing.T) {
 	ckRun(t, s, "echo after > /workspace/after-checkpoint")
 
 	dir := filepath.Join(sandboxtest.TempDir(t), "fork")
-	f, err := s.Fork(ctx, cp.ID, dir)
-	require.NoError(t, err)
-	defer f.Close(ctx)
-	assert.Equal(t, want, ckRun(t, f, listing), "the fork starts as the checkpoint")
-	ckRun(t, f, "echo fork > /workspace/fork-only; rm /workspace/run.sh")
-	ckRun(t, s, "echo parent > /workspace/parent-only")
-	assert.Equal(t, "no\nyes\n", ckRun(t, s, "test -e /workspace/fork-only && echo yes || echo no; test -e /workspace/run.sh && echo yes"))
-	assert.Equal(t, "no\nno\n", ckRun(t, f, "test -e /workspace/parent-only && echo yes || echo no; test -e /workspace/after-checkpoint && echo yes || echo no"))
+	f := forkIsolated(t, s, cp.ID, dir, listing, want, "/workspace", "run.sh")
+	assert.Equal(t, "no\n", ckRun(t, f, "test -e /workspace/after-checkpoint && echo yes || echo no"))
 	_, err = f.Checkpoint(ctx)
 	require.NoError(t, err, "the fork has checkpoints of its own")
 
 	_, err = s.Fork(ctx, cp.ID, dir)
 	require.ErrorIs(t, err, fs.ErrExist, "a fork into a folder that is not empty")
+}
+
+// forkIsolated forks s's checkpoint id into dir and checks that the fork
+// starts as want (list's output), and that under root neither the fork's
+// writes (a new file, name removed) nor the parent's reach the other.
+func forkIsolated(t *testing.T, s *sandbox.Sandbox, id sandbox.CheckpointID, dir, list, want, root, name string) *sandbox.Sandbox {
+	t.Helper()
+	ctx := context.Background()
+	f, err := s.Fork(ctx, id, dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close(ctx) })
+	assert.Equal(t, want, ckRun(t, f, list), "the fork starts as the checkpoint")
+	ckRun(t, f, "echo fork > "+root+"/fork-only; rm "+root+"/"+name)
+	ckRun(t, s, "echo parent > "+root+"/parent-only")
+	assert.Equal(t, "no\nyes\n", ckRun(t, s, "test -e "+root+"/fork-only && echo yes || echo no; test -e "+root+"/"+name+" && echo yes"))
+	assert.Equal(t, "no\nno\n", ckRun(t, f, "test -e "+root+"/parent-only && echo yes || echo no; test -e "+root+"/"+name+" && echo yes || echo no"))
+	return f
 }
 
 // TestCheckpointMergeKeepsState: past the layer limit the oldest layers
@@ -494,34 +505,30 @@ func TestRollbackRestoresSessionTmp(t *testing.T) {
 	assert.Equal(t, "one\n", ckRun(t, s, "cat /workspace/f"), "the workspace too")
 
 	dir := filepath.Join(sandboxtest.TempDir(t), "fork")
-	f, err := s.Fork(ctx, cp.ID, dir)
-	require.NoError(t, err)
-	defer f.Close(ctx)
-	assert.Equal(t, want, ckRun(t, f, tmpListing), "the fork starts from the checkpoint's /tmp")
-	ckRun(t, f, "echo fork > /tmp/fork-only; rm /tmp/x")
-	ckRun(t, s, "echo parent > /tmp/parent-only")
-	assert.Equal(t, "no\nyes\n", ckRun(t, s, "test -e /tmp/fork-only && echo yes || echo no; test -e /tmp/x && echo yes"))
-	assert.Equal(t, "no\nno\n", ckRun(t, f, "test -e /tmp/parent-only && echo yes || echo no; test -e /tmp/x && echo yes || echo no"))
+	f := forkIsolated(t, s, cp.ID, dir, tmpListing, want, "/tmp", "x")
 	fcp, err := f.Checkpoint(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "files", fcp.Covers)
 	ckRun(t, f, "rm -rf /tmp/*")
 	require.NoError(t, f.Rollback(ctx, fcp.ID))
 	assert.Equal(t, "fork\n", ckRun(t, f, "cat /tmp/fork-only"), "the fork's own checkpoint of /tmp")
-	assert.Empty(t, seeds(t), "the fork took its seed")
-}
+	resolved, err := filepath.EvalSymlinks(dir)
+	require.NoError(t, err)
+	_, err = os.Stat(local.ForkSeedForTest(resolved))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the fork took its seed")
 
-// seeds are the fork seeds of /tmp left in sage's home.
-func seeds(t testing.TB) []string {
-	ents, err := os.ReadDir(filepath.Join(sandbox.Home(), "fork-tmp"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
+	// Export alone (sage session fork) leaves the seed (the control), which
+	// the first sandbox opened on the folder later takes.
+	dir2 := filepath.Join(sandboxtest.TempDir(t), "later")
+	require.NoError(t, s.Export(ctx, cp.ID, dir2))
+	resolved, err = filepath.EvalSymlinks(dir2)
+	require.NoError(t, err)
+	_, err = os.Stat(local.ForkSeedForTest(resolved))
+	require.NoError(t, err, "Export left the fork's /tmp")
+	later := newCheckpointed(t, dir2, "")
+	assert.Equal(t, want, ckRun(t, later, tmpListing), "a sandbox opened on the folder later starts from it")
+	_, err = os.Stat(local.ForkSeedForTest(resolved))
+	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
 // TestTmpBoundWithCheckpoints: /tmp keeps its size bound with its layers,
