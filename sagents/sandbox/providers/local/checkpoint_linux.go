@@ -619,12 +619,14 @@ func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
 		return err
 	}
 	defer release()
-	tmp := c.tmp.on()
+	e := c.m.Checkpoints[i]
+	// A /tmp that is the checkpoint's already (nothing written since,
+	// no layer above it) is left as it is: most rollbacks undo files.
+	tmp := c.tmp.on() && !(c.tmp.upperEmpty() && c.tmpIs(e))
 	frozen := c.targets(true, tmp)
 	if err := c.freeze("rollback", frozen...); err != nil {
 		return err
 	}
-	e := c.m.Checkpoints[i]
 	tn := c.tmpOf(e)
 	old, oldTmp := c.m.Upper, c.tmp.upper
 	if err := c.remount(true, e.N, tmp, tn); err != nil {
