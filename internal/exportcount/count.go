@@ -347,6 +347,9 @@ func (l *aLoad) implemented(pkgs []*packages.Package) {
 		}
 	}
 	add(iface{t: types.Universe.Lookup("error").Type().Underlying().(*types.Interface), exp: true})
+	for _, it := range errorsInterfaces() {
+		add(iface{t: it, pkg: "errors", exp: true})
+	}
 	scopes := map[*types.Package]bool{}
 	var scope func(tp *types.Package)
 	scope = func(tp *types.Package) {
@@ -392,6 +395,31 @@ func (l *aLoad) implemented(pkgs []*packages.Package) {
 				break
 			}
 		}
+	}
+}
+
+// errorsInterfaces are the unnamed interfaces errors.Is, As and Unwrap
+// assert: an error's Unwrap, Is and As methods have that caller.
+func errorsInterfaces() []*types.Interface {
+	errT := types.Universe.Lookup("error").Type()
+	any := types.Universe.Lookup("any").Type()
+	method := func(name string, params, results []types.Type) *types.Interface {
+		vars := func(ts []types.Type) *types.Tuple {
+			var vs []*types.Var
+			for _, t := range ts {
+				vs = append(vs, types.NewParam(0, nil, "", t))
+			}
+			return types.NewTuple(vs...)
+		}
+		sig := types.NewSignatureType(nil, nil, nil, vars(params), vars(results), false)
+		return types.NewInterfaceType([]*types.Func{types.NewFunc(0, nil, name, sig)}, nil).Complete()
+	}
+	boolT := types.Typ[types.Bool]
+	return []*types.Interface{
+		method("Unwrap", nil, []types.Type{errT}),
+		method("Unwrap", nil, []types.Type{types.NewSlice(errT)}),
+		method("Is", []types.Type{errT}, []types.Type{boolT}),
+		method("As", []types.Type{any}, []types.Type{boolT}),
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 // TestCount counts testdata/mod: each way a name gets a user (spelled
 // in another package, called as a method, an exported function's
-// result, reached through fmt.Stringer, a used type's constant, an
+// result, reached through fmt.Stringer or errors.Unwrap, a used type's constant, an
 // Example, a README snippet, an adapter module), and the controls that
 // get none (a method nobody calls, a constant only a sh block names, a
 // variable only the package's own tests use; package main's names are
@@ -33,6 +33,7 @@ func TestCount(t *testing.T) {
 	want := map[string]bool{
 		"Used": true, "Used.M": true, "Used.N": false, "Hidden": true, "New": true, "Hidden.String": true,
 		"Kind": true, "KindA": true, "Unused": false, "OnlyTested": false,
+		"Wrap": true, "Wrapped": false, "Wrapped.Unwrap": true,
 		"Exampled": true, "Documented": true, "ByAdapter": true,
 	}
 	for id, u := range want {
@@ -46,13 +47,13 @@ func TestCount(t *testing.T) {
 	if len(a) != len(want) {
 		t.Errorf("a's names %v, want %d", slices.Sorted(maps.Keys(a)), len(want))
 	}
-	if n, u := res.pkgs["example.com/m/a"].counts(); n != 13 || u != 10 {
-		t.Errorf("a: %d exported, %d used; want 13 and 10", n, u)
+	if n, u := res.pkgs["example.com/m/a"].counts(); n != 16 || u != 12 {
+		t.Errorf("a: %d exported, %d used; want 16 and 12", n, u)
 	}
 	var out bytes.Buffer
 	res.print(&out, true)
-	for _, line := range []string{"total                                                          14     10        4",
-		"a:\n\tOnlyTested\n\tUnused\n\tUsed.N\n", "b:\n\tB\n"} {
+	for _, line := range []string{"total                                                          17     12        5",
+		"a:\n\tOnlyTested\n\tUnused\n\tUsed.N\n\tWrapped\n", "b:\n\tB\n"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("output lacks %q:\n%s", line, out.String())
 		}

@@ -26,6 +26,13 @@ const Unused = 1
 // OnlyTested has a user in a's own tests only.
 var OnlyTested = 2
 
+// Wrapped's Unwrap is errors.Unwrap's.
+type Wrapped struct{ error }
+
+func (w Wrapped) Unwrap() error { return w.error }
+
+func Wrap(err error) error { return Wrapped{err} }
+
 func Exampled()   {}
 func Documented() {}
 func ByAdapter()  {}

@@ -10,5 +10,6 @@ import (
 func B() fmt.Stringer {
 	var u a.Used
 	u.M()
+	_ = a.Wrap(nil)
 	return a.New()
 }
