@@ -100,6 +100,7 @@ bench: setup
 	bash scripts/bench-metric.sh $(BIN)/bench-local.txt BenchmarkSessionFirstExecTruePaired/own x-baseline 1.3 'cross-kind: a session start and its first command against a bare bwrap start' || fail=$$((fail+1)); \
 	bash scripts/bench-metric.sh $(BIN)/bench-local.txt BenchmarkSessionFirstExecTruePaired/self x-baseline '' 'cross-kind: a session start and its first command against a bare bwrap start' || fail=$$((fail+1)); \
 	bash scripts/bench-metric.sh $(BIN)/bench-local.txt BenchmarkSessionFirstExecTruePrestartedPaired x-baseline '' 'cross-kind: a prestarted session first command against a cold start' || fail=$$((fail+1)); \
+	bash scripts/bench-metric.sh $(BIN)/bench-local.txt BenchmarkSessionExecTrueRelayPaired x-baseline || fail=$$((fail+1)); \
 	grep -h 'bytes/session' $(BIN)/bench-local.txt || fail=$$((fail+1)); \
 	bash scripts/bench-metric.sh $(BIN)/bench-remote.txt BenchmarkRemoteExecTruePaired x-baseline || fail=$$((fail+1)); \
 	bash scripts/bench-metric.sh $(BIN)/bench-mcp.txt BenchmarkMCPFileReadPaired x-baseline || fail=$$((fail+1)); \
