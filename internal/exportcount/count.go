@@ -50,8 +50,8 @@ type key struct{ pkg, id string }
 const loadMode = packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles | packages.NeedImports |
 	packages.NeedTypes | packages.NeedTypesInfo | packages.NeedSyntax | packages.NeedModule
 
-// count loads o.root's packages (and o.modules') with their tests, once
-// per GOOS, and returns the exported names of o.root's packages and
+// count loads o.root's packages (and o.modules') with their tests, and
+// again without them (tests are the host's) for each other GOOS, and returns the exported names of o.root's packages and
 // which have a user.
 func count(o options) (*result, error) {
 	r := &result{pkgs: map[string]*pkgNames{}}
@@ -60,13 +60,14 @@ func count(o options) (*result, error) {
 		if goos != "" {
 			env = append(env, "GOOS="+goos)
 		}
-		pkgs, err := load(o.root, env)
+		tests := goos == "" // this module's tests are the host's (Linux's)
+		pkgs, err := load(o.root, env, tests)
 		if err != nil {
 			return nil, err
 		}
 		l := newLoad(r, pkgs)
 		for _, m := range o.modules {
-			more, err := load(m, env)
+			more, err := load(m, env, tests)
 			if err != nil {
 				return nil, err
 			}
@@ -85,8 +86,8 @@ func count(o options) (*result, error) {
 	return r, nil
 }
 
-func load(dir string, env []string) ([]*packages.Package, error) {
-	pkgs, err := packages.Load(&packages.Config{Mode: loadMode, Dir: dir, Env: env, Tests: true}, "./...")
+func load(dir string, env []string, tests bool) ([]*packages.Package, error) {
+	pkgs, err := packages.Load(&packages.Config{Mode: loadMode, Dir: dir, Env: env, Tests: tests}, "./...")
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}

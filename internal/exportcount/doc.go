@@ -19,6 +19,6 @@
 // a used method: llm.New's *Client is API though no user spells it).
 // Packages main and test-only packages declare no API and are left out.
 //
-// Code is loaded for the host's GOOS only (-goos adds another, darwin
-// for Seatbelt's files).
+// Code is loaded for the host's GOOS; -goos adds another (darwin, for
+// Seatbelt's files), loaded without the tests, which are the host's.
 package main
