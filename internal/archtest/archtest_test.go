@@ -20,6 +20,7 @@ const module = "github.com/sage-go/sage/"
 
 type pkg struct {
 	ImportPath string
+	Standard   bool
 	Imports    []string
 	Deps       []string
 }
@@ -207,20 +208,33 @@ func TestCLILinksNoKubernetes(t *testing.T) {
 	}
 }
 
-// TestCLILinksNoTemplate: sage and sage-provisioner, built with the
-// Makefile's GOTAGS, link no text/template. Through golang.org/x/net/trace
-// (gRPC's, without the tag grpcnotrace) html/template calls reflect's
-// MethodByName, and the linker then keeps every exported method of every
-// type stored in an interface: sage was 51 MB, 36 MB without it. Control:
-// without the tags, sage links it, so the check sees it.
-func TestCLILinksNoTemplate(t *testing.T) {
+// TestCLIBuild: make build builds sage, sage-provisioner and
+// sage-supervisor with no build tag and with -ldflags "-s -w", a release
+// build without the symbol table and DWARF: sage is 35.9 MB so, 51.4 MB
+// with them, as gRPC links golang.org/x/net/trace, whose html/template
+// calls reflect's MethodByName, and the linker then keeps every exported
+// method of every type stored in an interface. That weight comes through
+// x/net/trace only: no other non-standard package sage links imports
+// text/template or html/template (the check names x/net/trace as their
+// one importer, so it sees one when there is one).
+func TestCLIBuild(t *testing.T) {
 	mk, err := os.ReadFile("../../Makefile")
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^GOTAGS\s*\?=\s*(\S+)`).FindSubmatch(mk)
-	require.NotNil(t, m, "the Makefile sets no GOTAGS")
-	has := func(p pkg) bool { return slices.Contains(p.Deps, "text/template") }
-	for _, p := range list(t, "-tags", string(m[1]), "./cmd/sage", "./cmd/sage-provisioner", "./cmd/sage-supervisor") {
-		assert.False(t, has(p), "%s links text/template with -tags %s", p.ImportPath, m[1])
+	m := regexp.MustCompile(`(?m)^LDFLAGS\s*\?=\s*(.+)$`).FindSubmatch(mk)
+	require.NotNil(t, m, "the Makefile sets no LDFLAGS")
+	assert.ElementsMatch(t, []string{"-s", "-w"}, strings.Fields(string(m[1])), "the Makefile's LDFLAGS")
+	for _, prog := range []string{"sage", "sage-provisioner", "sage-supervisor"} {
+		line := regexp.MustCompile(`(?m)^\t.*\$\(GO\) build .*-o \$\(BIN\)/` + prog + ` \./cmd/` + prog + `$`).Find(mk)
+		if assert.NotNil(t, line, "the Makefile builds no bin/%s", prog) {
+			assert.Contains(t, string(line), `-ldflags="$(LDFLAGS)"`, "bin/%s", prog)
+			assert.NotContains(t, string(line), "-tags", "bin/%s is built with build tags", prog)
+		}
 	}
-	assert.True(t, has(list(t, "./cmd/sage")[0]), "control: without the tag sage links text/template")
+	var importers []string
+	for _, p := range list(t, "-deps", "./cmd/sage") {
+		if !p.Standard && (slices.Contains(p.Imports, "text/template") || slices.Contains(p.Imports, "html/template")) {
+			importers = append(importers, p.ImportPath)
+		}
+	}
+	assert.Equal(t, []string{"golang.org/x/net/trace"}, importers, "the packages of sage that import text/template or html/template")
 }

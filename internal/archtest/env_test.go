@@ -23,6 +23,7 @@ import (
 // and there.
 var envReaders = map[string]string{
 	"internal/doctor":                                          "sage doctor's defaults (cmd/sage only)",
+	"internal/exportcount":                                     "the go command's environment, passed on to go list (GOOS with -goos)",
 	"internal/sagehome":                                        "SAGE_HOME",
 	"internal/testenv":                                         "test helpers (SAGE_TEST_*, SAGE_SHARED_DIR, the binaries' paths)",
 	"sagents/llm":                                              "SAGE_PROMPT_CACHE when Config.PromptCache is empty",

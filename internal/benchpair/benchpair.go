@@ -16,18 +16,29 @@ import (
 // "median-ns") and their ratio, "x-baseline". It returns the samples
 // for benchmarks that report more.
 func Run(b *testing.B, baseline, candidate func()) (base, cand []time.Duration) {
-	timed := func(f func(), into *[]time.Duration) {
+	return Timed(b, Measure(baseline), Measure(candidate))
+}
+
+// Measure is f as Timed takes it: each call returns how long f took.
+func Measure(f func()) func() time.Duration {
+	return func() time.Duration {
 		start := time.Now()
 		f()
-		*into = append(*into, time.Since(start))
+		return time.Since(start)
 	}
+}
+
+// Timed is Run for operations that time themselves: each call returns
+// the duration of its measured part, leaving out the setup and cleanup
+// around it (a warm pool's refill, removing the container it started).
+func Timed(b *testing.B, baseline, candidate func() time.Duration) (base, cand []time.Duration) {
 	for i := 0; b.Loop(); i++ {
 		if i%2 == 0 {
-			timed(baseline, &base)
-			timed(candidate, &cand)
+			base = append(base, baseline())
+			cand = append(cand, candidate())
 		} else {
-			timed(candidate, &cand)
-			timed(baseline, &base)
+			cand = append(cand, candidate())
+			base = append(base, baseline())
 		}
 	}
 	mb, mc := Median(base), Median(cand)

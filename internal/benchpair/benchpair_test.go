@@ -56,3 +56,31 @@ func TestRunAlternates(t *testing.T) {
 		t.Errorf("x-baseline %v, want %v (the medians' ratio)", x, want)
 	}
 }
+
+// TestTimedReportsWhatTheCallsMeasured: Timed's ratio is that of the
+// durations the calls return, not of the time they take (the control:
+// the candidate sleeps less than the baseline but reports more).
+func TestTimedReportsWhatTheCallsMeasured(t *testing.T) {
+	var order []byte
+	res := testing.Benchmark(func(b *testing.B) {
+		order = order[:0]
+		Timed(b, func() time.Duration {
+			order = append(order, 'b')
+			time.Sleep(2 * time.Millisecond)
+			return 10 * time.Millisecond
+		}, func() time.Duration {
+			order = append(order, 'c')
+			time.Sleep(time.Millisecond)
+			return 30 * time.Millisecond
+		})
+	})
+	if len(order) < 4 || string(order[:4]) != "bccb" {
+		t.Errorf("order %q, want it to start bccb", order)
+	}
+	if x := res.Extra["x-baseline"]; x != 3 {
+		t.Errorf("x-baseline %v, want 3 (30 ms / 10 ms as the calls reported)", x)
+	}
+	if m := res.Extra["median-ns"]; m != float64(30*time.Millisecond) {
+		t.Errorf("median-ns %v, want %v", m, float64(30*time.Millisecond))
+	}
+}

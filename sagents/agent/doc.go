@@ -1,6 +1,10 @@
 // Package agent is a small tool-calling agent loop over the llm, tools and
 // observability packages.
 //
+// Its API: [New] with [Config] returns an [Agent], whose Run gives a
+// [Result] (with its [ToolCall]s) or [ErrMaxSteps]; [TurnCheckpointer] is
+// what Config.Checkpoints needs of the tools' sandbox.
+//
 // One [Agent.Run] is one user turn: the system prompt (with the skills
 // block), the task, then model calls with the tools until the model answers
 // without calling a tool or MaxSteps is reached. Assistant text is streamed

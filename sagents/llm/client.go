@@ -113,7 +113,7 @@ func (c *Client) pick(t ModelType) *model {
 func (c *Client) Model(t ModelType) string { return c.pick(t).cfg.Model }
 
 // Provider returns the gen_ai.provider.name of the model a request of type
-// t uses (ModelConfig.Provider, else ProviderName of its base URL).
+// t uses (ModelConfig.Provider, else providerName of its base URL).
 func (c *Client) Provider(t ModelType) string { return c.pick(t).provider() }
 
 // BaseURL returns the base URL a request of type t uses.

@@ -182,7 +182,7 @@ func TestServerWithoutImagesDowngradesAfterOneRejection(t *testing.T) {
 	assert.Equal(t, "text only", resp.Content())
 	assert.Equal(t, Unsupported, c.Capabilities(Standard).Multimodal)
 	msgs := srv.Last(t).JSON(t)["messages"].([]any)
-	assert.Equal(t, "what is this?\n"+ImageOmitted, msgs[0].(map[string]any)["content"])
+	assert.Equal(t, "what is this?\n"+imageOmitted, msgs[0].(map[string]any)["content"])
 }
 
 func TestUnknownCapabilitiesNeverStrip(t *testing.T) {

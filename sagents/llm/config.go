@@ -38,7 +38,7 @@ type ModelConfig struct {
 	APIKey string
 	Model  string
 	// Provider is the model's gen_ai.provider.name in telemetry; empty
-	// means the well-known provider of BaseURL's host (ProviderName).
+	// means the well-known provider of BaseURL's host (providerName).
 	Provider string
 	// Capabilities known in advance; Unknown fields are learned from probes
 	// and from the server's errors.

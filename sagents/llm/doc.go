@@ -2,6 +2,15 @@
 // optional "fast" model) over github.com/sashabaranov/go-openai that talks to any
 // OpenAI-compatible server (OpenAI, vLLM, Ollama, DeepSeek, llama.cpp server).
 //
+// Its API: [New] with [Config] ([ModelConfig], [ResponseLimits],
+// [PromptCacheMode]) returns a [*Client]; a [Request] ([NewRequest], the
+// message constructors, the [Stable], [SemiStable] and [Volatile] marks)
+// goes in and a [Response], or a [Stream] of [Chunk]s, comes out, with its
+// [Usage]; failures are an [*Error] of a [Kind] matching the Err* sentinels,
+// [PartialStreamError] or [EmbedBatchError]; [Capabilities] and the probes
+// ([Probe], [Client.ProbeModel], [RunProbeCommand]). Provider detection,
+// the request rules and the wire format are internal.
+//
 // Agent code builds a [Request] (a go-openai ChatCompletionRequest plus a few
 // fields go-openai cannot express) and calls [Client.Chat] or [Client.ChatStream].
 // The client

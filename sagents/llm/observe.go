@@ -48,14 +48,14 @@ func (m *model) provider() string {
 	if m.cfg.Provider != "" {
 		return m.cfg.Provider
 	}
-	return ProviderName(m.cfg.BaseURL)
+	return providerName(m.cfg.BaseURL)
 }
 
-// ProviderName is the GenAI conventions' gen_ai.provider.name of an
+// providerName is the GenAI conventions' gen_ai.provider.name of an
 // OpenAI-compatible base URL: the well-known value of its host (deepseek,
 // groq, mistral_ai, x_ai, azure.ai.openai, ...), else "openai" (the API
 // the client speaks).
-func ProviderName(baseURL string) string {
+func providerName(baseURL string) string {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return "openai"

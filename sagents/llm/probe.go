@@ -222,7 +222,7 @@ func probeMultimodal(ctx context.Context, c *Client, m *model) (Support, string,
 		MaxTokens: 32,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", MultiContent: []openai.ChatMessagePart{
 			{Type: openai.ChatMessagePartTypeText, Text: "What colour is this image? Answer with one word."},
-			{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: RedPNGDataURL()}},
+			{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: redPNGDataURL()}},
 		}}},
 	}}
 	resp, err := c.probeChat(ctx, m, req)
@@ -276,8 +276,8 @@ func clip(s string) string {
 	return s
 }
 
-// RedPNG returns a 20x20 solid red PNG, made with image/png.
-func RedPNG() []byte {
+// redPNG returns a 20x20 solid red PNG, made with image/png.
+func redPNG() []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 20, 20))
 	for y := 0; y < 20; y++ {
 		for x := 0; x < 20; x++ {
@@ -289,7 +289,7 @@ func RedPNG() []byte {
 	return buf.Bytes()
 }
 
-// RedPNGDataURL is RedPNG as a data: URL for an image_url part.
-func RedPNGDataURL() string {
-	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(RedPNG())
+// redPNGDataURL is redPNG as a data: URL for an image_url part.
+func redPNGDataURL() string {
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(redPNG())
 }

@@ -170,12 +170,12 @@ func TestRunProbeCommandTableAndJSON(t *testing.T) {
 }
 
 func TestRedPNG(t *testing.T) {
-	img, err := png.Decode(bytes.NewReader(RedPNG()))
+	img, err := png.Decode(bytes.NewReader(redPNG()))
 	require.NoError(t, err)
 	assert.Equal(t, 20, img.Bounds().Dx())
 	r, g, b, _ := img.At(10, 10).RGBA()
 	assert.Equal(t, []uint32{0xffff, 0, 0}, []uint32{r, g, b})
-	assert.True(t, strings.HasPrefix(RedPNGDataURL(), "data:image/png;base64,"))
+	assert.True(t, strings.HasPrefix(redPNGDataURL(), "data:image/png;base64,"))
 }
 
 func TestNewStartsFromFreshProbeCache(t *testing.T) {

@@ -85,9 +85,9 @@ func ruleDropEmptyNumbers(p *plan, _ target) {
 	}
 }
 
-// IsReasoningModel reports whether a model name is an OpenAI reasoning model
+// isReasoningModel reports whether a model name is an OpenAI reasoning model
 // (o1, o3, o4 prefixes, gpt-5), optionally behind a "provider/" prefix.
-func IsReasoningModel(name string) bool {
+func isReasoningModel(name string) bool {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
@@ -102,7 +102,7 @@ func IsReasoningModel(name string) bool {
 
 // ruleReasoningMaxTokens: reasoning models take max_completion_tokens.
 func ruleReasoningMaxTokens(p *plan, t target) {
-	if !IsReasoningModel(t.model) || p.req.MaxTokens == 0 {
+	if !isReasoningModel(t.model) || p.req.MaxTokens == 0 {
 		return
 	}
 	if p.req.MaxCompletionTokens == 0 {
@@ -113,7 +113,7 @@ func ruleReasoningMaxTokens(p *plan, t target) {
 
 // ruleReasoningSampling: reasoning models reject sampling parameters.
 func ruleReasoningSampling(p *plan, t target) {
-	if !IsReasoningModel(t.model) {
+	if !isReasoningModel(t.model) {
 		return
 	}
 	p.req.Temperature, p.req.TopP = 0, 0
@@ -143,8 +143,8 @@ func ruleTools(p *plan, t target) {
 	}
 }
 
-// ImageOmitted replaces image parts for models known not to accept images.
-const ImageOmitted = "[image omitted: this model does not accept images]"
+// imageOmitted replaces image parts for models known not to accept images.
+const imageOmitted = "[image omitted: this model does not accept images]"
 
 // ruleImages downgrades image parts to text only when multimodal input is
 // known unsupported. Messages left with text only become plain strings.
@@ -159,7 +159,7 @@ func ruleImages(p *plan, t target) {
 		texts := make([]string, 0, len(m.MultiContent))
 		for _, part := range m.MultiContent {
 			if part.Type == openai.ChatMessagePartTypeImageURL || part.ImageURL != nil {
-				texts = append(texts, ImageOmitted)
+				texts = append(texts, imageOmitted)
 				continue
 			}
 			texts = append(texts, part.Text)
@@ -169,8 +169,8 @@ func ruleImages(p *plan, t target) {
 	}
 }
 
-// IsDeepSeekOfficial reports whether baseURL is DeepSeek's own API host.
-func IsDeepSeekOfficial(baseURL string) bool {
+// isDeepSeekOfficial reports whether baseURL is DeepSeek's own API host.
+func isDeepSeekOfficial(baseURL string) bool {
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return false
@@ -191,7 +191,7 @@ func deepSeekThinking(p *plan, t target) bool {
 // ruleDeepSeek: on DeepSeek's host, thinking mode rejects tool_choice, and
 // assistant tool-call messages must carry reasoning_content.
 func ruleDeepSeek(p *plan, t target) {
-	if !IsDeepSeekOfficial(t.baseURL) {
+	if !isDeepSeekOfficial(t.baseURL) {
 		return
 	}
 	if deepSeekThinking(p, t) {

@@ -77,7 +77,7 @@ func TestRuleImages(t *testing.T) {
 	assert.Len(t, sanitize(r, plain("m", Capabilities{})).req.Messages[0].MultiContent, 2, "unknown never strips")
 	p := sanitize(r, plain("m", Capabilities{Multimodal: Unsupported}))
 	assert.Nil(t, p.req.Messages[0].MultiContent)
-	assert.Equal(t, "what is this?\n"+ImageOmitted, p.req.Messages[0].Content)
+	assert.Equal(t, "what is this?\n"+imageOmitted, p.req.Messages[0].Content)
 	assert.Len(t, r.Messages[0].MultiContent, 2, "the caller's request is not mutated")
 }
 

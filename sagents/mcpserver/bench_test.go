@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sage-go/sage/internal/benchpair"
 )
 
 // The MCP overhead of one call: the same tool call through the Manager
 // directly (the baseline) and through an SDK client over the in-memory
-// transport. make bench prints the ratio.
+// transport. make bench checks BenchmarkMCPFileReadPaired's ratio.
 
 func benchFixture(b *testing.B) *fixture {
 	b.Helper()
@@ -23,23 +25,44 @@ func benchFixture(b *testing.B) *fixture {
 	return f
 }
 
-func BenchmarkDirectFileRead(b *testing.B) {
-	f := benchFixture(b)
+// directRead and mcpRead are one file_read call through the Manager and
+// through the MCP client.
+func directRead(b *testing.B, f *fixture) func() {
 	args := json.RawMessage(`{"path":"b.txt"}`)
-	for b.Loop() {
+	return func() {
 		if _, err := f.tm.Run(context.Background(), "file_read", args); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func BenchmarkMCPFileRead(b *testing.B) {
-	f := benchFixture(b)
+func mcpRead(b *testing.B, f *fixture) func() {
 	p := &mcp.CallToolParams{Name: "file_read", Arguments: map[string]any{"path": "b.txt"}}
-	for b.Loop() {
+	return func() {
 		res, err := f.cs.CallTool(context.Background(), p)
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
 	}
+}
+
+func BenchmarkDirectFileRead(b *testing.B) {
+	read := directRead(b, benchFixture(b))
+	for b.Loop() {
+		read()
+	}
+}
+
+func BenchmarkMCPFileRead(b *testing.B) {
+	read := mcpRead(b, benchFixture(b))
+	for b.Loop() {
+		read()
+	}
+}
+
+// BenchmarkMCPFileReadPaired alternates both in one loop; x-baseline is
+// the MCP call's median over the direct call's.
+func BenchmarkMCPFileReadPaired(b *testing.B) {
+	f := benchFixture(b)
+	benchpair.Run(b, directRead(b, f), mcpRead(b, f))
 }

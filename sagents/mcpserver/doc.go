@@ -3,6 +3,11 @@
 // hosts (Claude Code, Cursor, Codex, Goose, agent frameworks) can use one
 // sandbox session.
 //
+// Its API: [New] with [Options] (and [Files] for resources) returns a
+// [Server], run over a transport ([Server.Run], [StdioTransport]) or served
+// over HTTP ([Server.Handler]); the Default* constants are the Options'
+// defaults.
+//
 // Every registered tool is listed under its own name with its own JSON
 // Schema, and every call goes through [tools.Manager.Do]: the same argument
 // validation, command Policy, observability events and result bounds as

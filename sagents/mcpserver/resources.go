@@ -64,11 +64,11 @@ func (s *Server) addResources() {
 	})
 }
 
-// ResourcePath returns the workspace-relative path of a file:// URI under
+// resourcePath returns the workspace-relative path of a file:// URI under
 // workspace. A URI of another scheme or host, outside the workspace, or
 // with "..", "." or empty elements is refused with an error wrapping
 // fs.ErrPermission (fs.ErrInvalid for one that does not parse).
-func ResourcePath(workspace, uri string) (string, error) {
+func resourcePath(workspace, uri string) (string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "", &fs.PathError{Op: "resource", Path: uri, Err: fs.ErrInvalid}
@@ -92,7 +92,7 @@ func (s *Server) resourceURI(rel string) string {
 
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	rel, err := ResourcePath(s.workspace(), uri)
+	rel, err := resourcePath(s.workspace(), uri)
 	if err != nil {
 		return nil, err
 	}

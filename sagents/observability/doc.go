@@ -1,5 +1,11 @@
 // Package observability fans the events of agent runs out to handlers.
 //
+// Its API: the [Manager] ([New], [Options]) with its start and end
+// methods and the events' types; [Handler] and the family interfaces a
+// handler implements (embedding [Base]), [SandboxHandler] optional;
+// [NewConsoleHandler]; [RunFromContext]; [ErrorType] and [ErrorTyper] for
+// the low-cardinality error.type.
+//
 // Five event families describe a run, each with a start, an end and (except
 // messages) an error:
 //

@@ -3,6 +3,8 @@
 // built-ins registered) and the agent loop, with the one Observer given to
 // every part, so that a traced agent is a few lines:
 //
+// Its API: [New] with [Options] returns a [Runtime] (or [ErrNoAgent]).
+//
 //	rt, err := sage.New(ctx, sage.Options{
 //		Model:    llm.Config{Standard: llm.ModelConfig{BaseURL: url, Model: "gpt-4o-mini"}},
 //		Handlers: []observability.Handler{observability.NewConsoleHandler(os.Stderr, observability.ConsoleOptions{})},

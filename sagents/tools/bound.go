@@ -6,11 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// Bound keeps at most about limit bytes of text: the head (60%) and the tail
+// boundText keeps at most about limit bytes of text: the head (60%) and the tail
 // (40%), cut at line ends where one is near, with a marker between them that
 // says how much was cut, from which lines, and where the full text is
 // (fullPath, when not empty). Text within the limit is returned unchanged.
-func Bound(text string, limit int, fullPath string) string {
+func boundText(text string, limit int, fullPath string) string {
 	if len(text) <= limit {
 		return text
 	}
@@ -30,7 +30,7 @@ func Bound(text string, limit int, fullPath string) string {
 		where = "full output: " + fullPath + " (read parts of it with file_read start_line/end_line or grep)"
 	}
 	marker := fmt.Sprintf("\n[... %d bytes (about %d tokens) cut from the middle, lines %d-%d of %d; %s ...]\n",
-		len(cut), len(cut)/BytesPerToken, firstLine, lastLine, strings.Count(text, "\n")+1, where)
+		len(cut), len(cut)/bytesPerToken, firstLine, lastLine, strings.Count(text, "\n")+1, where)
 	return text[:headEnd] + marker + text[tailStart:]
 }
 

@@ -1,6 +1,16 @@
 // Package tools is the layer the model calls: tools that only ever talk to
 // a [Sandbox], so one tool set works in every sandbox mode.
 //
+// Its API: the [Tool] interface, with [NewFunc] and [SchemaFor] for tools
+// of one's own, which return a [Result] or an [*Error] with one of the
+// Code* codes; the [Manager] ([NewManager], [Options], [Spec], [Call]) with
+// its [Policy] ([LoadPolicy], [ParsePolicy], [Rule], [Verdict]) and
+// [Approver]s; the built-in tool sets ([Builtins] and [ShellTools],
+// [FileTools], [SearchTools], [PythonTool], [CheckpointTools], [UndoTool]);
+// [WithProgress]; skills ([LoadSkills], [SkillManager]); and [Sandbox], what
+// the tools need of a sandbox. The built-in tools' limits and the Manager's
+// result bounding are internal.
+//
 // A [Tool] has a name, a description, a JSON Schema of its arguments and a
 // Run method. [NewFunc] builds one from a typed function whose arguments
 // struct gives the schema (github.com/invopop/jsonschema). A [Manager]

@@ -23,23 +23,23 @@ import (
 // DefaultMaxResultTokens bounds a tool result the model reads.
 const DefaultMaxResultTokens = 12000
 
-// BytesPerToken is the estimate used to turn a token budget into bytes.
-const BytesPerToken = 4
+// bytesPerToken is the estimate used to turn a token budget into bytes.
+const bytesPerToken = 4
 
-// OutputDir is where the Manager keeps the full text of results it cut,
+// outputDir is where the Manager keeps the full text of results it cut,
 // relative to the workspace.
-const OutputDir = ".sage/tool-output"
+const outputDir = ".sage/tool-output"
 
 // Options configure a [Manager].
 type Options struct {
 	// Observer receives a tool start and a tool end or error event for
 	// every call. nil reports nothing.
 	Observer *observability.Manager
-	// MaxResultTokens bounds each result (estimated at BytesPerToken bytes
+	// MaxResultTokens bounds each result (estimated at 4 bytes
 	// a token); 0 means DefaultMaxResultTokens.
 	MaxResultTokens int
 	// NoSaveFullOutput keeps the Manager from writing the full text of a
-	// cut result to OutputDir in the sandbox.
+	// cut result to .sage/tool-output in the sandbox.
 	NoSaveFullOutput bool
 }
 
@@ -250,7 +250,7 @@ func leaves(e *jsonschema.ValidationError, f func(*jsonschema.ValidationError)) 
 
 // bound cuts text to the budget, saving the full text in the sandbox first.
 func (m *Manager) bound(ctx context.Context, c Call, text string) string {
-	limit := m.opts.MaxResultTokens * BytesPerToken
+	limit := m.opts.MaxResultTokens * bytesPerToken
 	if len(text) <= limit {
 		return text
 	}
@@ -260,10 +260,10 @@ func (m *Manager) bound(ctx context.Context, c Call, text string) string {
 		if id == "" || !sandbox.ValidID(id) {
 			id = fmt.Sprintf("call-%d", m.seq.Add(1))
 		}
-		p := OutputDir + "/" + c.Name + "-" + id + ".txt"
+		p := outputDir + "/" + c.Name + "-" + id + ".txt"
 		if err := m.h.WriteFile(ctx, p, []byte(text), sandbox.WriteOptions{}); err == nil {
 			saved = p
 		}
 	}
-	return Bound(text, limit, saved)
+	return boundText(text, limit, saved)
 }

@@ -99,14 +99,14 @@ type Policy struct {
 	Undo bool
 }
 
-// PolicyFile is the YAML form of a policy:
+// policyFile is the YAML form of a policy:
 //
 //	rules:
 //	  - name: no-docker
 //	    match: '^docker '
 //	    decision: deny
 //	    reason: docker is not available here
-type PolicyFile struct {
+type policyFile struct {
 	NoBuiltins bool   `yaml:"no_builtins"`
 	Rules      []Rule `yaml:"rules"`
 	// Undo: true gives the model the undo tool (sage agent --checkpoints).
@@ -131,7 +131,7 @@ func ParsePolicy(b []byte, workspace string) (*Policy, error) {
 	if err := yaml.Unmarshal(b, &n); err != nil {
 		return nil, fmt.Errorf("tools: policy: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	var f PolicyFile
+	var f policyFile
 	if len(n.Content) > 0 { // an empty file is the built-ins alone
 		if err := yamlstrict.Decode(&n, "", &f); err != nil {
 			return nil, fmt.Errorf("tools: policy: %w", err)

@@ -3,12 +3,12 @@ package tools
 import "context"
 
 // ProgressFunc receives the output of a running execute_shell_command or
-// await_shell as it arrives, in pieces of at most MaxProgressBytes, while
+// await_shell as it arrives, in pieces of at most 16 KiB, while
 // the call waits (an MCP server turns them into progress notifications).
 type ProgressFunc func(output string)
 
-// MaxProgressBytes bounds one piece of output given to a ProgressFunc.
-const MaxProgressBytes = 16 << 10
+// maxProgressBytes bounds one piece of output given to a ProgressFunc.
+const maxProgressBytes = 16 << 10
 
 type progressKey struct{}
 

@@ -13,10 +13,10 @@ import (
 
 // Search limits.
 const (
-	DefaultMaxResults = 100
-	MaxResultsLimit   = 1000
-	// MaxGrepFileSize skips larger files in grep.
-	MaxGrepFileSize = 4 << 20
+	defaultMaxResults = 100
+	maxResultsLimit   = 1000
+	// maxGrepFileSize skips larger files in grep.
+	maxGrepFileSize = 4 << 20
 	// maxWalkEntries bounds a walk of the file tree.
 	maxWalkEntries = 50000
 )
@@ -102,7 +102,7 @@ func grep(ctx context.Context, h Sandbox, a grepArgs) (Result, error) {
 	}
 	limit := a.MaxResults
 	if limit <= 0 {
-		limit = DefaultMaxResults
+		limit = defaultMaxResults
 	}
 	root := a.Path
 	if root == "" {
@@ -133,7 +133,7 @@ func grep(ctx context.Context, h Sandbox, a grepArgs) (Result, error) {
 		if gm != nil && !gm.match(rel) && !gm.match(fi.Name) {
 			return true
 		}
-		if fi.Size > MaxGrepFileSize {
+		if fi.Size > maxGrepFileSize {
 			skipped++
 			return true
 		}
@@ -147,7 +147,7 @@ func grep(ctx context.Context, h Sandbox, a grepArgs) (Result, error) {
 	}
 	head := fmt.Sprintf("%d matching lines in %d files searched%s", len(out), files, more)
 	if skipped > 0 {
-		head += fmt.Sprintf("; %d binary, unreadable or files over %d MiB skipped", skipped, MaxGrepFileSize>>20)
+		head += fmt.Sprintf("; %d binary, unreadable or files over %d MiB skipped", skipped, maxGrepFileSize>>20)
 	}
 	return Result{Text: head + "\n" + strings.Join(out, "\n")}, nil
 }
@@ -183,15 +183,15 @@ func glob(ctx context.Context, h Sandbox, a globArgs) (Result, error) {
 		if gm.match(rel) {
 			out = append(out, path.Join(root, rel))
 		}
-		return len(out) <= MaxResultsLimit
+		return len(out) <= maxResultsLimit
 	})
 	if err != nil && !isNotExist(err) {
 		return Result{}, err
 	}
 	head := fmt.Sprintf("%d files match %s", len(out), a.Pattern)
-	if len(out) > MaxResultsLimit {
-		out = out[:MaxResultsLimit]
-		head = fmt.Sprintf("more than %d files match %s; showing the first %d", MaxResultsLimit, a.Pattern, MaxResultsLimit)
+	if len(out) > maxResultsLimit {
+		out = out[:maxResultsLimit]
+		head = fmt.Sprintf("more than %d files match %s; showing the first %d", maxResultsLimit, a.Pattern, maxResultsLimit)
 	} else if n > maxWalkEntries {
 		head += fmt.Sprintf(" (the walk stopped after %d entries)", maxWalkEntries)
 	}

@@ -12,11 +12,11 @@ import (
 
 // Shell defaults.
 const (
-	DefaultBlockUntil = 30 * time.Second
-	MaxBlockUntil     = 10 * time.Minute
-	// MaxCollect bounds how much of a task's log a result reads (head and
+	defaultBlockUntil = 30 * time.Second
+	maxBlockUntil     = 10 * time.Minute
+	// maxCollect bounds how much of a task's log a result reads (head and
 	// tail); the Manager then bounds what the model sees.
-	MaxCollect  = 8 << 20
+	maxCollect  = 8 << 20
 	tailBytes   = 2 << 10
 	pollEvery   = 25 * time.Millisecond
 	maxPollWait = 250 * time.Millisecond
@@ -70,9 +70,9 @@ func ShellTools(o ShellOptions) []Tool {
 
 func blockUntil(ms *int) time.Duration {
 	if ms == nil {
-		return DefaultBlockUntil
+		return defaultBlockUntil
 	}
-	return min(time.Duration(*ms)*time.Millisecond, MaxBlockUntil)
+	return min(time.Duration(*ms)*time.Millisecond, maxBlockUntil)
 }
 
 func (o ShellOptions) execute(ctx context.Context, h Sandbox, a shellArgs) (Result, error) {
@@ -177,14 +177,14 @@ func wait(ctx context.Context, h Sandbox, id string, d time.Duration, re *regexp
 			if m := re.FindString(seen.String()); m != "" {
 				return running(ctx, h, id, d, "pattern matched: "+oneLine(m))
 			}
-			if seen.Len() > MaxCollect {
+			if seen.Len() > maxCollect {
 				s := seen.String()[seen.Len()-tailBytes:]
 				seen.Reset()
 				seen.WriteString(s)
 			}
 		}
 		if progress != nil {
-			o, err := h.ReadBackgroundOutput(ctx, id, poff, MaxProgressBytes)
+			o, err := h.ReadBackgroundOutput(ctx, id, poff, maxProgressBytes)
 			if err != nil {
 				return Result{}, err
 			}
@@ -223,10 +223,10 @@ type logText struct {
 	dropped int64
 }
 
-// collect reads the task's whole log, keeping at most MaxCollect bytes
+// collect reads the task's whole log, keeping at most maxCollect bytes
 // (head and tail).
 func collect(ctx context.Context, h Sandbox, id string) (logText, error) {
-	buf := sandbox.NewBoundedBuffer(MaxCollect)
+	buf := sandbox.NewBoundedBuffer(maxCollect)
 	var off int64
 	for {
 		o, err := h.ReadBackgroundOutput(ctx, id, off, 256<<10)
@@ -261,7 +261,7 @@ func render(id, status string, st sandbox.BackgroundState, out logText, waited t
 		if len(text) > tailBytes {
 			text = "[... earlier output omitted ...]\n" + tailOf(text, tailBytes)
 		}
-		next := min(max(2*waited, 30*time.Second), MaxBlockUntil)
+		next := min(max(2*waited, 30*time.Second), maxBlockUntil)
 		fmt.Fprintf(&b, "next: still running after %s; call await_shell with task_id %q and block_until_ms %d, or kill_shell\n",
 			waited.Round(time.Millisecond), id, next.Milliseconds())
 		b.WriteString("output (tail, stdout and stderr together):\n")

@@ -16,11 +16,11 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// SkillFile is the file that makes a folder a skill.
-const SkillFile = "SKILL.md"
+// skillFile is the file that makes a folder a skill.
+const skillFile = "SKILL.md"
 
-// SkillsDir is where skills are copied, relative to the workspace.
-const SkillsDir = "skills"
+// skillsDir is where skills are copied, relative to the workspace.
+const skillsDir = "skills"
 
 var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
@@ -71,8 +71,8 @@ func LoadSkills(dirs ...string) (*SkillManager, error) {
 }
 
 func findSkills(dir string) ([]Skill, error) {
-	if _, err := os.Stat(filepath.Join(dir, SkillFile)); err == nil {
-		s, err := ParseSkill(dir)
+	if _, err := os.Stat(filepath.Join(dir, skillFile)); err == nil {
+		s, err := parseSkill(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -88,10 +88,10 @@ func findSkills(dir string) ([]Skill, error) {
 		if !e.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(sub, SkillFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(sub, skillFile)); err != nil {
 			continue
 		}
-		s, err := ParseSkill(sub)
+		s, err := parseSkill(sub)
 		if err != nil {
 			return nil, err
 		}
@@ -100,9 +100,9 @@ func findSkills(dir string) ([]Skill, error) {
 	return out, nil
 }
 
-// ParseSkill reads dir/SKILL.md.
-func ParseSkill(dir string) (Skill, error) {
-	file := filepath.Join(dir, SkillFile)
+// parseSkill reads dir/SKILL.md.
+func parseSkill(dir string) (Skill, error) {
+	file := filepath.Join(dir, skillFile)
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return Skill{}, fmt.Errorf("tools: skill: %w", err)
@@ -147,9 +147,9 @@ func splitFrontMatter(b []byte) (front, body []byte, ok bool) {
 // Skills lists the loaded skills, sorted by name.
 func (m *SkillManager) Skills() []Skill { return append([]Skill(nil), m.skills...) }
 
-// SkillPath is where a skill lives in the sandbox.
-func SkillPath(h Sandbox, name string) string {
-	return path.Join(h.WorkspacePath(), SkillsDir, name)
+// skillPath is where a skill lives in the sandbox.
+func skillPath(h Sandbox, name string) string {
+	return path.Join(h.WorkspacePath(), skillsDir, name)
 }
 
 // Install copies each skill into <workspace>/skills/<name>, leaving a skill
@@ -158,7 +158,7 @@ func SkillPath(h Sandbox, name string) string {
 func (m *SkillManager) Install(ctx context.Context, h Sandbox) ([]string, error) {
 	var copied []string
 	for _, s := range m.skills {
-		dst := SkillPath(h, s.Name)
+		dst := skillPath(h, s.Name)
 		exists, err := h.FileExists(ctx, dst)
 		if err != nil {
 			return copied, fmt.Errorf("tools: install skill %s: %w", s.Name, err)
@@ -183,7 +183,7 @@ func (m *SkillManager) Prompt(h Sandbox) string {
 	var b strings.Builder
 	b.WriteString("Skills (read a skill's SKILL.md with file_read before using it):\n")
 	for _, s := range m.skills {
-		fmt.Fprintf(&b, "- %s: %s (%s/%s)\n", s.Name, s.Description, SkillPath(h, s.Name), SkillFile)
+		fmt.Fprintf(&b, "- %s: %s (%s/%s)\n", s.Name, s.Description, skillPath(h, s.Name), skillFile)
 	}
 	return b.String()
 }

@@ -24,8 +24,8 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
 )
 
-// DefaultListen is --listen's default.
-const DefaultListen = "127.0.0.1:8002"
+// defaultListen is --listen's default.
+const defaultListen = "127.0.0.1:8002"
 
 // Flags are the provisioner's flags.
 type Flags struct {
@@ -50,7 +50,7 @@ type Kubernetes func(f *Flags, logger *slog.Logger) (orchestrator.Backend, func(
 
 // Register defines the flags on fs.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	f.Flags.Register(fs, DefaultListen)
+	f.Flags.Register(fs, defaultListen)
 	fs.StringVar(&f.Backend, "backend", "", "where sandboxes run: docker or kubernetes (required)")
 	fs.StringVar(&f.APIKey, "api-key", os.Getenv(provisioner.EnvAPIKey), "key clients send in X-API-Key (default $"+provisioner.EnvAPIKey+"); required off loopback")
 	fs.StringVar(&f.Namespace, "namespace", "", "kubernetes: namespace of the sandboxes (default: the provisioner's own in a cluster, else default)")

@@ -50,7 +50,7 @@ func Chat(content string) Reply { return Reply{Body: ChatJSON(content)} }
 
 // Error is an error reply in OpenAI's envelope.
 func Error(status int, typ, code, param, message string) Reply {
-	return Reply{Status: status, Body: ErrorBody(typ, code, param, message)}
+	return Reply{Status: status, Body: errorBody(typ, code, param, message)}
 }
 
 // ToolCallDelta is a tool_calls delta fragment; index < 0 omits the index,

@@ -105,7 +105,7 @@ func (s *Server) next(r Request) Reply {
 	if s.fallback != nil {
 		return s.fallback(r)
 	}
-	return Reply{Status: 500, Body: ErrorBody("server_error", "", "", "llmtest: no scripted reply")}
+	return Reply{Status: 500, Body: errorBody("server_error", "", "", "llmtest: no scripted reply")}
 }
 
 func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
@@ -185,8 +185,8 @@ func frame(e string) string {
 	return "data: " + e + "\n\n"
 }
 
-// ErrorBody is an OpenAI error envelope. Empty code or param become null.
-func ErrorBody(typ, code, param, message string) string {
+// errorBody is an OpenAI error envelope. Empty code or param become null.
+func errorBody(typ, code, param, message string) string {
 	return fmt.Sprintf(`{"error":{"message":%s,"type":%s,"param":%s,"code":%s}}`,
 		quote(message), quote(typ), nullable(param), nullable(code))
 }

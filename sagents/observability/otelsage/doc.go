@@ -2,6 +2,15 @@
 // like otelhttp, so it does not clash with go.opentelemetry.io/otel), and
 // the process-wide set-up that goes with it.
 //
+// Its API: [Setup] and [SetupOptions] (the providers from the OTEL_*
+// environment, with the handler registered with a Manager), or
+// [NewHandler] and [HandlerOptions] over providers of one's own, with its
+// [CaptureMode]; [ExportConfiguredFromEnv]; the variables and values that
+// choose the conventions and the content capture ([SemconvOptInEnv],
+// [LatestExperimental], [CaptureContentEnv]), the schema URLs and the
+// defaults. The attribute keys and the metric and event names are the
+// conventions' own, listed below, and unexported.
+//
 // # Conventions
 //
 // [NewHandler] turns observability events into spans, metrics and log events

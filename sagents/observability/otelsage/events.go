@@ -18,30 +18,30 @@ import (
 // The GenAI log events the handler emits (both versions of the
 // conventions define them).
 const (
-	// EventOperationException is emitted for every failed model call
+	// eventOperationException is emitted for every failed model call
 	// (severity WARN).
-	EventOperationException = "gen_ai.client.operation.exception"
-	// EventOperationDetails is the opt-in event of a model call with its
+	eventOperationException = "gen_ai.client.operation.exception"
+	// eventOperationDetails is the opt-in event of a model call with its
 	// inputs and outputs, emitted when content goes on events
 	// (CaptureEvents, CaptureSpansAndEvents).
-	EventOperationDetails = "gen_ai.client.inference.operation.details"
+	eventOperationDetails = "gen_ai.client.inference.operation.details"
 )
 
 // Attributes of the exception event.
 const (
-	AttrExceptionType    = attribute.Key("exception.type")
-	AttrExceptionMessage = attribute.Key("exception.message")
+	attrExceptionType    = attribute.Key("exception.type")
+	attrExceptionMessage = attribute.Key("exception.message")
 )
 
 // exception emits the exception event of a failed model call, with the
 // call's identifying attributes; it belongs to the call's span (ctx).
 func (h *Handler) exception(ctx context.Context, st *llmState, err error, errType string) {
-	rec, ok := h.event(ctx, EventOperationException, otellog.SeverityWarn, "WARN")
+	rec, ok := h.event(ctx, eventOperationException, otellog.SeverityWarn, "WARN")
 	if !ok {
 		return
 	}
-	rec.AddAttributes(AttrExceptionType.String(exceptionType(err)), AttrExceptionMessage.String(h.truncate(err.Error())),
-		AttrErrorType.String(errType))
+	rec.AddAttributes(attrExceptionType.String(exceptionType(err)), attrExceptionMessage.String(h.truncate(err.Error())),
+		attrErrorType.String(errType))
 	rec.AddAttributes(st.attrs...)
 	h.logger.Emit(ctx, rec)
 }
@@ -85,7 +85,7 @@ func (h *Handler) details(ctx context.Context, st *llmState, r *observability.LL
 	if !h.capture.Events() {
 		return
 	}
-	rec, ok := h.event(ctx, EventOperationDetails, otellog.SeverityInfo, "INFO")
+	rec, ok := h.event(ctx, eventOperationDetails, otellog.SeverityInfo, "INFO")
 	if !ok {
 		return
 	}
@@ -93,14 +93,14 @@ func (h *Handler) details(ctx context.Context, st *llmState, r *observability.LL
 	if r != nil {
 		rec.AddAttributes(h.responseAttrs(st, *r, known)...)
 		if len(r.Messages) > 0 {
-			rec.AddAttributes(attribute.KeyValue{Key: AttrOutputMessages, Value: structured(h.jsonMessages(r.Messages, true))})
+			rec.AddAttributes(attribute.KeyValue{Key: attrOutputMessages, Value: structured(h.jsonMessages(r.Messages, true))})
 		}
 	}
 	if errType != "" {
-		rec.AddAttributes(AttrErrorType.String(errType))
+		rec.AddAttributes(attrErrorType.String(errType))
 	}
 	if len(st.inputs) > 0 {
-		rec.AddAttributes(attribute.KeyValue{Key: AttrInputMessages, Value: structured(h.jsonMessages(st.inputs, false))})
+		rec.AddAttributes(attribute.KeyValue{Key: attrInputMessages, Value: structured(h.jsonMessages(st.inputs, false))})
 	}
 	h.logger.Emit(ctx, rec)
 }

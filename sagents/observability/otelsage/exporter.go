@@ -28,8 +28,8 @@ import (
 
 // The OTLP transports, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
 const (
-	ProtocolGRPC = "grpc"
-	ProtocolHTTP = "http/protobuf"
+	protocolGRPC = "grpc"
+	protocolHTTP = "http/protobuf"
 )
 
 // signal is one OTLP signal: its environment-variable infix and HTTP path.
@@ -71,7 +71,7 @@ func endpointFor(sig signal, c *setupConfig, getenv func(string) string) (applie
 
 // target is where and how one signal is exported.
 type target struct {
-	protocol string // ProtocolGRPC or ProtocolHTTP
+	protocol string // protocolGRPC or protocolHTTP
 	hostport string
 	path     string // the URL path (HTTP only)
 	insecure bool
@@ -80,7 +80,7 @@ type target struct {
 
 // String is the target as a log attribute.
 func (t target) String() string {
-	if t.protocol == ProtocolHTTP {
+	if t.protocol == protocolHTTP {
 		scheme := "https"
 		if t.insecure {
 			scheme = "http"
@@ -113,11 +113,11 @@ func resolveTarget(sig signal, c *setupConfig, getenv func(string) string) (targ
 	}
 	switch t.protocol {
 	case "":
-		t.protocol = ProtocolGRPC
-	case ProtocolGRPC, ProtocolHTTP:
+		t.protocol = protocolGRPC
+	case protocolGRPC, protocolHTTP:
 	default:
 		return target{}, fmt.Errorf("otel: OTLP protocol %q for %s is not supported (want %q or %q)",
-			t.protocol, strings.ToLower(sig.env), ProtocolGRPC, ProtocolHTTP)
+			t.protocol, strings.ToLower(sig.env), protocolGRPC, protocolHTTP)
 	}
 
 	raw, asIs := c.endpoint, false
@@ -130,13 +130,13 @@ func resolveTarget(sig signal, c *setupConfig, getenv func(string) string) (targ
 	}
 	if raw == "" {
 		raw = "localhost:4317"
-		if t.protocol == ProtocolHTTP {
+		if t.protocol == protocolHTTP {
 			raw = "localhost:4318"
 		}
 	}
 	var path string
 	t.hostport, path, t.insecure = splitEndpoint(raw)
-	if t.protocol == ProtocolHTTP {
+	if t.protocol == protocolHTTP {
 		switch {
 		case asIs && path != "" && path != "/":
 			t.path = path
@@ -242,7 +242,7 @@ func newSpanExporter(ctx context.Context, c *setupConfig, t target) (*countingEx
 		err error
 	)
 	switch t.protocol {
-	case ProtocolHTTP:
+	case protocolHTTP:
 		opts := []otlptracehttp.Option{
 			otlptracehttp.WithEndpoint(t.hostport), otlptracehttp.WithURLPath(t.path),
 			otlptracehttp.WithTimeout(t.timeout),
@@ -278,7 +278,7 @@ func newMetricExporter(ctx context.Context, c *setupConfig, t target) (*counting
 		err error
 	)
 	switch t.protocol {
-	case ProtocolHTTP:
+	case protocolHTTP:
 		opts := []otlpmetrichttp.Option{
 			otlpmetrichttp.WithEndpoint(t.hostport), otlpmetrichttp.WithURLPath(t.path),
 			otlpmetrichttp.WithTimeout(t.timeout),
@@ -312,7 +312,7 @@ func newLogExporter(ctx context.Context, c *setupConfig, t target) (*countingLog
 		err error
 	)
 	switch t.protocol {
-	case ProtocolHTTP:
+	case protocolHTTP:
 		opts := []otlploghttp.Option{
 			otlploghttp.WithEndpoint(t.hostport), otlploghttp.WithURLPath(t.path),
 			otlploghttp.WithTimeout(t.timeout),

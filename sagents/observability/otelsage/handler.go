@@ -16,8 +16,8 @@ import (
 	"github.com/sage-go/sage/sagents/observability"
 )
 
-// ScopeName is the instrumentation scope of the handler's tracer and meter.
-const ScopeName = "github.com/sage-go/sage/sagents/observability/otelsage"
+// scopeName is the instrumentation scope of the handler's tracer and meter.
+const scopeName = "github.com/sage-go/sage/sagents/observability/otelsage"
 
 // CaptureContentEnv is the environment variable that chooses where
 // message content, tool arguments and tool results go: true or SPAN_ONLY
@@ -37,68 +37,68 @@ const DefaultMaxContentLength = 4096
 
 // Attribute keys of the GenAI semantic conventions (and a few of ours).
 const (
-	AttrOperationName      = attribute.Key("gen_ai.operation.name")
-	AttrProviderName       = attribute.Key("gen_ai.provider.name")
-	AttrRequestModel       = attribute.Key("gen_ai.request.model")
-	AttrRequestStream      = attribute.Key("gen_ai.request.stream")
-	AttrResponseModel      = attribute.Key("gen_ai.response.model")
-	AttrResponseID         = attribute.Key("gen_ai.response.id")
-	AttrResponseFinish     = attribute.Key("gen_ai.response.finish_reasons")
-	AttrTimeToFirstChunk   = attribute.Key("gen_ai.response.time_to_first_chunk")
-	AttrUsageInput         = attribute.Key("gen_ai.usage.input_tokens")
-	AttrUsageOutput        = attribute.Key("gen_ai.usage.output_tokens")
-	AttrUsageCacheRead     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
-	AttrUsageCacheCreation = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
-	// AttrUsageCacheWrite replaces AttrUsageCacheCreation in the latest
+	attrOperationName      = attribute.Key("gen_ai.operation.name")
+	attrProviderName       = attribute.Key("gen_ai.provider.name")
+	attrRequestModel       = attribute.Key("gen_ai.request.model")
+	attrRequestStream      = attribute.Key("gen_ai.request.stream")
+	attrResponseModel      = attribute.Key("gen_ai.response.model")
+	attrResponseID         = attribute.Key("gen_ai.response.id")
+	attrResponseFinish     = attribute.Key("gen_ai.response.finish_reasons")
+	attrTimeToFirstChunk   = attribute.Key("gen_ai.response.time_to_first_chunk")
+	attrUsageInput         = attribute.Key("gen_ai.usage.input_tokens")
+	attrUsageOutput        = attribute.Key("gen_ai.usage.output_tokens")
+	attrUsageCacheRead     = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	attrUsageCacheCreation = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	// attrUsageCacheWrite replaces attrUsageCacheCreation in the latest
 	// development conventions.
-	AttrUsageCacheWrite    = attribute.Key("gen_ai.usage.cache_write.input_tokens")
-	AttrUsageReasoning     = attribute.Key("gen_ai.usage.reasoning.output_tokens")
-	AttrConversationID     = attribute.Key("gen_ai.conversation.id")
-	AttrAgentName          = attribute.Key("gen_ai.agent.name")
-	AttrWorkflowName       = attribute.Key("gen_ai.workflow.name")
-	AttrToolName           = attribute.Key("gen_ai.tool.name")
-	AttrToolType           = attribute.Key("gen_ai.tool.type")
-	AttrToolCallID         = attribute.Key("gen_ai.tool.call.id")
-	AttrToolCallArguments  = attribute.Key("gen_ai.tool.call.arguments")
-	AttrToolCallResult     = attribute.Key("gen_ai.tool.call.result")
-	AttrInputMessages      = attribute.Key("gen_ai.input.messages")
-	AttrOutputMessages     = attribute.Key("gen_ai.output.messages")
-	AttrTokenType          = attribute.Key("gen_ai.token.type")
-	AttrErrorType          = attribute.Key("error.type")
-	AttrServerAddress      = attribute.Key("server.address")
-	AttrServerPort         = attribute.Key("server.port")
-	AttrToolDescription    = attribute.Key("gen_ai.tool.description")
-	AttrRequestTemperature = attribute.Key("gen_ai.request.temperature")
-	AttrRequestTopP        = attribute.Key("gen_ai.request.top_p")
-	AttrRequestMaxTokens   = attribute.Key("gen_ai.request.max_tokens")
-	AttrRequestStop        = attribute.Key("gen_ai.request.stop_sequences")
-	AttrRequestSeed        = attribute.Key("gen_ai.request.seed")
-	AttrRequestFreqPenalty = attribute.Key("gen_ai.request.frequency_penalty")
-	AttrRequestPresPenalty = attribute.Key("gen_ai.request.presence_penalty")
-	AttrRequestChoiceCount = attribute.Key("gen_ai.request.choice.count")
-	AttrOutputType         = attribute.Key("gen_ai.output.type")
-	AttrEmbeddingsDims     = attribute.Key("gen_ai.embeddings.dimension.count")
-	AttrModelType          = attribute.Key("sage.llm.model_type")
-	AttrStepName           = attribute.Key("sage.step.name")
-	AttrSessionID          = attribute.Key("sage.session.id") // on runs that are no GenAI operation
-	AttrRequestServiceTier = attribute.Key("openai.request.service_tier")
-	AttrServiceTier        = attribute.Key("openai.response.service_tier")
-	AttrSystemFingerprint  = attribute.Key("openai.response.system_fingerprint")
-	AttrAPIType            = attribute.Key("openai.api.type")
+	attrUsageCacheWrite    = attribute.Key("gen_ai.usage.cache_write.input_tokens")
+	attrUsageReasoning     = attribute.Key("gen_ai.usage.reasoning.output_tokens")
+	attrConversationID     = attribute.Key("gen_ai.conversation.id")
+	attrAgentName          = attribute.Key("gen_ai.agent.name")
+	attrWorkflowName       = attribute.Key("gen_ai.workflow.name")
+	attrToolName           = attribute.Key("gen_ai.tool.name")
+	attrToolType           = attribute.Key("gen_ai.tool.type")
+	attrToolCallID         = attribute.Key("gen_ai.tool.call.id")
+	attrToolCallArguments  = attribute.Key("gen_ai.tool.call.arguments")
+	attrToolCallResult     = attribute.Key("gen_ai.tool.call.result")
+	attrInputMessages      = attribute.Key("gen_ai.input.messages")
+	attrOutputMessages     = attribute.Key("gen_ai.output.messages")
+	attrTokenType          = attribute.Key("gen_ai.token.type")
+	attrErrorType          = attribute.Key("error.type")
+	attrServerAddress      = attribute.Key("server.address")
+	attrServerPort         = attribute.Key("server.port")
+	attrToolDescription    = attribute.Key("gen_ai.tool.description")
+	attrRequestTemperature = attribute.Key("gen_ai.request.temperature")
+	attrRequestTopP        = attribute.Key("gen_ai.request.top_p")
+	attrRequestMaxTokens   = attribute.Key("gen_ai.request.max_tokens")
+	attrRequestStop        = attribute.Key("gen_ai.request.stop_sequences")
+	attrRequestSeed        = attribute.Key("gen_ai.request.seed")
+	attrRequestFreqPenalty = attribute.Key("gen_ai.request.frequency_penalty")
+	attrRequestPresPenalty = attribute.Key("gen_ai.request.presence_penalty")
+	attrRequestChoiceCount = attribute.Key("gen_ai.request.choice.count")
+	attrOutputType         = attribute.Key("gen_ai.output.type")
+	attrEmbeddingsDims     = attribute.Key("gen_ai.embeddings.dimension.count")
+	attrModelType          = attribute.Key("sage.llm.model_type")
+	attrStepName           = attribute.Key("sage.step.name")
+	attrSessionID          = attribute.Key("sage.session.id") // on runs that are no GenAI operation
+	attrRequestServiceTier = attribute.Key("openai.request.service_tier")
+	attrServiceTier        = attribute.Key("openai.response.service_tier")
+	attrSystemFingerprint  = attribute.Key("openai.response.system_fingerprint")
+	attrAPIType            = attribute.Key("openai.api.type")
 )
 
-// MetricPromptCacheHitRatio is sage's histogram of the share of input
+// metricPromptCacheHitRatio is sage's histogram of the share of input
 // tokens read from the prompt cache, per model call with input (the GenAI
 // conventions define the cache attributes but no such metric).
-const MetricPromptCacheHitRatio = "sage.llm.prompt_cache.hit_ratio"
+const metricPromptCacheHitRatio = "sage.llm.prompt_cache.hit_ratio"
 
 // Operation names.
 const (
-	OpInvokeWorkflow = "invoke_workflow"
-	OpInvokeAgent    = "invoke_agent"
-	OpChat           = observability.OpChat
-	OpEmbeddings     = observability.OpEmbeddings
-	OpExecuteTool    = "execute_tool"
+	opInvokeWorkflow = "invoke_workflow"
+	opInvokeAgent    = "invoke_agent"
+	opChat           = observability.OpChat
+	opEmbeddings     = observability.OpEmbeddings
+	opExecuteTool    = "execute_tool"
 )
 
 // Handler is the OpenTelemetry observability.Handler. Create it with
@@ -162,13 +162,13 @@ func (m CaptureMode) Spans() bool { return m == CaptureSpans || m == CaptureSpan
 // gen_ai.client.inference.operation.details event is emitted).
 func (m CaptureMode) Events() bool { return m == CaptureEvents || m == CaptureSpansAndEvents }
 
-// CaptureModeFromEnv reads CaptureContentEnv: a boolean, or one of the
+// captureModeFromEnv reads CaptureContentEnv: a boolean, or one of the
 // modes of the GenAI instrumentations; anything else is CaptureNone.
-func CaptureModeFromEnv() CaptureMode { return parseCapture(os.Getenv(CaptureContentEnv)) }
+func captureModeFromEnv() CaptureMode { return parseCapture(os.Getenv(CaptureContentEnv)) }
 
-// CaptureContentFromEnv reports whether CaptureContentEnv puts content on
+// captureContentFromEnv reports whether CaptureContentEnv puts content on
 // spans.
-func CaptureContentFromEnv() bool { return CaptureModeFromEnv().Spans() }
+func captureContentFromEnv() bool { return captureModeFromEnv().Spans() }
 
 func parseCapture(v string) CaptureMode {
 	v = strings.TrimSpace(v)
@@ -200,7 +200,7 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	if lp == nil {
 		lp = logglobal.GetLoggerProvider()
 	}
-	h := &Handler{maxLen: opts.MaxContentLength, provider: opts.DefaultProvider, latest: LatestExperimentalFromEnv()}
+	h := &Handler{maxLen: opts.MaxContentLength, provider: opts.DefaultProvider, latest: latestExperimentalFromEnv()}
 	if h.provider == "" {
 		h.provider = "openai"
 	}
@@ -218,12 +218,12 @@ func NewHandler(opts HandlerOptions) (*Handler, error) {
 	case opts.CaptureMode != CaptureDefault:
 		h.capture = opts.CaptureMode
 	default:
-		h.capture = CaptureModeFromEnv()
+		h.capture = captureModeFromEnv()
 	}
 	schema := h.SchemaURL()
-	h.tracer = tp.Tracer(ScopeName, trace.WithSchemaURL(schema), trace.WithInstrumentationVersion(Version()))
-	h.logger = lp.Logger(ScopeName, otellog.WithSchemaURL(schema), otellog.WithInstrumentationVersion(Version()))
-	meter := mp.Meter(ScopeName, metric.WithSchemaURL(schema), metric.WithInstrumentationVersion(Version()))
+	h.tracer = tp.Tracer(scopeName, trace.WithSchemaURL(schema), trace.WithInstrumentationVersion(instrumentationVersion()))
+	h.logger = lp.Logger(scopeName, otellog.WithSchemaURL(schema), otellog.WithInstrumentationVersion(instrumentationVersion()))
+	meter := mp.Meter(scopeName, metric.WithSchemaURL(schema), metric.WithInstrumentationVersion(instrumentationVersion()))
 	var err error
 	if h.m, err = newInstruments(meter, h.latest); err != nil {
 		return nil, err
@@ -243,9 +243,9 @@ func (h *Handler) SchemaURL() string {
 	return SchemaURL
 }
 
-// Version is the instrumentation version of the handler's tracer and meter:
+// instrumentationVersion is the instrumentation version of the handler's tracer and meter:
 // the version of the sage module that was built, "devel" when unknown.
-func Version() string { return version }
+func instrumentationVersion() string { return version }
 
 var version = func() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {

@@ -34,34 +34,34 @@ func (st *llmState) openAI() bool { return st.provider == "openai" || st.provide
 func paramAttrs(p observability.RequestParams) []attribute.KeyValue {
 	var kv []attribute.KeyValue
 	if p.Temperature != nil {
-		kv = append(kv, AttrRequestTemperature.Float64(*p.Temperature))
+		kv = append(kv, attrRequestTemperature.Float64(*p.Temperature))
 	}
 	if p.TopP != nil {
-		kv = append(kv, AttrRequestTopP.Float64(*p.TopP))
+		kv = append(kv, attrRequestTopP.Float64(*p.TopP))
 	}
 	if p.MaxTokens > 0 {
-		kv = append(kv, AttrRequestMaxTokens.Int(p.MaxTokens))
+		kv = append(kv, attrRequestMaxTokens.Int(p.MaxTokens))
 	}
 	if len(p.Stop) > 0 {
-		kv = append(kv, AttrRequestStop.StringSlice(p.Stop))
+		kv = append(kv, attrRequestStop.StringSlice(p.Stop))
 	}
 	if p.Seed != nil {
-		kv = append(kv, AttrRequestSeed.Int64(*p.Seed))
+		kv = append(kv, attrRequestSeed.Int64(*p.Seed))
 	}
 	if p.FrequencyPenalty != nil {
-		kv = append(kv, AttrRequestFreqPenalty.Float64(*p.FrequencyPenalty))
+		kv = append(kv, attrRequestFreqPenalty.Float64(*p.FrequencyPenalty))
 	}
 	if p.PresencePenalty != nil {
-		kv = append(kv, AttrRequestPresPenalty.Float64(*p.PresencePenalty))
+		kv = append(kv, attrRequestPresPenalty.Float64(*p.PresencePenalty))
 	}
 	if p.ChoiceCount > 1 {
-		kv = append(kv, AttrRequestChoiceCount.Int(p.ChoiceCount))
+		kv = append(kv, attrRequestChoiceCount.Int(p.ChoiceCount))
 	}
 	if p.OutputType != "" {
-		kv = append(kv, AttrOutputType.String(p.OutputType))
+		kv = append(kv, attrOutputType.String(p.OutputType))
 	}
 	if p.Dimensions > 0 {
-		kv = append(kv, AttrEmbeddingsDims.Int(p.Dimensions))
+		kv = append(kv, attrEmbeddingsDims.Int(p.Dimensions))
 	}
 	return kv
 }
@@ -74,7 +74,7 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 	}
 	op := r.Operation
 	if op == "" {
-		op = OpChat
+		op = opChat
 	}
 	ls := &llmState{op: op, provider: provider, model: r.Model, server: r.ServerAddress, port: r.ServerPort,
 		agent: nearestAgent(ctx)}
@@ -83,39 +83,39 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 	}
 	attrs := make([]attribute.KeyValue, 0, 20)
 	attrs = append(attrs,
-		AttrOperationName.String(op),
-		AttrProviderName.String(provider),
-		AttrRequestModel.String(r.Model),
+		attrOperationName.String(op),
+		attrProviderName.String(provider),
+		attrRequestModel.String(r.Model),
 	)
 	if r.ServerAddress != "" {
-		attrs = append(attrs, AttrServerAddress.String(r.ServerAddress))
+		attrs = append(attrs, attrServerAddress.String(r.ServerAddress))
 	}
 	if r.ServerPort != 0 {
-		attrs = append(attrs, AttrServerPort.Int(r.ServerPort))
+		attrs = append(attrs, attrServerPort.Int(r.ServerPort))
 	}
 	if r.Stream {
-		attrs = append(attrs, AttrRequestStream.Bool(true))
+		attrs = append(attrs, attrRequestStream.Bool(true))
 	}
 	attrs = append(attrs, paramAttrs(r.Params)...)
 	if ls.openAI() {
 		if r.APIType != "" {
-			attrs = append(attrs, AttrAPIType.String(r.APIType))
+			attrs = append(attrs, attrAPIType.String(r.APIType))
 		}
 		if r.Params.ServiceTier != "" {
-			attrs = append(attrs, AttrRequestServiceTier.String(r.Params.ServiceTier))
+			attrs = append(attrs, attrRequestServiceTier.String(r.Params.ServiceTier))
 		}
 	}
 	ls.attrs = attrs
 	if r.ModelType != "" {
-		attrs = append(attrs, AttrModelType.String(string(r.ModelType)))
+		attrs = append(attrs, attrModelType.String(string(r.ModelType)))
 	}
 	if r.Step != "" {
-		attrs = append(attrs, AttrStepName.String(r.Step))
+		attrs = append(attrs, attrStepName.String(r.Step))
 	}
-	if a, ok := h.messagesAttr(AttrInputMessages, r.Messages); ok {
+	if a, ok := h.messagesAttr(attrInputMessages, r.Messages); ok {
 		attrs = append(attrs, a)
 	}
-	if a := ls.agent; a != nil && op == OpChat {
+	if a := ls.agent; a != nil && op == opChat {
 		a.mu.Lock()
 		if a.model == "" { // the agent's model is that of its first chat, unless it named one
 			a.provider, a.model = provider, r.Model
@@ -132,22 +132,22 @@ func (h *Handler) LLMStart(ctx context.Context, r observability.LLMRequest) (con
 // metricAttrs are the attributes of a model call's metrics.
 func (st *llmState) metricAttrs(r observability.LLMResponse, errType string) attribute.Set {
 	kv := make([]attribute.KeyValue, 0, 9)
-	kv = append(kv, AttrOperationName.String(st.op), AttrProviderName.String(st.provider),
-		AttrRequestModel.String(st.model))
+	kv = append(kv, attrOperationName.String(st.op), attrProviderName.String(st.provider),
+		attrRequestModel.String(st.model))
 	if r.Model != "" {
-		kv = append(kv, AttrResponseModel.String(r.Model))
+		kv = append(kv, attrResponseModel.String(r.Model))
 	}
 	if st.server != "" {
-		kv = append(kv, AttrServerAddress.String(st.server))
+		kv = append(kv, attrServerAddress.String(st.server))
 	}
 	if st.port != 0 {
-		kv = append(kv, AttrServerPort.Int(st.port))
+		kv = append(kv, attrServerPort.Int(st.port))
 	}
 	if st.openAI() && r.ServiceTier != "" {
-		kv = append(kv, AttrServiceTier.String(r.ServiceTier))
+		kv = append(kv, attrServiceTier.String(r.ServiceTier))
 	}
 	if errType != "" {
-		kv = append(kv, AttrErrorType.String(errType))
+		kv = append(kv, attrErrorType.String(errType))
 	}
 	return attribute.NewSet(kv...)
 }
@@ -157,40 +157,40 @@ func (st *llmState) metricAttrs(r observability.LLMResponse, errType string) att
 func (h *Handler) responseAttrs(st *llmState, r observability.LLMResponse, known bool) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 12)
 	if r.Model != "" {
-		attrs = append(attrs, AttrResponseModel.String(r.Model))
+		attrs = append(attrs, attrResponseModel.String(r.Model))
 	}
 	if r.ID != "" {
-		attrs = append(attrs, AttrResponseID.String(r.ID))
+		attrs = append(attrs, attrResponseID.String(r.ID))
 	}
 	if len(r.FinishReasons) > 0 {
-		attrs = append(attrs, AttrResponseFinish.StringSlice(r.FinishReasons))
+		attrs = append(attrs, attrResponseFinish.StringSlice(r.FinishReasons))
 	}
 	u := r.Usage
-	embeddings := st != nil && st.op == OpEmbeddings
+	embeddings := st != nil && st.op == opEmbeddings
 	switch {
 	case known && embeddings: // embeddings produce no output tokens
-		attrs = append(attrs, AttrUsageInput.Int64(u.InputTokens))
+		attrs = append(attrs, attrUsageInput.Int64(u.InputTokens))
 	case known:
-		attrs = append(attrs, AttrUsageInput.Int64(u.InputTokens), AttrUsageOutput.Int64(u.OutputTokens))
+		attrs = append(attrs, attrUsageInput.Int64(u.InputTokens), attrUsageOutput.Int64(u.OutputTokens))
 	}
 	if u.CacheReadInputTokens != 0 {
-		attrs = append(attrs, AttrUsageCacheRead.Int64(u.CacheReadInputTokens))
+		attrs = append(attrs, attrUsageCacheRead.Int64(u.CacheReadInputTokens))
 	}
 	if u.CacheCreationInputTokens != 0 {
 		attrs = append(attrs, cacheWriteKey(h.latest).Int64(u.CacheCreationInputTokens))
 	}
 	if u.ReasoningTokens != 0 {
-		attrs = append(attrs, AttrUsageReasoning.Int64(u.ReasoningTokens))
+		attrs = append(attrs, attrUsageReasoning.Int64(u.ReasoningTokens))
 	}
 	if r.TimeToFirstChunk > 0 {
-		attrs = append(attrs, AttrTimeToFirstChunk.Float64(r.TimeToFirstChunk.Seconds()))
+		attrs = append(attrs, attrTimeToFirstChunk.Float64(r.TimeToFirstChunk.Seconds()))
 	}
 	if st != nil && st.openAI() {
 		if r.SystemFingerprint != "" {
-			attrs = append(attrs, AttrSystemFingerprint.String(r.SystemFingerprint))
+			attrs = append(attrs, attrSystemFingerprint.String(r.SystemFingerprint))
 		}
 		if r.ServiceTier != "" {
-			attrs = append(attrs, AttrServiceTier.String(r.ServiceTier))
+			attrs = append(attrs, attrServiceTier.String(r.ServiceTier))
 		}
 	}
 	return attrs
@@ -209,14 +209,14 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 		ls = st.llm
 	}
 	attrs := h.responseAttrs(ls, r, known)
-	if a, ok := h.messagesAttr(AttrOutputMessages, r.Messages); ok {
+	if a, ok := h.messagesAttr(attrOutputMessages, r.Messages); ok {
 		attrs = append(attrs, a)
 	}
 	h.end(ctx, attrs...)
 	if ls == nil {
 		return nil
 	}
-	embeddings := ls.op == OpEmbeddings
+	embeddings := ls.op == opEmbeddings
 	if a := ls.agent; a != nil && !embeddings {
 		a.mu.Lock()
 		if r.Model != "" && a.answer == "" {
@@ -244,16 +244,16 @@ func (h *Handler) LLMEnd(ctx context.Context, r observability.LLMResponse) error
 func (h *Handler) LLMError(ctx context.Context, err error) error {
 	st := stateOf(ctx)
 	var attrs []attribute.KeyValue
-	if h.latest && st != nil && st.llm != nil && st.llm.op == OpChat {
+	if h.latest && st != nil && st.llm != nil && st.llm.op == opChat {
 		// A finish reason was expected and not received.
-		attrs = append(attrs, AttrResponseFinish.StringSlice([]string{"error"}))
+		attrs = append(attrs, attrResponseFinish.StringSlice([]string{"error"}))
 	}
 	h.fail(ctx, err, attrs...)
 	if st == nil || st.llm == nil {
 		return nil
 	}
 	et := observability.ErrorType(err)
-	h.m.inference(ctx, st.llm.metricAttrs(observability.LLMResponse{}, et), st.llm.op == OpEmbeddings,
+	h.m.inference(ctx, st.llm.metricAttrs(observability.LLMResponse{}, et), st.llm.op == opEmbeddings,
 		time.Since(st.start), observability.LLMResponse{}, et, false)
 	h.exception(ctx, st.llm, err, et)
 	h.details(ctx, st.llm, nil, false, et)

@@ -15,12 +15,12 @@ import (
 // (backdated to now); see [workflow] for when it is an invoke_workflow
 // span.
 func (h *Handler) ChainStart(ctx context.Context, i observability.ChainInfo) (context.Context, error) {
-	st := &spanState{op: OpInvokeWorkflow}
+	st := &spanState{op: opInvokeWorkflow}
 	w := &workflow{parent: ctx, name: i.Name}
 	if r, ok := observability.RunFromContext(ctx); ok {
 		w.session = r.SessionID
 	}
-	if a, ok := h.messagesAttr(AttrInputMessages, i.Inputs); ok {
+	if a, ok := h.messagesAttr(attrInputMessages, i.Inputs); ok {
 		w.inputs = append(w.inputs, a)
 	}
 	prepare(ctx, st, nil)
@@ -35,7 +35,7 @@ func (h *Handler) ChainEnd(ctx context.Context, r observability.ChainResult) err
 	if !ok {
 		return nil
 	}
-	if a, ok := h.messagesAttr(AttrOutputMessages, r.Outputs); ok && promoted {
+	if a, ok := h.messagesAttr(attrOutputMessages, r.Outputs); ok && promoted {
 		h.end(ctx, a)
 	} else {
 		h.end(ctx)
@@ -58,22 +58,22 @@ func (h *Handler) ChainError(ctx context.Context, err error) error {
 // end). Its end adds the response model, the last call's finish reasons
 // and the token totals of the model calls made under it.
 func (h *Handler) AgentStart(ctx context.Context, i observability.AgentInfo) (context.Context, error) {
-	attrs := []attribute.KeyValue{AttrOperationName.String(OpInvokeAgent)}
+	attrs := []attribute.KeyValue{attrOperationName.String(opInvokeAgent)}
 	totals := &agentTotals{name: i.Name, provider: i.Provider, model: i.Model}
-	st := &spanState{op: OpInvokeAgent, agent: totals}
+	st := &spanState{op: opInvokeAgent, agent: totals}
 	if i.Name != "" {
-		attrs = append(attrs, AttrAgentName.String(i.Name))
+		attrs = append(attrs, attrAgentName.String(i.Name))
 	}
 	if i.Provider != "" && !h.latest {
-		attrs = append(attrs, AttrProviderName.String(i.Provider))
+		attrs = append(attrs, attrProviderName.String(i.Provider))
 	}
 	if i.Model != "" {
-		attrs = append(attrs, AttrRequestModel.String(i.Model))
+		attrs = append(attrs, attrRequestModel.String(i.Model))
 	}
 	if i.Step != "" {
-		attrs = append(attrs, AttrStepName.String(i.Step))
+		attrs = append(attrs, attrStepName.String(i.Step))
 	}
-	if a, ok := h.messagesAttr(AttrInputMessages, i.Inputs); ok {
+	if a, ok := h.messagesAttr(attrInputMessages, i.Inputs); ok {
 		attrs = append(attrs, a)
 	}
 	ctx = h.begin(ctx, i.Name, trace.SpanKindInternal, st, attrs...)
@@ -90,7 +90,7 @@ func (h *Handler) agentAttrs(ctx context.Context) []attribute.KeyValue {
 // AgentEnd ends the agent span.
 func (h *Handler) AgentEnd(ctx context.Context, r observability.AgentResult) error {
 	attrs := h.agentAttrs(ctx)
-	if a, ok := h.messagesAttr(AttrOutputMessages, r.Outputs); ok {
+	if a, ok := h.messagesAttr(attrOutputMessages, r.Outputs); ok {
 		attrs = append(attrs, a)
 	}
 	h.end(ctx, attrs...)
@@ -109,18 +109,18 @@ func (h *Handler) AgentError(ctx context.Context, err error) error {
 func (h *Handler) ToolStart(ctx context.Context, c observability.ToolCall) (context.Context, error) {
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs,
-		AttrOperationName.String(OpExecuteTool),
-		AttrToolName.String(c.Name),
-		AttrToolType.String("function"),
+		attrOperationName.String(opExecuteTool),
+		attrToolName.String(c.Name),
+		attrToolType.String("function"),
 	)
 	if c.Description != "" {
-		attrs = append(attrs, AttrToolDescription.String(h.truncate(c.Description)))
+		attrs = append(attrs, attrToolDescription.String(h.truncate(c.Description)))
 	}
 	if c.CallID != "" {
-		attrs = append(attrs, AttrToolCallID.String(c.CallID))
+		attrs = append(attrs, attrToolCallID.String(c.CallID))
 	}
 	if h.capture.Spans() && c.Arguments != "" {
-		attrs = append(attrs, AttrToolCallArguments.String(h.truncate(c.Arguments)))
+		attrs = append(attrs, attrToolCallArguments.String(h.truncate(c.Arguments)))
 	}
 	ts := &toolState{name: c.Name}
 	if a := nearestAgent(ctx); a != nil {
@@ -130,16 +130,16 @@ func (h *Handler) ToolStart(ctx context.Context, c observability.ToolCall) (cont
 		a.toolCalls++
 		a.mu.Unlock()
 		if h.latest && a.name != "" {
-			attrs = append(attrs, AttrAgentName.String(a.name))
+			attrs = append(attrs, attrAgentName.String(a.name))
 		}
 	}
-	return h.begin(ctx, c.Name, trace.SpanKindInternal, &spanState{op: OpExecuteTool, tool: ts}, attrs...), nil
+	return h.begin(ctx, c.Name, trace.SpanKindInternal, &spanState{op: opExecuteTool, tool: ts}, attrs...), nil
 }
 
 // ToolEnd ends the tool span.
 func (h *Handler) ToolEnd(ctx context.Context, r observability.ToolResult) error {
 	if h.capture.Spans() && r.Result != "" {
-		h.end(ctx, AttrToolCallResult.String(h.truncate(r.Result)))
+		h.end(ctx, attrToolCallResult.String(h.truncate(r.Result)))
 	} else {
 		h.end(ctx)
 	}

@@ -14,20 +14,20 @@ import (
 
 // Attributes of the sandbox spans (sage's own: no convention covers them).
 const (
-	AttrSandboxMode      = attribute.Key("sage.sandbox.mode")
-	AttrSandboxID        = attribute.Key("sage.sandbox.id")
-	AttrSandboxIsolation = attribute.Key("sage.sandbox.isolation")
-	AttrSandboxNetwork   = attribute.Key("sage.sandbox.network")
-	AttrSandboxPath      = attribute.Key("sage.sandbox.path")
-	AttrSandboxTaskID    = attribute.Key("sage.sandbox.task_id")
-	AttrSandboxExitCode  = attribute.Key("sage.sandbox.exit_code")
-	AttrSandboxSignal    = attribute.Key("sage.sandbox.signal")
-	AttrSandboxTimedOut  = attribute.Key("sage.sandbox.timed_out")
-	AttrSandboxNotFound  = attribute.Key("sage.sandbox.not_found")
+	attrSandboxMode      = attribute.Key("sage.sandbox.mode")
+	attrSandboxID        = attribute.Key("sage.sandbox.id")
+	attrSandboxIsolation = attribute.Key("sage.sandbox.isolation")
+	attrSandboxNetwork   = attribute.Key("sage.sandbox.network")
+	attrSandboxPath      = attribute.Key("sage.sandbox.path")
+	attrSandboxTaskID    = attribute.Key("sage.sandbox.task_id")
+	attrSandboxExitCode  = attribute.Key("sage.sandbox.exit_code")
+	attrSandboxSignal    = attribute.Key("sage.sandbox.signal")
+	attrSandboxTimedOut  = attribute.Key("sage.sandbox.timed_out")
+	attrSandboxNotFound  = attribute.Key("sage.sandbox.not_found")
 	// The checkpoint an agent turn ended with (Sandbox.CheckpointTurn).
-	AttrCheckpointID   = attribute.Key("sage.checkpoint.id")
-	AttrCheckpointTurn = attribute.Key("sage.checkpoint.turn")
-	AttrCheckpointSize = attribute.Key("sage.checkpoint.size")
+	attrCheckpointID   = attribute.Key("sage.checkpoint.id")
+	attrCheckpointTurn = attribute.Key("sage.checkpoint.turn")
+	attrCheckpointSize = attribute.Key("sage.checkpoint.size")
 )
 
 // sandboxSpanKey holds the span of a sandbox run, so that its end never
@@ -48,18 +48,18 @@ func (h *Handler) SandboxStart(ctx context.Context, op observability.SandboxOp) 
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx, nil
 	}
-	attrs := []attribute.KeyValue{AttrSandboxMode.String(op.Mode), AttrSandboxID.String(op.SandboxID)}
+	attrs := []attribute.KeyValue{attrSandboxMode.String(op.Mode), attrSandboxID.String(op.SandboxID)}
 	if op.Isolation != "" {
-		attrs = append(attrs, AttrSandboxIsolation.String(op.Isolation))
+		attrs = append(attrs, attrSandboxIsolation.String(op.Isolation))
 	}
 	if op.Network != "" {
-		attrs = append(attrs, AttrSandboxNetwork.String(op.Network))
+		attrs = append(attrs, attrSandboxNetwork.String(op.Network))
 	}
 	if op.Path != "" {
-		attrs = append(attrs, AttrSandboxPath.String(op.Path))
+		attrs = append(attrs, attrSandboxPath.String(op.Path))
 	}
 	if op.TaskID != "" {
-		attrs = append(attrs, AttrSandboxTaskID.String(op.TaskID))
+		attrs = append(attrs, attrSandboxTaskID.String(op.TaskID))
 	}
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
 	if !op.Start.IsZero() {
@@ -76,19 +76,19 @@ func (h *Handler) SandboxEnd(ctx context.Context, r observability.SandboxResult)
 		return nil
 	}
 	if r.Command {
-		span.SetAttributes(AttrSandboxExitCode.Int(r.ExitCode), AttrSandboxTimedOut.Bool(r.TimedOut))
+		span.SetAttributes(attrSandboxExitCode.Int(r.ExitCode), attrSandboxTimedOut.Bool(r.TimedOut))
 		if r.Signal != "" {
-			span.SetAttributes(AttrSandboxSignal.String(r.Signal))
+			span.SetAttributes(attrSandboxSignal.String(r.Signal))
 		}
 	}
 	if r.NotFound {
-		span.SetAttributes(AttrSandboxNotFound.Bool(true))
+		span.SetAttributes(attrSandboxNotFound.Bool(true))
 	}
 	if r.TaskID != "" {
-		span.SetAttributes(AttrSandboxTaskID.String(r.TaskID))
+		span.SetAttributes(attrSandboxTaskID.String(r.TaskID))
 	}
 	if c := r.Checkpoint; c != nil {
-		span.SetAttributes(AttrCheckpointID.String(c.ID), AttrCheckpointTurn.Int(c.Turn), AttrCheckpointSize.Int64(c.Size))
+		span.SetAttributes(attrCheckpointID.String(c.ID), attrCheckpointTurn.Int(c.Turn), attrCheckpointSize.Int64(c.Size))
 	}
 	span.End()
 	return nil
@@ -102,11 +102,11 @@ func (h *Handler) SandboxError(ctx context.Context, err error) error {
 	}
 	et := observability.ErrorType(err)
 	if errors.Is(err, fs.ErrNotExist) {
-		span.SetAttributes(AttrSandboxNotFound.Bool(true))
+		span.SetAttributes(attrSandboxNotFound.Bool(true))
 	}
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
-	span.SetAttributes(AttrErrorType.String(et))
+	span.SetAttributes(attrErrorType.String(et))
 	span.End()
 	return nil
 }

@@ -31,10 +31,10 @@ const LatestSchemaURL = "https://opentelemetry.io/schemas/1.44.0"
 
 // Metric names of the pinned release (v1.41).
 const (
-	MetricOperationDuration  = "gen_ai.client.operation.duration"
-	MetricTokenUsage         = "gen_ai.client.token.usage"
-	MetricTimeToFirstChunk   = "gen_ai.client.operation.time_to_first_chunk"
-	MetricTimePerOutputChunk = "gen_ai.client.operation.time_per_output_chunk"
+	metricOperationDuration  = "gen_ai.client.operation.duration"
+	metricTokenUsage         = "gen_ai.client.token.usage"
+	metricTimeToFirstChunk   = "gen_ai.client.operation.time_to_first_chunk"
+	metricTimePerOutputChunk = "gen_ai.client.operation.time_per_output_chunk"
 )
 
 // Metric names of the latest development GenAI conventions besides token
@@ -42,16 +42,16 @@ const (
 // gen_ai.client.embeddings.*, and agents, tools and workflows on metrics of
 // their own (none of them on gen_ai.client.operation.duration).
 const (
-	MetricInferenceDuration    = "gen_ai.client.inference.duration"
-	MetricInferenceTTFC        = "gen_ai.client.inference.time_to_first_chunk"
-	MetricInferenceTPOC        = "gen_ai.client.inference.time_per_output_chunk"
-	MetricEmbeddingsDuration   = "gen_ai.client.embeddings.duration"
-	MetricEmbeddingsInput      = "gen_ai.client.embeddings.operation.input_tokens"
-	MetricInvokeAgentDuration  = "gen_ai.invoke_agent.duration"
-	MetricInvokeAgentInference = "gen_ai.invoke_agent.inference_calls"
-	MetricInvokeAgentToolCalls = "gen_ai.invoke_agent.tool_calls"
-	MetricExecuteToolDuration  = "gen_ai.execute_tool.duration"
-	MetricWorkflowDuration     = "gen_ai.workflow.duration"
+	metricInferenceDuration    = "gen_ai.client.inference.duration"
+	metricInferenceTTFC        = "gen_ai.client.inference.time_to_first_chunk"
+	metricInferenceTPOC        = "gen_ai.client.inference.time_per_output_chunk"
+	metricEmbeddingsDuration   = "gen_ai.client.embeddings.duration"
+	metricEmbeddingsInput      = "gen_ai.client.embeddings.operation.input_tokens"
+	metricInvokeAgentDuration  = "gen_ai.invoke_agent.duration"
+	metricInvokeAgentInference = "gen_ai.invoke_agent.inference_calls"
+	metricInvokeAgentToolCalls = "gen_ai.invoke_agent.tool_calls"
+	metricExecuteToolDuration  = "gen_ai.execute_tool.duration"
+	metricWorkflowDuration     = "gen_ai.workflow.duration"
 )
 
 // Metric names of the latest development GenAI conventions' token usage.
@@ -59,22 +59,22 @@ const (
 // counters per token category (the cost proxy, each with
 // gen_ai.token.modality) and per-operation histograms for percentiles.
 const (
-	MetricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
-	MetricUsageOutputTokens     = "gen_ai.client.inference.usage.output_tokens"
-	MetricUsageCacheReadTokens  = "gen_ai.client.inference.usage.cache_read.input_tokens"
-	MetricUsageCacheWriteTokens = "gen_ai.client.inference.usage.cache_write.input_tokens"
-	MetricUsageReasoningTokens  = "gen_ai.client.inference.usage.reasoning.output_tokens"
-	MetricOperationInputTokens  = "gen_ai.client.inference.operation.input_tokens"
-	MetricOperationOutputTokens = "gen_ai.client.inference.operation.output_tokens"
+	metricUsageInputTokens      = "gen_ai.client.inference.usage.input_tokens"
+	metricUsageOutputTokens     = "gen_ai.client.inference.usage.output_tokens"
+	metricUsageCacheReadTokens  = "gen_ai.client.inference.usage.cache_read.input_tokens"
+	metricUsageCacheWriteTokens = "gen_ai.client.inference.usage.cache_write.input_tokens"
+	metricUsageReasoningTokens  = "gen_ai.client.inference.usage.reasoning.output_tokens"
+	metricOperationInputTokens  = "gen_ai.client.inference.operation.input_tokens"
+	metricOperationOutputTokens = "gen_ai.client.inference.operation.output_tokens"
 )
 
-// AttrTokenModality is the modality of counted tokens: OpenAI-compatible
+// attrTokenModality is the modality of counted tokens: OpenAI-compatible
 // usage reports no modality breakdown, so it is "unknown".
-const AttrTokenModality = attribute.Key("gen_ai.token.modality")
+const attrTokenModality = attribute.Key("gen_ai.token.modality")
 
-// LatestExperimentalFromEnv reports whether [SemconvOptInEnv] lists
+// latestExperimentalFromEnv reports whether [SemconvOptInEnv] lists
 // [LatestExperimental].
-func LatestExperimentalFromEnv() bool {
+func latestExperimentalFromEnv() bool {
 	return optsIn(os.Getenv(SemconvOptInEnv), LatestExperimental)
 }
 
@@ -157,30 +157,30 @@ func newInstruments(meter metric.Meter, latest bool) (*instruments, error) {
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
 	if !latest {
-		add(f64(&in.opDuration, MetricOperationDuration, "s", "GenAI operation duration.", durationBuckets))
-		add(i64(&in.tokenUsage, MetricTokenUsage, "{token}", "Number of input and output tokens used.", tokenBuckets))
-		add(f64(&in.ttfc, MetricTimeToFirstChunk, "s", "Time from the request to the first chunk of a streamed response.", durationBuckets))
-		add(f64(&in.tpoc, MetricTimePerOutputChunk, "s", "Time per output chunk after the first one, from the end of the previous chunk to the end of this one.", durationBuckets))
+		add(f64(&in.opDuration, metricOperationDuration, "s", "GenAI operation duration.", durationBuckets))
+		add(i64(&in.tokenUsage, metricTokenUsage, "{token}", "Number of input and output tokens used.", tokenBuckets))
+		add(f64(&in.ttfc, metricTimeToFirstChunk, "s", "Time from the request to the first chunk of a streamed response.", durationBuckets))
+		add(f64(&in.tpoc, metricTimePerOutputChunk, "s", "Time per output chunk after the first one, from the end of the previous chunk to the end of this one.", durationBuckets))
 	} else {
-		add(f64(&in.inferDuration, MetricInferenceDuration, "s", "GenAI client inference operation duration.", durationBuckets))
-		add(f64(&in.inferTTFC, MetricInferenceTTFC, "s", "Time from the request to the first chunk of a streamed response.", durationBuckets))
-		add(f64(&in.inferTPOC, MetricInferenceTPOC, "s", "Time per output chunk after the first one, from the end of the previous chunk to the end of this one.", durationBuckets))
-		add(ctr(&in.in, MetricUsageInputTokens, "Input (prompt) tokens used, including cached tokens."))
-		add(ctr(&in.out, MetricUsageOutputTokens, "Output (completion) tokens used, including reasoning tokens."))
-		add(ctr(&in.cacheRead, MetricUsageCacheReadTokens, "Input tokens served from a provider-managed cache."))
-		add(ctr(&in.cacheWrite, MetricUsageCacheWriteTokens, "Input tokens written to a provider-managed cache."))
-		add(ctr(&in.reasoning, MetricUsageReasoningTokens, "Output tokens used for reasoning."))
-		add(i64(&in.opIn, MetricOperationInputTokens, "{token}", "Input (prompt) tokens used per inference operation.", tokenBuckets))
-		add(i64(&in.opOut, MetricOperationOutputTokens, "{token}", "Output (completion) tokens used per inference operation.", tokenBuckets))
-		add(f64(&in.embDuration, MetricEmbeddingsDuration, "s", "GenAI client embeddings operation duration.", durationBuckets))
-		add(i64(&in.embInput, MetricEmbeddingsInput, "{token}", "Input tokens used per embeddings operation.", tokenBuckets))
-		add(f64(&in.agentDuration, MetricInvokeAgentDuration, "s", "Duration of a GenAI agent invocation.", agentBuckets))
-		add(i64(&in.agentInferenceCalls, MetricInvokeAgentInference, "{inference_call}", "Inference calls a GenAI agent made during one invocation.", countBuckets))
-		add(i64(&in.agentToolCalls, MetricInvokeAgentToolCalls, "{tool_call}", "Tool calls a GenAI agent made during one invocation.", countBuckets))
-		add(f64(&in.toolDuration, MetricExecuteToolDuration, "s", "Duration of a tool execution.", durationBuckets))
-		add(f64(&in.wfDuration, MetricWorkflowDuration, "s", "GenAI workflow duration.", workflowBuckets))
+		add(f64(&in.inferDuration, metricInferenceDuration, "s", "GenAI client inference operation duration.", durationBuckets))
+		add(f64(&in.inferTTFC, metricInferenceTTFC, "s", "Time from the request to the first chunk of a streamed response.", durationBuckets))
+		add(f64(&in.inferTPOC, metricInferenceTPOC, "s", "Time per output chunk after the first one, from the end of the previous chunk to the end of this one.", durationBuckets))
+		add(ctr(&in.in, metricUsageInputTokens, "Input (prompt) tokens used, including cached tokens."))
+		add(ctr(&in.out, metricUsageOutputTokens, "Output (completion) tokens used, including reasoning tokens."))
+		add(ctr(&in.cacheRead, metricUsageCacheReadTokens, "Input tokens served from a provider-managed cache."))
+		add(ctr(&in.cacheWrite, metricUsageCacheWriteTokens, "Input tokens written to a provider-managed cache."))
+		add(ctr(&in.reasoning, metricUsageReasoningTokens, "Output tokens used for reasoning."))
+		add(i64(&in.opIn, metricOperationInputTokens, "{token}", "Input (prompt) tokens used per inference operation.", tokenBuckets))
+		add(i64(&in.opOut, metricOperationOutputTokens, "{token}", "Output (completion) tokens used per inference operation.", tokenBuckets))
+		add(f64(&in.embDuration, metricEmbeddingsDuration, "s", "GenAI client embeddings operation duration.", durationBuckets))
+		add(i64(&in.embInput, metricEmbeddingsInput, "{token}", "Input tokens used per embeddings operation.", tokenBuckets))
+		add(f64(&in.agentDuration, metricInvokeAgentDuration, "s", "Duration of a GenAI agent invocation.", agentBuckets))
+		add(i64(&in.agentInferenceCalls, metricInvokeAgentInference, "{inference_call}", "Inference calls a GenAI agent made during one invocation.", countBuckets))
+		add(i64(&in.agentToolCalls, metricInvokeAgentToolCalls, "{tool_call}", "Tool calls a GenAI agent made during one invocation.", countBuckets))
+		add(f64(&in.toolDuration, metricExecuteToolDuration, "s", "Duration of a tool execution.", durationBuckets))
+		add(f64(&in.wfDuration, metricWorkflowDuration, "s", "GenAI workflow duration.", workflowBuckets))
 	}
-	add(f64(&in.cacheHit, MetricPromptCacheHitRatio, "1", "Share of a model call's input tokens served from the provider's prompt cache.", ratioBuckets))
+	add(f64(&in.cacheHit, metricPromptCacheHitRatio, "1", "Share of a model call's input tokens served from the provider's prompt cache.", ratioBuckets))
 	for _, err := range errs {
 		if err != nil {
 			return nil, err
@@ -207,9 +207,9 @@ func (in *instruments) inference(ctx context.Context, set attribute.Set, embeddi
 			}
 		}
 		if known {
-			in.tokenUsage.Record(ctx, u.InputTokens, opt, metric.WithAttributes(AttrTokenType.String("input")))
+			in.tokenUsage.Record(ctx, u.InputTokens, opt, metric.WithAttributes(attrTokenType.String("input")))
 			if !embeddings {
-				in.tokenUsage.Record(ctx, u.OutputTokens, opt, metric.WithAttributes(AttrTokenType.String("output")))
+				in.tokenUsage.Record(ctx, u.OutputTokens, opt, metric.WithAttributes(attrTokenType.String("output")))
 			}
 		}
 		in.hitRatio(ctx, opt, u, known && !embeddings)
@@ -235,7 +235,7 @@ func (in *instruments) inference(ctx context.Context, set attribute.Set, embeddi
 	// was used before it failed): they are the spend. The per-operation
 	// histograms take successful calls with known usage only, so that
 	// their percentiles are those of answers.
-	mod := []metric.AddOption{opt, metric.WithAttributes(AttrTokenModality.String("unknown"))}
+	mod := []metric.AddOption{opt, metric.WithAttributes(attrTokenModality.String("unknown"))}
 	in.in.Add(ctx, u.InputTokens, mod...)
 	in.out.Add(ctx, u.OutputTokens, mod...)
 	in.cacheRead.Add(ctx, u.CacheReadInputTokens, mod...)
@@ -264,11 +264,11 @@ func (in *instruments) operation(ctx context.Context, op string, dur time.Durati
 		return
 	}
 	switch op {
-	case OpInvokeAgent:
+	case opInvokeAgent:
 		in.agentDuration.Record(ctx, dur.Seconds(), opt)
-	case OpExecuteTool:
+	case opExecuteTool:
 		in.toolDuration.Record(ctx, dur.Seconds(), opt)
-	case OpInvokeWorkflow:
+	case opInvokeWorkflow:
 		in.wfDuration.Record(ctx, dur.Seconds(), opt)
 	}
 }

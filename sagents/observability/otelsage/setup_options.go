@@ -31,8 +31,8 @@ type SetupOptions struct {
 	// variables. Over HTTP it is a base URL: /v1/traces and /v1/metrics are
 	// appended. Without a scheme, a loopback host is reached without TLS.
 	Endpoint string
-	// Protocol is the OTLP transport of both signals, ProtocolGRPC or
-	// ProtocolHTTP, overriding OTEL_EXPORTER_OTLP_PROTOCOL and its
+	// Protocol is the OTLP transport of both signals, protocolGRPC or
+	// protocolHTTP, overriding OTEL_EXPORTER_OTLP_PROTOCOL and its
 	// per-signal variants.
 	Protocol string
 	// Insecure forces plain text (true) or TLS (false) to the collector;

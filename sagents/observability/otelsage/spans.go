@@ -98,21 +98,21 @@ func (a *agentTotals) attrs(latest bool) []attribute.KeyValue {
 	defer a.mu.Unlock()
 	var kv []attribute.KeyValue
 	if a.provider != "" && !latest {
-		kv = append(kv, AttrProviderName.String(a.provider))
+		kv = append(kv, attrProviderName.String(a.provider))
 	}
 	if a.model != "" {
-		kv = append(kv, AttrRequestModel.String(a.model))
+		kv = append(kv, attrRequestModel.String(a.model))
 	}
 	if a.answer != "" {
-		kv = append(kv, AttrResponseModel.String(a.answer))
+		kv = append(kv, attrResponseModel.String(a.answer))
 	}
 	if len(a.finish) > 0 {
-		kv = append(kv, AttrResponseFinish.StringSlice(a.finish))
+		kv = append(kv, attrResponseFinish.StringSlice(a.finish))
 	}
 	if a.usage {
-		kv = append(kv, AttrUsageInput.Int64(a.input), AttrUsageOutput.Int64(a.output))
+		kv = append(kv, attrUsageInput.Int64(a.input), attrUsageOutput.Int64(a.output))
 		if a.cacheRead > 0 {
-			kv = append(kv, AttrUsageCacheRead.Int64(a.cacheRead))
+			kv = append(kv, attrUsageCacheRead.Int64(a.cacheRead))
 		}
 		if a.cacheWrite > 0 {
 			kv = append(kv, cacheWriteKey(latest).Int64(a.cacheWrite))
@@ -125,9 +125,9 @@ func (a *agentTotals) attrs(latest bool) []attribute.KeyValue {
 // the chosen conventions.
 func cacheWriteKey(latest bool) attribute.Key {
 	if latest {
-		return AttrUsageCacheWrite
+		return attrUsageCacheWrite
 	}
-	return AttrUsageCacheCreation
+	return attrUsageCacheCreation
 }
 
 func (a *agentTotals) providerModel() (string, string) {
@@ -148,7 +148,7 @@ type agentKey struct{}
 // to attrs.
 func prepare(ctx context.Context, st *spanState, attrs []attribute.KeyValue) []attribute.KeyValue {
 	if r, ok := observability.RunFromContext(ctx); ok && r.SessionID != "" {
-		attrs = append(attrs, AttrConversationID.String(r.SessionID))
+		attrs = append(attrs, attrConversationID.String(r.SessionID))
 	}
 	if parent := stateOf(ctx); parent != nil {
 		st.errs = parent.errs
@@ -199,7 +199,7 @@ func (w *workflow) child(ctx context.Context, h *Handler, op, name string, genai
 	defer w.mu.Unlock()
 	first := !w.used
 	w.used = true
-	if first && op == OpInvokeAgent && name == w.name {
+	if first && op == opInvokeAgent && name == w.name {
 		w.elided = true
 	}
 	if w.elided {
@@ -210,7 +210,7 @@ func (w *workflow) child(ctx context.Context, h *Handler, op, name string, genai
 		w.genai++
 		if w.genai >= 2 && !w.promoted {
 			w.promoted = true
-			span.SetName(spanName(OpInvokeWorkflow, w.name))
+			span.SetName(spanName(opInvokeWorkflow, w.name))
 			span.SetAttributes(w.workflowAttrs()...)
 		}
 	}
@@ -218,12 +218,12 @@ func (w *workflow) child(ctx context.Context, h *Handler, op, name string, genai
 }
 
 func (w *workflow) workflowAttrs() []attribute.KeyValue {
-	kv := []attribute.KeyValue{AttrOperationName.String(OpInvokeWorkflow)}
+	kv := []attribute.KeyValue{attrOperationName.String(opInvokeWorkflow)}
 	if w.name != "" {
-		kv = append(kv, AttrWorkflowName.String(w.name))
+		kv = append(kv, attrWorkflowName.String(w.name))
 	}
 	if w.session != "" {
-		kv = append(kv, AttrConversationID.String(w.session))
+		kv = append(kv, attrConversationID.String(w.session))
 	}
 	return append(kv, w.inputs...)
 }
@@ -236,7 +236,7 @@ func (w *workflow) startLocked(h *Handler) trace.Span {
 		}
 		var attrs []attribute.KeyValue
 		if w.session != "" {
-			attrs = append(attrs, AttrSessionID.String(w.session))
+			attrs = append(attrs, attrSessionID.String(w.session))
 		}
 		_, w.span = h.tracer.Start(w.parent, name, trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithTimestamp(w.start), trace.WithAttributes(attrs...))
@@ -284,7 +284,7 @@ func (h *Handler) fail(ctx context.Context, err error, attrs ...attribute.KeyVal
 	}
 	et := observability.ErrorType(err)
 	span.SetStatus(codes.Error, err.Error())
-	span.SetAttributes(append(attrs, AttrErrorType.String(et))...)
+	span.SetAttributes(append(attrs, attrErrorType.String(et))...)
 	span.End()
 	h.recordOperation(ctx, st, et)
 	return st
@@ -311,7 +311,7 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 	// neither (their name says the operation).
 	kv := make([]attribute.KeyValue, 0, 6)
 	if !latest {
-		kv = append(kv, AttrOperationName.String(st.op))
+		kv = append(kv, attrOperationName.String(st.op))
 	}
 	provider := h.provider
 	switch {
@@ -321,10 +321,10 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 			provider = p
 		}
 		if st.agent.name != "" {
-			kv = append(kv, AttrAgentName.String(st.agent.name))
+			kv = append(kv, attrAgentName.String(st.agent.name))
 		}
 		if model != "" {
-			kv = append(kv, AttrRequestModel.String(model))
+			kv = append(kv, attrRequestModel.String(model))
 		}
 	case st.tool != nil:
 		if a := st.tool.totals; a != nil {
@@ -332,23 +332,23 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 				provider = p
 			}
 		}
-		kv = append(kv, AttrToolName.String(st.tool.name))
+		kv = append(kv, attrToolName.String(st.tool.name))
 		if latest {
-			kv = append(kv, AttrToolType.String("function"))
+			kv = append(kv, attrToolType.String("function"))
 			if st.tool.agent != "" {
-				kv = append(kv, AttrAgentName.String(st.tool.agent))
+				kv = append(kv, attrAgentName.String(st.tool.agent))
 			}
 		}
 	case st.wf != nil:
 		if st.wf.name != "" {
-			kv = append(kv, AttrWorkflowName.String(st.wf.name))
+			kv = append(kv, attrWorkflowName.String(st.wf.name))
 		}
 	}
 	if !latest {
-		kv = append(kv, AttrProviderName.String(provider))
+		kv = append(kv, attrProviderName.String(provider))
 	}
 	if errType != "" {
-		kv = append(kv, AttrErrorType.String(errType))
+		kv = append(kv, attrErrorType.String(errType))
 	}
 	h.m.operation(ctx, st.op, dur, attribute.NewSet(kv...))
 	if st.agent != nil && errType == "" {
@@ -357,7 +357,7 @@ func (h *Handler) recordOperation(ctx context.Context, st *spanState, errType st
 		st.agent.mu.Unlock()
 		var set []attribute.KeyValue
 		if st.agent.name != "" {
-			set = append(set, AttrAgentName.String(st.agent.name))
+			set = append(set, attrAgentName.String(st.agent.name))
 		}
 		h.m.agentCalls(ctx, attribute.NewSet(set...), calls, tools)
 	}
@@ -453,7 +453,7 @@ func (h *Handler) messagesAttr(key attribute.Key, msgs []observability.Message) 
 	if !h.capture.Spans() || len(msgs) == 0 {
 		return attribute.KeyValue{}, false
 	}
-	b, err := json.Marshal(h.jsonMessages(msgs, key == AttrOutputMessages))
+	b, err := json.Marshal(h.jsonMessages(msgs, key == attrOutputMessages))
 	if err != nil {
 		return attribute.KeyValue{}, false
 	}

@@ -28,8 +28,8 @@ import (
 // plan whatever the task says.
 const Task = "Write a Python script that prints Fibonacci numbers, run it and report the output."
 
-// Output is the line fib.py prints first.
-const Output = "first 15 Fibonacci numbers: 0 1 1 2 3 5 8 13 21 34 55 89 144 233 377"
+// fibOutput is the line fib.py prints first.
+const fibOutput = "first 15 Fibonacci numbers: 0 1 1 2 3 5 8 13 21 34 55 89 144 233 377"
 
 // Env is one runtime under test and what it reported.
 type Env struct {
@@ -102,7 +102,7 @@ func (e *Env) Check(t testing.TB, agentName, answer string) {
 func (e *Env) Problems(agentName, answer string) []string {
 	var p problems
 	e.checkWorkspace(&p)
-	if !strings.HasPrefix(answer, replay.Label+" Done.") || !strings.Contains(answer, Output) {
+	if !strings.HasPrefix(answer, replay.Label+" Done.") || !strings.Contains(answer, fibOutput) {
 		p.add("the answer is not the plan's last reply quoting fib.py's output: %q", answer)
 	}
 	e.checkEvents(&p, agentName)
@@ -119,7 +119,7 @@ func (e *Env) checkWorkspace(p *problems) {
 		p.add("fib.py was not written as the plan says (%v): %q", err, b)
 	}
 	b, err := os.ReadFile(filepath.Join(e.Workspace, "fib_output.txt"))
-	if err != nil || !strings.Contains(string(b), Output) || !strings.Contains(string(b), "sum: 986") {
+	if err != nil || !strings.Contains(string(b), fibOutput) || !strings.Contains(string(b), "sum: 986") {
 		p.add("fib.py did not run in the sandbox (fib_output.txt: %v): %q", err, b)
 	}
 }

@@ -5,6 +5,7 @@ package local
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/sagents/sandbox"
@@ -24,18 +25,27 @@ func bareTrue(b *testing.B, s *Sandbox) func() {
 // BenchmarkLocalExecTruePaired is BenchmarkLocalExecTrue (a fresh sandbox
 // per command) paired with bare bwrap in one loop (goal: x-baseline <= 1.3).
 func BenchmarkLocalExecTruePaired(b *testing.B) {
+	s := newFreshBench(b, "")
+	benchpair.Run(b, bareTrue(b, s), func() { execTrue(b, s) })
+}
+
+// newFreshBench is a sandbox of isolation iso ("": bwrap) with a sandbox
+// per command (fresh_per_command: true), closed with b.
+func newFreshBench(b *testing.B, iso string) *Sandbox {
+	b.Helper()
 	fresh := true
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
+	cfg.Local.Isolation.Linux = iso
 	cfg.Local.FreshPerCommand = &fresh
 	s, err := NewWithOptions(context.Background(), cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close(context.Background())
+	b.Cleanup(func() { s.Close(context.Background()) })
 	if s.SessionEnabled() {
 		b.Fatal("fresh_per_command: true runs a session sandbox")
 	}
-	benchpair.Run(b, bareTrue(b, s), func() { execTrue(b, s) })
+	return s
 }
 
 // BenchmarkSessionExecTruePaired is BenchmarkSessionExecTrue (a warm
@@ -45,4 +55,18 @@ func BenchmarkSessionExecTruePaired(b *testing.B) {
 	s := newSessionBench(b)
 	execTrue(b, s) // the session's start is not timed
 	benchpair.Run(b, bareTrue(b, s), func() { execTrue(b, s) })
+}
+
+// BenchmarkSessionFirstExecTruePrestartedPaired alternates bare bwrap and
+// BenchmarkSessionFirstExecTruePrestarted's command: the first of a
+// session sandbox that SessionOptions.Prestart started when the Sandbox
+// opened (opening it, waiting for the supervisor and closing it are not
+// timed). x-baseline is that command's median over bare bwrap's.
+func BenchmarkSessionFirstExecTruePrestartedPaired(b *testing.B) {
+	bare := benchpair.Measure(bareTrue(b, newFreshBench(b, "")))
+	benchpair.Timed(b, bare, func() time.Duration {
+		s, _ := openPrestarted(b)
+		defer s.Close(context.Background())
+		return benchpair.Measure(func() { execTrue(b, s) })()
+	})
 }

@@ -98,9 +98,9 @@ func BenchmarkSessionFirstExecTrueSelf(b *testing.B) {
 // bwrap "true" (the argument list of BenchmarkBareBwrapTrue) and one
 // first command of a new session sandbox, each timed on its own (the
 // session's stop is not), so that the machine's load swings hit both
-// alike; the order flips every iteration. It reports each side's median
-// and mean and first/bare, the ratio of the medians (goal: <= 1.3), for
-// each supervisor program: cmd/sage-supervisor ("own") and this program
+// alike; the order flips every iteration (benchpair.Timed). It reports
+// each side's median and mean and x-baseline, the ratio of the medians
+// (goal: <= 1.3), for each supervisor program: cmd/sage-supervisor ("own") and this program
 // re-executed ("self").
 func BenchmarkSessionFirstExecTruePaired(b *testing.B) {
 	for _, sup := range []struct{ name, prog string }{{"own", ""}, {"self", SupervisorSelf}} {
@@ -118,7 +118,7 @@ func BenchmarkSessionFirstExecTruePaired(b *testing.B) {
 // BenchmarkSessionFirstExecTruePaired (own supervisor) with a pause of
 // 30 ms before each timed run, as between an agent's commands: a cgroup
 // move then waits for a whole RCU grace period (the lock's fast state
-// lapsed), which back-to-back runs hide. It reports first/bare too.
+// lapsed), which back-to-back runs hide. It reports x-baseline too.
 func BenchmarkSessionFirstExecTrueAfterPause(b *testing.B) {
 	benchFirstExecPaired(b, newSessionBench(b), 30*time.Millisecond)
 }
@@ -126,39 +126,30 @@ func BenchmarkSessionFirstExecTrueAfterPause(b *testing.B) {
 // benchFirstExecPaired alternates bare bwrap and a first command of s,
 // sleeping pause before each.
 func benchFirstExecPaired(b *testing.B, s *Sandbox, pause time.Duration) {
-	var bare, first []time.Duration
-	timeBare := func() {
+	bare := benchpair.Measure(bareTrue(b, s))
+	first := firstExec(b, s)
+	bares, firsts := benchpair.Timed(b, func() time.Duration {
 		time.Sleep(pause)
-		start := time.Now()
-		if err := s.BwrapCommand("/bin/true").Run(); err != nil {
-			b.Fatal(err)
-		}
-		bare = append(bare, time.Since(start))
-	}
-	timeFirst := func() {
+		return bare()
+	}, func() time.Duration {
 		time.Sleep(pause)
+		return first()
+	})
+	b.ReportMetric(float64(benchpair.Mean(bares)), "baseline-mean-ns")
+	b.ReportMetric(float64(benchpair.Mean(firsts)), "mean-ns")
+}
+
+// firstExec times "true" as the first command of a new session sandbox
+// of s: its start and the command; the session is stopped after the
+// timing.
+func firstExec(b *testing.B, s *Sandbox) func() time.Duration {
+	return func() time.Duration {
 		start := time.Now()
 		execTrue(b, s)
-		first = append(first, time.Since(start))
+		d := time.Since(start)
 		s.dropSession()
+		return d
 	}
-	i := 0
-	for b.Loop() {
-		if i%2 == 0 {
-			timeBare()
-			timeFirst()
-		} else {
-			timeFirst()
-			timeBare()
-		}
-		i++
-	}
-	mb, mf := benchpair.Median(bare), benchpair.Median(first)
-	b.ReportMetric(float64(mb), "bare-median-ns")
-	b.ReportMetric(float64(mf), "first-median-ns")
-	b.ReportMetric(float64(benchpair.Mean(bare)), "bare-mean-ns")
-	b.ReportMetric(float64(benchpair.Mean(first)), "first-mean-ns")
-	b.ReportMetric(float64(mf)/float64(max(mb, 1)), "first/bare")
 }
 
 // benchFirstExecTrue times "true" as the first command of a new session
@@ -183,25 +174,8 @@ func BenchmarkSessionFirstExecTruePrestarted(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
-		cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
-		s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Prestart: true, Supervisor: benchSupervisor(b)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		for s.SessionPID() == 0 {
-			if time.Since(start) > 10*time.Second {
-				b.Fatal("the prestarted session sandbox did not come up")
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-		s.sess.mu.Lock()
-		l := s.sess.live
-		s.sess.mu.Unlock()
-		if err := l.ping(); err != nil { // the supervisor serves
-			b.Fatal(err)
-		}
-		wait += time.Since(start)
+		s, w := openPrestarted(b)
+		wait += w
 		n++
 		b.StartTimer()
 		execTrue(b, s)
@@ -210,6 +184,31 @@ func BenchmarkSessionFirstExecTruePrestarted(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(wait.Nanoseconds())/float64(max(n, 1)), "prestart-ns")
+}
+
+// openPrestarted opens a sandbox whose session sandbox
+// SessionOptions.Prestart starts, and waits until the prestarted
+// supervisor answers a ping: it returns the sandbox and that wait.
+func openPrestarted(b *testing.B) (*Sandbox, time.Duration) {
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
+	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Prestart: true, Supervisor: benchSupervisor(b)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for s.SessionPID() == 0 {
+		if time.Since(start) > 10*time.Second {
+			b.Fatal("the prestarted session sandbox did not come up")
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	s.sess.mu.Lock()
+	l := s.sess.live
+	s.sess.mu.Unlock()
+	if err := l.ping(); err != nil { // the supervisor serves
+		b.Fatal(err)
+	}
+	return s, time.Since(start)
 }
 
 // idleSessions is how many idle session sandboxes

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/sagents/sandbox"
 	_ "github.com/sage-go/sage/sagents/sandbox/providers/passthrough"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
@@ -35,13 +36,31 @@ func inProcess(b testing.TB) (local *sandbox.Sandbox, url string) {
 }
 
 func benchExec(b *testing.B, h *sandbox.Sandbox) {
-	ctx := context.Background()
+	run := execTrue(b, h)
 	for b.Loop() {
+		run()
+	}
+}
+
+// execTrue is one ExecuteCommand of "true" in h.
+func execTrue(b *testing.B, h *sandbox.Sandbox) func() {
+	ctx := context.Background()
+	return func() {
 		res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{})
 		if err != nil || !res.Success {
 			b.Fatal(err, res)
 		}
 	}
+}
+
+// openRemote is a remote sandbox over the aio server at url.
+func openRemote(b *testing.B, url string) *sandbox.Sandbox {
+	h, err := aiodriver.Open(context.Background(), aiodriver.OpenOptions{ServerURL: url})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close(context.Background()) })
+	return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, h)
 }
 
 // BenchmarkPassthroughExecTrue is the baseline: the same passthrough
@@ -55,12 +74,16 @@ func BenchmarkPassthroughExecTrue(b *testing.B) {
 // loopback HTTP, through aioserver, into the passthrough Handle.
 func BenchmarkRemoteExecTrue(b *testing.B) {
 	_, url := inProcess(b)
-	h, err := aiodriver.Open(context.Background(), aiodriver.OpenOptions{ServerURL: url})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	benchExec(b, sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, h))
+	benchExec(b, openRemote(b, url))
+}
+
+// BenchmarkRemoteExecTruePaired alternates both in one loop, the
+// passthrough Handle called directly and through the remote Handle over
+// the same server; x-baseline is the remote call's median over the
+// direct one's.
+func BenchmarkRemoteExecTruePaired(b *testing.B) {
+	local, url := inProcess(b)
+	benchpair.Run(b, execTrue(b, local), execTrue(b, openRemote(b, url)))
 }
 
 // BenchmarkRemoteHTTPOverhead is one no-op round trip (GET /v1/sandbox)

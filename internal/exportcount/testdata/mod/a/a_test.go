@@ -1,0 +1,5 @@
+package a
+
+import "testing"
+
+func TestOnly(t *testing.T) { _ = OnlyTested; Used{}.N() }

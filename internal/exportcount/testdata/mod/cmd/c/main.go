@@ -1,0 +1,6 @@
+package main
+
+// Exported is in a package main: not counted.
+func Exported() {}
+
+func main() {}

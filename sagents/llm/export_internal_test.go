@@ -1,0 +1,4 @@
+package llm
+
+// ProviderName is providerName for the external tests.
+var ProviderName = providerName
