@@ -55,15 +55,15 @@ func NewClient(serverURL string, opts ClientOptions) (*Client, error) {
 // otherwise).
 func NewTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.Proxy = Proxy
+	t.Proxy = noProxyForLocal
 	t.MaxIdleConnsPerHost = 32
 	t.IdleConnTimeout = 90 * time.Second
 	return t
 }
 
-// Proxy is the transport's proxy function: nil for loopback, private and
+// noProxyForLocal is the transport's proxy function: nil for loopback, private and
 // link-local hosts, http.ProxyFromEnvironment for the rest.
-func Proxy(req *http.Request) (*url.URL, error) {
+func noProxyForLocal(req *http.Request) (*url.URL, error) {
 	if directHost(req.URL.Hostname()) {
 		return nil, nil
 	}
@@ -181,21 +181,6 @@ func (c *Client) Sandbox(ctx context.Context) (*SandboxContext, error) {
 		return nil, fmt.Errorf("aio: GET /v1/sandbox: decode answer: %w", err)
 	}
 	return &info, nil
-}
-
-// ShellExec is POST /v1/shell/exec (combined output).
-func (c *Client) ShellExec(ctx context.Context, r ShellExecRequest) (*ShellCommandResult, error) {
-	return post[ShellCommandResult](ctx, c, "/v1/shell/exec", r)
-}
-
-// ShellCreateSession is POST /v1/shell/sessions/create.
-func (c *Client) ShellCreateSession(ctx context.Context, r ShellCreateSessionRequest) (*ShellCreateSessionResponse, error) {
-	return post[ShellCreateSessionResponse](ctx, c, "/v1/shell/sessions/create", r)
-}
-
-// ShellDeleteSession is DELETE /v1/shell/sessions/{id}.
-func (c *Client) ShellDeleteSession(ctx context.Context, id string) error {
-	return c.call(ctx, http.MethodDelete, "/v1/shell/sessions/"+url.PathEscape(id), nil, nil)
 }
 
 // BashExec is POST /v1/bash/exec (separate stdout and stderr).

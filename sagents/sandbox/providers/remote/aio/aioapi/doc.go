@@ -13,4 +13,8 @@
 // It has no registration side effects and imports no Docker, Redis or
 // Kubernetes package: the server (aioserver), the remote driver
 // (aiodriver) and the orchestrator share it.
+//
+// Its API: the wire types, Client (NewClient, ClientOptions) and its endpoint
+// methods, *APIError, WaitReady (ReadyOptions), TokenFile and ReadTokenFile.
+// The rest is the client's own.
 package aioapi

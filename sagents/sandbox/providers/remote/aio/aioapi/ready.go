@@ -61,7 +61,7 @@ func (o *ReadyOptions) defaults() {
 		o.TryTimeout = 2 * time.Second
 	}
 	if o.Transport == nil {
-		o.Transport = &http.Transport{Proxy: Proxy, DisableKeepAlives: true}
+		o.Transport = &http.Transport{Proxy: noProxyForLocal, DisableKeepAlives: true}
 	}
 }
 

@@ -54,9 +54,9 @@ func ReadTokenFile(p string) (string, error) {
 	return tok, nil
 }
 
-// LoopbackURL reports whether serverURL's host is localhost or a
+// loopbackURL reports whether serverURL's host is localhost or a
 // loopback address.
-func LoopbackURL(serverURL string) bool {
+func loopbackURL(serverURL string) bool {
 	u, err := url.Parse(serverURL)
 	if err != nil {
 		return false
@@ -72,7 +72,7 @@ func LoopbackURL(serverURL string) bool {
 // LocalToken is the token of a sandboxd on this machine: TokenFile for a
 // loopback URL, "" when there is none.
 func LocalToken(serverURL string) (string, error) {
-	if !LoopbackURL(serverURL) {
+	if !loopbackURL(serverURL) {
 		return "", nil
 	}
 	tok, err := ReadTokenFile(TokenFile())
