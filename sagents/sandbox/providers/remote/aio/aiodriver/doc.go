@@ -10,4 +10,7 @@
 //
 // A Handle knows nothing of orchestration: the orchestrator package wraps
 // its transport to count activity and decides when to close it.
+//
+// Its API: Open with OpenOptions, and *Handle, a sandbox.Driver with the
+// optional capabilities it has; the rest is the driver's own.
 package aiodriver

@@ -105,9 +105,6 @@ func Open(ctx context.Context, o OpenOptions) (*Handle, error) {
 	return h, nil
 }
 
-// Client is the underlying API client.
-func (h *Handle) Client() *aioapi.Client { return h.c }
-
 // ID is the handle's id.
 func (h *Handle) ID() string { return h.id }
 
