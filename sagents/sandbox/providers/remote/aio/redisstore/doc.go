@@ -17,4 +17,8 @@
 // When Redis is unreachable every operation fails with an error (and
 // Acquire with it): the provider never falls back to creating a second
 // sandbox.
+//
+// Its API: Open (a redis:// URL) and New (a client of your own) with
+// Options, and *Store, an orchestrator.StateStore with the Leaser, Counter
+// and FencedLocker capabilities.
 package redisstore

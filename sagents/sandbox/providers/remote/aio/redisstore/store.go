@@ -18,14 +18,14 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// Name is the state store name this package registers.
-const Name = "redis"
+// storeName is the state store name this package registers.
+const storeName = "redis"
 
-// DefaultAddr is used when the address is empty.
-const DefaultAddr = "redis://127.0.0.1:6379/0"
+// defaultAddr is used when the address is empty.
+const defaultAddr = "redis://127.0.0.1:6379/0"
 
 func init() {
-	orchestrator.RegisterStateStore(Name, func(addr string) (orchestrator.StateStore, error) { return Open(addr, Options{}) })
+	orchestrator.RegisterStateStore(storeName, func(addr string) (orchestrator.StateStore, error) { return Open(addr, Options{}) })
 }
 
 // Options configure Open.
@@ -56,11 +56,11 @@ var (
 	_ orchestrator.FencedLocker = (*Store)(nil)
 )
 
-// Open connects to a redis:// URL ("" means DefaultAddr). It does not
+// Open connects to a redis:// URL ("" means redis://127.0.0.1:6379/0). It does not
 // dial; the first operation does.
 func Open(addr string, o Options) (*Store, error) {
 	if addr == "" {
-		addr = DefaultAddr
+		addr = defaultAddr
 	}
 	opt, err := redis.ParseURL(addr)
 	if err != nil {
