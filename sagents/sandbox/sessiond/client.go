@@ -57,16 +57,16 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Re
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	if req.V == 0 {
-		req.V = Version
+		req.V = protocolVersion
 	}
-	if err := writeJSON(c, KindRequest, req); err != nil {
-		if errors.Is(err, ErrFrame) {
+	if err := writeJSON(c, kindRequest, req); err != nil {
+		if errors.Is(err, errFrame) {
 			// Refused here, before a byte was sent: the daemon waits for a
 			// request that will not come, so do not wait for its answer.
 			return Response{}, fmt.Errorf("%w: %v", ErrTooLarge, err)
 		}
 		// The daemon may have answered already (a refusal).
-		if f, rerr := ReadFrame(c); rerr == nil && f.Kind == KindResponse {
+		if f, rerr := readFrame(c); rerr == nil && f.Kind == kindResponse {
 			var r Response
 			if json.Unmarshal(f.Payload, &r) == nil && r.Error != "" {
 				return r, responseError(r)
@@ -79,7 +79,7 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Re
 	}
 	answered := false
 	for {
-		f, err := ReadFrame(c)
+		f, err := readFrame(c)
 		if err != nil {
 			switch {
 			case !answered && errors.Is(err, syscall.ECONNRESET):
@@ -91,15 +91,15 @@ func exchange(ctx context.Context, c *net.UnixConn, req Request, st Streams) (Re
 		}
 		answered = true
 		switch f.Kind {
-		case KindStdout:
+		case kindStdout:
 			if st.Stdout != nil {
 				st.Stdout.Write(f.Payload)
 			}
-		case KindStderr:
+		case kindStderr:
 			if st.Stderr != nil {
 				st.Stderr.Write(f.Payload)
 			}
-		case KindResponse:
+		case kindResponse:
 			var r Response
 			if err := json.Unmarshal(f.Payload, &r); err != nil {
 				return Response{}, err
@@ -128,10 +128,10 @@ func ctxErr(ctx context.Context, err error) error {
 
 func sendStdin(c net.Conn, r io.Reader) {
 	if r != nil {
-		buf := make([]byte, MaxChunk)
+		buf := make([]byte, maxChunk)
 		for {
 			n, err := r.Read(buf)
-			if n > 0 && WriteFrame(c, KindStdin, buf[:n]) != nil {
+			if n > 0 && writeFrame(c, kindStdin, buf[:n]) != nil {
 				return
 			}
 			if err != nil {
@@ -139,7 +139,7 @@ func sendStdin(c net.Conn, r io.Reader) {
 			}
 		}
 	}
-	WriteFrame(c, KindStdinEOF, nil)
+	writeFrame(c, kindStdinEOF, nil)
 }
 
 // Stop ends the session's daemon and waits until it has cleaned up: the
@@ -163,7 +163,7 @@ func Stop(ctx context.Context, dir string) error {
 		return err
 	}
 	defer c.Close()
-	if _, err := exchange(ctx, c, Request{V: StableVersion, Op: OpStop, Key: readKey(dir)}, Streams{}); err != nil {
+	if _, err := exchange(ctx, c, Request{V: stableVersion, Op: OpStop, Key: readKey(dir)}, Streams{}); err != nil {
 		return err
 	}
 	// The daemon closes the connection once it has cleaned up.
@@ -175,7 +175,7 @@ func Stop(ctx context.Context, dir string) error {
 
 // Describe asks the session's daemon about itself.
 func Describe(ctx context.Context, dir string) (*Info, error) {
-	r, err := Call(ctx, dir, Request{V: StableVersion, Op: OpInfo}, Streams{})
+	r, err := Call(ctx, dir, Request{V: stableVersion, Op: OpInfo}, Streams{})
 	if err != nil {
 		return nil, err
 	}

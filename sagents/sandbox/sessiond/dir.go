@@ -18,7 +18,7 @@ const (
 	sockName = "sock"
 	infoName = "info"
 	lockName = "lock"
-	LogName  = "log"
+	logName  = "log"
 )
 
 // maxInfo bounds the info file read.

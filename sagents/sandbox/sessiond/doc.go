@@ -25,14 +25,14 @@
 // or none, and starts one. Two clients started at the same moment end up
 // in one daemon.
 //
-// The protocol is framed (see Frame): a one-byte kind, a four-byte
+// The protocol is framed (frame.go): a one-byte kind, a four-byte
 // length and a payload whose size is capped per kind. A connection
 // carries one request (JSON), then for exec and python the command's
-// stdin, for an fs write the file's bytes (MaxWrite at most), as data
+// stdin, for an fs write the file's bytes (sandbox.MaxReadFileBytes at most), as data
 // frames; the daemon answers with the command's stdout and stderr (an fs
 // read: the file) as data frames as they come, then one JSON response.
 // Closing the connection cancels the command. A request carries the
-// protocol Version; a daemon of another version refuses it with a
+// protocol version; a daemon of another version refuses it with a
 // message naming both and the fix (stop the session). A failure is an
 // *Error whose kind errors.Is matches (ErrSettings, fs.ErrNotExist,
 // sandbox.ErrEscape, ...); a file operation's *fs.PathError comes back
@@ -50,4 +50,12 @@
 // lock file (through the directory it opened: never another daemon's at
 // the same path), and keeps the workspace and the log. A library that opens a Sandbox itself
 // does not use this package: its session dies with its process.
+//
+// Its API is what `sage` builds its session commands from: the client
+// (Ensure, Run, Call, Stop, Describe, Serving; StartOptions, Streams), the
+// messages (Request and its Op and FS constants, Response, Info, MaxRequest),
+// the daemon (Server, ReadyFile, NotReady), the session's names and
+// settings (CheckName, Dir, Fingerprint, SettingsDiff) and the errors
+// (*Error and its sentinels). The frames, their caps and the protocol
+// version are the package's own.
 package sessiond

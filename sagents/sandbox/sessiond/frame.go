@@ -9,30 +9,30 @@ import (
 
 // Frame kinds.
 const (
-	KindRequest  byte = 'Q' // client: the request (JSON)
-	KindStdin    byte = 'i' // client: a chunk of the command's stdin
-	KindStdinEOF byte = 'I' // client: stdin is over (no payload)
-	KindStdout   byte = 'o' // daemon: a chunk of the command's stdout
-	KindStderr   byte = 'e' // daemon: a chunk of the command's stderr
-	KindResponse byte = 'R' // daemon: the response (JSON), the last frame
+	kindRequest  byte = 'Q' // client: the request (JSON)
+	kindStdin    byte = 'i' // client: a chunk of the command's stdin
+	kindStdinEOF byte = 'I' // client: stdin is over (no payload)
+	kindStdout   byte = 'o' // daemon: a chunk of the command's stdout
+	kindStderr   byte = 'e' // daemon: a chunk of the command's stderr
+	kindResponse byte = 'R' // daemon: the response (JSON), the last frame
 )
 
 // Size caps of a frame's payload, by kind.
 const (
 	MaxRequest  = 1 << 20  // a command line and its environment
-	MaxChunk    = 64 << 10 // one chunk of stdin, stdout or stderr
-	MaxResponse = 16 << 20 // a result with its captured output (1 MiB by default, JSON-escaped)
+	maxChunk    = 64 << 10 // one chunk of stdin, stdout or stderr
+	maxResponse = 16 << 20 // a result with its captured output (1 MiB by default, JSON-escaped)
 )
 
 // headerSize is a frame's kind byte and big-endian payload length.
 const headerSize = 5
 
-// ErrFrame is a malformed frame: an unknown kind, or a payload over its
+// errFrame is a malformed frame: an unknown kind, or a payload over its
 // kind's cap.
-var ErrFrame = errors.New("sessiond: bad frame")
+var errFrame = errors.New("sessiond: bad frame")
 
-// Frame is one message of the protocol.
-type Frame struct {
+// wireFrame is one message of the protocol.
+type wireFrame struct {
 	Kind    byte
 	Payload []byte
 }
@@ -40,52 +40,52 @@ type Frame struct {
 // maxPayload is the cap of kind's payload, or -1 for an unknown kind.
 func maxPayload(kind byte) int {
 	switch kind {
-	case KindRequest:
+	case kindRequest:
 		return MaxRequest
-	case KindStdin, KindStdout, KindStderr:
-		return MaxChunk
-	case KindStdinEOF:
+	case kindStdin, kindStdout, kindStderr:
+		return maxChunk
+	case kindStdinEOF:
 		return 0
-	case KindResponse:
-		return MaxResponse
+	case kindResponse:
+		return maxResponse
 	}
 	return -1
 }
 
-// ReadFrame reads one frame. It refuses, before reading the payload, an
-// unknown kind or a length over the kind's cap (ErrFrame), so a peer
+// readFrame reads one frame. It refuses, before reading the payload, an
+// unknown kind or a length over the kind's cap (errFrame), so a peer
 // cannot make it allocate more than the cap. A clean end of the stream
 // before a frame starts is io.EOF; within a frame, io.ErrUnexpectedEOF.
-func ReadFrame(r io.Reader) (Frame, error) {
+func readFrame(r io.Reader) (wireFrame, error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return Frame{}, err
+		return wireFrame{}, err
 	}
 	max := maxPayload(h[0])
 	if max < 0 {
-		return Frame{}, fmt.Errorf("%w: unknown kind %#x", ErrFrame, h[0])
+		return wireFrame{}, fmt.Errorf("%w: unknown kind %#x", errFrame, h[0])
 	}
 	n := binary.BigEndian.Uint32(h[1:])
 	if uint64(n) > uint64(max) {
-		return Frame{}, fmt.Errorf("%w: kind %q carries %d bytes, over its cap of %d", ErrFrame, h[0], n, max)
+		return wireFrame{}, fmt.Errorf("%w: kind %q carries %d bytes, over its cap of %d", errFrame, h[0], n, max)
 	}
-	f := Frame{Kind: h[0], Payload: make([]byte, n)}
+	f := wireFrame{Kind: h[0], Payload: make([]byte, n)}
 	if _, err := io.ReadFull(r, f.Payload); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return Frame{}, err
+		return wireFrame{}, err
 	}
 	return f, nil
 }
 
-// WriteFrame writes one frame; a payload over its kind's cap is refused
-// (ErrFrame) and nothing is written. Data longer than MaxChunk must be
+// writeFrame writes one frame; a payload over its kind's cap is refused
+// (errFrame) and nothing is written. Data longer than maxChunk must be
 // split by the caller (see writeChunks).
-func WriteFrame(w io.Writer, kind byte, payload []byte) error {
+func writeFrame(w io.Writer, kind byte, payload []byte) error {
 	max := maxPayload(kind)
 	if max < 0 || len(payload) > max {
-		return fmt.Errorf("%w: kind %q with %d bytes (cap %d)", ErrFrame, kind, len(payload), max)
+		return fmt.Errorf("%w: kind %q with %d bytes (cap %d)", errFrame, kind, len(payload), max)
 	}
 	buf := make([]byte, headerSize+len(payload))
 	buf[0] = kind
@@ -95,11 +95,11 @@ func WriteFrame(w io.Writer, kind byte, payload []byte) error {
 	return err
 }
 
-// writeChunks writes p as data frames of kind, MaxChunk bytes at most each.
+// writeChunks writes p as data frames of kind, maxChunk bytes at most each.
 func writeChunks(w io.Writer, kind byte, p []byte) error {
 	for len(p) > 0 {
-		n := min(len(p), MaxChunk)
-		if err := WriteFrame(w, kind, p[:n]); err != nil {
+		n := min(len(p), maxChunk)
+		if err := writeFrame(w, kind, p[:n]); err != nil {
 			return err
 		}
 		p = p[n:]

@@ -18,23 +18,23 @@ import (
 
 func TestFrameRoundTrip(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, WriteFrame(&b, KindRequest, []byte(`{"op":"exec"}`)))
-	require.NoError(t, WriteFrame(&b, KindStdinEOF, nil))
-	require.NoError(t, writeChunks(&b, KindStdout, bytes.Repeat([]byte("x"), MaxChunk+10)))
-	f, err := ReadFrame(&b)
+	require.NoError(t, writeFrame(&b, kindRequest, []byte(`{"op":"exec"}`)))
+	require.NoError(t, writeFrame(&b, kindStdinEOF, nil))
+	require.NoError(t, writeChunks(&b, kindStdout, bytes.Repeat([]byte("x"), maxChunk+10)))
+	f, err := readFrame(&b)
 	require.NoError(t, err)
-	assert.Equal(t, Frame{KindRequest, []byte(`{"op":"exec"}`)}, f)
-	f, err = ReadFrame(&b)
+	assert.Equal(t, wireFrame{kindRequest, []byte(`{"op":"exec"}`)}, f)
+	f, err = readFrame(&b)
 	require.NoError(t, err)
-	assert.Equal(t, KindStdinEOF, f.Kind)
+	assert.Equal(t, kindStdinEOF, f.Kind)
 	assert.Empty(t, f.Payload)
-	f, err = ReadFrame(&b)
+	f, err = readFrame(&b)
 	require.NoError(t, err)
-	assert.Len(t, f.Payload, MaxChunk, "data is split into chunks of the cap")
-	f, err = ReadFrame(&b)
+	assert.Len(t, f.Payload, maxChunk, "data is split into chunks of the cap")
+	f, err = readFrame(&b)
 	require.NoError(t, err)
 	assert.Len(t, f.Payload, 10)
-	_, err = ReadFrame(&b)
+	_, err = readFrame(&b)
 	assert.Equal(t, io.EOF, err)
 }
 
@@ -44,20 +44,20 @@ func TestFrameCaps(t *testing.T) {
 	for _, c := range []struct {
 		kind byte
 		n    uint32
-	}{{KindStdin, MaxChunk + 1}, {KindStdinEOF, 1}, {KindRequest, MaxRequest + 1}, {KindResponse, 1<<32 - 1}} {
+	}{{kindStdin, maxChunk + 1}, {kindStdinEOF, 1}, {kindRequest, MaxRequest + 1}, {kindResponse, 1<<32 - 1}} {
 		h := []byte{c.kind, 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(h[1:], c.n)
 		r := &countingReader{r: bytes.NewReader(h)}
-		_, err := ReadFrame(r)
-		assert.ErrorIs(t, err, ErrFrame, "%q %d", c.kind, c.n)
+		_, err := readFrame(r)
+		assert.ErrorIs(t, err, errFrame, "%q %d", c.kind, c.n)
 		assert.Equal(t, headerSize, r.n, "only the header was read")
-		assert.ErrorIs(t, WriteFrame(io.Discard, c.kind, make([]byte, min(c.n, MaxResponse+1))), ErrFrame)
+		assert.ErrorIs(t, writeFrame(io.Discard, c.kind, make([]byte, min(c.n, maxResponse+1))), errFrame)
 	}
-	_, err := ReadFrame(bytes.NewReader([]byte{'?', 0, 0, 0, 0}))
-	assert.ErrorIs(t, err, ErrFrame, "unknown kind")
-	_, err = ReadFrame(bytes.NewReader([]byte{KindStdout, 0, 0, 0, 5, 'a'}))
+	_, err := readFrame(bytes.NewReader([]byte{'?', 0, 0, 0, 0}))
+	assert.ErrorIs(t, err, errFrame, "unknown kind")
+	_, err = readFrame(bytes.NewReader([]byte{kindStdout, 0, 0, 0, 5, 'a'}))
 	assert.Equal(t, io.ErrUnexpectedEOF, err, "a payload cut short")
-	_, err = ReadFrame(bytes.NewReader([]byte{KindStdout, 0}))
+	_, err = readFrame(bytes.NewReader([]byte{kindStdout, 0}))
 	assert.Equal(t, io.ErrUnexpectedEOF, err, "a header cut short")
 }
 
@@ -110,27 +110,27 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 // writes back to the same bytes.
 func FuzzReadFrame(f *testing.F) {
 	var b bytes.Buffer
-	WriteFrame(&b, KindRequest, []byte(`{"v":1,"op":"exec","command":"true"}`))
+	writeFrame(&b, kindRequest, []byte(`{"v":1,"op":"exec","command":"true"}`))
 	f.Add(b.Bytes())
 	for _, req := range []string{`{"v":2,"op":"python","code":"print(1)","requirements":["x==1"],"stream":true}`,
 		`{"v":2,"op":"fs","stdin":true,"fs":{"op":"write","path":"a","append":true}}`} {
 		b.Reset()
-		WriteFrame(&b, KindRequest, []byte(req))
-		WriteFrame(&b, KindStdin, []byte("data"))
-		WriteFrame(&b, KindStdinEOF, nil)
+		writeFrame(&b, kindRequest, []byte(req))
+		writeFrame(&b, kindStdin, []byte("data"))
+		writeFrame(&b, kindStdinEOF, nil)
 		f.Add(b.Bytes())
 	}
 	b.Reset()
-	WriteFrame(&b, KindResponse, []byte(`{"error":"no such file or directory","kind":"not_exist","path_op":"read","path":"/workspace/x"}`))
+	writeFrame(&b, kindResponse, []byte(`{"error":"no such file or directory","kind":"not_exist","path_op":"read","path":"/workspace/x"}`))
 	f.Add(b.Bytes())
-	f.Add([]byte{KindStdinEOF, 0, 0, 0, 0})
-	f.Add([]byte{KindStdout, 0, 0, 0, 3, 'a', 'b', 'c', KindStderr, 0, 0})
-	f.Add([]byte{KindResponse, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{kindStdinEOF, 0, 0, 0, 0})
+	f.Add([]byte{kindStdout, 0, 0, 0, 3, 'a', 'b', 'c', kindStderr, 0, 0})
+	f.Add([]byte{kindResponse, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		for {
 			before := r.Len()
-			fr, err := ReadFrame(r)
+			fr, err := readFrame(r)
 			if err != nil {
 				return
 			}
@@ -138,7 +138,7 @@ func FuzzReadFrame(f *testing.F) {
 				t.Fatalf("frame %q of %d bytes passed its cap %d", fr.Kind, len(fr.Payload), max)
 			}
 			var out bytes.Buffer
-			if err := WriteFrame(&out, fr.Kind, fr.Payload); err != nil {
+			if err := writeFrame(&out, fr.Kind, fr.Payload); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(out.Bytes(), data[len(data)-before:len(data)-r.Len()]) {

@@ -15,18 +15,18 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// Version is the protocol version; a daemon refuses a request of another,
+// protocolVersion is the protocol version; a daemon refuses a request of another,
 // naming both (a client and a daemon built from different sage versions
 // meet after an upgrade: stopping the session ends the old daemon).
 // Version 2 added python and fs, and file errors that keep their kind;
 // version 3 task (a background task's status, output and kill).
-const Version = 3
+const protocolVersion = 3
 
-// StableVersion is the oldest version whose info and stop requests are
-// those of Version: Describe and Stop send it, and a daemon serves info
+// stableVersion is the oldest version whose info and stop requests are
+// those of protocolVersion: Describe and Stop send it, and a daemon serves info
 // and stop of any version from it on, so that `sage session ls` and `sage
 // session stop` work across an upgrade (the fix the refusal names).
-const StableVersion = 1
+const stableVersion = 1
 
 // Request ops.
 const (
@@ -74,8 +74,8 @@ type Request struct {
 	Env      map[string]string `json:"env,omitempty"`
 	Workdir  string            `json:"workdir,omitempty"`
 	Timeout  time.Duration     `json:"timeout,omitempty"`
-	// Stdin: the command's stdin follows as KindStdin frames and one
-	// KindStdinEOF; false means none (/dev/null).
+	// Stdin: the command's stdin follows as stdin frames and one
+	// end-of-stdin frame; false means none (/dev/null).
 	Stdin bool `json:"stdin,omitempty"`
 	// Stream sends stdout and stderr as frames as they come; false keeps
 	// them in the result only.
@@ -112,7 +112,7 @@ type TaskRequest struct {
 
 // File operations of OpFS.
 const (
-	FSRead  = "read"  // the file's bytes come as KindStdout frames
+	FSRead  = "read"  // the file's bytes come as stdout frames
 	FSWrite = "write" // its bytes are sent as stdin (Request.Stdin)
 	FSList  = "ls"
 	FSTree  = "tree"
@@ -349,7 +349,7 @@ func union(a, b map[string]string) map[string]bool {
 
 // readJSON reads one frame of kind and decodes it into v.
 func readJSON(r io.Reader, kind byte, v any) error {
-	f, err := ReadFrame(r)
+	f, err := readFrame(r)
 	if err != nil {
 		return err
 	}
@@ -367,5 +367,5 @@ func writeJSON(w io.Writer, kind byte, v any) error {
 	if err != nil {
 		return err
 	}
-	return WriteFrame(w, kind, b)
+	return writeFrame(w, kind, b)
 }

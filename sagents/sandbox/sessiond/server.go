@@ -385,8 +385,8 @@ func (s *Server) handle(c *net.UnixConn) {
 		// Read the request first, so that the answer is not lost to a
 		// reset of the connection.
 		c.SetReadDeadline(time.Now().Add(time.Second))
-		ReadFrame(c)
-		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: %v", ErrRefused, why)))
+		readFrame(c)
+		writeJSON(c, kindResponse, errorResponse(fmt.Errorf("%w: %v", ErrRefused, why)))
 		c.Close()
 	}
 	uid, err := peerUID(c)
@@ -404,12 +404,12 @@ func (s *Server) handle(c *net.UnixConn) {
 	}
 	var req Request
 	c.SetReadDeadline(time.Now().Add(requestTimeout))
-	if err := readJSON(c, KindRequest, &req); err != nil {
-		if !errors.Is(err, ErrFrame) && !errors.Is(err, ErrProtocol) {
+	if err := readJSON(c, kindRequest, &req); err != nil {
+		if !errors.Is(err, errFrame) && !errors.Is(err, ErrProtocol) {
 			c.Close()
 			return
 		}
-		writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: %v", ErrProtocol, err)))
+		writeJSON(c, kindResponse, errorResponse(fmt.Errorf("%w: %v", ErrProtocol, err)))
 		c.Close()
 		return
 	}
@@ -419,20 +419,20 @@ func (s *Server) handle(c *net.UnixConn) {
 	if req.Op == OpStop && resp.Error == "" {
 		// The client learns that everything is gone when this connection
 		// closes, after the clean-up.
-		writeJSON(c, KindResponse, resp)
+		writeJSON(c, kindResponse, resp)
 		s.mu.Lock()
 		s.waiters = append(s.waiters, c)
 		s.mu.Unlock()
 		s.Shutdown()
 		return
 	}
-	writeJSON(c, KindResponse, resp)
+	writeJSON(c, kindResponse, resp)
 	c.Close()
 }
 
 func (s *Server) serve(c *net.UnixConn, req Request) Response {
-	if req.V != Version && !(req.V >= StableVersion && req.V < Version && (req.Op == OpInfo || req.Op == OpStop)) {
-		return errorResponse(fmt.Errorf("%w: this session's daemon speaks version %d, the client %d; fix: sage session stop %s", ErrProtocol, Version, req.V, s.Name))
+	if req.V != protocolVersion && !(req.V >= stableVersion && req.V < protocolVersion && (req.Op == OpInfo || req.Op == OpStop)) {
+		return errorResponse(fmt.Errorf("%w: this session's daemon speaks version %d, the client %d; fix: sage session stop %s", ErrProtocol, protocolVersion, req.V, s.Name))
 	}
 	if !keyMatches(s.key, req.Key) && !trustKeyless.Load() {
 		s.logf("session %s: refused a request without the session's key", s.Name)

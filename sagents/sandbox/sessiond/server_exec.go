@@ -27,8 +27,8 @@ func (s *Server) exec(ctx context.Context, c *net.UnixConn, req Request,
 	go readInput(c, pw, cancel)
 	if req.Stream {
 		w := &frameWriter{c: c, cancel: cancel}
-		opts.OnStdout = func(p []byte) { w.write(KindStdout, p) }
-		opts.OnStderr = func(p []byte) { w.write(KindStderr, p) }
+		opts.OnStdout = func(p []byte) { w.write(kindStdout, p) }
+		opts.OnStderr = func(p []byte) { w.write(kindStderr, p) }
 	}
 	res, err := run(ctx, opts)
 	if err != nil {
@@ -48,7 +48,7 @@ func (s *Server) exec(ctx context.Context, c *net.UnixConn, req Request,
 // closing, cancels the command.
 func readInput(c net.Conn, pw *io.PipeWriter, cancel context.CancelFunc) {
 	for {
-		f, err := ReadFrame(c)
+		f, err := readFrame(c)
 		if err != nil {
 			cancel()
 			if pw != nil {
@@ -57,9 +57,9 @@ func readInput(c net.Conn, pw *io.PipeWriter, cancel context.CancelFunc) {
 			return
 		}
 		switch {
-		case pw != nil && f.Kind == KindStdin:
+		case pw != nil && f.Kind == kindStdin:
 			pw.Write(f.Payload) // fails once the command is done with stdin; keep reading
-		case pw != nil && f.Kind == KindStdinEOF:
+		case pw != nil && f.Kind == kindStdinEOF:
 			pw.Close()
 		default:
 			cancel()

@@ -14,12 +14,12 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox"
 )
 
-// MaxWrite bounds the bytes one fs write sends through the socket: the
+// maxWrite bounds the bytes one fs write sends through the socket: the
 // daemon holds them in memory before it writes the file.
-const MaxWrite = sandbox.MaxReadFileBytes
+const maxWrite = sandbox.MaxReadFileBytes
 
-// writeCap is MaxWrite; a test lowers it.
-var writeCap = MaxWrite
+// writeCap is maxWrite; a test lowers it.
+var writeCap = maxWrite
 
 // SlowStepAfter is how long a Python set-up step (the venv, pip) runs
 // before `sage python` says on stderr what it is doing, with a session's
@@ -35,7 +35,7 @@ func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Respo
 			// Not streamed (--json): the notices still go to stderr, as
 			// without a session; nothing else writes frames then.
 			w := &frameWriter{c: c, cancel: func() {}}
-			notice = func(p []byte) { w.write(KindStderr, p) }
+			notice = func(p []byte) { w.write(kindStderr, p) }
 		}
 		po.OnSetup = SlowStepNotice(writerFunc(notice), SlowStepAfter)
 		return s.Sandbox.ExecutePython(ctx, req.Code, po)
@@ -72,7 +72,7 @@ type writerFunc func([]byte)
 func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }
 
 // fileOp runs one file operation of the sandbox: read streams the file
-// as stdout frames, write takes it from stdin frames (MaxWrite at most).
+// as stdout frames, write takes it from stdin frames (maxWrite at most).
 // Errors keep their *fs.PathError and kind (errorResponse).
 func (s *Server) fileOp(ctx context.Context, c *net.UnixConn, req Request) Response {
 	f := req.FS
@@ -93,7 +93,7 @@ func (s *Server) fileOp(ctx context.Context, c *net.UnixConn, req Request) Respo
 	case FSRead:
 		var data []byte
 		if data, err = s.Sandbox.ReadFile(ctx, f.Path); err == nil {
-			if werr := writeChunks(c, KindStdout, data); werr != nil {
+			if werr := writeChunks(c, kindStdout, data); werr != nil {
 				return s.failed(werr)
 			}
 		}
@@ -135,8 +135,8 @@ func (s *Server) fileOp(ctx context.Context, c *net.UnixConn, req Request) Respo
 // fsResponse answers r, or says it is too large for one response frame.
 func fsResponse(r *FSResult) Response {
 	b, err := json.Marshal(r)
-	if err == nil && len(b) > MaxResponse-4096 {
-		err = fmt.Errorf("the answer (%d bytes) is over the %d bytes one answer of the session may carry; fix: a smaller --max-entries (or --depth, --max-items)", len(b), MaxResponse-4096)
+	if err == nil && len(b) > maxResponse-4096 {
+		err = fmt.Errorf("the answer (%d bytes) is over the %d bytes one answer of the session may carry; fix: a smaller --max-entries (or --depth, --max-items)", len(b), maxResponse-4096)
 	}
 	if err != nil {
 		return errorResponse(err)

@@ -127,7 +127,7 @@ func TestServerFSWriteIsBounded(t *testing.T) {
 	old := writeCap
 	writeCap = 1000
 	t.Cleanup(func() { writeCap = old })
-	for _, n := range []int{1000, 1001 + 3*MaxChunk} {
+	for _, n := range []int{1000, 1001 + 3*maxChunk} {
 		_, err := Call(context.Background(), s.dir, Request{Op: OpFS, Stdin: true, FS: &FSRequest{Op: FSWrite, Path: "big"}},
 			Streams{Stdin: bytes.NewReader(bytes.Repeat([]byte("x"), n))})
 		fi, serr := os.Stat(filepath.Join(s.home, "ws", "big"))
@@ -221,11 +221,11 @@ func TestServerRefusesOldClients(t *testing.T) {
 	c, err := dial(s.dir)
 	require.NoError(t, err)
 	defer c.Close()
-	require.NoError(t, writeJSON(c, KindRequest, Request{V: 1, Op: OpExec, Command: "touch ran"}))
+	require.NoError(t, writeJSON(c, kindRequest, Request{V: 1, Op: OpExec, Command: "touch ran"}))
 	var r Response
-	require.NoError(t, readJSON(c, KindResponse, &r))
+	require.NoError(t, readJSON(c, kindResponse, &r))
 	assert.Equal(t, "protocol", r.Kind)
-	assert.Equal(t, fmt.Sprintf("protocol error: this session's daemon speaks version %d, the client 1; fix: sage session stop t", Version), r.Error)
+	assert.Equal(t, fmt.Sprintf("protocol error: this session's daemon speaks version %d, the client 1; fix: sage session stop t", protocolVersion), r.Error)
 	_, err = os.Stat(filepath.Join(s.home, "ws", "ran"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "nothing ran")
 }
@@ -257,16 +257,16 @@ func TestInfoAndStopAcrossVersions(t *testing.T) {
 	require.NoError(t, err)
 	testenv.ServeConns(t, ln, func(c net.Conn) {
 		var req Request
-		if readJSON(c, KindRequest, &req) != nil {
+		if readJSON(c, kindRequest, &req) != nil {
 			return
 		}
 		switch {
 		case req.V != 1:
-			writeJSON(c, KindResponse, errorResponse(fmt.Errorf("%w: this session's daemon speaks version 1, the client %d", ErrProtocol, req.V)))
+			writeJSON(c, kindResponse, errorResponse(fmt.Errorf("%w: this session's daemon speaks version 1, the client %d", ErrProtocol, req.V)))
 		case req.Op == OpInfo:
-			writeJSON(c, KindResponse, Response{Info: &Info{Name: "old", PID: 1}})
+			writeJSON(c, kindResponse, Response{Info: &Info{Name: "old", PID: 1}})
 		default:
-			writeJSON(c, KindResponse, Response{})
+			writeJSON(c, kindResponse, Response{})
 		}
 	})
 	ctx := context.Background()
@@ -279,7 +279,7 @@ func TestInfoAndStopAcrossVersions(t *testing.T) {
 
 	s := serve(t, 0)
 	for _, op := range []string{OpInfo, OpStop} {
-		r, err := Call(ctx, s.dir, Request{V: StableVersion, Op: op}, Streams{})
+		r, err := Call(ctx, s.dir, Request{V: stableVersion, Op: op}, Streams{})
 		require.NoError(t, err, op)
 		if op == OpInfo {
 			assert.Equal(t, "t", r.Info.Name)

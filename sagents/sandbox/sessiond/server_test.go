@@ -118,18 +118,18 @@ func TestServerRefusesOtherSettingsAndVersions(t *testing.T) {
 	c, err := dial(s.dir)
 	require.NoError(t, err)
 	defer c.Close()
-	require.NoError(t, writeJSON(c, KindRequest, Request{V: Version + 1, Op: OpInfo}))
+	require.NoError(t, writeJSON(c, kindRequest, Request{V: protocolVersion + 1, Op: OpInfo}))
 	var r Response
-	require.NoError(t, readJSON(c, KindResponse, &r))
+	require.NoError(t, readJSON(c, kindResponse, &r))
 	assert.Equal(t, "protocol", r.Kind, r.Error)
 
 	// An oversized frame is refused without reading it.
 	c2, err := dial(s.dir)
 	require.NoError(t, err)
 	defer c2.Close()
-	_, err = c2.Write([]byte{KindRequest, 0x7f, 0, 0, 0})
+	_, err = c2.Write([]byte{kindRequest, 0x7f, 0, 0, 0})
 	require.NoError(t, err)
-	require.NoError(t, readJSON(c2, KindResponse, &r))
+	require.NoError(t, readJSON(c2, kindResponse, &r))
 	assert.Equal(t, "protocol", r.Kind, r.Error)
 }
 

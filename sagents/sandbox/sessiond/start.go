@@ -118,7 +118,7 @@ func cmpDuration(d, def time.Duration) time.Duration {
 
 // spawn starts the daemon and waits until it says it is ready.
 func spawn(ctx context.Context, dir string, o StartOptions) (*net.UnixConn, error) {
-	logPath := filepath.Join(dir, LogName)
+	logPath := filepath.Join(dir, logName)
 	if fi, err := os.Stat(logPath); err == nil && fi.Size() > maxLog {
 		os.Truncate(logPath, 0)
 	}
