@@ -333,9 +333,9 @@ func (p *Provider) ready(ctx context.Context, info SandboxInfo) (*entry, error) 
 	return p.open(rctx, info)
 }
 
-// ErrSandboxExited is returned (wrapped) when a sandbox stopped running
+// errSandboxExited is returned (wrapped) when a sandbox stopped running
 // before its API answered.
-var ErrSandboxExited = errors.New("aio: the sandbox stopped before its API answered")
+var errSandboxExited = errors.New("aio: the sandbox stopped before its API answered")
 
 // exitCheckInterval is how often waitReady asks the backend whether the
 // sandbox still runs.
@@ -358,7 +358,7 @@ func (p *Provider) waitReady(ctx context.Context, info SandboxInfo) error {
 			case <-t.C:
 			}
 			if alive, err := p.o.Backend.IsAlive(wctx, info); err == nil && !alive {
-				stop(fmt.Errorf("sandbox %s: %w", info.SandboxID, ErrSandboxExited))
+				stop(fmt.Errorf("sandbox %s: %w", info.SandboxID, errSandboxExited))
 				return
 			}
 		}
@@ -367,7 +367,7 @@ func (p *Provider) waitReady(ctx context.Context, info SandboxInfo) error {
 	cause := context.Cause(wctx)
 	stop(nil)
 	<-done
-	if err != nil && errors.Is(cause, ErrSandboxExited) {
+	if err != nil && errors.Is(cause, errSandboxExited) {
 		return cause
 	}
 	return err

@@ -238,7 +238,7 @@ func envKey(pc map[string]any, dst *map[string]string) error {
 			return &sandbox.ConfigError{Field: KeyEnvironment, Value: k, Reason: "invalid or reserved variable name"}
 		}
 	}
-	env, err := ResolveEnv(raw, nil)
+	env, err := resolveEnv(raw, nil)
 	if err != nil {
 		return err
 	}

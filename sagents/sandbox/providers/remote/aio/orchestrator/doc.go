@@ -44,4 +44,14 @@
 // generates per sandbox, passes in SAGE_SANDBOXD_TOKEN (TokenEnv) and
 // keeps in the saved state; sandboxd does not pass that variable on to
 // commands.
+//
+// Its API has three readers. An application: NewProvider (ProviderOptions,
+// the Default* values, the Policy* values, the mount paths) or
+// ProviderFromConfig (the Key* names of provider_config), *Provider and its
+// Pool and Sweep reports, NewDriver, and the Err* sentinels. A backend:
+// Backend, SandboxInfo, CreateRequest, the optional Toucher, Pooler,
+// Snapshotter, StoppedLister and Adopter, RegisterBackend and NewBackend,
+// Fence, Held, CheckFence and TokenEnv. A state store: StateStore, FileStore,
+// the optional Lister, Leaser, Counter and FencedLocker, Lease (NewLease,
+// WithLease, WithFence), RegisterStateStore and NewStateStore.
 package orchestrator

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// MissingEnvError is returned by ResolveEnv for a variable that is unset
+// MissingEnvError is returned by ProviderFromConfig for a variable that is unset
 // and has no default.
 type MissingEnvError struct{ Key, Var string }
 
@@ -14,11 +14,11 @@ func (e *MissingEnvError) Error() string {
 	return fmt.Sprintf("aio: environment %s: variable $%s is not set (give a default with ${%s:-default})", e.Key, e.Var, e.Var)
 }
 
-// ResolveEnv expands $VAR, ${VAR} and ${VAR:-default} in the values of
+// resolveEnv expands $VAR, ${VAR} and ${VAR:-default} in the values of
 // env, looking variables up with lookup (nil: os.LookupEnv). A variable
 // that is unset and has no default is an error, not an empty string.
 // "$$" is a literal "$".
-func ResolveEnv(env map[string]string, lookup func(string) (string, bool)) (map[string]string, error) {
+func resolveEnv(env map[string]string, lookup func(string) (string, bool)) (map[string]string, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}

@@ -42,3 +42,9 @@ func Crash(p *Provider) {
 	}
 	p.shutOnce.Do(func() {}) // a later Shutdown does nothing
 }
+
+// For the external tests: the unexported names they check.
+var (
+	ResolveEnv       = resolveEnv
+	ErrSandboxExited = errSandboxExited
+)

@@ -44,8 +44,8 @@ func NewFileStore(dir string) *FileStore {
 // WithLogger sets the logger that reports unreadable state files.
 func (s *FileStore) WithLogger(l *slog.Logger) *FileStore { s.logger = l; return s }
 
-// ThreadDir is DIR/threads/<thread>.
-func (s *FileStore) ThreadDir(threadID string) string {
+// threadPath is DIR/threads/<thread>.
+func (s *FileStore) threadPath(threadID string) string {
 	return filepath.Join(s.dir, "threads", threadID)
 }
 
@@ -53,7 +53,7 @@ func (s *FileStore) threadDir(threadID string) (string, error) {
 	if !sandbox.ValidID(threadID) {
 		return "", fmt.Errorf("aio: %w", &InvalidThreadError{ThreadID: threadID})
 	}
-	return s.ThreadDir(threadID), nil
+	return s.threadPath(threadID), nil
 }
 
 // Save writes sandbox.json atomically: a temporary file in the same

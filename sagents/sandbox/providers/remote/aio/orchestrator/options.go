@@ -49,7 +49,7 @@ type ProviderOptions struct {
 	Image     string // default DefaultImage
 	Port      int    // the API port inside the sandbox, default 8080
 	Mounts    []sandbox.VolumeMount
-	// Env is the sandbox's environment, already resolved (ResolveEnv).
+	// Env is the sandbox's environment, already resolved ($VAR expanded).
 	Env      map[string]string
 	MemoryMB int
 	CPUs     float64
