@@ -16,31 +16,31 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// BackendName is the name the client registers under with the aio
+// backendName is the name the client registers under with the aio
 // provider, and the Backend field of the SandboxInfo values it returns.
-const BackendName = "provisioner"
+const backendName = "provisioner"
 
 // maxAnswerBytes bounds an answer read into memory.
 const maxAnswerBytes = 8 << 20
 
-func init() { orchestrator.RegisterBackend(BackendName, backendFromConfig) }
+func init() { orchestrator.RegisterBackend(backendName, backendFromConfig) }
 
 // Config keys and environment variables the registered factory reads.
 const (
-	ConfigURL    = "provisioner_url"     // else $SAGE_PROVISIONER_URL
-	ConfigAPIKey = "provisioner_api_key" // else $SAGE_PROVISIONER_API_KEY
-	EnvURL       = "SAGE_PROVISIONER_URL"
+	configURL    = "provisioner_url"     // else $SAGE_PROVISIONER_URL
+	configAPIKey = "provisioner_api_key" // else $SAGE_PROVISIONER_API_KEY
+	envURL       = "SAGE_PROVISIONER_URL"
 	EnvAPIKey    = "SAGE_PROVISIONER_API_KEY"
 )
 
 // backendFromConfig is the orchestrator.BackendFactory: provisioner_url and
 // provisioner_api_key from the provider config, else from the environment.
 func backendFromConfig(cfg map[string]any) (orchestrator.Backend, error) {
-	u, key := configString(cfg, ConfigURL, EnvURL), configString(cfg, ConfigAPIKey, EnvAPIKey)
+	u, key := configString(cfg, configURL, envURL), configString(cfg, configAPIKey, EnvAPIKey)
 	if u == "" {
-		return nil, fmt.Errorf("provisioner: no URL: set %s in the provider config or $%s", ConfigURL, EnvURL)
+		return nil, fmt.Errorf("provisioner: no URL: set %s in the provider config or $%s", configURL, envURL)
 	}
-	return NewClientBackend(u, key)
+	return newClientBackend(u, key)
 }
 
 func configString(cfg map[string]any, key, env string) string {
@@ -50,44 +50,44 @@ func configString(cfg map[string]any, key, env string) string {
 	return os.Getenv(env)
 }
 
-// ClientOptions configure a Client.
-type ClientOptions struct {
+// clientOptions configure an apiClient.
+type clientOptions struct {
 	// Transport replaces the default (aioapi.NewTransport: keep-alive, no
 	// proxy for loopback and private addresses).
 	Transport http.RoundTripper
 }
 
-// Client speaks the provisioner API. It implements orchestrator.Backend and is
+// apiClient speaks the provisioner API. It implements orchestrator.Backend and is
 // safe for concurrent use; deadlines come from each call's context.
-type Client struct {
+type apiClient struct {
 	base   *url.URL
 	apiKey string
 	hc     *http.Client
 }
 
-var _ orchestrator.Backend = (*Client)(nil)
+var _ orchestrator.Backend = (*apiClient)(nil)
 
-// NewClient returns a client for the provisioner at baseURL
+// newAPIClient returns a client for the provisioner at baseURL
 // (http[s]://host[:port][/prefix]); apiKey is sent as X-API-Key when set.
-func NewClient(baseURL, apiKey string, opts ...ClientOptions) (*Client, error) {
+func newAPIClient(baseURL, apiKey string, opts ...clientOptions) (*apiClient, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("provisioner: URL %q: want http[s]://host[:port]", baseURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	var o ClientOptions
+	var o clientOptions
 	if len(opts) > 0 {
 		o = opts[0]
 	}
 	if o.Transport == nil {
 		o.Transport = aioapi.NewTransport()
 	}
-	return &Client{base: u, apiKey: apiKey, hc: &http.Client{Transport: o.Transport}}, nil
+	return &apiClient{base: u, apiKey: apiKey, hc: &http.Client{Transport: o.Transport}}, nil
 }
 
-// NewClientBackend is NewClient as an orchestrator.Backend.
-func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (orchestrator.Backend, error) {
-	c, err := NewClient(baseURL, apiKey, opts...)
+// newClientBackend is newAPIClient as an orchestrator.Backend.
+func newClientBackend(baseURL, apiKey string, opts ...clientOptions) (orchestrator.Backend, error) {
+	c, err := newAPIClient(baseURL, apiKey, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -96,14 +96,14 @@ func NewClientBackend(baseURL, apiKey string, opts ...ClientOptions) (orchestrat
 
 // Create asks for a sandbox (POST /api/sandboxes). The provisioner's own
 // configuration decides image, port and resources; req's are not sent.
-func (c *Client) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
+func (c *apiClient) Create(ctx context.Context, req orchestrator.CreateRequest) (orchestrator.SandboxInfo, error) {
 	fence, err := orchestrator.Fence(ctx)
 	if err != nil {
 		return orchestrator.SandboxInfo{}, fmt.Errorf("provisioner: create %s: %w", req.SandboxID, err)
 	}
-	body := CreateBody{SandboxID: req.SandboxID, ThreadID: req.ThreadID, ExtraMounts: mountsToWire(req.Mounts),
+	body := createBody{SandboxID: req.SandboxID, ThreadID: req.ThreadID, ExtraMounts: mountsToWire(req.Mounts),
 		Owner: req.Owner, Env: req.Env, Token: req.Token, Fence: fence}
-	var out Sandbox
+	var out wireSandbox
 	if err := c.do(ctx, http.MethodPost, "/api/sandboxes", body, &out); err != nil {
 		return orchestrator.SandboxInfo{}, err
 	}
@@ -114,13 +114,13 @@ func (c *Client) Create(ctx context.Context, req orchestrator.CreateRequest) (or
 
 // Destroy removes it (DELETE /api/sandboxes/{id}, with the caller's
 // fencing token in X-Sage-Fence); 404 is not an error.
-func (c *Client) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
+func (c *apiClient) Destroy(ctx context.Context, info orchestrator.SandboxInfo) error {
 	fence, err := orchestrator.Fence(ctx)
 	if err != nil {
 		return fmt.Errorf("provisioner: destroy %s: %w", info.SandboxID, err)
 	}
 	err = c.do(withFenceHeader(ctx, fence), http.MethodDelete, sandboxPath(info.SandboxID), nil, nil)
-	if IsNotFound(err) {
+	if isNotFound(err) {
 		return nil
 	}
 	return err
@@ -130,14 +130,14 @@ func (c *Client) Destroy(ctx context.Context, info orchestrator.SandboxInfo) err
 // the server's backend refuses a sandbox that carries a newer fencing
 // token and stamps the caller's where it can. A server without the call
 // (404) leaves the sandbox as it is.
-func (c *Client) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (orchestrator.SandboxInfo, error) {
+func (c *apiClient) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (orchestrator.SandboxInfo, error) {
 	fence, err := orchestrator.Fence(ctx)
 	if err != nil || fence == 0 {
 		return info, err
 	}
-	var out Sandbox
-	err = c.do(ctx, http.MethodPost, sandboxPath(info.SandboxID)+"/adopt", AdoptBody{Fence: fence}, &out)
-	if IsNotFound(err) {
+	var out wireSandbox
+	err = c.do(ctx, http.MethodPost, sandboxPath(info.SandboxID)+"/adopt", adoptBody{Fence: fence}, &out)
+	if isNotFound(err) {
 		return info, nil
 	}
 	if err != nil {
@@ -147,7 +147,7 @@ func (c *Client) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (orch
 	return info, nil
 }
 
-var _ orchestrator.Adopter = (*Client)(nil)
+var _ orchestrator.Adopter = (*apiClient)(nil)
 
 type fenceHeaderKey struct{}
 
@@ -160,16 +160,16 @@ func withFenceHeader(ctx context.Context, fence int64) context.Context {
 
 // Get returns one sandbox (GET /api/sandboxes/{id}); a 404 is an error
 // matching ErrNotFound. The call counts as activity for the idle reaper.
-func (c *Client) Get(ctx context.Context, sandboxID string) (Sandbox, error) {
-	var out Sandbox
+func (c *apiClient) Get(ctx context.Context, sandboxID string) (wireSandbox, error) {
+	var out wireSandbox
 	err := c.do(ctx, http.MethodGet, sandboxPath(sandboxID), nil, &out)
 	return out, err
 }
 
 // Discover finds a running sandbox by id; not found is ok false, nil.
-func (c *Client) Discover(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
+func (c *apiClient) Discover(ctx context.Context, sandboxID string) (orchestrator.SandboxInfo, bool, error) {
 	s, err := c.Get(ctx, sandboxID)
-	if IsNotFound(err) {
+	if isNotFound(err) {
 		return orchestrator.SandboxInfo{}, false, nil
 	}
 	if err != nil {
@@ -179,7 +179,7 @@ func (c *Client) Discover(ctx context.Context, sandboxID string) (orchestrator.S
 }
 
 // IsAlive reports whether the provisioner still runs it.
-func (c *Client) IsAlive(ctx context.Context, info orchestrator.SandboxInfo) (bool, error) {
+func (c *apiClient) IsAlive(ctx context.Context, info orchestrator.SandboxInfo) (bool, error) {
 	_, ok, err := c.Discover(ctx, info.SandboxID)
 	return ok, err
 }
@@ -187,14 +187,14 @@ func (c *Client) IsAlive(ctx context.Context, info orchestrator.SandboxInfo) (bo
 // Touch records activity on the sandbox so the provisioner's idle reaper
 // spares it; it is a GET. Providers that serve a thread from their cache
 // for longer than the provisioner's TTL should call it now and then.
-func (c *Client) Touch(ctx context.Context, sandboxID string) error {
+func (c *apiClient) Touch(ctx context.Context, sandboxID string) error {
 	_, err := c.Get(ctx, sandboxID)
 	return err
 }
 
 // ListRunning lists the provisioner's sandboxes (GET /api/sandboxes).
-func (c *Client) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
-	var out SandboxList
+func (c *apiClient) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	var out wireSandboxList
 	if err := c.do(ctx, http.MethodGet, "/api/sandboxes", nil, &out); err != nil {
 		return nil, err
 	}
@@ -207,15 +207,15 @@ func (c *Client) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, e
 
 // Health calls GET /health; a non-2xx answer (503 when the backend is
 // unreachable) is an *APIError.
-func (c *Client) Health(ctx context.Context) (Health, error) {
-	var out Health
+func (c *apiClient) Health(ctx context.Context) (healthBody, error) {
+	var out healthBody
 	err := c.do(ctx, http.MethodGet, "/health", nil, &out)
 	return out, err
 }
 
 func sandboxPath(id string) string { return "/api/sandboxes/" + url.PathEscape(id) }
 
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+func (c *apiClient) do(ctx context.Context, method, path string, in, out any) error {
 	endpoint := method + " " + path
 	req, err := c.newRequest(ctx, method, path, in)
 	if err != nil {
@@ -242,7 +242,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	return nil
 }
 
-func (c *Client) newRequest(ctx context.Context, method, path string, in any) (*http.Request, error) {
+func (c *apiClient) newRequest(ctx context.Context, method, path string, in any) (*http.Request, error) {
 	var body io.Reader
 	var err error
 	if in != nil {
@@ -269,7 +269,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, in any) (*
 		req.Header.Set("X-API-Key", c.apiKey)
 	}
 	if f, ok := ctx.Value(fenceHeaderKey{}).(int64); ok {
-		req.Header.Set(FenceHeader, strconv.FormatInt(f, 10))
+		req.Header.Set(fenceHeaderName, strconv.FormatInt(f, 10))
 	}
 	return req, nil
 }

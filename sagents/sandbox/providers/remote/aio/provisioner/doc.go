@@ -4,8 +4,8 @@
 // the orchestrating aio provider, usually on Kubernetes (sub-package kube)
 // and optionally on Docker. Its API is the DeerFlow provisioner API:
 //
-//	POST   /api/sandboxes        {sandbox_id, thread_id, extra_mounts, ...} -> Sandbox
-//	GET    /api/sandboxes/{id}   -> Sandbox, or 404
+//	POST   /api/sandboxes        {sandbox_id, thread_id, extra_mounts, ...} -> sandbox
+//	GET    /api/sandboxes/{id}   -> sandbox, or 404
 //	DELETE /api/sandboxes/{id}   -> {ok, sandbox_id} (an unknown id is not an error)
 //	GET    /api/sandboxes        -> {sandboxes, count}
 //	GET    /health               -> {status}  (no API key needed)
@@ -15,7 +15,7 @@
 //
 // The package has three parts:
 //
-//   - Client (client.go): an orchestrator.Backend over the API, registered with the
+//   - the client (client.go): an orchestrator.Backend over the API, registered with the
 //     aio provider as backend "provisioner". Non-2xx answers are *APIError
 //     values; a 404 matches ErrNotFound and fs.ErrNotExist.
 //   - Server (server.go, mounts.go): an http.Handler over any orchestrator.Backend.
@@ -32,4 +32,12 @@
 // sandboxes idle past a TTL. Choose a TTL well above the provider's own
 // idle_timeout: it is a backstop for sandboxes that no process releases
 // (crashed or killed owners), not the primary release path.
+//
+// Its API is the service's: NewServer (Options, Defaults, MountPolicy),
+// Serve (ServeOptions, LoopbackAddr), the optional Checker, EnvAPIKey,
+// and the errors (*APIError, ErrNotFound, ErrInvalid). The client has no
+// Go API of its own: a program reaches it as the aio backend "provisioner"
+// (provider_config provisioner_url and provisioner_api_key, else
+// $SAGE_PROVISIONER_URL and $SAGE_PROVISIONER_API_KEY); the wire types are
+// the package's own.
 package provisioner

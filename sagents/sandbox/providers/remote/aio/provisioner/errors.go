@@ -50,5 +50,5 @@ func (e *APIError) Is(target error) bool {
 // fencing token than the sandbox's (orchestrator.ErrStaleFence).
 const codeStaleFence = "stale_fence"
 
-// IsNotFound reports whether err is a 404 from the provisioner.
-func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+// isNotFound reports whether err is a 404 from the provisioner.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

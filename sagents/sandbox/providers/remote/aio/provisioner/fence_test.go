@@ -73,7 +73,7 @@ func TestFenceCrossesTheProvisioner(t *testing.T) {
 	}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	c, err := NewClient(ts.URL, "")
+	c, err := newAPIClient(ts.URL, "")
 	if err != nil {
 		t.Fatal(err)
 	}

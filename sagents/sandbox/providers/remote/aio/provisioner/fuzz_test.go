@@ -34,8 +34,8 @@ func FuzzCreateBody(f *testing.F) {
 		if rec.Header().Get("Content-Type") != "application/json" {
 			t.Fatalf("content type %q", rec.Header().Get("Content-Type"))
 		}
-		var b CreateBody
-		if DecodeJSON(body, &b) == nil && rec.Code == 200 && validateBody(b) != nil {
+		var b createBody
+		if decodeJSON(body, &b) == nil && rec.Code == 200 && validateBody(b) != nil {
 			t.Fatalf("invalid body accepted: %q", body)
 		}
 	})

@@ -15,7 +15,7 @@ var errBoom = errors.New("boom")
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // startServer serves a Server over mem on 127.0.0.1 and returns a client.
-func startServer(t *testing.T, mem *orchestratortest.Backend, mutate func(*Options)) (*Client, *httptest.Server) {
+func startServer(t *testing.T, mem *orchestratortest.Backend, mutate func(*Options)) (*apiClient, *httptest.Server) {
 	t.Helper()
 	opts := Options{Backend: mem, BackendName: "mem", APIKey: "k3y", Logger: quietLogger(),
 		Mounts:   MountPolicy{Prefixes: []string{"/srv/sage"}},
@@ -29,7 +29,7 @@ func startServer(t *testing.T, mem *orchestratortest.Backend, mutate func(*Optio
 	}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	c, err := NewClient(ts.URL, "k3y")
+	c, err := newAPIClient(ts.URL, "k3y")
 	if err != nil {
 		t.Fatal(err)
 	}

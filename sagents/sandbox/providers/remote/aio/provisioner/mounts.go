@@ -32,7 +32,7 @@ func (p MountPolicy) check() error {
 
 // apply turns the request's mounts into volume mounts: malformed ones are
 // an error (wrapping ErrInvalid), unlisted ones an error or dropped.
-func (p MountPolicy) apply(ms []Mount) (kept []sandbox.VolumeMount, dropped []Mount, err error) {
+func (p MountPolicy) apply(ms []wireMount) (kept []sandbox.VolumeMount, dropped []wireMount, err error) {
 	for _, m := range ms {
 		if !cleanAbs(m.HostPath) || !cleanAbs(m.ContainerPath) {
 			return nil, nil, fmt.Errorf("%w: mount %q -> %q: both paths must be absolute and clean, not /", ErrInvalid, m.HostPath, m.ContainerPath)

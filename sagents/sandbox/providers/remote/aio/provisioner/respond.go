@@ -23,7 +23,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, detail string) {
-	writeJSON(w, status, ErrorBody{Detail: detail, Code: code})
+	writeJSON(w, status, errorBody{Detail: detail, Code: code})
 }
 
 // errTooLarge marks a body over the limit.
@@ -45,12 +45,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, dst any) er
 		}
 		return fmt.Errorf("%w: reading body: %v", ErrInvalid, err)
 	}
-	return DecodeJSON(data, dst)
+	return decodeJSON(data, dst)
 }
 
-// DecodeJSON decodes exactly one JSON object into dst, refusing unknown
+// decodeJSON decodes exactly one JSON object into dst, refusing unknown
 // fields and trailing data; errors wrap ErrInvalid.
-func DecodeJSON(data []byte, dst any) error {
+func decodeJSON(data []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {

@@ -100,7 +100,7 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := Health{Status: "ok", Backend: s.opts.BackendName}
+	h := healthBody{Status: "ok", Backend: s.opts.BackendName}
 	if c, ok := s.opts.Backend.(Checker); ok {
 		if err := c.Check(r.Context()); err != nil {
 			s.opts.Logger.Warn("provisioner: backend health check failed", "err", err)
@@ -113,7 +113,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	var body CreateBody
+	var body createBody
 	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &body); err != nil {
 		writeDecodeError(w, err)
 		return
@@ -136,7 +136,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 // createRequest validates the body and adds the server's defaults.
-func (s *Server) createRequest(b CreateBody) (orchestrator.CreateRequest, error) {
+func (s *Server) createRequest(b createBody) (orchestrator.CreateRequest, error) {
 	if err := validateBody(b); err != nil {
 		return orchestrator.CreateRequest{}, err
 	}
@@ -152,7 +152,7 @@ func (s *Server) createRequest(b CreateBody) (orchestrator.CreateRequest, error)
 		Mounts: mounts, Env: b.Env, MemoryMB: d.MemoryMB, CPUs: d.CPUs, Token: b.Token}, nil
 }
 
-func validateBody(b CreateBody) error {
+func validateBody(b createBody) error {
 	switch {
 	case !sandbox.ValidID(b.SandboxID):
 		return fmt.Errorf("%w: sandbox_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.SandboxID)
@@ -223,18 +223,18 @@ func (s *Server) destroy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.opts.Logger.Info("provisioner: sandbox destroyed", "sandbox", id, "was_running", found)
-	writeJSON(w, http.StatusOK, DeleteResult{OK: true, SandboxID: id})
+	writeJSON(w, http.StatusOK, deleteResult{OK: true, SandboxID: id})
 }
 
 // fenceHeader reads X-Sage-Fence (0 when absent).
 func fenceHeader(r *http.Request) (int64, error) {
-	v := r.Header.Get(FenceHeader)
+	v := r.Header.Get(fenceHeaderName)
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%w: %s %q: want a non-negative integer", ErrInvalid, FenceHeader, v)
+		return 0, fmt.Errorf("%w: %s %q: want a non-negative integer", ErrInvalid, fenceHeaderName, v)
 	}
 	return n, nil
 }
@@ -247,7 +247,7 @@ func (s *Server) adopt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var body AdoptBody
+	var body adoptBody
 	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &body); err != nil {
 		writeDecodeError(w, err)
 		return
@@ -278,7 +278,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		writeBackendError(w, err)
 		return
 	}
-	out := SandboxList{Sandboxes: make([]Sandbox, 0, len(infos)), Count: len(infos)}
+	out := wireSandboxList{Sandboxes: make([]wireSandbox, 0, len(infos)), Count: len(infos)}
 	for _, info := range infos {
 		out.Sandboxes = append(out.Sandboxes, toWire(info))
 	}

@@ -28,7 +28,7 @@ func TestClientServerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.URL != "http://sandbox-0123456789abcdef:9090" || info.ThreadID != "thread-1" || info.Backend != BackendName || info.Token != "tok" {
+	if info.URL != "http://sandbox-0123456789abcdef:9090" || info.ThreadID != "thread-1" || info.Backend != backendName || info.Token != "tok" {
 		t.Fatalf("create: %+v", info)
 	}
 	got := mem.Requests()[0]
@@ -72,7 +72,7 @@ func TestClientServerLifecycle(t *testing.T) {
 func TestHealth(t *testing.T) {
 	mem := &orchestratortest.Backend{}
 	c, ts := startServer(t, mem, nil)
-	anon, _ := NewClient(ts.URL, "")
+	anon, _ := newAPIClient(ts.URL, "")
 	h, err := anon.Health(context.Background())
 	if err != nil || h.Status != "ok" || h.Backend != "mem" {
 		t.Fatalf("health: %+v %v", h, err)
@@ -88,7 +88,7 @@ func TestHealth(t *testing.T) {
 func TestAuth(t *testing.T) {
 	_, ts := startServer(t, &orchestratortest.Backend{}, nil)
 	for _, key := range []string{"", "wrong", "K3Y", "k3y2"} {
-		c, _ := NewClient(ts.URL, key)
+		c, _ := newAPIClient(ts.URL, key)
 		_, err := c.ListRunning(context.Background())
 		var ae *APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || !errors.Is(err, fs.ErrPermission) || ae.Code != "unauthorized" {
@@ -98,7 +98,7 @@ func TestAuth(t *testing.T) {
 }
 
 // raw sends one request and returns status and decoded error body.
-func raw(t *testing.T, method, url, body string, hdr map[string]string) (int, ErrorBody) {
+func raw(t *testing.T, method, url, body string, hdr map[string]string) (int, errorBody) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	req.Header.Set("X-API-Key", "k3y")
@@ -111,7 +111,7 @@ func raw(t *testing.T, method, url, body string, hdr map[string]string) (int, Er
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	var eb ErrorBody
+	var eb errorBody
 	if resp.StatusCode >= 300 {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("%s %s: error Content-Type %q", method, url, ct)
@@ -209,7 +209,7 @@ func TestBackendErrors(t *testing.T) {
 
 func TestClientErrors(t *testing.T) {
 	for _, u := range []string{"", "ftp://x", "http://", "::"} {
-		if _, err := NewClient(u, ""); err == nil {
+		if _, err := newAPIClient(u, ""); err == nil {
 			t.Fatalf("URL %q accepted", u)
 		}
 	}
@@ -232,7 +232,7 @@ func TestClientErrors(t *testing.T) {
 func TestClientPathPrefixAndEscaping(t *testing.T) {
 	mem := &orchestratortest.Backend{}
 	_, ts := startServer(t, mem, nil)
-	c, err := NewClient(ts.URL+"/", "k3y")
+	c, err := newAPIClient(ts.URL+"/", "k3y")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,21 +257,21 @@ func TestKeyedMutexPrunes(t *testing.T) {
 }
 
 func TestRegisteredBackend(t *testing.T) {
-	t.Setenv(EnvURL, "")
-	if _, err := orchestrator.NewBackend(BackendName, map[string]any{}); err == nil || !strings.Contains(err.Error(), EnvURL) {
+	t.Setenv(envURL, "")
+	if _, err := orchestrator.NewBackend(backendName, map[string]any{}); err == nil || !strings.Contains(err.Error(), envURL) {
 		t.Fatalf("no URL: %v", err)
 	}
-	b, err := orchestrator.NewBackend(BackendName, map[string]any{ConfigURL: "http://127.0.0.1:1", ConfigAPIKey: "x"})
+	b, err := orchestrator.NewBackend(backendName, map[string]any{configURL: "http://127.0.0.1:1", configAPIKey: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := b.(*Client); !ok || c.apiKey != "x" {
+	if c, ok := b.(*apiClient); !ok || c.apiKey != "x" {
 		t.Fatalf("%T %+v", b, b)
 	}
-	t.Setenv(EnvURL, "http://127.0.0.1:2")
+	t.Setenv(envURL, "http://127.0.0.1:2")
 	t.Setenv(EnvAPIKey, "y")
-	b, err = orchestrator.NewBackend(BackendName, nil)
-	if err != nil || b.(*Client).apiKey != "y" || b.(*Client).base.Port() != "2" {
+	b, err = orchestrator.NewBackend(backendName, nil)
+	if err != nil || b.(*apiClient).apiKey != "y" || b.(*apiClient).base.Port() != "2" {
 		t.Fatalf("from env: %v", err)
 	}
 }

@@ -7,19 +7,19 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// Mount is one extra mount of a create request.
-type Mount struct {
+// wireMount is one extra mount of a create request.
+type wireMount struct {
 	HostPath      string `json:"host_path"`
 	ContainerPath string `json:"container_path"`
 	ReadOnly      bool   `json:"read_only,omitempty"`
 }
 
-// CreateBody is the body of POST /api/sandboxes. Image, port and
+// createBody is the body of POST /api/sandboxes. Image, port and
 // resources are the provisioner's configuration, not the client's.
-type CreateBody struct {
+type createBody struct {
 	SandboxID   string            `json:"sandbox_id"`
 	ThreadID    string            `json:"thread_id,omitempty"`
-	ExtraMounts []Mount           `json:"extra_mounts,omitempty"`
+	ExtraMounts []wireMount       `json:"extra_mounts,omitempty"`
 	Owner       string            `json:"owner,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	// Token is the bearer token the sandbox's API must require.
@@ -29,18 +29,18 @@ type CreateBody struct {
 	Fence int64 `json:"fence,omitempty"`
 }
 
-// AdoptBody is the body of POST /api/sandboxes/{id}/adopt: a client that
+// adoptBody is the body of POST /api/sandboxes/{id}/adopt: a client that
 // takes the sandbox over under its thread lock's fencing token.
-type AdoptBody struct {
+type adoptBody struct {
 	Fence int64 `json:"fence"`
 }
 
-// FenceHeader carries the fencing token of a DELETE.
-const FenceHeader = "X-Sage-Fence"
+// fenceHeaderName carries the fencing token of a DELETE.
+const fenceHeaderName = "X-Sage-Fence"
 
-// Sandbox is one sandbox as the API returns it (a superset of DeerFlow's
+// wireSandbox is one sandbox as the API returns it (a superset of DeerFlow's
 // {sandbox_id, sandbox_url, status}).
-type Sandbox struct {
+type wireSandbox struct {
 	SandboxID     string    `json:"sandbox_id"`
 	URL           string    `json:"sandbox_url"`
 	Status        string    `json:"status"`
@@ -52,50 +52,50 @@ type Sandbox struct {
 	Fence         int64     `json:"fence,omitempty"`
 }
 
-// SandboxList is the body of GET /api/sandboxes.
-type SandboxList struct {
-	Sandboxes []Sandbox `json:"sandboxes"`
-	Count     int       `json:"count"`
+// wireSandboxList is the body of GET /api/sandboxes.
+type wireSandboxList struct {
+	Sandboxes []wireSandbox `json:"sandboxes"`
+	Count     int           `json:"count"`
 }
 
-// DeleteResult is the body of a successful DELETE.
-type DeleteResult struct {
+// deleteResult is the body of a successful DELETE.
+type deleteResult struct {
 	OK        bool   `json:"ok"`
 	SandboxID string `json:"sandbox_id"`
 }
 
-// Health is the body of GET /health.
-type Health struct {
+// healthBody is the body of GET /health.
+type healthBody struct {
 	Status  string `json:"status"`
 	Backend string `json:"backend,omitempty"`
 	Detail  string `json:"detail,omitempty"`
 }
 
-// ErrorBody is the body of every error answer.
-type ErrorBody struct {
+// errorBody is the body of every error answer.
+type errorBody struct {
 	Detail string `json:"detail"`
 	Code   string `json:"error,omitempty"`
 }
 
-// Status values of Sandbox.
+// Status values of wireSandbox.
 const (
-	StatusRunning = "Running"
+	statusRunning = "Running"
 )
 
-func toWire(info orchestrator.SandboxInfo) Sandbox {
-	return Sandbox{SandboxID: info.SandboxID, URL: info.URL, Status: StatusRunning, ThreadID: info.ThreadID,
+func toWire(info orchestrator.SandboxInfo) wireSandbox {
+	return wireSandbox{SandboxID: info.SandboxID, URL: info.URL, Status: statusRunning, ThreadID: info.ThreadID,
 		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt, Fence: info.Fence}
 }
 
-func fromWire(s Sandbox) orchestrator.SandboxInfo {
+func fromWire(s wireSandbox) orchestrator.SandboxInfo {
 	return orchestrator.SandboxInfo{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL, ContainerName: s.ContainerName,
-		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName, Fence: s.Fence}
+		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: backendName, Fence: s.Fence}
 }
 
-func mountsToWire(ms []sandbox.VolumeMount) []Mount {
-	out := make([]Mount, 0, len(ms))
+func mountsToWire(ms []sandbox.VolumeMount) []wireMount {
+	out := make([]wireMount, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, Mount{HostPath: m.HostPath, ContainerPath: m.SandboxPath, ReadOnly: m.ReadOnly})
+		out = append(out, wireMount{HostPath: m.HostPath, ContainerPath: m.SandboxPath, ReadOnly: m.ReadOnly})
 	}
 	return out
 }
