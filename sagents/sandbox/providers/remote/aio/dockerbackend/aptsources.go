@@ -9,19 +9,19 @@ import (
 	"strings"
 )
 
-// DefaultMirror is the Debian archive used when the machine's apt
+// defaultMirror is the Debian archive used when the machine's apt
 // sources name none.
-const DefaultMirror = "http://deb.debian.org/debian"
+const defaultMirror = "http://deb.debian.org/debian"
 
 // maxSourcesFile bounds how much of one apt sources file is read.
 const maxSourcesFile = 1 << 20
 
-// AptMirror returns the Debian archive the machine's apt uses: the first
+// aptMirror returns the Debian archive the machine's apt uses: the first
 // "deb" source of aptDir/sources.list, then of aptDir/sources.list.d/
 // (*.list one-line entries and *.sources deb822 stanzas, in name order)
 // whose suite is a release, not -security, -updates or -backports.
-// Without one it returns DefaultMirror.
-func AptMirror(aptDir string) string {
+// Without one it returns defaultMirror.
+func aptMirror(aptDir string) string {
 	files := []string{filepath.Join(aptDir, "sources.list")}
 	more, _ := filepath.Glob(filepath.Join(aptDir, "sources.list.d", "*"))
 	sort.Strings(more)
@@ -38,7 +38,7 @@ func AptMirror(aptDir string) string {
 			return uri
 		}
 	}
-	return DefaultMirror
+	return defaultMirror
 }
 
 func readBounded(file string) string {

@@ -15,4 +15,11 @@
 // BuildImage builds the sage-sandbox image (FROM scratch, a static sage
 // binary running `sage sandboxd --mode passthrough`, busybox for a shell)
 // with no registry.
+//
+// Its API: New and NewChecked (Options, DefaultPrefix, the Key* names of
+// provider_config it reads) and *Backend, an orchestrator.Backend; the
+// Label* names on every container; NewClient and BridgeGateway; BuildImage
+// (BuildOptions) and BuildFullImage (FullOptions, RootfsOptions,
+// DefaultPackages). How an image is built (its recipe, the debootstrap
+// cache, the apt mirror) is the package's own.
 package dockerbackend

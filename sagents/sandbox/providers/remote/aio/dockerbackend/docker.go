@@ -65,7 +65,8 @@ type Options struct {
 	StartTimeout time.Duration
 	// Installation labels every container; Discover, ListRunning and
 	// RemoveAll see only containers with this prefix and this
-	// installation id. Default: InstallationFor(sandbox.Home()).
+	// installation id. Default: the first 12 hex digits of the sha256 of
+	// sandbox.Home()'s absolute path.
 	Installation string
 	// Runtime is the engine's OCI runtime for sandbox containers, e.g.
 	// "runsc" for gVisor; empty means the engine's default. New does
@@ -109,7 +110,7 @@ func New(o Options) (*Backend, error) {
 		o.StartTimeout = 20 * time.Second
 	}
 	if o.Installation == "" {
-		o.Installation = InstallationFor(sandbox.Home())
+		o.Installation = installationFor(sandbox.Home())
 	}
 	return &Backend{cli: o.Client, o: o}, nil
 }
@@ -220,7 +221,7 @@ func (b *Backend) adopt(ctx context.Context, sandboxID string, token int64) (orc
 			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: inspect %s: %w", b.Name(sandboxID), err)
 		}
 		if ins.Config == nil || !b.ours(ins.Config.Labels) {
-			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: create %s: %w (fix: give each deployment its own container_prefix)", b.Name(sandboxID), ErrForeign)
+			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: create %s: %w (fix: give each deployment its own container_prefix)", b.Name(sandboxID), errForeign)
 		}
 		if err := orchestrator.CheckFence(token, fenceOf(ins.Config.Labels), "container "+b.Name(sandboxID)); err != nil {
 			return orchestrator.SandboxInfo{}, false, fmt.Errorf("docker: adopt: %w", err)

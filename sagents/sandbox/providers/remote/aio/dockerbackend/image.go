@@ -21,9 +21,9 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 )
 
-// ImageLabel holds the sha256 of the image's build context, so a build
+// imageLabel holds the sha256 of the image's build context, so a build
 // with the same binaries is skipped.
-const ImageLabel = "sage.sandbox.context-sha256"
+const imageLabel = "sage.sandbox.context-sha256"
 
 // BuildOptions configure BuildImage.
 type BuildOptions struct {
@@ -47,7 +47,7 @@ type BuildOptions struct {
 	ProgressTerminal bool
 }
 
-// Dockerfile is the sandbox image's recipe. sandboxd runs in passthrough
+// sandboxDockerfile is the sandbox image's recipe. sandboxd runs in passthrough
 // mode: there is no bwrap inside a container, and the container is the
 // isolation boundary. It listens on all interfaces of the container's
 // network namespace, which only reaches the host through the port
@@ -55,7 +55,7 @@ type BuildOptions struct {
 // SAGE_SANDBOXD_TOKEN (sandboxd refuses to start off loopback without
 // one). SAGE_SERVER_PROCESS=0 states that the passthrough refusal meant
 // for host servers does not apply here.
-const Dockerfile = `FROM scratch
+const sandboxDockerfile = `FROM scratch
 COPY rootfs/ /
 ENV PATH=/bin HOME=/root SAGE_HOME=/var/lib/sage SAGE_SERVER_PROCESS=0 TMPDIR=/tmp
 EXPOSE 8080
@@ -75,7 +75,7 @@ func BuildImage(ctx context.Context, cli *client.Client, o BuildOptions) (built 
 		return false, err
 	}
 	if !o.Force && imageHasLabel(ctx, cli, o.Tag, sum) {
-		fmt.Fprintf(o.Progress, "image %s is up to date (%s=%s)\n", o.Tag, ImageLabel, sum[:12])
+		fmt.Fprintf(o.Progress, "image %s is up to date (%s=%s)\n", o.Tag, imageLabel, sum[:12])
 		return false, nil
 	}
 	err = buildTagged(ctx, cli, o.Tag, sum, tarball, func(r io.Reader) error {
@@ -97,10 +97,10 @@ func (o *BuildOptions) defaults() error {
 	if o.SageBinary == "" {
 		return errors.New("image: the path of a static sage binary is required")
 	}
-	if err := CheckStatic(o.SageBinary); err != nil {
+	if err := checkStatic(o.SageBinary); err != nil {
 		return err
 	}
-	if err := CheckStatic(o.Busybox); err != nil {
+	if err := checkStatic(o.Busybox); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w; fix: install a static busybox (Debian: apt-get install busybox-static), or name one with --busybox PATH", err)
 		}
@@ -109,9 +109,9 @@ func (o *BuildOptions) defaults() error {
 	return nil
 }
 
-// CheckStatic returns an error unless path is a statically linked ELF
+// checkStatic returns an error unless path is a statically linked ELF
 // executable (no program interpreter), which a FROM scratch image needs.
-func CheckStatic(path string) error {
+func checkStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("image: %s: %w", path, err)
@@ -130,7 +130,7 @@ func CheckStatic(path string) error {
 func buildTagged(ctx context.Context, cli *client.Client, tag, sum string, tarball []byte, display func(io.Reader) error) error {
 	resp, err := cli.ImageBuild(ctx, bytes.NewReader(tarball), build.ImageBuildOptions{
 		Tags: []string{tag}, Remove: true, ForceRemove: true, Version: build.BuilderV1,
-		Labels: map[string]string{ImageLabel: sum}, Dockerfile: "Dockerfile"})
+		Labels: map[string]string{imageLabel: sum}, Dockerfile: "Dockerfile"})
 	if err != nil {
 		return fmt.Errorf("docker: build %s: %w", tag, err)
 	}
@@ -146,7 +146,7 @@ func imageHasLabel(ctx context.Context, cli *client.Client, tag, sum string) boo
 	if err != nil || cerrdefs.IsNotFound(err) || img.Config == nil {
 		return false
 	}
-	return img.Config.Labels[ImageLabel] == sum
+	return img.Config.Labels[imageLabel] == sum
 }
 
 // buildContext assembles the tar: the Dockerfile and rootfs/ with
@@ -171,7 +171,7 @@ func buildContext(o BuildOptions) ([]byte, string, error) {
 		_, err := tw.Write(body)
 		return err
 	}
-	if err := add(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(Dockerfile)), Typeflag: tar.TypeReg}, []byte(Dockerfile)); err != nil {
+	if err := add(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(sandboxDockerfile)), Typeflag: tar.TypeReg}, []byte(sandboxDockerfile)); err != nil {
 		return nil, "", err
 	}
 	if err := addRootfs(add, o, applets); err != nil {

@@ -28,16 +28,16 @@ const (
 	FromDockerfile = "dockerfile"
 	// FromDebootstrap makes the root file system with debootstrap from
 	// the Debian mirror (no registry), imports it as
-	// BaseImageRepo:<key> and builds on it.
+	// sage-sandbox-base:<key> and builds on it.
 	FromDebootstrap = "debootstrap"
 )
 
-// BaseImageRepo names the images imported from debootstrap tarballs; the
-// tag is the first 16 hex digits of RootfsOptions.Key.
-const BaseImageRepo = "sage-sandbox-base"
+// baseImageRepo names the images imported from debootstrap tarballs; the
+// tag is the first 16 hex digits of RootfsOptions.cacheKey.
+const baseImageRepo = "sage-sandbox-base"
 
-// PullTimeout bounds the pull of the base image in FromAuto.
-const PullTimeout = 2 * time.Minute
+// pullTimeout bounds the pull of the base image in FromAuto.
+const pullTimeout = 2 * time.Minute
 
 // FullOptions configure BuildFullImage.
 type FullOptions struct {
@@ -61,7 +61,7 @@ type FullOptions struct {
 
 // fullDockerfile is the recipe on top of the Debian base: sage at
 // /usr/local/bin/sage running sandboxd in passthrough mode, as in
-// Dockerfile (the minimal image).
+// sandboxDockerfile (the minimal image).
 const fullDockerfile = `FROM %s
 %sCOPY rootfs/ /
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SAGE_HOME=/var/lib/sage SAGE_SERVER_PROCESS=0 TMPDIR=/tmp LANG=C.UTF-8 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -96,7 +96,7 @@ func BuildFullImage(ctx context.Context, cli *client.Client, o FullOptions) (bui
 	if o.SageBinary == "" {
 		return false, errors.New("image: the path of a static sage binary is required")
 	}
-	if err := CheckStatic(o.SageBinary); err != nil {
+	if err := checkStatic(o.SageBinary); err != nil {
 		return false, err
 	}
 	step := stepper(o.Progress)
@@ -134,7 +134,7 @@ func BuildFullImage(ctx context.Context, cli *client.Client, o FullOptions) (bui
 		return false, err
 	}
 	if !o.Force && imageHasLabel(ctx, cli, o.Tag, sum) {
-		fmt.Fprintf(o.Progress, "image: %s is up to date (%s=%s)\n", o.Tag, ImageLabel, sum[:12])
+		fmt.Fprintf(o.Progress, "image: %s is up to date (%s=%s)\n", o.Tag, imageLabel, sum[:12])
 		return false, nil
 	}
 	done := step(fmt.Sprintf("build %s on %s", o.Tag, base))
@@ -152,7 +152,7 @@ func ensureBase(ctx context.Context, cli *client.Client, ref string, step func(s
 	}
 	done := step("pull " + ref)
 	defer done()
-	ctx, cancel := context.WithTimeout(ctx, PullTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
 	rc, err := cli.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
@@ -165,23 +165,23 @@ func ensureBase(ctx context.Context, cli *client.Client, ref string, step func(s
 	return nil
 }
 
-// BaseImage names the image a debootstrap root file system of o is
-// imported as (o's defaults applied): BaseImageRepo:<key>.
-func BaseImage(o RootfsOptions) (string, error) {
+// baseImage names the image a debootstrap root file system of o is
+// imported as (o's defaults applied): baseImageRepo:<key>.
+func baseImage(o RootfsOptions) (string, error) {
 	if err := o.defaults(); err != nil {
 		return "", err
 	}
-	return BaseImageRepo + ":" + o.Key()[:16], nil
+	return baseImageRepo + ":" + o.cacheKey()[:16], nil
 }
 
-// importRootfs returns BaseImageRepo:<key>, importing the debootstrap
+// importRootfs returns baseImageRepo:<key>, importing the debootstrap
 // tarball (made first when missing) unless the image exists.
 func importRootfs(ctx context.Context, cli *client.Client, ro RootfsOptions, progress io.Writer, step func(string) func()) (string, error) {
-	ref := BaseImageRepo + ":" + ro.Key()[:16]
+	ref := baseImageRepo + ":" + ro.cacheKey()[:16]
 	if _, err := cli.ImageInspect(ctx, ref); err == nil {
 		return ref, nil
 	}
-	tarPath, err := Rootfs(ctx, ro, progress)
+	tarPath, err := debootstrapRootfs(ctx, ro, progress)
 	if err != nil {
 		return "", err
 	}

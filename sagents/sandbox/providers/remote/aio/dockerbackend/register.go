@@ -17,10 +17,10 @@ const (
 	KeyNetwork       = "network"        // a Docker network to attach sandboxes to, reached by address (default: publish on host_ip)
 )
 
-// BackendName is the name this package registers with orchestrator.RegisterBackend.
-const BackendName = "docker"
+// backendName is the name this package registers with orchestrator.RegisterBackend.
+const backendName = "docker"
 
-func init() { orchestrator.RegisterBackend(BackendName, fromConfig) }
+func init() { orchestrator.RegisterBackend(backendName, fromConfig) }
 
 // fromConfig reads container_prefix, installation_id (default: one
 // derived from home) and runtime from the provider config; a runtime the
@@ -43,7 +43,7 @@ func fromConfig(cfg map[string]any) (orchestrator.Backend, error) {
 		o.Installation = strings.TrimSpace(fmt.Sprint(v))
 	}
 	if v, ok := cfg[orchestrator.KeyHome]; ok && v != nil && o.Installation == "" {
-		o.Installation = InstallationFor(strings.TrimSpace(fmt.Sprint(v)))
+		o.Installation = installationFor(strings.TrimSpace(fmt.Sprint(v)))
 	}
 	if v, ok := cfg[orchestrator.KeyRuntime]; ok && v != nil {
 		o.Runtime = strings.TrimSpace(fmt.Sprint(v))

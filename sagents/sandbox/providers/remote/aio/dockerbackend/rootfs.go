@@ -28,8 +28,8 @@ import (
 // certificates), bash and coreutils.
 var DefaultPackages = []string{"bash", "ca-certificates", "coreutils", "curl", "git", "python3", "python3-pip", "python3-venv"}
 
-// RootfsTimeout bounds one debootstrap run.
-const RootfsTimeout = 45 * time.Minute
+// rootfsTimeout bounds one debootstrap run.
+const rootfsTimeout = 45 * time.Minute
 
 // rootfsFormat changes when the way the tree is made changes, so caches
 // made the old way are not reused.
@@ -58,7 +58,7 @@ func (o *RootfsOptions) defaults() error {
 		o.Suite = hostSuite("/etc/os-release")
 	}
 	if o.Mirror == "" {
-		o.Mirror = AptMirror("/etc/apt")
+		o.Mirror = aptMirror("/etc/apt")
 	}
 	if len(o.Packages) == 0 {
 		o.Packages = DefaultPackages
@@ -75,7 +75,7 @@ func (o *RootfsOptions) defaults() error {
 		return fmt.Errorf("image: mirror %q: want an http(s):// or file:/ URL of a Debian archive", o.Mirror)
 	}
 	if o.CacheDir == "" {
-		dir, err := CacheDir()
+		dir, err := sageCacheDir()
 		if err != nil {
 			return err
 		}
@@ -87,9 +87,9 @@ func (o *RootfsOptions) defaults() error {
 	return nil
 }
 
-// CacheDir is sage's per-user cache, ~/.cache/sage (or
+// sageCacheDir is sage's per-user cache, ~/.cache/sage (or
 // $XDG_CACHE_HOME/sage).
-func CacheDir() (string, error) {
+func sageCacheDir() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("image: cache directory: %w", err)
@@ -97,9 +97,9 @@ func CacheDir() (string, error) {
 	return filepath.Join(dir, "sage"), nil
 }
 
-// Key is the content hash of the root file system's inputs: the suite,
+// cacheKey is the content hash of the root file system's inputs: the suite,
 // the mirror, the sorted package list and the architecture.
-func (o RootfsOptions) Key() string {
+func (o RootfsOptions) cacheKey() string {
 	pkgs := slices.Clone(o.Packages)
 	slices.Sort(pkgs)
 	pkgs = slices.Compact(pkgs)
@@ -108,19 +108,19 @@ func (o RootfsOptions) Key() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Tarball is where the root file system of o is cached.
-func (o RootfsOptions) Tarball() string {
-	return filepath.Join(o.CacheDir, "rootfs-"+o.Key()[:16]+".tar")
+// tarballPath is where the root file system of o is cached.
+func (o RootfsOptions) tarballPath() string {
+	return filepath.Join(o.CacheDir, "rootfs-"+o.cacheKey()[:16]+".tar")
 }
 
-// Rootfs returns the tarball of a Debian root file system made by
+// debootstrapRootfs returns the tarball of a Debian root file system made by
 // debootstrap (variant minbase, plus o.Packages) from o.Mirror, making
 // it the first time (minutes; root only) and reusing it afterwards. One
 // process makes it at a time (a file lock beside it); a failed or
 // interrupted run leaves nothing behind. progress (nil: none) gets a
 // line per step with its duration, and for debootstrap, which takes
-// minutes, a line every ProgressEvery with what it is doing.
-func Rootfs(ctx context.Context, o RootfsOptions, progress io.Writer) (string, error) {
+// minutes, a line every progressEvery with what it is doing.
+func debootstrapRootfs(ctx context.Context, o RootfsOptions, progress io.Writer) (string, error) {
 	if err := o.defaults(); err != nil {
 		return "", err
 	}
@@ -128,7 +128,7 @@ func Rootfs(ctx context.Context, o RootfsOptions, progress io.Writer) (string, e
 		progress = io.Discard
 	}
 	step := stepper(progress)
-	out := o.Tarball()
+	out := o.tarballPath()
 	if fileExists(out) {
 		return out, nil
 	}
@@ -158,7 +158,7 @@ func Rootfs(ctx context.Context, o RootfsOptions, progress io.Writer) (string, e
 	tree := filepath.Join(tmp, "root")
 	logFile := filepath.Join(tmp, "debootstrap.log")
 	long := startLongStep(progress, fmt.Sprintf("debootstrap %s (minbase + %s) from %s (minutes, once per machine)", o.Suite, strings.Join(o.Packages, " "), o.Mirror))
-	stopWatch := watchLog(logFile, ProgressEvery, long.note)
+	stopWatch := watchLog(logFile, progressEvery, long.note)
 	err = run(ctx, logFile, o.Debootstrap, "--variant=minbase",
 		"--include="+strings.Join(o.Packages, ","), o.Suite, tree, o.Mirror)
 	stopWatch()
@@ -186,7 +186,7 @@ func Rootfs(ctx context.Context, o RootfsOptions, progress io.Writer) (string, e
 // run runs a command in its own process group, killed with the group
 // when ctx ends, its output in logFile; an error carries the log's tail.
 func run(ctx context.Context, logFile, name string, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, RootfsTimeout)
+	ctx, cancel := context.WithTimeout(ctx, rootfsTimeout)
 	defer cancel()
 	log, err := os.Create(logFile)
 	if err != nil {
@@ -264,9 +264,9 @@ func validPackage(s string) bool {
 	return true
 }
 
-// ProgressEvery is how often a long step (debootstrap) says what it is
+// progressEvery is how often a long step (debootstrap) says what it is
 // doing.
-var ProgressEvery = 20 * time.Second
+var progressEvery = 20 * time.Second
 
 // longStep is a step line that may take minutes: its notes go on lines
 // of their own below it, and its end says the duration.

@@ -16,7 +16,7 @@ import (
 
 func TestAptMirror(t *testing.T) {
 	dir := t.TempDir()
-	assert.Equal(t, DefaultMirror, AptMirror(dir), "no sources")
+	assert.Equal(t, defaultMirror, aptMirror(dir), "no sources")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sources.list.d"), 0o755))
 	// deb822, security first: skipped; the release's URI wins.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sources.list.d", "debian.sources"), []byte(`Types: deb
@@ -35,14 +35,14 @@ Suites: bookworm bookworm-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 `), 0o644))
-	assert.Equal(t, "http://mirror.example/debian", AptMirror(dir))
+	assert.Equal(t, "http://mirror.example/debian", aptMirror(dir))
 	// A one-line sources.list comes first.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "sources.list"), []byte(`# deb http://commented.example/debian bookworm main
 deb-src http://src.example/debian bookworm main
 deb http://deb.example/debian bookworm-updates main
 deb [arch=amd64 signed-by=/k.gpg] http://one.example/debian bookworm main contrib
 `), 0o644))
-	assert.Equal(t, "http://one.example/debian", AptMirror(dir))
+	assert.Equal(t, "http://one.example/debian", aptMirror(dir))
 	// A disabled stanza is passed over.
 	assert.Equal(t, "", mirrorDeb822("Enabled: no\nTypes: deb\nURIs: http://x.example/debian\nSuites: bookworm\n"))
 }
@@ -74,16 +74,16 @@ func TestHostSuite(t *testing.T) {
 func TestRootfsKey(t *testing.T) {
 	base := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", Packages: []string{"git", "python3"}}
 	same := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", Packages: []string{"python3", "git", "git"}}
-	assert.Equal(t, base.Key(), same.Key())
+	assert.Equal(t, base.cacheKey(), same.cacheKey())
 	for _, other := range []RootfsOptions{
 		{Suite: "trixie", Mirror: base.Mirror, Packages: base.Packages},
 		{Suite: base.Suite, Mirror: "http://other/debian", Packages: base.Packages},
 		{Suite: base.Suite, Mirror: base.Mirror, Packages: []string{"git"}},
 	} {
-		assert.NotEqual(t, base.Key(), other.Key(), "%+v", other)
+		assert.NotEqual(t, base.cacheKey(), other.cacheKey(), "%+v", other)
 	}
 	base.CacheDir = "/c"
-	assert.Equal(t, "/c/rootfs-"+base.Key()[:16]+".tar", base.Tarball())
+	assert.Equal(t, "/c/rootfs-"+base.cacheKey()[:16]+".tar", base.tarballPath())
 }
 
 func TestRootfsBadInput(t *testing.T) {
@@ -95,7 +95,7 @@ func TestRootfsBadInput(t *testing.T) {
 		{Mirror: "ftp://x/debian"},
 	} {
 		o.CacheDir = dir
-		_, err := Rootfs(context.Background(), o, nil)
+		_, err := debootstrapRootfs(context.Background(), o, nil)
 		require.Error(t, err, "%+v", o)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -107,28 +107,28 @@ func TestRootfsBadInput(t *testing.T) {
 func TestRootfsCached(t *testing.T) {
 	o := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", CacheDir: t.TempDir(), Debootstrap: "/nonexistent/debootstrap"}
 	require.NoError(t, o.defaults())
-	require.NoError(t, os.WriteFile(o.Tarball(), []byte("tar"), 0o644))
-	got, err := Rootfs(context.Background(), o, nil)
+	require.NoError(t, os.WriteFile(o.tarballPath(), []byte("tar"), 0o644))
+	got, err := debootstrapRootfs(context.Background(), o, nil)
 	require.NoError(t, err)
-	assert.Equal(t, o.Tarball(), got)
+	assert.Equal(t, o.tarballPath(), got)
 }
 
 // A debootstrap that fails leaves no tarball and no temporary tree, and
 // its error carries the program's output.
 func TestRootfsFailureLeavesNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
-		testenv.Missing(t, "root (Rootfs runs debootstrap only as root)", "run the tests as root")
+		testenv.Missing(t, "root (debootstrapRootfs runs debootstrap only as root)", "run the tests as root")
 	}
 	fake := filepath.Join(t.TempDir(), "debootstrap")
 	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nmkdir -p \"$4/etc\"; echo 'E: Failed getting release file' >&2; exit 1\n"), 0o755))
 	o := RootfsOptions{Suite: "bookworm", Mirror: "http://m/debian", CacheDir: t.TempDir(), Debootstrap: fake}
 	require.NoError(t, o.defaults())
-	_, err := Rootfs(context.Background(), o, nil)
+	_, err := debootstrapRootfs(context.Background(), o, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Failed getting release file")
 	ents, _ := os.ReadDir(o.CacheDir)
 	for _, e := range ents {
-		assert.Equal(t, filepath.Base(o.Tarball())+".lock", e.Name(), "left behind")
+		assert.Equal(t, filepath.Base(o.tarballPath())+".lock", e.Name(), "left behind")
 	}
 }
 

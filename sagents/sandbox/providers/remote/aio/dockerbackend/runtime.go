@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// ErrUnknownRuntime is wrapped by NewChecked when the engine does not
+// errUnknownRuntime is wrapped by NewChecked when the engine does not
 // have the runtime Options.Runtime names.
-var ErrUnknownRuntime = errors.New("docker: unknown runtime")
+var errUnknownRuntime = errors.New("docker: unknown runtime")
 
 // NewChecked is New that first asks the engine whether it has
 // Options.Runtime, so a missing runtime fails here, naming the fix,
@@ -32,7 +32,7 @@ func NewChecked(ctx context.Context, o Options) (*Backend, error) {
 	have := slices.Sorted(maps.Keys(info.Runtimes))
 	if !slices.Contains(have, o.Runtime) {
 		return nil, fmt.Errorf(`%w %q: the engine has %s; fix: add {"runtimes": {%q: {"path": "/usr/local/bin/%s"}}} to /etc/docker/daemon.json and send dockerd SIGHUP (kill -HUP $(pidof dockerd)); for runsc, bash .ci/setup.d/50-runsc.sh does both`,
-			ErrUnknownRuntime, o.Runtime, strings.Join(have, ", "), o.Runtime, o.Runtime)
+			errUnknownRuntime, o.Runtime, strings.Join(have, ", "), o.Runtime, o.Runtime)
 	}
 	return b, nil
 }

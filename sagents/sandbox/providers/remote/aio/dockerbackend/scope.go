@@ -13,9 +13,9 @@ import (
 // Installation is the installation id this backend labels and filters by.
 func (b *Backend) Installation() string { return b.o.Installation }
 
-// InstallationFor is the default installation id of a SAGE_HOME: the
+// installationFor is the default installation id of a SAGE_HOME: the
 // first 12 hex digits of sha256 of its absolute path.
-func InstallationFor(home string) string {
+func installationFor(home string) string {
 	if abs, err := filepath.Abs(home); err == nil {
 		home = abs
 	}
@@ -23,10 +23,10 @@ func InstallationFor(home string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// ErrForeign is returned (wrapped, matching fs.ErrPermission) when a
+// errForeign is returned (wrapped, matching fs.ErrPermission) when a
 // container with this backend's name belongs to another prefix or
 // installation.
-var ErrForeign = fmt.Errorf("docker: container belongs to another deployment: %w", fs.ErrPermission)
+var errForeign = fmt.Errorf("docker: container belongs to another deployment: %w", fs.ErrPermission)
 
 // ours reports whether a container carries this backend's prefix and
 // installation labels.
