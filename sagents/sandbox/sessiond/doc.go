@@ -28,7 +28,7 @@
 // The protocol is framed (frame.go): a one-byte kind, a four-byte
 // length and a payload whose size is capped per kind. A connection
 // carries one request (JSON), then for exec and python the command's
-// stdin, for an fs write the file's bytes (sandbox.MaxReadFileBytes at most), as data
+// stdin, for an fs write the file's bytes (256 MiB at most), as data
 // frames; the daemon answers with the command's stdout and stderr (an fs
 // read: the file) as data frames as they come, then one JSON response.
 // Closing the connection cancels the command. A request carries the
