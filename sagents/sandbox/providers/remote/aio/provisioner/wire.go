@@ -27,6 +27,17 @@ type CreateBody struct {
 	// Fence is the fencing token of the client's thread lock
 	// (orchestrator.Fence), put on the sandbox by backends that can.
 	Fence int64 `json:"fence,omitempty"`
+	// PoolSlot asks for a warm-pool sandbox (its id is sandbox_id), for
+	// backends that keep pools (orchestrator.Pooler).
+	PoolSlot string `json:"pool_slot,omitempty"`
+}
+
+// ClaimBody is the body of POST /api/pool/{slot}/claim: the unclaimed
+// pool sandbox {slot} becomes sandbox_id, of thread_id.
+type ClaimBody struct {
+	SandboxID string `json:"sandbox_id"`
+	ThreadID  string `json:"thread_id,omitempty"`
+	Fence     int64  `json:"fence,omitempty"`
 }
 
 // AdoptBody is the body of POST /api/sandboxes/{id}/adopt: a client that
@@ -50,6 +61,7 @@ type Sandbox struct {
 	Owner         string    `json:"owner,omitempty"`
 	CreatedAt     time.Time `json:"created_at,omitzero"`
 	Fence         int64     `json:"fence,omitempty"`
+	PoolSlot      string    `json:"pool_slot,omitempty"`
 }
 
 // SandboxList is the body of GET /api/sandboxes.
@@ -84,12 +96,12 @@ const (
 
 func toWire(info orchestrator.SandboxInfo) Sandbox {
 	return Sandbox{SandboxID: info.SandboxID, URL: info.URL, Status: StatusRunning, ThreadID: info.ThreadID,
-		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt, Fence: info.Fence}
+		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt, Fence: info.Fence, PoolSlot: info.PoolSlot}
 }
 
 func fromWire(s Sandbox) orchestrator.SandboxInfo {
 	return orchestrator.SandboxInfo{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL, ContainerName: s.ContainerName,
-		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName, Fence: s.Fence}
+		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName, Fence: s.Fence, PoolSlot: s.PoolSlot}
 }
 
 func mountsToWire(ms []sandbox.VolumeMount) []Mount {

@@ -250,18 +250,25 @@ func (n *realNode) logTails() string {
 
 func (n *realNode) writeKubeconfig(t testing.TB) string {
 	t.Helper()
+	return n.writeKubeconfigFor(t, "admin", n.cp.token)
+}
+
+// writeKubeconfigFor writes a kubeconfig for the API server with token
+// (user is the file's name too).
+func (n *realNode) writeKubeconfigFor(t testing.TB, user, token string) string {
+	t.Helper()
 	cfg := map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": "node",
 		"clusters": []any{map[string]any{"name": "node", "cluster": map[string]any{"server": n.cp.host,
 			"certificate-authority-data": n.cp.caPEM}}},
-		"users":    []any{map[string]any{"name": "admin", "user": map[string]any{"token": n.cp.token}}},
+		"users":    []any{map[string]any{"name": "admin", "user": map[string]any{"token": token}}},
 		"contexts": []any{map[string]any{"name": "node", "context": map[string]any{"cluster": "node", "user": "admin"}}},
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(n.dir, "admin.kubeconfig")
+	path := filepath.Join(n.dir, user+".kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}

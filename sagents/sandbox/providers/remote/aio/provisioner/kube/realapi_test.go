@@ -115,6 +115,7 @@ func TestRealAPIServer(t *testing.T) {
 	t.Run("DestroyDeletesBoth", func(t *testing.T) { testDestroy(t, e) })
 	t.Run("Fence", func(t *testing.T) { testFence(t, e) })
 	t.Run("SweepDeadOwner", func(t *testing.T) { testSweepDeadOwner(t, e) })
+	t.Run("PoolClaimRace", func(t *testing.T) { testPoolClaimRace(t, e) })
 }
 
 func testRBAC(t *testing.T, e *realEnv) {
