@@ -20,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(poolChildEnv) != "" {
+		os.Exit(runPoolChild())
+	}
 	code := m.Run()
 	testenv.RemoveSageBinary()
 	os.Exit(code)

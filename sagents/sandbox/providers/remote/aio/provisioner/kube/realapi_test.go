@@ -96,7 +96,7 @@ func TestRealAPIServer(t *testing.T) {
 	t.Run("ManifestsApplyStrictly", func(t *testing.T) {
 		applied := applyManifests(t, cp)
 		for _, want := range []string{"Namespace/sage", "ServiceAccount/sage-provisioner", "Role/sage-provisioner",
-			"RoleBinding/sage-provisioner", "Deployment/sage-provisioner", "Service/sage-provisioner"} {
+			"RoleBinding/sage-provisioner", "Deployment/sage-provisioner", "Service/sage-provisioner", "RuntimeClass/gvisor"} {
 			if !slices.Contains(applied, want) {
 				t.Errorf("applied %v, missing %s", applied, want)
 			}

@@ -172,8 +172,10 @@ func TestRealNode(t *testing.T) {
 		{"KubeletKilledAndRestarted", testNodeKubeletRestart},
 		{"ReleaseAndIdleReaperDelete", testNodeRelease},
 		{"WarmPool", testNodeWarmPool},
+		{"PoolEightProcessesAndKill9", testNodePoolProcesses},
 		{"ContainerKilledFromContainerd", testNodeContainerKilled},
 		{"CLIThroughSageProvisioner", testNodeCLI},
+		{"GvisorRuntimeClass", testNodeGvisor},
 	}
 	st := &stepState{}
 	for _, s := range steps {
