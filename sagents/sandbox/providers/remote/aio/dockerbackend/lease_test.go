@@ -41,8 +41,10 @@ func TestKilledOwnersSandboxesAreCollected(t *testing.T) {
 	assert.Equal(t, info.ContainerID, cs[0].ID, "the taken-over sandbox survives the sweep")
 	slots, _ := os.ReadDir(filepath.Join(f.home, "pool"))
 	assert.Empty(t, slots, "the pool slot's directory is left")
-	leases, _ := os.ReadDir(filepath.Join(f.home, "leases"))
-	assert.Len(t, leases, 1, "only the live owner's lease file is left")
+	leases, _ := filepath.Glob(filepath.Join(f.home, "leases", "*.lock"))
+	assert.Len(t, leases, 1, "only the live owner's lease file is left (the dead one's is its tombstone)")
+	tombs, _ := filepath.Glob(filepath.Join(f.home, "leases", "*.gone"))
+	assert.Len(t, tombs, 1, "the dead owner's tombstone")
 
 	require.NoError(t, p.Shutdown(ctxT(t)))
 	assert.Empty(t, f.containers(t), "the taken-over sandbox outlived its new owner's shutdown")
@@ -92,6 +94,9 @@ func TestSweepCollectsNeverStartedContainers(t *testing.T) {
 		require.NoError(t, err)
 		return resp.ID
 	}
+	// What a process killed with -9 leaves of its lease: the unlocked
+	// file (an owner the store never knew is another home's, not dead).
+	require.NoError(t, os.WriteFile(filepath.Join(f.home, "leases", "long-gone-owner.lock"), nil, 0o600))
 	deadID := mk("anon-never-started", "long-gone-owner")
 	liveID := mk("anon-starting", p.Owner())
 	r, err := p.Sweep(ctxT(t))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -58,24 +59,40 @@ func (s *FileStore) GrantLease(_ context.Context, owner string) (*Lease, error) 
 }
 
 // LiveLeases tries each owner's flock: one it can take is a dead
-// owner's, and its file is removed there and then.
+// owner's, whose lock file becomes its tombstone there and then
+// (DIR/leases/<owner>.gone), so that later sweeps still know it for
+// dead. An owner with neither file is left out: it never had a lease in
+// this directory (another home's), or it released its lease when it
+// shut down (nothing of it is left to collect: what it kept it
+// disowned). Tombstones older than tombstoneAge are removed: a dead
+// owner's leftovers are collected by the first sweep after its death.
 func (s *FileStore) LiveLeases(_ context.Context, owners []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(owners))
 	for _, o := range owners {
 		p, err := s.leaseFile(o)
 		if err != nil {
-			out[o] = false
 			continue
 		}
+		tomb := strings.TrimSuffix(p, ".lock") + ".gone"
 		fl := flock.New(p, flock.SetFlag(os.O_RDWR))
 		ok, err := fl.TryLock()
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			out[o] = false
+			if st, err := os.Stat(tomb); err == nil {
+				if time.Since(st.ModTime()) > tombstoneAge {
+					_ = os.Remove(tomb)
+				}
+				out[o] = false
+			}
 		case err != nil:
 			return nil, fmt.Errorf("aio: owner lease %s: %w", o, err)
 		case ok:
-			_ = os.Remove(p)
+			if err := os.Rename(p, tomb); err != nil {
+				_ = os.Remove(p)
+			} else {
+				now := time.Now() // its age counts from the death seen, not the grant
+				_ = os.Chtimes(tomb, now, now)
+			}
 			_ = fl.Close()
 			out[o] = false
 		default:
@@ -85,6 +102,9 @@ func (s *FileStore) LiveLeases(_ context.Context, owners []string) (map[string]b
 	}
 	return out, nil
 }
+
+// tombstoneAge is how long a dead owner's tombstone is kept.
+const tombstoneAge = 24 * time.Hour
 
 // LeaseTTL is 0: a flock ends exactly with its holder.
 func (s *FileStore) LeaseTTL() time.Duration { return 0 }

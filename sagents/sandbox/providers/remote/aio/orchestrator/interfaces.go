@@ -108,7 +108,11 @@ type Leaser interface {
 	// it is released or lost. An owner id whose lease is held already
 	// is an error.
 	GrantLease(ctx context.Context, owner string) (*Lease, error)
-	// LiveLeases reports which of owners hold their lease now.
+	// LiveLeases reports, for each of owners this store knows (one that
+	// holds, or held, a lease in it), whether it holds its lease now.
+	// An owner the store cannot know of is left out of the map: it is
+	// another store's (another home sharing the backend, as two users of
+	// one provisioner), and nobody here may take it for dead.
 	LiveLeases(ctx context.Context, owners []string) (map[string]bool, error)
 	// LeaseTTL is how long a lease outlives its holder's last renewal
 	// (0: it ends with its holder, as a flock does). A sweep believes a

@@ -421,6 +421,53 @@ func TestSweepCollectsWhatADeadOwnerLeft(t *testing.T) {
 	assert.DirExists(t, filepath.Join(home, "threads", "t1", "user-data", "workspace"), "the thread's files were moved back")
 }
 
+// Two homes (two FileStores: two users of one provisioner, or the
+// CLI beside a library user) share one backend: a sweep from one home
+// leaves the other's sandboxes alone, live or gone, since its store
+// never knew their owners (it took them for dead, and a CLI process's
+// sweep deleted another home's Pod while it was starting: TestRealNode's
+// CLI step, 1 run in 4). A dead owner of its own home it still collects,
+// also on a later sweep (the tombstone keeps it dead).
+func TestSweepLeavesAnotherHomesSandboxes(t *testing.T) {
+	b := claimingBackend{newFakeBackend(t)}
+	ctx := context.Background()
+	homeA, homeB := t.TempDir(), t.TempDir()
+	other, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: homeB, Owner: "other-home", SweepInterval: -1})
+	require.NoError(t, err)
+	otherSid, err := other.Acquire(ctx, "theirs")
+	require.NoError(t, err)
+	gone, err := orchestrator.NewProvider(orchestrator.ProviderOptions{Backend: b, Home: homeB, Owner: "other-home-dead", SweepInterval: -1})
+	require.NoError(t, err)
+	_, err = gone.Acquire(ctx, "")
+	require.NoError(t, err)
+	orchestrator.Crash(gone)
+
+	sweeper := newProvider(t, orchestrator.ProviderOptions{Backend: b, Home: homeA, Owner: "sweeper"})
+	r, err := sweeper.SweepWait(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, r.DeadOwners, "another home's owners taken for dead")
+	assert.Empty(t, r.Sandboxes)
+	assert.Equal(t, 2, b.Running(), "another home's sandboxes were swept")
+
+	// The control: the other home's own sweep collects its dead owner's
+	// sandbox, and a second sweep still knows that owner for dead.
+	mine := newProvider(t, orchestrator.ProviderOptions{Backend: b, Home: homeB, Owner: "other-sweeper"})
+	r, err = mine.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other-home-dead"}, r.DeadOwners)
+	assert.Len(t, r.Sandboxes, 1)
+	assert.FileExists(t, filepath.Join(homeB, "leases", "other-home-dead.gone"), "no tombstone")
+	live, err := orchestrator.NewFileStore(homeB).LiveLeases(ctx, []string{"other-home-dead", "other-home", "never-here"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"other-home-dead": false, "other-home": true}, live, "known dead, known live; a stranger left out")
+	_, ok, _ := b.Discover(ctx, otherSid)
+	assert.True(t, ok, "a live owner's sandbox was swept")
+	require.NoError(t, other.Shutdown(ctx))
+	live, err = orchestrator.NewFileStore(homeB).LiveLeases(ctx, []string{"other-home"})
+	require.NoError(t, err)
+	assert.Empty(t, live, "a released lease is no owner's tombstone")
+}
+
 // The FileStore's count: an id is counted once; a former reserver (a
 // stale holder whose create failed) cannot give back the count a newer
 // reserver of the same thread id shares; a destroy (no owner) can.

@@ -130,14 +130,16 @@ func (p *Provider) lost(l *Lease) {
 }
 
 // deadOwner reports whether owner's lease has ended (a lease-keeping
-// store says so; an error counts as alive).
+// store says so; an error, or an owner the store does not know, counts
+// as alive).
 func (p *Provider) deadOwner(ctx context.Context, owner string) bool {
 	lr, ok := p.o.Store.(Leaser)
 	if !ok || owner == "" || owner == p.owner() {
 		return false
 	}
 	live, err := lr.LiveLeases(ctx, []string{owner})
-	return err == nil && !live[owner]
+	held, known := live[owner]
+	return err == nil && known && !held
 }
 
 // memCounter counts this process's sandboxes for max_sandboxes when the

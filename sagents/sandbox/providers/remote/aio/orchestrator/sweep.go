@@ -325,7 +325,7 @@ func (p *Provider) deadOwners(ctx context.Context, lr Leaser, owners map[string]
 	p.sweepMu.Lock()
 	defer p.sweepMu.Unlock()
 	for o := range owners {
-		if live[o] {
+		if held, known := live[o]; held || !known { // alive, or another store's owner
 			delete(p.absent, o)
 			continue
 		}

@@ -102,7 +102,7 @@ func (c *apiClient) Create(ctx context.Context, req orchestrator.CreateRequest) 
 		return orchestrator.SandboxInfo{}, fmt.Errorf("provisioner: create %s: %w", req.SandboxID, err)
 	}
 	body := createBody{SandboxID: req.SandboxID, ThreadID: req.ThreadID, ExtraMounts: mountsToWire(req.Mounts),
-		Owner: req.Owner, Env: req.Env, Token: req.Token, Fence: fence}
+		Owner: req.Owner, Env: req.Env, Token: req.Token, Fence: fence, PoolSlot: req.PoolSlot}
 	var out wireSandbox
 	if err := c.do(ctx, http.MethodPost, "/api/sandboxes", body, &out); err != nil {
 		return orchestrator.SandboxInfo{}, err
@@ -148,6 +148,40 @@ func (c *apiClient) Adopt(ctx context.Context, info orchestrator.SandboxInfo) (o
 }
 
 var _ orchestrator.Adopter = (*apiClient)(nil)
+
+var _ orchestrator.Pooler = (*apiClient)(nil)
+
+// Claim implements orchestrator.Pooler (POST /api/pool/{slot}/claim,
+// with the caller's fencing token): the provisioner's backend hands the
+// unclaimed pool sandbox to the thread. A provisioner whose backend keeps
+// no pool answers 404.
+func (c *apiClient) Claim(ctx context.Context, pooled orchestrator.SandboxInfo, sandboxID, threadID string) (orchestrator.SandboxInfo, error) {
+	fence, err := orchestrator.Fence(ctx)
+	if err != nil {
+		return orchestrator.SandboxInfo{}, fmt.Errorf("provisioner: claim %s: %w", pooled.SandboxID, err)
+	}
+	var out wireSandbox
+	if err := c.do(ctx, http.MethodPost, "/api/pool/"+url.PathEscape(pooled.PoolSlot)+"/claim",
+		claimBody{SandboxID: sandboxID, ThreadID: threadID, Fence: fence}, &out); err != nil {
+		return orchestrator.SandboxInfo{}, err
+	}
+	info := fromWire(out)
+	info.Token = pooled.Token
+	return info, nil
+}
+
+// ListPool implements orchestrator.Pooler (GET /api/pool).
+func (c *apiClient) ListPool(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	var out wireSandboxList
+	if err := c.do(ctx, http.MethodGet, "/api/pool", nil, &out); err != nil {
+		return nil, err
+	}
+	infos := make([]orchestrator.SandboxInfo, 0, len(out.Sandboxes))
+	for _, s := range out.Sandboxes {
+		infos = append(infos, fromWire(s))
+	}
+	return infos, nil
+}
 
 type fenceHeaderKey struct{}
 

@@ -81,6 +81,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/sandboxes/{id}", s.auth(s.get))
 	s.mux.HandleFunc("DELETE /api/sandboxes/{id}", s.auth(s.destroy))
 	s.mux.HandleFunc("POST /api/sandboxes/{id}/adopt", s.auth(s.adopt))
+	s.mux.HandleFunc("GET /api/pool", s.auth(s.listPool))
+	s.mux.HandleFunc("POST /api/pool/{id}/claim", s.auth(s.claim))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -123,6 +125,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeBackendError(w, err)
 		return
 	}
+	if _, ok := s.opts.Backend.(orchestrator.Pooler); body.PoolSlot != "" && !ok {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("pool_slot: this provisioner's backend (%s) keeps no warm pool; set the provider's pool_size to 0", s.opts.BackendName))
+		return
+	}
 	unlock := s.locks.lock(body.SandboxID)
 	defer unlock()
 	info, err := s.opts.Backend.Create(orchestrator.WithFence(r.Context(), body.Fence), req)
@@ -149,7 +155,7 @@ func (s *Server) createRequest(b createBody) (orchestrator.CreateRequest, error)
 	}
 	d := s.opts.Defaults
 	return orchestrator.CreateRequest{SandboxID: b.SandboxID, ThreadID: b.ThreadID, Owner: b.Owner, Image: d.Image, Port: d.Port,
-		Mounts: mounts, Env: b.Env, MemoryMB: d.MemoryMB, CPUs: d.CPUs, Token: b.Token}, nil
+		Mounts: mounts, Env: b.Env, MemoryMB: d.MemoryMB, CPUs: d.CPUs, Token: b.Token, PoolSlot: b.PoolSlot}, nil
 }
 
 func validateBody(b createBody) error {
@@ -160,6 +166,8 @@ func validateBody(b createBody) error {
 		return fmt.Errorf("%w: thread_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.ThreadID)
 	case b.Owner != "" && !sandbox.ValidID(b.Owner):
 		return fmt.Errorf("%w: owner %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.Owner)
+	case b.PoolSlot != "" && (b.PoolSlot != b.SandboxID || b.ThreadID != ""):
+		return fmt.Errorf("%w: pool_slot %q: a pool sandbox's id is its slot (sandbox_id %q) and it has no thread (thread_id %q)", ErrInvalid, b.PoolSlot, b.SandboxID, b.ThreadID)
 	}
 	for k := range b.Env {
 		if !sandbox.ValidEnvName(k) {
@@ -270,6 +278,84 @@ func (s *Server) adopt(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, toWire(info))
+}
+
+// pooler is the backend's warm pool, or a 404 naming the fix.
+func (s *Server) pooler(w http.ResponseWriter) (orchestrator.Pooler, bool) {
+	pl, ok := s.opts.Backend.(orchestrator.Pooler)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("this provisioner's backend (%s) keeps no warm pool; set the provider's pool_size to 0", s.opts.BackendName))
+	}
+	return pl, ok
+}
+
+// listPool lists the backend's unclaimed pool sandboxes (every owner's).
+func (s *Server) listPool(w http.ResponseWriter, r *http.Request) {
+	pl, ok := s.pooler(w)
+	if !ok {
+		return
+	}
+	infos, err := pl.ListPool(r.Context())
+	if err != nil {
+		writeBackendError(w, err)
+		return
+	}
+	out := wireSandboxList{Sandboxes: make([]wireSandbox, 0, len(infos)), Count: len(infos)}
+	for _, info := range infos {
+		out.Sandboxes = append(out.Sandboxes, toWire(info))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// claim hands the unclaimed pool sandbox {id} to a thread under the
+// sandbox id of the body, with the caller's fencing token. Both ids are
+// locked (in order), so no create, destroy or other claim of either
+// runs meanwhile in this server; the backend refuses a claim that loses
+// a race with another replica's.
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
+	slot, ok := s.pathID(w, r)
+	if !ok {
+		return
+	}
+	pl, ok := s.pooler(w)
+	if !ok {
+		return
+	}
+	var body claimBody
+	if err := decodeBody(w, r, s.opts.MaxBodyBytes, &body); err != nil {
+		writeDecodeError(w, err)
+		return
+	}
+	switch {
+	case !sandbox.ValidID(body.SandboxID) || body.SandboxID == slot:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("sandbox_id %q: want 1-64 characters of A-Z a-z 0-9 _ -, not the slot's own id", body.SandboxID))
+		return
+	case body.ThreadID != "" && !sandbox.ValidID(body.ThreadID):
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("thread_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", body.ThreadID))
+		return
+	}
+	first, second := min(slot, body.SandboxID), max(slot, body.SandboxID)
+	unlock1 := s.locks.lock(first)
+	defer unlock1()
+	unlock2 := s.locks.lock(second)
+	defer unlock2()
+	info, found, err := s.opts.Backend.Discover(r.Context(), slot)
+	switch {
+	case err != nil:
+		writeBackendError(w, err)
+		return
+	case !found || info.PoolSlot != slot:
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no unclaimed pool sandbox %q", slot))
+		return
+	}
+	out, err := pl.Claim(orchestrator.WithFence(r.Context(), body.Fence), info, body.SandboxID, body.ThreadID)
+	if err != nil {
+		s.opts.Logger.Warn("provisioner: claim failed", "slot", slot, "sandbox", body.SandboxID, "err", err)
+		writeBackendError(w, err)
+		return
+	}
+	s.opts.Logger.Info("provisioner: pool sandbox claimed", "slot", slot, "sandbox", out.SandboxID, "thread", out.ThreadID)
+	writeJSON(w, http.StatusOK, toWire(out))
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {

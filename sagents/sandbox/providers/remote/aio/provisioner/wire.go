@@ -27,6 +27,17 @@ type createBody struct {
 	// Fence is the fencing token of the client's thread lock
 	// (orchestrator.Fence), put on the sandbox by backends that can.
 	Fence int64 `json:"fence,omitempty"`
+	// PoolSlot asks for a warm-pool sandbox (its id is sandbox_id), for
+	// backends that keep pools (orchestrator.Pooler).
+	PoolSlot string `json:"pool_slot,omitempty"`
+}
+
+// claimBody is the body of POST /api/pool/{slot}/claim: the unclaimed
+// pool sandbox {slot} becomes sandbox_id, of thread_id.
+type claimBody struct {
+	SandboxID string `json:"sandbox_id"`
+	ThreadID  string `json:"thread_id,omitempty"`
+	Fence     int64  `json:"fence,omitempty"`
 }
 
 // adoptBody is the body of POST /api/sandboxes/{id}/adopt: a client that
@@ -50,6 +61,7 @@ type wireSandbox struct {
 	Owner         string    `json:"owner,omitempty"`
 	CreatedAt     time.Time `json:"created_at,omitzero"`
 	Fence         int64     `json:"fence,omitempty"`
+	PoolSlot      string    `json:"pool_slot,omitempty"`
 }
 
 // wireSandboxList is the body of GET /api/sandboxes.
@@ -84,12 +96,12 @@ const (
 
 func toWire(info orchestrator.SandboxInfo) wireSandbox {
 	return wireSandbox{SandboxID: info.SandboxID, URL: info.URL, Status: statusRunning, ThreadID: info.ThreadID,
-		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt, Fence: info.Fence}
+		ContainerName: info.ContainerName, ContainerID: info.ContainerID, Owner: info.Owner, CreatedAt: info.CreatedAt, Fence: info.Fence, PoolSlot: info.PoolSlot}
 }
 
 func fromWire(s wireSandbox) orchestrator.SandboxInfo {
 	return orchestrator.SandboxInfo{SandboxID: s.SandboxID, ThreadID: s.ThreadID, URL: s.URL, ContainerName: s.ContainerName,
-		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: backendName, Fence: s.Fence}
+		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: backendName, Fence: s.Fence, PoolSlot: s.PoolSlot}
 }
 
 func mountsToWire(ms []sandbox.VolumeMount) []wireMount {

@@ -153,7 +153,7 @@ func (r *recStore) LiveLeases(ctx context.Context, owners []string) (map[string]
 	if err == nil {
 		var absent []string
 		for _, o := range owners {
-			if !live[o] {
+			if held, known := live[o]; known && !held {
 				absent = append(absent, o)
 			}
 		}

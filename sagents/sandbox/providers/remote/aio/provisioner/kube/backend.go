@@ -240,7 +240,7 @@ func (b *Backend) Destroy(ctx context.Context, info orchestrator.SandboxInfo) er
 	if info.SandboxID == "" {
 		return errors.New("kube: destroy: empty sandbox id")
 	}
-	name := objectName(b.o.NamePrefix, info.SandboxID)
+	name := b.podName(info)
 	token, err := orchestrator.Fence(ctx)
 	if err != nil {
 		return fmt.Errorf("kube: delete %s: %w", name, err)
@@ -333,8 +333,15 @@ func (b *Backend) findPod(ctx context.Context, sandboxID string) (*corev1.Pod, e
 	return nil, nil
 }
 
-// ListRunning lists the live sandboxes that have a Service.
+// ListRunning lists the live sandboxes that have a Service, except the
+// warm pool's unclaimed Pods (ListPool).
 func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, error) {
+	return b.list(ctx, false)
+}
+
+// list lists live sandbox Pods that have a Service: the unclaimed pool's
+// when pooled, the others otherwise.
+func (b *Backend) list(ctx context.Context, pooled bool) ([]orchestrator.SandboxInfo, error) {
 	pods, svcs, err := b.listSandboxObjects(ctx)
 	if err != nil {
 		return nil, err
@@ -346,7 +353,7 @@ func (b *Backend) ListRunning(ctx context.Context) ([]orchestrator.SandboxInfo, 
 	var out []orchestrator.SandboxInfo
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if svc := byName[p.Name]; svc != nil && alive(p) {
+		if svc := byName[p.Name]; svc != nil && alive(p) && unclaimedPod(p) == pooled {
 			if info, err := b.info(p, svc); err == nil {
 				out = append(out, info)
 			}
@@ -413,7 +420,7 @@ func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (orchestrator.Sandb
 	}
 	return orchestrator.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
 		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[AnnotationOwner],
-		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod)}, nil
+		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod), PoolSlot: pod.Labels[LabelPool]}, nil
 }
 
 // alive: not deleting, not failed or finished.

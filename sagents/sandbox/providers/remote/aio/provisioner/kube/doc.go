@@ -29,6 +29,16 @@
 // no requested mount provides is an emptyDir of the Pod, writable by the
 // sandbox's non-root user. Options.RuntimeClass sets runtimeClassName.
 //
+// Warm pool. A request with PoolSlot makes a pool Pod: labelled
+// sage.dev/pool=<slot>, its Service selecting it by that label. Claim
+// (orchestrator.Pooler; the provisioner API's POST /api/pool/{slot}/claim)
+// rewrites the Pod's sandbox and thread labels and annotations, fencing
+// token and activity in one merge patch carrying the resourceVersion it
+// read, so one claimer of a Pod wins; names cannot change, so a claimed
+// sandbox keeps its slot's Pod and Service names (SandboxInfo.PoolSlot
+// says which). ListPool lists the unclaimed ones; ListRunning the others.
+// The pool itself is the orchestrator's (pool_size of the aio provider).
+//
 // Races. Create of an existing sandbox adopts the Pod and Service that
 // are there (AlreadyExists is how another provisioner replica's win shows
 // up), provided they are ours (managed-by label and sandbox-id annotation).

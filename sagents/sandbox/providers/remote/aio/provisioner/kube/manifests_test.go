@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -40,7 +41,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 			kinds[kind]++
 		}
 	}
-	for _, k := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service"} {
+	for _, k := range []string{"Namespace", "ServiceAccount", "Role", "RoleBinding", "Deployment", "Service", "RuntimeClass"} {
 		if kinds[k] != 1 {
 			t.Errorf("%d %s documents, want 1", kinds[k], k)
 		}
@@ -70,6 +71,8 @@ func decodeDoc(t *testing.T, file string, i int, doc []byte) string {
 		obj = &rbacv1.RoleBinding{}
 	case "Deployment":
 		obj = &appsv1.Deployment{}
+	case "RuntimeClass":
+		obj = &nodev1.RuntimeClass{}
 	default:
 		t.Fatalf("%s #%d: unexpected kind %q", file, i, head.Kind)
 	}
@@ -81,6 +84,10 @@ func decodeDoc(t *testing.T, file string, i int, doc []byte) string {
 		checkRole(t, o)
 	case *appsv1.Deployment:
 		checkDeployment(t, o)
+	case *nodev1.RuntimeClass:
+		if o.Name != "gvisor" || o.Handler != "runsc" {
+			t.Errorf("runtime class %s with handler %q: want gvisor -> runsc (the handler TestRealNode's containerd has)", o.Name, o.Handler)
+		}
 	}
 	return head.Kind
 }

@@ -41,6 +41,8 @@ import (
 // removes the bridge, the kubelet's cgroups and iptables chains; then it
 // checks that nothing of the node is left.
 
+const runscFix = "run `bash .ci/setup.d/50-runsc.sh` (builds the project's pinned runsc into ~/.cache/sage and installs it as /usr/local/bin/runsc)"
+
 const nodeFix = "run `make kube` (.ci/setup.d/35-kube.sh: builds kubelet, kube-scheduler and kube-controller-manager into ~/.cache/sage/kube-node-VERSION and installs etcd-server, containerd, runc and containernetworking-plugins)"
 
 // nodeImage is the sandbox image the node runs, imported from Docker.
@@ -250,18 +252,25 @@ func (n *realNode) logTails() string {
 
 func (n *realNode) writeKubeconfig(t testing.TB) string {
 	t.Helper()
+	return n.writeKubeconfigFor(t, "admin", n.cp.token)
+}
+
+// writeKubeconfigFor writes a kubeconfig for the API server with token
+// (user is the file's name too).
+func (n *realNode) writeKubeconfigFor(t testing.TB, user, token string) string {
+	t.Helper()
 	cfg := map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": "node",
 		"clusters": []any{map[string]any{"name": "node", "cluster": map[string]any{"server": n.cp.host,
 			"certificate-authority-data": n.cp.caPEM}}},
-		"users":    []any{map[string]any{"name": "admin", "user": map[string]any{"token": n.cp.token}}},
+		"users":    []any{map[string]any{"name": "admin", "user": map[string]any{"token": token}}},
 		"contexts": []any{map[string]any{"name": "node", "context": map[string]any{"cluster": "node", "user": "admin"}}},
 	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(n.dir, "admin.kubeconfig")
+	path := filepath.Join(n.dir, user+".kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -313,6 +322,93 @@ func freeSubnet(t testing.TB) *net.IPNet {
 	return nil
 }
 
+// runscForShim is the program containerd's runc shim runs in runc's
+// place for the runtime handler runsc: runsc, with two changes for a
+// Pod's second container (the sandbox's, which joins the gVisor sandbox
+// the pause container started), where the shim's runc assumptions do
+// not hold (seen with containerd 1.6.20):
+//   - `runsc start` of it starts its gofer, which inherits runsc's stdout
+//     and stderr; the shim reads those to EOF, which never comes while
+//     the gofer runs, so StartContainer never returned. start runs with
+//     its output in a file the shim then gets.
+//   - its pid file names the gVisor sandbox's process (the pause
+//     container's), which the shim watches for the container's exit:
+//     StopContainer waited forever. create writes instead the pid of a
+//     waiter (`runsc wait`, reparented to the shim, its subreaper) that
+//     exits with the container's exit status (runsc wait refuses a
+//     container not started yet: it polls runsc state until then).
+//   - the CRI's stop of the pause container kills every process of it
+//     once the gVisor sandbox has gone with it, and runsc answers "sandbox
+//     is not running" (runc's "container not running" the shim takes as
+//     done): StopPodSandbox failed forever. kill of what runs no more
+//     succeeds.
+//
+// Every other command is runsc itself. gVisor's own shim
+// (containerd-shim-runsc-v1) needs neither, but does not run here (see
+// deploy/kubernetes/README.md).
+const runscForShim = `#!/bin/sh
+runsc=%q
+root= cmd= bundle= pidfile= skip= id=
+for a in "$@"; do
+	if [ -n "$skip" ]; then
+		case $skip in --root) root=$a ;; --bundle) bundle=$a ;; --pid-file) pidfile=$a ;; esac
+		skip=
+		continue
+	fi
+	case $a in
+	--root|--log|--log-format|--bundle|--pid-file|--console-socket) skip=$a ;;
+	-*) ;;
+	*) if [ -z "$cmd" ]; then cmd=$a; else id=$a; fi ;;
+	esac
+done
+case $cmd in
+start)
+	out=$(mktemp) || exit 1
+	"$runsc" "$@" >"$out" 2>&1 </dev/null
+	rc=$?
+	cat "$out"
+	rm -f "$out"
+	exit $rc
+	;;
+create)
+	"$runsc" "$@" || exit $?
+	if [ -n "$pidfile" ] && grep -q '"io.kubernetes.cri.container-type": *"container"' "$bundle/config.json"; then
+		(
+			n=0
+			while st=$("$runsc" --root "$root" state "$id" 2>/dev/null); do
+				case $st in *'"status": "created"'* | *'"status":"created"'*) ;; *) break ;; esac
+				n=$((n + 1))
+				[ "$n" -lt 2400 ] || exit 255
+				sleep 0.05
+			done
+			s=$("$runsc" --root "$root" wait "$id" 2>/dev/null | sed -n 's/.*"exitStatus": *\([0-9]*\).*/\1/p')
+			exit "${s:-255}"
+		) </dev/null >/dev/null 2>&1 &
+		printf %%s "$!" >"$pidfile"
+	fi
+	exit 0
+	;;
+kill)
+	out=$("$runsc" "$@" 2>&1) && exit 0
+	rc=$?
+	case $out in *"is not running"*) exit 0 ;; esac
+	printf '%%s\n' "$out" >&2
+	exit $rc
+	;;
+esac
+exec "$runsc" "$@"
+`
+
+// writeRunscForShim writes runscForShim for runsc into dir.
+func writeRunscForShim(t testing.TB, dir, runsc string) string {
+	t.Helper()
+	p := filepath.Join(dir, "runsc-for-shim")
+	if err := os.WriteFile(p, fmt.Appendf(nil, runscForShim, runsc), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func (n *realNode) startContainerd(t testing.TB) {
 	t.Helper()
 	cd := filepath.Join(n.dir, "containerd")
@@ -340,6 +436,14 @@ func (n *realNode) startContainerd(t testing.TB) {
 	}
 	// restrict_oom_score_adj: root here lacks CAP_SYS_RESOURCE, so runc
 	// cannot set the negative oom_score_adj the kubelet asks for.
+	// The runtime "runsc" (the handler of the RuntimeClass gvisor of
+	// deploy/kubernetes/runtimeclass-gvisor.yaml) is containerd's runc
+	// shim running runsc in runc's place (BinaryName), as the Docker
+	// Engine runs its runsc runtime: gVisor's own shim
+	// (containerd-shim-runsc-v1) at the project's pinned version sets an
+	// oom_score_adj of -999 for itself, which fails here the same way,
+	// and does not speak containerd 1.6's start handshake.
+	runscBin := writeRunscForShim(t, cd, testenv.Command(t, "runsc", runscFix))
 	config := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -372,12 +476,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
   Root = %q
   SystemdCgroup = false
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]
+  BinaryName = %q
+  Root = %q
+  SystemdCgroup = false
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = %q
   conf_dir = %q
   max_conf_num = 1
 `, filepath.Join(cd, "root"), filepath.Join(cd, "state"), n.sock, filepath.Join(cd, "opt"), "docker.io/library/"+n.pauseImage(),
-		filepath.Join(cd, "runtime-runc"), cniBinDir, netd)
+		filepath.Join(cd, "runtime-runc"), runscBin, filepath.Join(cd, "runtime-runsc"), cniBinDir, netd)
 	cfg := filepath.Join(cd, "config.toml")
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -618,6 +728,12 @@ func (n *realNode) teardown(t testing.TB) {
 	for deadline := time.Now().Add(20 * time.Second); len(processesMentioning(n.dir)) > 0 && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
+
+	// runsc keeps one bind mount in its state directory for as long as
+	// that directory is in use (the network namespace file its sandboxes
+	// without a network of their own join); it is the runtime's, not a
+	// Pod's, and goes with the node.
+	_ = syscall.Unmount(filepath.Join(n.dir, "containerd", "runtime-runsc", "k8s.io", "null-netns"), syscall.MNT_DETACH)
 
 	// Backstops, each an error when it had anything to do.
 	if pids := processesMentioning(n.dir); len(pids) > 0 {

@@ -36,6 +36,9 @@ func (b *Backend) meta(req orchestrator.CreateRequest) metav1.ObjectMeta {
 	if req.Owner != "" {
 		ann[AnnotationOwner] = req.Owner
 	}
+	if req.PoolSlot != "" {
+		labels[LabelPool] = labelFor(req.PoolSlot)
+	}
 	return metav1.ObjectMeta{Name: objectName(b.o.NamePrefix, req.SandboxID), Namespace: b.o.Namespace, Labels: labels, Annotations: ann}
 }
 
@@ -186,11 +189,21 @@ func (b *Backend) buildService(req orchestrator.CreateRequest, owner *corev1.Pod
 		ObjectMeta: meta,
 		Spec: corev1.ServiceSpec{
 			Type:     b.o.ServiceType,
-			Selector: map[string]string{LabelManagedBy: ManagedBy, LabelSandbox: labelFor(req.SandboxID)},
+			Selector: b.serviceSelector(req),
 			Ports: []corev1.ServicePort{{Name: PortName, Port: int32(req.Port), Protocol: corev1.ProtocolTCP,
 				TargetPort: intstr.FromString(PortName)}},
 		},
 	}
+}
+
+// serviceSelector selects the sandbox's Pod: by its pool slot for a
+// pool Pod (a claim changes its sandbox label, never its slot), else by
+// its sandbox id.
+func (b *Backend) serviceSelector(req orchestrator.CreateRequest) map[string]string {
+	if req.PoolSlot != "" {
+		return map[string]string{LabelManagedBy: ManagedBy, LabelPool: labelFor(req.PoolSlot)}
+	}
+	return map[string]string{LabelManagedBy: ManagedBy, LabelSandbox: labelFor(req.SandboxID)}
 }
 
 // sandboxURL is the URL clients use for the sandbox of pod and svc: the

@@ -96,7 +96,7 @@ func TestRealAPIServer(t *testing.T) {
 	t.Run("ManifestsApplyStrictly", func(t *testing.T) {
 		applied := applyManifests(t, cp)
 		for _, want := range []string{"Namespace/sage", "ServiceAccount/sage-provisioner", "Role/sage-provisioner",
-			"RoleBinding/sage-provisioner", "Deployment/sage-provisioner", "Service/sage-provisioner"} {
+			"RoleBinding/sage-provisioner", "Deployment/sage-provisioner", "Service/sage-provisioner", "RuntimeClass/gvisor"} {
 			if !slices.Contains(applied, want) {
 				t.Errorf("applied %v, missing %s", applied, want)
 			}
@@ -115,6 +115,7 @@ func TestRealAPIServer(t *testing.T) {
 	t.Run("DestroyDeletesBoth", func(t *testing.T) { testDestroy(t, e) })
 	t.Run("Fence", func(t *testing.T) { testFence(t, e) })
 	t.Run("SweepDeadOwner", func(t *testing.T) { testSweepDeadOwner(t, e) })
+	t.Run("PoolClaimRace", func(t *testing.T) { testPoolClaimRace(t, e) })
 }
 
 func testRBAC(t *testing.T, e *realEnv) {

@@ -79,3 +79,73 @@ func BenchmarkRealNodeColdAcquire(b *testing.B) {
 	}
 	benchpair.Run(b, bare, acquire)
 }
+
+// BenchmarkRealNodePooledAcquire: an acquire of a new thread from a warm
+// pool (pool_size 3: claim a Ready pool Pod through the provisioner,
+// relabel it, open it, save the thread's state) against a cold acquire
+// of a new thread (BenchmarkRealNodeColdAcquire's candidate) in the same
+// run ("x-baseline": the goal is <= 0.1). Each side releases what it
+// acquired; the pool refills in the background. A pooled turn that finds
+// the pool empty fails the benchmark rather than be timed as a cold one.
+func BenchmarkRealNodePooledAcquire(b *testing.B) {
+	n := startNode(b)
+	applyManifests(b, n.cp)
+	ctx := context.Background()
+	if _, err := n.admin.AppsV1().Deployments(manifestNamespace).Patch(ctx, "sage-provisioner",
+		"application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	e := &nodeEnv{t: b, n: n, prov: n.cp.clientset(b, provisionerToken(b, n.admin)), home: b.TempDir()}
+	be, err := New(Options{Client: e.prov, Namespace: manifestNamespace, Image: nodeImage, PullPolicy: corev1.PullNever,
+		PodAddress: true, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := provisioner.NewServer(provisioner.Options{Backend: be, BackendName: "kubernetes", Logger: quiet,
+		Mounts: provisioner.MountPolicy{DropUnlisted: true}, Defaults: provisioner.Defaults{Image: nodeImage}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	b.Cleanup(ts.Close)
+	e.url = ts.URL
+	cold := e.provider(b)
+	pooled := e.pooledProvider(b, 3)
+	b.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if err := pooled.Shutdown(sctx); err != nil {
+			b.Errorf("shutdown: %v", err)
+		}
+	})
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := pooled.WaitPool(wctx, 3); err != nil {
+		b.Fatal(err)
+	}
+	i, j := 0, 0
+	acquireCold := func() {
+		i++
+		sid, err := cold.Acquire(ctx, fmt.Sprintf("cold-%d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cold.Release(ctx, sid); err != nil {
+			b.Fatal(err)
+		}
+	}
+	acquirePooled := func() {
+		j++
+		sid, err := pooled.Acquire(ctx, fmt.Sprintf("pooled-%d", j))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if info, _ := pooled.Info(sid); info.PoolSlot == "" {
+			b.Fatalf("turn %d found the pool empty (%+v): the refill is slower than a cold acquire here", j, pooled.Pool())
+		}
+		if err := pooled.Release(ctx, sid); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchpair.Run(b, acquireCold, acquirePooled)
+}

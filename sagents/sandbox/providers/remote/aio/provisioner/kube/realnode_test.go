@@ -36,6 +36,8 @@ type nodeEnv struct {
 	backend *Backend
 	url     string // the provisioner API
 	home    string
+	// provToken is the provisioner's ServiceAccount token.
+	provToken string
 }
 
 // nodeFile is written in the sandbox's workspace (an emptyDir of the Pod).
@@ -142,7 +144,8 @@ func TestRealNode(t *testing.T) {
 		types.MergePatchType, []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e := &nodeEnv{t: t, n: n, prov: n.cp.clientset(t, provisionerToken(t, n.admin)), home: t.TempDir()}
+	tok := provisionerToken(t, n.admin)
+	e := &nodeEnv{t: t, n: n, prov: n.cp.clientset(t, tok), provToken: tok, home: t.TempDir()}
 	b, err := New(Options{Client: e.prov, Namespace: manifestNamespace, Image: nodeImage, PullPolicy: corev1.PullNever,
 		PodAddress: true, Logger: quiet})
 	if err != nil {
@@ -168,6 +171,11 @@ func TestRealNode(t *testing.T) {
 		{"PodDeletedBehindTheBackIsMadeAgain", testNodeRecreate},
 		{"KubeletKilledAndRestarted", testNodeKubeletRestart},
 		{"ReleaseAndIdleReaperDelete", testNodeRelease},
+		{"WarmPool", testNodeWarmPool},
+		{"PoolEightProcessesAndKill9", testNodePoolProcesses},
+		{"ContainerKilledFromContainerd", testNodeContainerKilled},
+		{"CLIThroughSageProvisioner", testNodeCLI},
+		{"GvisorRuntimeClass", testNodeGvisor},
 	}
 	st := &stepState{}
 	for _, s := range steps {
