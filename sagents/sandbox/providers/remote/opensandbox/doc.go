@@ -12,7 +12,7 @@
 //     files and directories through the file API and reads metrics.
 //     Every response body is read with a bound.
 //   - the sandbox (sandbox.go, exec.go, files.go, background.go) and its
-//     sandbox.Driver (driver.go). lines.go rebuilds a command's output
+//     driver.Driver (driver.go). lines.go rebuilds a command's output
 //     from execd's line events and its output files, the exact bytes.
 //   - configuration (config.go, provider.go): provider_config keys and
 //     SAGE_OPENSANDBOX_* variables, and remote.Register("opensandbox").

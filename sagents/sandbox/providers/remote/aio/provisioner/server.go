@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -154,15 +154,15 @@ func (s *Server) createRequest(b CreateBody) (orchestrator.CreateRequest, error)
 
 func validateBody(b CreateBody) error {
 	switch {
-	case !sandbox.ValidID(b.SandboxID):
+	case !driver.ValidID(b.SandboxID):
 		return fmt.Errorf("%w: sandbox_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.SandboxID)
-	case b.ThreadID != "" && !sandbox.ValidID(b.ThreadID):
+	case b.ThreadID != "" && !driver.ValidID(b.ThreadID):
 		return fmt.Errorf("%w: thread_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.ThreadID)
-	case b.Owner != "" && !sandbox.ValidID(b.Owner):
+	case b.Owner != "" && !driver.ValidID(b.Owner):
 		return fmt.Errorf("%w: owner %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.Owner)
 	}
 	for k := range b.Env {
-		if !sandbox.ValidEnvName(k) {
+		if !driver.ValidEnvName(k) {
 			return fmt.Errorf("%w: env name %q: want [A-Za-z_][A-Za-z0-9_]*", ErrInvalid, k)
 		}
 	}
@@ -171,7 +171,7 @@ func validateBody(b CreateBody) error {
 
 func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if !sandbox.ValidID(id) {
+	if !driver.ValidID(id) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("sandbox id %q: want 1-64 characters of A-Z a-z 0-9 _ -", id))
 		return "", false
 	}

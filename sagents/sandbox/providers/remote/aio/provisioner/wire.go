@@ -3,7 +3,7 @@ package provisioner
 import (
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -92,7 +92,7 @@ func fromWire(s Sandbox) orchestrator.SandboxInfo {
 		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: BackendName, Fence: s.Fence}
 }
 
-func mountsToWire(ms []sandbox.VolumeMount) []Mount {
+func mountsToWire(ms []driver.VolumeMount) []Mount {
 	out := make([]Mount, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, Mount{HostPath: m.HostPath, ContainerPath: m.SandboxPath, ReadOnly: m.ReadOnly})
