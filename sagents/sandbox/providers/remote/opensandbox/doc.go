@@ -21,6 +21,15 @@
 // sage.thread=<id>, so another process finds it again with a filtered
 // list instead of creating a second one.
 //
+// The API: importing the package registers the provider (ProviderName);
+// its configuration is Config, read by ConfigFrom from provider_config
+// (the Key* names, Default* values) and the environment; Open gives the
+// Sandbox of a thread and Driver its driver.Driver; LifecycleClient and
+// ExecdClient (NewLifecycleClient, NewExecdClient) are the wire clients,
+// which cmd/sage's tests also drive, finding sandboxes by LabelThread.
+// execd's event stream (eventReader), command states and code contexts
+// are the package's own.
+//
 // Remote errors are *APIError values; 404 matches fs.ErrNotExist, 401
 // and 403 match fs.ErrPermission, 409 matches fs.ErrExist.
 package opensandbox

@@ -64,7 +64,7 @@ func (d *Driver) Remove(ctx context.Context, p string) error { return d.DeleteFi
 // MkdirAll creates a directory and its parents.
 func (d *Driver) MkdirAll(ctx context.Context, p string) error { return d.EnsureDirectory(ctx, p) }
 
-// Open reads the file (bounded by MaxFileSize) and streams it from memory.
+// Open reads the file (bounded by maxFileSize) and streams it from memory.
 func (d *Driver) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
 	b, err := d.ReadFile(ctx, p)
 	if err != nil {

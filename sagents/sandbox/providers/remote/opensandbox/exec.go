@@ -38,9 +38,9 @@ func (o *outcome) event(ev Event) error {
 	switch ev.Type {
 	case EventInit:
 		o.id = ev.Text
-	case EventStdout, EventStderr:
+	case eventStdout, eventStderr:
 		st := o.stdout
-		if ev.Type == EventStderr {
+		if ev.Type == eventStderr {
 			st = o.stderr
 		}
 		if ev.Oversize > 0 {
@@ -48,7 +48,7 @@ func (o *outcome) event(ev Event) error {
 		} else {
 			st.event(ev.Text)
 		}
-	case EventResult:
+	case eventResult:
 		// An expression's value (the last line of a cell), as text.
 		if t, ok := ev.Results["text"].(string); ok {
 			o.stdout.event(t + "\n")
@@ -69,7 +69,7 @@ func (o *outcome) event(ev Event) error {
 // failed reads an "error" event: a command's exit code (-1 and Go's
 // "signal: killed" for a signal), a SystemExit's code, or an exception,
 // whose traceback goes to stderr at once.
-func (o *outcome) failed(e *EventError) {
+func (o *outcome) failed(e *eventError) {
 	o.exit = 1
 	if e == nil {
 		return
@@ -339,7 +339,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.Py
 // pyContext returns this Sandbox's code context, creating it first
 // within timeout: execd waits for its Jupyter server for minutes, and
 // for ever where the sandbox has none.
-func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts driver.PythonOptions) (CodeContext, error) {
+func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts driver.PythonOptions) (codeContext, error) {
 	s.mu.Lock()
 	py := s.py
 	s.mu.Unlock()

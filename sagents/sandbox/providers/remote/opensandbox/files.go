@@ -14,8 +14,8 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
-// MaxFileSize bounds ReadFile and the appends of WriteFile.
-const MaxFileSize = 64 << 20
+// maxFileSize bounds ReadFile and the appends of WriteFile.
+const maxFileSize = 64 << 20
 
 // ReadFile downloads a file of the workspace.
 func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
@@ -33,7 +33,7 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		// execd answers 200 and nothing for a directory.
 		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
 	}
-	b, err := s.execd.Download(ctx, t.real, MaxFileSize)
+	b, err := s.execd.Download(ctx, t.real, maxFileSize)
 	return b, s.pathErr("read", p, s.gone(ctx, err))
 }
 
@@ -70,7 +70,7 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts dri
 		perm = 0o644
 	}
 	if opts.Append && t.info != nil {
-		old, err := s.execd.Download(ctx, t.real, MaxFileSize)
+		old, err := s.execd.Download(ctx, t.real, maxFileSize)
 		if err != nil && !isNotExist(err) {
 			return s.pathErr("write", p, s.gone(ctx, err))
 		}
@@ -257,8 +257,8 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 			if err != nil {
 				return err
 			}
-			if fi.Size() > MaxFileSize {
-				return fmt.Errorf("opensandbox: copy %s: larger than %d bytes", p, MaxFileSize)
+			if fi.Size() > maxFileSize {
+				return fmt.Errorf("opensandbox: copy %s: larger than %d bytes", p, maxFileSize)
 			}
 			b, err := os.ReadFile(p)
 			if err != nil {

@@ -39,7 +39,7 @@ type Sandbox struct {
 	closed   bool
 	tasks    map[string]int // background command ids started here: their pids
 	stale    []string       // execd output files to remove
-	py       *CodeContext
+	py       *codeContext
 	pyMu     sync.Mutex // one Python cell at a time
 	closeMu  sync.Once
 	closeErr error
@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 // find looks for the thread's sandbox and resumes it when paused.
 func (s *Sandbox) find(ctx context.Context) error {
 	list, err := s.life.List(ctx, map[string]string{LabelThread: s.cfg.Thread},
-		StatePending, StateRunning, StatePausing, StatePaused, StateResuming)
+		statePending, stateRunning, statePausing, statePaused, stateResuming)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Sandbox) find(ctx context.Context) error {
 			continue
 		}
 		s.id = sb.ID
-		if sb.Status.State == StatePaused {
+		if sb.Status.State == statePaused {
 			return s.life.Resume(ctx, sb.ID)
 		}
 		return nil
@@ -217,7 +217,7 @@ func (s *Sandbox) gone(ctx context.Context, err error) error {
 		return err
 	}
 	sb, gerr := s.life.Get(context.WithoutCancel(ctx), s.id)
-	if errors.Is(gerr, fs.ErrNotExist) || (gerr == nil && (sb.Status.State == StateTerminated || sb.Status.State == StateStopping || sb.Status.State == StateFailed)) {
+	if errors.Is(gerr, fs.ErrNotExist) || (gerr == nil && (sb.Status.State == stateTerminated || sb.Status.State == stateStopping || sb.Status.State == stateFailed)) {
 		return fmt.Errorf("%w: sandbox %s: %w", ErrSandboxGone, s.id, err)
 	}
 	return err
