@@ -205,6 +205,21 @@ type TreeOptions struct {
 	MaxEntries int
 }
 
+// WithDefaults fills in the zero limits: depth 3, 100 items a directory,
+// DefaultMaxEntries entries; every driver's FileTree starts with it.
+func (o TreeOptions) WithDefaults() TreeOptions {
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = 3
+	}
+	if o.MaxItems <= 0 {
+		o.MaxItems = 100
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	return o
+}
+
 // DefaultMaxEntries is the default bound of FileTree (TreeOptions) and of
 // the CLI's listings.
 const DefaultMaxEntries = 10000

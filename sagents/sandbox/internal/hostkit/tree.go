@@ -12,15 +12,7 @@ import (
 // FileTree walks p down to opts.MaxDepth, reading at most
 // opts.MaxEntries directory entries in all.
 func (h *HostFS) FileTree(ctx context.Context, p string, opts driver.TreeOptions) (*driver.TreeNode, error) {
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 3
-	}
-	if opts.MaxItems <= 0 {
-		opts.MaxItems = 100
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = driver.DefaultMaxEntries
-	}
+	opts = opts.WithDefaults()
 	root, loc, err := h.open(ctx, "tree", p, false)
 	if err != nil {
 		return nil, err

@@ -188,15 +188,7 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts driver.TreeOption
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 3
-	}
-	if opts.MaxItems <= 0 {
-		opts.MaxItems = 100
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = driver.DefaultMaxEntries
-	}
+	opts = opts.WithDefaults()
 	t, err := s.resolve(ctx, "tree", p, false)
 	if err != nil {
 		return nil, err

@@ -209,18 +209,10 @@ func (h *Handle) script(ctx context.Context, op, p, body string, args ...string)
 // FileTree walks p with one /v1/file/list call per directory, with the
 // same depth and item rules as the host providers.
 func (h *Handle) FileTree(ctx context.Context, p string, opts driver.TreeOptions) (*driver.TreeNode, error) {
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 3
-	}
-	if opts.MaxItems <= 0 {
-		opts.MaxItems = 100
-	}
+	opts = opts.WithDefaults()
 	v, err := h.resolve("tree", p)
 	if err != nil {
 		return nil, err
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = driver.DefaultMaxEntries
 	}
 	node := &driver.TreeNode{Name: path.Base(v), Path: v, IsDir: true}
 	w := &remoteTree{h: h, opts: opts, budget: opts.MaxEntries}
