@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/internal/testenv"
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -86,7 +86,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 func TestBadInputsNameTheInputAndTheFix(t *testing.T) {
 	policy := writeFile(t, "policy.yaml", "rules:\n  - pattern: x\n    bogus: 1\n")
-	huge := strings.Repeat("a", sandbox.MaxArgBytes+1)
+	huge := strings.Repeat("a", driver.MaxArgBytes+1)
 	for _, c := range []badCase{
 		{name: "a duration without its unit", args: []string{"exec", "--timeout", "5", "--", "true"}, code: 2,
 			wants: []string{`invalid value "5" for --timeout`, "want a duration with its unit, such as 5s"}},

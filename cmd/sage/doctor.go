@@ -10,6 +10,7 @@ import (
 
 	"github.com/sage-go/sage/internal/doctor"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
@@ -43,7 +44,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 			doctor.Report
 			OK bool `json:"ok"`
 			// LimitsEnforced: how local mode's limits hold for this user.
-			LimitsEnforced sandbox.LimitsEnforced `json:"limits_enforced"`
+			LimitsEnforced driver.LimitsEnforced `json:"limits_enforced"`
 		}{r, r.OK(), le})
 	} else {
 		err = r.Print(env.stdout)
@@ -60,14 +61,14 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 // limitsCheck says how local mode's limits hold for the current user: for
 // the default limits and a CPU time budget. Limits that would hold per
 // process only are a warning, with what local mode then refuses.
-func limitsCheck(le sandbox.LimitsEnforced) doctor.Check {
+func limitsCheck(le driver.LimitsEnforced) doctor.Check {
 	c := doctor.Check{Name: "local limits", Status: doctor.OK,
 		Detail: fmt.Sprintf("cpu_time=%s memory=%s pids=%s file_size=%s", le.CPUTime, le.Memory, le.Pids, le.FileSize)}
 	var refused []string
-	if le.CPUTime != sandbox.EnforcedCgroup {
+	if le.CPUTime != driver.EnforcedCgroup {
 		refused = append(refused, "--cpu-time N")
 	}
-	if le.Memory != sandbox.EnforcedCgroup {
+	if le.Memory != driver.EnforcedCgroup {
 		c.Detail += "; the default memory limit holds per process only (RLIMIT_AS, shared memory not counted)"
 		refused = append(refused, "--memory N")
 	}
@@ -89,7 +90,7 @@ func isolationChecks() []doctor.Check {
 	}
 	c := doctor.Check{Name: "local uid", Status: doctor.OK, Required: true}
 	if d, err := local.RunAsSummary(); err != nil {
-		c.Status, c.Detail, c.Fix = doctor.Missing, err.Error(), "set SAGE_LOCAL_UID_RANGE=FIRST:COUNT (default "+sandbox.DefaultUIDRange+") or add an /etc/subuid range for user sage"
+		c.Status, c.Detail, c.Fix = doctor.Missing, err.Error(), "set SAGE_LOCAL_UID_RANGE=FIRST:COUNT (default "+driver.DefaultUIDRange+") or add an /etc/subuid range for user sage"
 	} else {
 		c.Detail = d
 	}

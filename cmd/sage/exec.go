@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
@@ -111,11 +112,11 @@ func stdinIfPiped(r io.Reader) io.Reader {
 }
 
 // tooLong refuses a command line or --env value over
-// sandbox.MaxArgBytes, in every mode alike, naming the fix: the code
+// driver.MaxArgBytes, in every mode alike, naming the fix: the code
 // in a file of the workspace.
 func tooLong(command string, env map[string]string, sessionGiven bool, session string) error {
-	err := sandbox.CheckArgs(command, env)
-	var te *sandbox.ArgTooLongError
+	err := driver.CheckArgs(command, env)
+	var te *driver.ArgTooLongError
 	if !errors.As(err, &te) {
 		return err
 	}
@@ -125,5 +126,5 @@ func tooLong(command string, env map[string]string, sessionGiven bool, session s
 	}
 	return badSetting("%s is %d bytes, over the %d a command takes in one argument (Linux caps one at 128 KiB); "+
 		"fix: write it to a file in the workspace (sage fs write%s script.sh < script.sh) and run that (sage exec%s -- sh script.sh)",
-		te.What, te.Len, sandbox.MaxArgBytes, s, s)
+		te.What, te.Len, driver.MaxArgBytes, s, s)
 }

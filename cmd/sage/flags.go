@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
 )
 
@@ -106,7 +107,7 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if !sandbox.ValidID(f.session) {
+	if !driver.ValidID(f.session) {
 		return cfg, badSetting("--session %q: want 1-64 characters of A-Z a-z 0-9 _ -", f.session)
 	}
 	sessionDir := filepath.Join(sandbox.Home(), "sessions", f.session)
@@ -145,7 +146,7 @@ func (f *sandboxFlags) config() (sandbox.Config, error) {
 }
 
 // settingNames are the config fields (YAML keys) the sandbox flags set,
-// with the flag that sets each (sandbox.EnvName names the variable).
+// with the flag that sets each (driver.EnvName names the variable).
 var settingNames = []struct{ field, flag string }{
 	{"sandbox.mode", "--mode"}, {"sandbox.workspace", "--workspace"}, {"sandbox.timeout", "--timeout"},
 	{"sandbox.mounts", "--mount"}, {"sandbox.local.cpu_time_limit", "--cpu-time"},
@@ -171,7 +172,7 @@ func (f *sandboxFlags) named(err error) error {
 			continue
 		}
 		named := *ce
-		env := sandbox.EnvName(n.field)
+		env := driver.EnvName(n.field)
 		switch _, set := os.LookupEnv(env); {
 		case f.fs != nil && flagSet(f.fs, strings.TrimPrefix(n.flag, "--")):
 			named.Field = n.flag
@@ -190,7 +191,7 @@ type mountList []sandbox.VolumeMount
 func (m *mountList) String() string { return fmt.Sprint(*m) }
 
 func (m *mountList) Set(s string) error {
-	v, err := sandbox.ParseMount(s)
+	v, err := driver.ParseMount(s)
 	if err != nil {
 		return err
 	}
@@ -210,7 +211,7 @@ func (e *envList) String() string { return fmt.Sprint(map[string]string(*e)) }
 
 func (e *envList) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
-	if !ok || !sandbox.ValidEnvName(k) {
+	if !ok || !driver.ValidEnvName(k) {
 		return fmt.Errorf("want NAME=VALUE, got %q", s)
 	}
 	if *e == nil {
@@ -298,7 +299,7 @@ type domainList []string
 func (d *domainList) String() string { return strings.Join(*d, ",") }
 
 func (d *domainList) Set(s string) error {
-	if _, err := sandbox.ParseEgressRule(s); err != nil {
+	if _, err := driver.ParseEgressRule(s); err != nil {
 		return err
 	}
 	*d = append(*d, s)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sessiond"
 )
 
@@ -106,7 +107,7 @@ func daemonRequest(ctx context.Context, env *cliEnv, name string, cfg sandbox.Co
 // session's daemon.
 func execInDaemon(ctx context.Context, env *cliEnv, name string, cfg sandbox.Config, df daemonFlags,
 	req sessiond.Request, stdin io.Reader, asJSON bool) int {
-	timeout := sandbox.CommandTimeout(0, cfg.Timeout)
+	timeout := driver.CommandTimeout(0, cfg.Timeout)
 	req.Timeout, req.Stream, req.Stdin = timeout, !asJSON, stdin != nil
 	if df.background {
 		req.Op = sessiond.OpBackground

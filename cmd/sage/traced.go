@@ -5,6 +5,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // openTraced opens the sandbox of a sandbox command line (name: "sage
@@ -56,5 +57,5 @@ func runTraced(ctx context.Context, env *cliEnv, name string, sf *sandboxFlags, 
 	var res *sandbox.CommandResult
 	defer func() { end(err) }() // closes the sandbox after finish, as the run's error
 	res, err = run(ctx, h, opts)
-	return finish(env, res, err, sandbox.CommandTimeout(0, cfg.Timeout), asJSON)
+	return finish(env, res, err, driver.CommandTimeout(0, cfg.Timeout), asJSON)
 }

@@ -1,4 +1,4 @@
-// Package registry is the table of named factories behind sandbox.Register
+// Package registry is the table of named factories behind driver.Register
 // (modes), remote.Register (remote providers) and the AIO orchestrator's
 // backends and state stores: filled from init functions, as database/sql's
 // drivers are, then looked up by name.

@@ -4,122 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
-
-// CheckpointID names one checkpoint of a sandbox's files.
-type CheckpointID string
-
-// Checkpoint is one saved state of the workspace.
-type Checkpoint struct {
-	ID   CheckpointID `json:"id"`
-	Time time.Time    `json:"time"`
-	// Size is what the checkpoint added on the host: the bytes of the
-	// files written since the one before (0: nothing changed, and the
-	// checkpoint cost nothing).
-	Size int64 `json:"size"`
-	// Layers is how many read-only layers its state stacks.
-	Layers int `json:"layers"`
-	// Covers says what it saves: "files" (the workspace and the
-	// session's /tmp), "workspace" (the workspace only: its /tmp went
-	// with the session sandbox that took it, see docs/checkpoints.md),
-	// and "+processes" after either when Processes saved some too. Other
-	// processes and the state of interpreters run per command are not
-	// saved, nor restored by a rollback.
-	Covers string `json:"covers"`
-	// Processes are the processes whose state it saved with the files
-	// (the stateful Python kernels of sandboxd's /v1/jupyter and
-	// /v1/code, by fork template; see ProcessCheckpointer).
-	Processes []string `json:"processes,omitempty"`
-	// Turns are the agent turns whose end state it is (CheckpointTurn):
-	// turn 0 is the state before the first turn; several when turns
-	// after the first changed no file (they cost no new checkpoint).
-	// Empty for a checkpoint taken otherwise.
-	Turns []int `json:"turns,omitempty"`
-}
-
-var (
-	// ErrUnknownCheckpoint is an id the sandbox never gave, dropped by a
-	// rollback to an earlier one, or expired (merged away). It matches
-	// fs.ErrNotExist too.
-	ErrUnknownCheckpoint = fmt.Errorf("sandbox: unknown or expired checkpoint: %w", fs.ErrNotExist)
-	// ErrCheckpointBusy: the workspace could not be frozen because a
-	// process (a background task, a host file operation) holds a file
-	// open for writing in it. Nothing changed.
-	ErrCheckpointBusy = errors.New("sandbox: a file is open for writing in the workspace")
-	// ErrCommandRunning: a checkpoint, rollback or fork came while a
-	// command runs in the session (a long-lived shell or kernel counts);
-	// they are taken between commands. Nothing changed.
-	ErrCommandRunning = errors.New("sandbox: a command is running in the session; checkpoints are taken between commands")
-	// ErrUnknownTurn is a turn no checkpoint was taken after (the agent
-	// did not run it with checkpoints, a rollback dropped it, or its
-	// checkpoint failed). It matches ErrUnknownCheckpoint too.
-	ErrUnknownTurn = fmt.Errorf("sandbox: no checkpoint of that agent turn: %w", ErrUnknownCheckpoint)
-)
-
-// RollbackResult is what a rollback did to the processes (Restore).
-type RollbackResult struct {
-	ID CheckpointID `json:"id"`
-	// Restored are the processes whose state is the checkpoint's again.
-	Restored []string `json:"restored,omitempty"`
-	// Stopped are the processes the rollback ended: kernels with no state
-	// saved at the checkpoint (started after it, or past the bound of
-	// held copies). They start afresh on next use.
-	Stopped []string `json:"stopped,omitempty"`
-}
-
-// ProcessCheckpointer owns long-lived processes of a sandbox (the code
-// kernels of aioserver) and takes part in its checkpoints: their state
-// is saved with the files and restored with them, under the same ids.
-// Register one with Sandbox.AddProcessCheckpointer.
-type ProcessCheckpointer interface {
-	// HoldProcesses keeps them between executions until release is
-	// called; ErrCommandRunning when one executes (nothing held).
-	HoldProcesses(ctx context.Context) (release func(), err error)
-	// SaveProcesses saves their state as checkpoint id (the files just
-	// were); live are the checkpoints that still exist: saved states of
-	// others are freed. It returns what it saved.
-	SaveProcesses(ctx context.Context, id CheckpointID, live []CheckpointID) (saved []string, err error)
-	// RestoreProcesses makes their state checkpoint id's again (the files
-	// just were); live as for SaveProcesses. A process with no state
-	// saved at id is stopped.
-	RestoreProcesses(ctx context.Context, id CheckpointID, live []CheckpointID) (restored, stopped []string, err error)
-	// ForgetProcesses frees the saved states of checkpoints not in live.
-	ForgetProcesses(ctx context.Context, live []CheckpointID)
-}
 
 // procHooks are a Sandbox's ProcessCheckpointers.
 type procHooks struct {
 	mu   sync.Mutex
-	list []*ProcessCheckpointer
+	list []*driver.ProcessCheckpointer
 }
 
 // AddProcessCheckpointer makes p take part in the sandbox's checkpoints,
 // rollbacks and syncs until remove is called.
-func (s *Sandbox) AddProcessCheckpointer(p ProcessCheckpointer) (remove func()) {
+func (s *Sandbox) AddProcessCheckpointer(p driver.ProcessCheckpointer) (remove func()) {
 	ref := &p
 	s.procs.mu.Lock()
 	s.procs.list = append(s.procs.list, ref)
 	s.procs.mu.Unlock()
 	return func() {
 		s.procs.mu.Lock()
-		s.procs.list = slices.DeleteFunc(s.procs.list, func(q *ProcessCheckpointer) bool { return q == ref })
+		s.procs.list = slices.DeleteFunc(s.procs.list, func(q *driver.ProcessCheckpointer) bool { return q == ref })
 		s.procs.mu.Unlock()
 	}
 }
 
 // heldProcs holds every ProcessCheckpointer between executions (all or
 // none) and returns them with the release of all.
-func (s *Sandbox) heldProcs(ctx context.Context) ([]ProcessCheckpointer, func(), error) {
+func (s *Sandbox) heldProcs(ctx context.Context) ([]driver.ProcessCheckpointer, func(), error) {
 	s.procs.mu.Lock()
 	refs := slices.Clone(s.procs.list)
 	s.procs.mu.Unlock()
-	var held []ProcessCheckpointer
+	var held []driver.ProcessCheckpointer
 	var rels []func()
 	release := func() {
 		for _, r := range rels {
@@ -138,7 +56,7 @@ func (s *Sandbox) heldProcs(ctx context.Context) ([]ProcessCheckpointer, func(),
 }
 
 // liveIDs are the ids of c's checkpoints.
-func liveIDs(ctx context.Context, c Checkpointer) []CheckpointID {
+func liveIDs(ctx context.Context, c driver.Checkpointer) []CheckpointID {
 	list, _ := c.Checkpoints(ctx)
 	ids := make([]CheckpointID, 0, len(list))
 	for _, e := range list {
@@ -149,7 +67,7 @@ func liveIDs(ctx context.Context, c Checkpointer) []CheckpointID {
 
 // withProcs runs the files' checkpoint take with the processes held, then
 // saves their state under its id.
-func (s *Sandbox) withProcs(ctx context.Context, c Checkpointer, take func() (Checkpoint, error)) (Checkpoint, error) {
+func (s *Sandbox) withProcs(ctx context.Context, c driver.Checkpointer, take func() (Checkpoint, error)) (Checkpoint, error) {
 	procs, release, err := s.heldProcs(ctx)
 	if err != nil {
 		return Checkpoint{}, err
@@ -175,39 +93,11 @@ func (s *Sandbox) withProcs(ctx context.Context, c Checkpointer, take func() (Ch
 	return cp, nil
 }
 
-// Checkpointer is a driver that saves and restores its files (local mode
-// with checkpoints on; see docs/checkpoints.md).
-type Checkpointer interface {
-	// Checkpoint saves the workspace's state between commands.
-	Checkpoint(ctx context.Context) (Checkpoint, error)
-	// Rollback makes the workspace the checkpoint's state again; later
-	// checkpoints are dropped.
-	Rollback(ctx context.Context, id CheckpointID) error
-	// Checkpoints lists the checkpoints, oldest first.
-	Checkpoints(ctx context.Context) ([]Checkpoint, error)
-	// Export writes the checkpoint's files into dir, an empty host
-	// directory.
-	Export(ctx context.Context, id CheckpointID, dir string) error
-	// Sync writes the live state into the host workspace folder.
-	Sync(ctx context.Context) error
-}
-
-// TurnCheckpointer is a Checkpointer that labels a checkpoint with the
-// agent turn it ends (sage agent --checkpoints). A turn that changed no
-// file since the last checkpoint makes no new one: the last one gets the
-// turn too, and is returned. Checkpoints with turns outlive Close (see
-// docs/checkpoints.md), so that a turn can be rolled back to after the
-// run.
-type TurnCheckpointer interface {
-	Checkpointer
-	CheckpointTurn(ctx context.Context, turn int) (Checkpoint, error)
-}
-
 // Checkpoint saves the workspace's files: a later Rollback with the id
 // restores exactly these bytes, modes and links. Processes are not
 // saved.
 func (s *Sandbox) Checkpoint(ctx context.Context) (Checkpoint, error) {
-	c, ok := s.drv.(Checkpointer)
+	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
 		return Checkpoint{}, s.unsupported("checkpoint")
 	}
@@ -225,7 +115,7 @@ func (s *Sandbox) Checkpoint(ctx context.Context) (Checkpoint, error) {
 // checkpoint, at no cost (TurnCheckpointer). Its event carries the id and
 // the turn.
 func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (Checkpoint, error) {
-	c, ok := s.drv.(TurnCheckpointer)
+	c, ok := s.drv.(driver.TurnCheckpointer)
 	if !ok {
 		return Checkpoint{}, s.unsupported("checkpoint")
 	}
@@ -306,7 +196,7 @@ func (s *Sandbox) Rollback(ctx context.Context, id CheckpointID) error {
 // restored and stopped; background tasks and other processes run on.
 func (s *Sandbox) Restore(ctx context.Context, id CheckpointID) (RollbackResult, error) {
 	res := RollbackResult{ID: id}
-	c, ok := s.drv.(Checkpointer)
+	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
 		return res, s.unsupported("rollback")
 	}
@@ -339,7 +229,7 @@ func (s *Sandbox) Restore(ctx context.Context, id CheckpointID) (RollbackResult,
 
 // Checkpoints lists the sandbox's checkpoints, oldest first.
 func (s *Sandbox) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
-	c, ok := s.drv.(Checkpointer)
+	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
 		return nil, s.unsupported("checkpoints")
 	}
@@ -352,7 +242,7 @@ func (s *Sandbox) Checkpoints(ctx context.Context) ([]Checkpoint, error) {
 // Sync writes the live state of a sandbox with checkpoints into its host
 // workspace folder (Close does it too).
 func (s *Sandbox) Sync(ctx context.Context) error {
-	c, ok := s.drv.(Checkpointer)
+	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
 		return s.unsupported("sync")
 	}
@@ -372,7 +262,7 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 // directory (a fork's workspace, for a sandbox that another process
 // opens: sage session fork, the fork tool).
 func (s *Sandbox) Export(ctx context.Context, id CheckpointID, dir string) error {
-	c, ok := s.drv.(Checkpointer)
+	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
 		return s.unsupported("fork")
 	}
@@ -394,7 +284,7 @@ func (s *Sandbox) Export(ctx context.Context, id CheckpointID, dir string) error
 // share nothing (writes of one are never seen by the other). The fork has
 // checkpoints of its own; the caller closes it.
 func (s *Sandbox) Fork(ctx context.Context, id CheckpointID, workspace string) (*Sandbox, error) {
-	c, ok := s.drv.(Checkpointer)
+	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
 		return nil, s.unsupported("fork")
 	}
@@ -416,7 +306,7 @@ func (s *Sandbox) Fork(ctx context.Context, id CheckpointID, workspace string) (
 }
 
 // forgetProcs frees the processes' saved states of dropped checkpoints.
-func (s *Sandbox) forgetProcs(ctx context.Context, c Checkpointer) {
+func (s *Sandbox) forgetProcs(ctx context.Context, c driver.Checkpointer) {
 	s.procs.mu.Lock()
 	refs := slices.Clone(s.procs.list)
 	s.procs.mu.Unlock()

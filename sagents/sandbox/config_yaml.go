@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sage-go/sage/internal/yamlstrict"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // ConfigFromYAML reads the "sandbox:" block of a YAML document (other
@@ -134,7 +135,7 @@ type yamlMount VolumeMount
 
 func (m *yamlMount) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
-		vm, err := ParseMount(n.Value)
+		vm, err := driver.ParseMount(n.Value)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", n.Line, err)
 		}

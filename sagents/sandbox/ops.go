@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // command runs one command between begin and end.
@@ -22,21 +24,21 @@ func (s *Sandbox) command(ctx context.Context, name string, f func(context.Conte
 // error means the sandbox could not run it; a command that ran and failed
 // is a result with Success false.
 func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts ExecOptions) (*CommandResult, error) {
-	if err := CheckArgs(command, opts.Env); err != nil {
+	if err := driver.CheckArgs(command, opts.Env); err != nil {
 		return nil, err
 	}
 	return s.command(ctx, "exec", func(ctx context.Context) (*CommandResult, error) {
-		return s.drv.Exec(ctx, ExecSpec{Command: command, ExecOptions: s.execOptions(opts)})
+		return s.drv.Exec(ctx, driver.ExecSpec{Command: command, ExecOptions: s.execOptions(opts)})
 	})
 }
 
 // ExecutePython runs Python code in the sandbox.
 func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts PythonOptions) (*CommandResult, error) {
-	p, ok := s.drv.(PythonRunner)
+	p, ok := s.drv.(driver.PythonRunner)
 	if !ok {
 		return nil, s.unsupported("Python")
 	}
-	if err := CheckArgs("", opts.Env); err != nil {
+	if err := driver.CheckArgs("", opts.Env); err != nil {
 		return nil, err
 	}
 	opts.ExecOptions = s.execOptions(opts.ExecOptions)
@@ -45,7 +47,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts PythonOpt
 
 // ExecuteJavaScript runs JavaScript code in the sandbox.
 func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts ExecOptions) (*CommandResult, error) {
-	j, ok := s.drv.(JavaScriptRunner)
+	j, ok := s.drv.(driver.JavaScriptRunner)
 	if !ok {
 		return nil, s.unsupported("JavaScript")
 	}
@@ -56,7 +58,7 @@ func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts ExecO
 
 // Restart restarts the sandbox's session, keeping its workspace.
 func (s *Sandbox) Restart(ctx context.Context) error {
-	r, ok := s.drv.(Restarter)
+	r, ok := s.drv.(driver.Restarter)
 	if !ok {
 		return s.unsupported("session restart")
 	}
@@ -161,7 +163,7 @@ func (s *Sandbox) DeleteFile(ctx context.Context, path string) error {
 // FileTree walks path down to opts.MaxDepth, reading at most
 // opts.MaxEntries directory entries in all.
 func (s *Sandbox) FileTree(ctx context.Context, path string, opts TreeOptions) (*TreeNode, error) {
-	t, ok := s.drv.(TreeWalker)
+	t, ok := s.drv.(driver.TreeWalker)
 	if !ok {
 		return nil, s.unsupported("file tree")
 	}
@@ -170,7 +172,7 @@ func (s *Sandbox) FileTree(ctx context.Context, path string, opts TreeOptions) (
 
 // CopyFromHost copies a host file or directory to a sandbox path.
 func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts CopyOptions) (CopyResult, error) {
-	c, ok := s.drv.(HostCopier)
+	c, ok := s.drv.(driver.HostCopier)
 	if !ok {
 		return CopyResult{}, s.unsupported("copy from host")
 	}
@@ -181,7 +183,7 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 
 // ToHostPath maps a sandbox path to the host path behind it.
 func (s *Sandbox) ToHostPath(path string) (string, error) {
-	h, ok := s.drv.(HostPather)
+	h, ok := s.drv.(driver.HostPather)
 	if !ok {
 		return "", s.unsupported("host path of " + path)
 	}
@@ -193,7 +195,7 @@ func (s *Sandbox) ToHostPath(path string) (string, error) {
 
 // ToVirtualPath maps a host path to the sandbox path that shows it.
 func (s *Sandbox) ToVirtualPath(hostPath string) (string, error) {
-	h, ok := s.drv.(HostPather)
+	h, ok := s.drv.(driver.HostPather)
 	if !ok {
 		return "", s.unsupported("sandbox path of " + hostPath)
 	}

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-func (s *Sandbox) background() (BackgroundRunner, error) {
-	b, ok := s.drv.(BackgroundRunner)
+func (s *Sandbox) background() (driver.BackgroundRunner, error) {
+	b, ok := s.drv.(driver.BackgroundRunner)
 	if !ok {
 		return nil, s.unsupported("background tasks")
 	}
@@ -22,7 +23,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts Exec
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckArgs(command, opts.Env); err != nil {
+	if err := driver.CheckArgs(command, opts.Env); err != nil {
 		return nil, err
 	}
 	ctx, err = s.begin(ctx, "start_background", "", "")

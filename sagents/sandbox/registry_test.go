@@ -5,31 +5,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/sage-go/sage/internal/registry"
 )
 
-func TestRegistry(t *testing.T) {
-	const mode Type = "passthrough"
-	saved := modes
-	modes = registry.New[Type, Factory]("sandbox: Register", "mode ")
-	t.Cleanup(func() { modes = saved })
-
-	_, err := New(context.Background(), Config{Mode: Local})
-	assert.ErrorContains(t, err, `mode "local" is not registered (known: none)`)
-
-	called := false
-	Register(mode, func(ctx context.Context, cfg Config) (Driver, error) { called = true; return struct{ Driver }{}, nil })
-	assert.Panics(t, func() { Register(mode, func(context.Context, Config) (Driver, error) { return nil, nil }) })
-	assert.Panics(t, func() { Register("other", nil) })
-	assert.Equal(t, []Type{mode}, Modes())
-
-	_, err = New(context.Background(), Config{Mode: Local})
-	assert.ErrorContains(t, err, "known: passthrough")
-	_, err = New(context.Background(), Config{Mode: mode})
-	require.NoError(t, err)
-	assert.True(t, called)
-	_, err = New(context.Background(), Config{Mode: "vm"})
+// TestNewValidatesFirst: a mode New does not know is a config error naming
+// the field, before any driver is looked up (driver.TestRegistry covers
+// the lookup of registered and unregistered modes).
+func TestNewValidatesFirst(t *testing.T) {
+	_, err := New(context.Background(), Config{Mode: "vm"})
 	assert.ErrorContains(t, err, "sandbox.mode")
+	var ce *ConfigError
+	assert.ErrorAs(t, err, &ce)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Sandbox is one sandbox, as *sql.DB is one database: a concrete type over
@@ -21,7 +22,7 @@ import (
 // use.
 type Sandbox struct {
 	mode    Type
-	drv     Driver
+	drv     driver.Driver
 	timeout time.Duration
 	obs     *observability.Manager
 	// isolation and network are the driver's IsolationReporter answer,
@@ -49,7 +50,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	f, err := factory(cfg.Mode)
+	f, err := driver.Lookup(cfg.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +69,9 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 
 // NewFromDriver wraps a driver opened by other means (a provider that
 // hands out sandboxes it holds). It uses cfg's Mode, Timeout and Observer.
-func NewFromDriver(cfg Config, d Driver) *Sandbox {
+func NewFromDriver(cfg Config, d driver.Driver) *Sandbox {
 	s := &Sandbox{mode: cfg.Mode, drv: d, timeout: cfg.Timeout, obs: cfg.Observer, cfg: cfg}
-	if r, ok := d.(IsolationReporter); ok {
+	if r, ok := d.(driver.IsolationReporter); ok {
 		kind, network := r.Isolation()
 		s.isolation, s.network = kind, string(network)
 	}
@@ -79,7 +80,7 @@ func NewFromDriver(cfg Config, d Driver) *Sandbox {
 
 // Driver returns the driver behind s, for its mode-specific methods (as
 // sql.Conn.Raw gives the driver connection).
-func (s *Sandbox) Driver() Driver { return s.drv }
+func (s *Sandbox) Driver() driver.Driver { return s.drv }
 
 // Type is the sandbox mode.
 func (s *Sandbox) Type() Type { return s.mode }
@@ -93,7 +94,7 @@ func (s *Sandbox) WorkspacePath() string { return s.drv.WorkspacePath() }
 // HostWorkspacePath is the workspace on the host, or "" when it has no host
 // directory (remote sandboxes).
 func (s *Sandbox) HostWorkspacePath() string {
-	if h, ok := s.drv.(HostPather); ok {
+	if h, ok := s.drv.(driver.HostPather); ok {
 		return h.HostWorkspacePath()
 	}
 	return ""
@@ -101,7 +102,7 @@ func (s *Sandbox) HostWorkspacePath() string {
 
 // VolumeMounts lists the extra mounts.
 func (s *Sandbox) VolumeMounts() []VolumeMount {
-	if m, ok := s.drv.(Mounter); ok {
+	if m, ok := s.drv.(driver.Mounter); ok {
 		return m.VolumeMounts()
 	}
 	return nil
@@ -192,7 +193,7 @@ func (s *Sandbox) unsupported(what string) error {
 // execOptions fills in the defaults every mode shares.
 func (s *Sandbox) execOptions(o ExecOptions) ExecOptions {
 	if o.Timeout == 0 {
-		o.Timeout = CommandTimeout(0, s.timeout)
+		o.Timeout = driver.CommandTimeout(0, s.timeout)
 	}
 	if o.OutputLimit <= 0 {
 		o.OutputLimit = DefaultOutputLimit

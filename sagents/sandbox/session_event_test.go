@@ -10,6 +10,7 @@ import (
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/observability/observabilitytest"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -21,7 +22,7 @@ func TestSessionRestartEvent(t *testing.T) {
 	rec := &observabilitytest.Recorder{}
 	obs := observability.New(observability.Options{Handlers: []observability.Handler{rec}})
 	restarted := false
-	f := &sandboxtest.Fake{ExecFunc: func(context.Context, sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+	f := &sandboxtest.Fake{ExecFunc: func(context.Context, driver.ExecSpec) (*sandbox.CommandResult, error) {
 		return &sandbox.CommandResult{Success: true, SessionRestarted: restarted}, nil
 	}}
 	s := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Passthrough, Observer: obs}, f)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // DefaultMaxResultTokens bounds a tool result the model reads.
@@ -257,7 +258,7 @@ func (m *Manager) bound(ctx context.Context, c Call, text string) string {
 	saved := ""
 	if !m.opts.NoSaveFullOutput {
 		id := c.ID
-		if id == "" || !sandbox.ValidID(id) {
+		if id == "" || !driver.ValidID(id) {
 			id = fmt.Sprintf("call-%d", m.seq.Add(1))
 		}
 		p := outputDir + "/" + c.Name + "-" + id + ".txt"

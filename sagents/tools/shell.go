@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Shell defaults.
@@ -226,7 +227,7 @@ type logText struct {
 // collect reads the task's whole log, keeping at most maxCollect bytes
 // (head and tail).
 func collect(ctx context.Context, h Sandbox, id string) (logText, error) {
-	buf := sandbox.NewBoundedBuffer(maxCollect)
+	buf := driver.NewBoundedBuffer(maxCollect)
 	var off int64
 	for {
 		o, err := h.ReadBackgroundOutput(ctx, id, off, 256<<10)

@@ -12,18 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 func testBackground(t *testing.T, o Options) {
 	h := open(t, o)
 	c := ctx(t)
 	if o.NoBackground {
-		_, err := h.StartBackground(c, "true", sandbox.ExecOptions{})
-		assert.ErrorIs(t, err, sandbox.ErrUnsupported)
+		_, err := h.StartBackground(c, "true", driver.ExecOptions{})
+		assert.ErrorIs(t, err, driver.ErrUnsupported)
 		return
 	}
 	t.Run("read by offsets, exit code after", func(t *testing.T) {
-		task, err := h.StartBackground(c, "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done; exit 3", sandbox.ExecOptions{})
+		task, err := h.StartBackground(c, "for i in 1 2 3 4 5; do echo line$i; sleep 0.2; done; exit 3", driver.ExecOptions{})
 		require.NoError(t, err)
 		assert.NotEmpty(t, task.ID)
 		var all strings.Builder
@@ -73,16 +74,16 @@ func testBackground(t *testing.T, o Options) {
 		id := startUp(t, c, h, "echo up; sleep 60")
 		start := time.Now()
 		require.NoError(t, h.KillBackground(c, id, true))
-		assert.Less(t, time.Since(start), sandbox.DefaultKillGrace)
+		assert.Less(t, time.Since(start), driver.DefaultKillGrace)
 		st, _ := h.BackgroundStatus(c, id)
 		assert.Equal(t, "SIGKILL", st.Signal)
 		require.NoError(t, h.KillBackground(c, id, true), "killing a finished task is fine")
 	})
 	t.Run("unknown task", func(t *testing.T) {
 		_, err := h.BackgroundStatus(c, "bg-nope")
-		assert.ErrorIs(t, err, sandbox.ErrUnknownTask)
+		assert.ErrorIs(t, err, driver.ErrUnknownTask)
 		_, err = h.ReadBackgroundOutput(c, "bg-nope", 0, 10)
-		assert.ErrorIs(t, err, sandbox.ErrUnknownTask)
+		assert.ErrorIs(t, err, driver.ErrUnknownTask)
 	})
 }
 
@@ -90,7 +91,7 @@ func testBackground(t *testing.T, o Options) {
 // background task and waits for its "up".
 func startUp(t *testing.T, c context.Context, h *sandbox.Sandbox, command string) (id string) {
 	t.Helper()
-	task, err := h.StartBackground(c, command, sandbox.ExecOptions{})
+	task, err := h.StartBackground(c, command, driver.ExecOptions{})
 	require.NoError(t, err)
 	waitOutput(t, h, task.ID, "up")
 	return task.ID
@@ -118,18 +119,18 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 func testClose(t *testing.T, o Options) {
 	h := o.New(t)
 	c := ctx(t)
-	var task *sandbox.BackgroundTask
+	var task *driver.BackgroundTask
 	if !o.NoBackground {
 		var err error
-		task, err = h.StartBackground(c, "sleep 60", sandbox.ExecOptions{})
+		task, err = h.StartBackground(c, "sleep 60", driver.ExecOptions{})
 		require.NoError(t, err)
 	}
 	require.NoError(t, h.Close(c))
 	require.NoError(t, h.Close(c), "Close is idempotent")
-	_, err := h.ExecuteCommand(c, "true", sandbox.ExecOptions{})
-	assert.True(t, errors.Is(err, sandbox.ErrClosed), "exec after close: %v", err)
+	_, err := h.ExecuteCommand(c, "true", driver.ExecOptions{})
+	assert.True(t, errors.Is(err, driver.ErrClosed), "exec after close: %v", err)
 	_, err = h.ReadFile(c, "x")
-	assert.True(t, errors.Is(err, sandbox.ErrClosed), "read after close: %v", err)
+	assert.True(t, errors.Is(err, driver.ErrClosed), "read after close: %v", err)
 	if task != nil && o.HostProcesses && !o.NoTaskPIDs {
 		assert.ErrorIs(t, syscall.Kill(task.PID, 0), syscall.ESRCH, "a background task survived Close")
 	}

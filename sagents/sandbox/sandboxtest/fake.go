@@ -12,21 +12,22 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-// Fake is an in-memory sandbox.Driver for tests of code that uses a
+// Fake is an in-memory driver.Driver for tests of code that uses a
 // sandbox (tools, agents) without running anything. Files live in a map;
 // Exec calls ExecFunc (nil: every command succeeds with no output) and
 // records each spec in Execs. It has no optional capability, so every
-// one of them answers sandbox.ErrUnsupported through *sandbox.Sandbox.
+// one of them answers driver.ErrUnsupported through *sandbox.Sandbox.
 type Fake struct {
 	// ExecFunc answers Exec; nil means success with empty output.
-	ExecFunc func(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error)
+	ExecFunc func(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error)
 
 	mu     sync.Mutex
 	files  map[string][]byte // by clean absolute path
 	dirs   map[string]bool
-	execs  []sandbox.ExecSpec
+	execs  []driver.ExecSpec
 	closed int
 }
 
@@ -37,14 +38,14 @@ const FakeWorkspace = "/workspace"
 // "passthrough", with an empty workspace.
 func NewFake() (*sandbox.Sandbox, *Fake) {
 	f := &Fake{files: map[string][]byte{}, dirs: map[string]bool{FakeWorkspace: true}}
-	return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Passthrough}, f), f
+	return sandbox.NewFromDriver(driver.Config{Mode: driver.Passthrough}, f), f
 }
 
 // Execs returns the commands run so far.
-func (f *Fake) Execs() []sandbox.ExecSpec {
+func (f *Fake) Execs() []driver.ExecSpec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]sandbox.ExecSpec(nil), f.execs...)
+	return append([]driver.ExecSpec(nil), f.execs...)
 }
 
 // Closed counts the calls of Close.
@@ -54,13 +55,13 @@ func (f *Fake) Closed() int {
 	return f.closed
 }
 
-// ID implements sandbox.Driver.
+// ID implements driver.Driver.
 func (f *Fake) ID() string { return "fake" }
 
-// WorkspacePath implements sandbox.Driver.
+// WorkspacePath implements driver.Driver.
 func (f *Fake) WorkspacePath() string { return FakeWorkspace }
 
-// Close implements sandbox.Driver.
+// Close implements driver.Driver.
 func (f *Fake) Close(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -68,15 +69,15 @@ func (f *Fake) Close(context.Context) error {
 	return nil
 }
 
-// Exec implements sandbox.Driver.
-func (f *Fake) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+// Exec implements driver.Driver.
+func (f *Fake) Exec(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error) {
 	f.mu.Lock()
 	f.execs = append(f.execs, spec)
 	f.mu.Unlock()
 	if f.ExecFunc != nil {
 		return f.ExecFunc(ctx, spec)
 	}
-	return &sandbox.CommandResult{Success: true}, nil
+	return &driver.CommandResult{Success: true}, nil
 }
 
 // resolve maps p into the workspace; anything outside is an escape.
@@ -87,12 +88,12 @@ func (f *Fake) resolve(op, p string) (string, error) {
 	}
 	v = path.Clean(v)
 	if strings.IndexByte(p, 0) >= 0 || (v != FakeWorkspace && !strings.HasPrefix(v, FakeWorkspace+"/")) {
-		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "outside the fake workspace")
+		return "", driver.NewPathError(op, p, driver.ErrEscape, "outside the fake workspace")
 	}
 	return v, nil
 }
 
-// ReadFile implements sandbox.FS.
+// ReadFile implements driver.FS.
 func (f *Fake) ReadFile(_ context.Context, p string) ([]byte, error) {
 	v, err := f.resolve("read", p)
 	if err != nil {
@@ -107,8 +108,8 @@ func (f *Fake) ReadFile(_ context.Context, p string) ([]byte, error) {
 	return bytes.Clone(b), nil
 }
 
-// WriteFile implements sandbox.FS; parents are created.
-func (f *Fake) WriteFile(_ context.Context, p string, data []byte, opts sandbox.WriteOptions) error {
+// WriteFile implements driver.FS; parents are created.
+func (f *Fake) WriteFile(_ context.Context, p string, data []byte, opts driver.WriteOptions) error {
 	v, err := f.resolve("write", p)
 	if err != nil {
 		return err
@@ -128,29 +129,29 @@ func (f *Fake) WriteFile(_ context.Context, p string, data []byte, opts sandbox.
 	return nil
 }
 
-// Stat implements sandbox.FS.
-func (f *Fake) Stat(_ context.Context, p string) (sandbox.FileInfo, error) {
+// Stat implements driver.FS.
+func (f *Fake) Stat(_ context.Context, p string) (driver.FileInfo, error) {
 	v, err := f.resolve("stat", p)
 	if err != nil {
-		return sandbox.FileInfo{}, err
+		return driver.FileInfo{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.statLocked(p, v)
 }
 
-func (f *Fake) statLocked(p, v string) (sandbox.FileInfo, error) {
+func (f *Fake) statLocked(p, v string) (driver.FileInfo, error) {
 	if f.dirs[v] {
-		return sandbox.FileInfo{Name: path.Base(v), Path: v, IsDir: true, Mode: "drwxr-xr-x"}, nil
+		return driver.FileInfo{Name: path.Base(v), Path: v, IsDir: true, Mode: "drwxr-xr-x"}, nil
 	}
 	if b, ok := f.files[v]; ok {
-		return sandbox.FileInfo{Name: path.Base(v), Path: v, Size: int64(len(b)), Mode: "-rw-r--r--", ModTime: time.Time{}}, nil
+		return driver.FileInfo{Name: path.Base(v), Path: v, Size: int64(len(b)), Mode: "-rw-r--r--", ModTime: time.Time{}}, nil
 	}
-	return sandbox.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+	return driver.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 }
 
-// ReadDir implements sandbox.FS.
-func (f *Fake) ReadDir(_ context.Context, p string, max int) ([]sandbox.FileInfo, bool, error) {
+// ReadDir implements driver.FS.
+func (f *Fake) ReadDir(_ context.Context, p string, max int) ([]driver.FileInfo, bool, error) {
 	v, err := f.resolve("list", p)
 	if err != nil {
 		return nil, false, err
@@ -160,7 +161,7 @@ func (f *Fake) ReadDir(_ context.Context, p string, max int) ([]sandbox.FileInfo
 	if !f.dirs[v] {
 		return nil, false, &fs.PathError{Op: "list", Path: p, Err: fs.ErrNotExist}
 	}
-	var out []sandbox.FileInfo
+	var out []driver.FileInfo
 	add := func(name string) {
 		if path.Dir(name) == v {
 			fi, _ := f.statLocked(name, name)
@@ -180,14 +181,14 @@ func (f *Fake) ReadDir(_ context.Context, p string, max int) ([]sandbox.FileInfo
 	return out, false, nil
 }
 
-// Remove implements sandbox.FS.
+// Remove implements driver.FS.
 func (f *Fake) Remove(_ context.Context, p string) error {
 	v, err := f.resolve("delete", p)
 	if err != nil {
 		return err
 	}
 	if v == FakeWorkspace {
-		return sandbox.NewPathError("delete", p, sandbox.ErrBadPath, "is the workspace")
+		return driver.NewPathError("delete", p, driver.ErrBadPath, "is the workspace")
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -207,7 +208,7 @@ func (f *Fake) Remove(_ context.Context, p string) error {
 	return nil
 }
 
-// MkdirAll implements sandbox.FS.
+// MkdirAll implements driver.FS.
 func (f *Fake) MkdirAll(_ context.Context, p string) error {
 	v, err := f.resolve("mkdir", p)
 	if err != nil {
@@ -224,7 +225,7 @@ func (f *Fake) MkdirAll(_ context.Context, p string) error {
 	return nil
 }
 
-// Open implements sandbox.FS.
+// Open implements driver.FS.
 func (f *Fake) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
 	b, err := f.ReadFile(ctx, p)
 	if err != nil {

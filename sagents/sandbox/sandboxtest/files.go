@@ -13,36 +13,37 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 func testFiles(t *testing.T, o Options) {
 	h := open(t, o)
 	c := ctx(t)
 	t.Run("write read append", func(t *testing.T) {
-		require.NoError(t, h.WriteFile(c, "a/b/file.txt", []byte("one\n"), sandbox.WriteOptions{}))
-		require.NoError(t, h.WriteFile(c, "a/b/file.txt", []byte("two\n"), sandbox.WriteOptions{Append: true}))
+		require.NoError(t, h.WriteFile(c, "a/b/file.txt", []byte("one\n"), driver.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "a/b/file.txt", []byte("two\n"), driver.WriteOptions{Append: true}))
 		got, err := h.ReadFile(c, "a/b/file.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "one\ntwo\n", string(got))
-		require.NoError(t, h.WriteFile(c, "a/b/file.txt", []byte("new"), sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "a/b/file.txt", []byte("new"), driver.WriteOptions{}))
 		got, err = h.ReadFile(c, path.Join(h.WorkspacePath(), "a/b/file.txt"))
 		require.NoError(t, err)
 		assert.Equal(t, "new", string(got))
-		res := run(t, h, "cat a/b/file.txt", sandbox.ExecOptions{})
+		res := run(t, h, "cat a/b/file.txt", driver.ExecOptions{})
 		assert.Equal(t, "new", res.Stdout, "commands see what the file API wrote")
 	})
 	t.Run("overwrite", func(t *testing.T) {
-		require.NoError(t, h.WriteFile(c, "over.txt", []byte("a long first version\n"), sandbox.WriteOptions{}))
-		require.NoError(t, h.WriteFile(c, "over.txt", []byte("short"), sandbox.WriteOptions{}), "writing an existing file again")
+		require.NoError(t, h.WriteFile(c, "over.txt", []byte("a long first version\n"), driver.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "over.txt", []byte("short"), driver.WriteOptions{}), "writing an existing file again")
 		got, err := h.ReadFile(c, "over.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "short", string(got), "the new content, nothing of the old")
-		require.NoError(t, h.WriteFile(c, "over.txt", []byte("+more"), sandbox.WriteOptions{Append: true}))
+		require.NoError(t, h.WriteFile(c, "over.txt", []byte("+more"), driver.WriteOptions{Append: true}))
 		got, err = h.ReadFile(c, "over.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "short+more", string(got))
 		require.NoError(t, h.EnsureDirectory(c, "over.d"))
-		assert.Error(t, h.WriteFile(c, "over.d", []byte("x"), sandbox.WriteOptions{}), "a directory is not replaced by a file")
+		assert.Error(t, h.WriteFile(c, "over.d", []byte("x"), driver.WriteOptions{}), "a directory is not replaced by a file")
 		list, err := h.ListDirectory(c, "over.d")
 		require.NoError(t, err, "the directory is still there")
 		assert.Empty(t, list)
@@ -50,14 +51,14 @@ func testFiles(t *testing.T, o Options) {
 	t.Run("copy from host", func(t *testing.T) { testCopyFromHost(t, h, c) })
 	t.Run("binary content", func(t *testing.T) {
 		data := []byte{0, 1, 2, 0xff, 0xfe, '\n', 0}
-		require.NoError(t, h.WriteFile(c, "bin.dat", data, sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "bin.dat", data, driver.WriteOptions{}))
 		got, err := h.ReadFile(c, "bin.dat")
 		require.NoError(t, err)
 		assert.Equal(t, data, got)
 	})
 	t.Run("odd names", func(t *testing.T) {
 		for _, name := range []string{"with space.txt", `quote"s'.txt`, "new\nline.txt", "ünï—cødé ✓.txt", "-dash.txt", "$(touch pwned).txt"} {
-			require.NoError(t, h.WriteFile(c, name, []byte(name), sandbox.WriteOptions{}), name)
+			require.NoError(t, h.WriteFile(c, name, []byte(name), driver.WriteOptions{}), name)
 			got, err := h.ReadFile(c, name)
 			require.NoError(t, err, name)
 			assert.Equal(t, name, string(got))
@@ -82,7 +83,7 @@ func testFiles(t *testing.T, o Options) {
 	t.Run("list ensure delete", func(t *testing.T) {
 		require.NoError(t, h.EnsureDirectory(c, "d/e/f"))
 		require.NoError(t, h.EnsureDirectory(c, "d/e/f"), "EnsureDirectory is idempotent")
-		require.NoError(t, h.WriteFile(c, "d/x.txt", []byte("12345"), sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "d/x.txt", []byte("12345"), driver.WriteOptions{}))
 		list, err := h.ListDirectory(c, "d")
 		require.NoError(t, err)
 		require.Len(t, list, 2)
@@ -97,11 +98,11 @@ func testFiles(t *testing.T, o Options) {
 	})
 	t.Run("tree", func(t *testing.T) {
 		require.NoError(t, h.EnsureDirectory(c, "t/a/b/c"))
-		require.NoError(t, h.WriteFile(c, "t/.hidden", nil, sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "t/.hidden", nil, driver.WriteOptions{}))
 		for _, n := range []string{"1", "2", "3", "4"} {
-			require.NoError(t, h.WriteFile(c, "t/f"+n, nil, sandbox.WriteOptions{}))
+			require.NoError(t, h.WriteFile(c, "t/f"+n, nil, driver.WriteOptions{}))
 		}
-		tree, err := h.FileTree(c, "t", sandbox.TreeOptions{MaxDepth: 2, MaxItems: 3})
+		tree, err := h.FileTree(c, "t", driver.TreeOptions{MaxDepth: 2, MaxItems: 3})
 		require.NoError(t, err)
 		assert.Equal(t, "t", tree.Name)
 		require.Len(t, tree.Children, 3)
@@ -109,7 +110,7 @@ func testFiles(t *testing.T, o Options) {
 		assert.Equal(t, "a", tree.Children[0].Name)
 		require.Len(t, tree.Children[0].Children, 1, "depth 2 lists b")
 		assert.Empty(t, tree.Children[0].Children[0].Children, "depth 3 is not listed")
-		tree, err = h.FileTree(c, "t", sandbox.TreeOptions{Hidden: true, MaxItems: 10})
+		tree, err = h.FileTree(c, "t", driver.TreeOptions{Hidden: true, MaxItems: 10})
 		require.NoError(t, err)
 		assert.Equal(t, ".hidden", tree.Children[0].Name)
 	})
@@ -118,7 +119,7 @@ func testFiles(t *testing.T, o Options) {
 func testEscapes(t *testing.T, o Options) {
 	h := open(t, o)
 	c := ctx(t)
-	res := run(t, h, "ln -s /etc/passwd link_out && ln -s / root_link && mkdir -p in && ln -s in in_link", sandbox.ExecOptions{})
+	res := run(t, h, "ln -s /etc/passwd link_out && ln -s / root_link && mkdir -p in && ln -s in in_link", driver.ExecOptions{})
 	require.True(t, res.Success, res.Stderr)
 	cases := []struct {
 		name string
@@ -129,10 +130,10 @@ func testEscapes(t *testing.T, o Options) {
 		{"read symlink out", func(c context.Context) error { _, err := h.ReadFile(c, "link_out"); return err }},
 		{"read through dir symlink", func(c context.Context) error { _, err := h.ReadFile(c, "root_link/etc/passwd"); return err }},
 		{"write ..", func(c context.Context) error {
-			return h.WriteFile(c, "../escape.txt", []byte("x"), sandbox.WriteOptions{})
+			return h.WriteFile(c, "../escape.txt", []byte("x"), driver.WriteOptions{})
 		}},
 		{"write through dir symlink", func(c context.Context) error {
-			return h.WriteFile(c, "root_link/tmp/escape.txt", []byte("x"), sandbox.WriteOptions{})
+			return h.WriteFile(c, "root_link/tmp/escape.txt", []byte("x"), driver.WriteOptions{})
 		}},
 		{"list outside", func(c context.Context) error { _, err := h.ListDirectory(c, "/"); return err }},
 		{"list through symlink", func(c context.Context) error { _, err := h.ListDirectory(c, "root_link"); return err }},
@@ -140,7 +141,7 @@ func testEscapes(t *testing.T, o Options) {
 		{"delete the workspace", func(c context.Context) error { return h.DeleteFile(c, h.WorkspacePath()) }},
 		{"delete outside", func(c context.Context) error { return h.DeleteFile(c, "../x") }},
 		{"exec workdir outside", func(c context.Context) error {
-			_, err := h.ExecuteCommand(c, "true", sandbox.ExecOptions{Workdir: "/"})
+			_, err := h.ExecuteCommand(c, "true", driver.ExecOptions{Workdir: "/"})
 			return err
 		}},
 	}
@@ -150,13 +151,13 @@ func testEscapes(t *testing.T, o Options) {
 		})
 	}
 	t.Run("symlink inside stays usable", func(t *testing.T) {
-		require.NoError(t, h.WriteFile(c, "in/ok.txt", []byte("ok"), sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "in/ok.txt", []byte("ok"), driver.WriteOptions{}))
 		got, err := h.ReadFile(c, "in_link/ok.txt")
 		require.NoError(t, err)
 		assert.Equal(t, "ok", string(got))
 	})
 	t.Run("overwrite replaces a symlink, not its target", func(t *testing.T) {
-		require.NoError(t, h.WriteFile(c, "link_out", []byte("mine"), sandbox.WriteOptions{}))
+		require.NoError(t, h.WriteFile(c, "link_out", []byte("mine"), driver.WriteOptions{}))
 		got, err := h.ReadFile(c, "link_out")
 		require.NoError(t, err)
 		assert.Equal(t, "mine", string(got))
@@ -164,7 +165,7 @@ func testEscapes(t *testing.T, o Options) {
 }
 
 // testCopyFromHost copies a host tree with an ignored file and a symlink:
-// every mode walks it the same way (sandbox.WalkCopy). A mode without the
+// every mode walks it the same way (hostkit.WalkCopy). A mode without the
 // capability must say ErrUnsupported.
 func testCopyFromHost(t *testing.T, h *sandbox.Sandbox, c context.Context) {
 	src := t.TempDir()
@@ -173,8 +174,8 @@ func testCopyFromHost(t *testing.T, h *sandbox.Sandbox, c context.Context) {
 	require.NoError(t, os.WriteFile(filepath.Join(src, "sub", "b.txt"), []byte("bbb"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "skip.log"), []byte("x"), 0o644))
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(src, "link")))
-	res, err := h.CopyFromHost(c, src, "copied", sandbox.CopyOptions{Ignore: []string{"*.log"}})
-	if errors.Is(err, sandbox.ErrUnsupported) {
+	res, err := h.CopyFromHost(c, src, "copied", driver.CopyOptions{Ignore: []string{"*.log"}})
+	if errors.Is(err, driver.ErrUnsupported) {
 		return
 	}
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Options configure the suite for one provider.
@@ -67,7 +68,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func run(t *testing.T, h *sandbox.Sandbox, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
+func run(t *testing.T, h *sandbox.Sandbox, cmd string, opts driver.ExecOptions) *driver.CommandResult {
 	t.Helper()
 	res, err := h.ExecuteCommand(ctx(t), cmd, opts)
 	require.NoError(t, err, "command %q", cmd)
@@ -77,7 +78,7 @@ func run(t *testing.T, h *sandbox.Sandbox, cmd string, opts sandbox.ExecOptions)
 func testExec(t *testing.T, o Options) {
 	h := open(t, o)
 	t.Run("stdout and stderr apart", func(t *testing.T) {
-		res := run(t, h, "echo out; echo err >&2", sandbox.ExecOptions{})
+		res := run(t, h, "echo out; echo err >&2", driver.ExecOptions{})
 		assert.True(t, res.Success)
 		assert.Equal(t, "out\n", res.Stdout)
 		assert.Equal(t, "err\n", res.Stderr)
@@ -85,19 +86,19 @@ func testExec(t *testing.T, o Options) {
 		assert.False(t, res.TimedOut)
 	})
 	t.Run("exit code", func(t *testing.T) {
-		res := run(t, h, "exit 7", sandbox.ExecOptions{})
+		res := run(t, h, "exit 7", driver.ExecOptions{})
 		assert.False(t, res.Success)
 		assert.Equal(t, 7, res.ExitCode)
 		assert.Empty(t, res.Signal)
 	})
 	t.Run("killed by signal", func(t *testing.T) {
-		res := run(t, h, "kill -TERM $$", sandbox.ExecOptions{})
+		res := run(t, h, "kill -TERM $$", driver.ExecOptions{})
 		assert.False(t, res.Success)
 		assert.Equal(t, 128+15, res.ExitCode)
 		if !o.SignalsAsExitCodes {
 			assert.Equal(t, "SIGTERM", res.Signal)
 		}
-		res = run(t, h, "echo before; kill -KILL $$", sandbox.ExecOptions{})
+		res = run(t, h, "echo before; kill -KILL $$", driver.ExecOptions{})
 		assert.False(t, res.Success)
 		assert.Equal(t, 128+9, res.ExitCode)
 		assert.Equal(t, "before\n", res.Stdout, "output before the signal is kept")
@@ -106,22 +107,22 @@ func testExec(t *testing.T, o Options) {
 		}
 	})
 	t.Run("stdin", func(t *testing.T) {
-		res := run(t, h, "tr a-z A-Z", sandbox.ExecOptions{Stdin: strings.NewReader("hello\n")})
+		res := run(t, h, "tr a-z A-Z", driver.ExecOptions{Stdin: strings.NewReader("hello\n")})
 		assert.Equal(t, "HELLO\n", res.Stdout)
 	})
 	t.Run("no stdin reads EOF", func(t *testing.T) {
-		res := run(t, h, "cat; echo done", sandbox.ExecOptions{})
+		res := run(t, h, "cat; echo done", driver.ExecOptions{})
 		assert.Equal(t, "done\n", res.Stdout)
 	})
 	t.Run("env isolation", func(t *testing.T) {
 		t.Setenv("SAGE_TEST_SECRET", "hunter2")
-		res := run(t, h, "env", sandbox.ExecOptions{Env: map[string]string{"GIVEN": "yes"}})
+		res := run(t, h, "env", driver.ExecOptions{Env: map[string]string{"GIVEN": "yes"}})
 		assert.NotContains(t, res.Stdout, "hunter2")
 		assert.Contains(t, res.Stdout, "GIVEN=yes\n")
 		assert.Contains(t, res.Stdout, "HOME=")
 	})
 	t.Run("bad env name", func(t *testing.T) {
-		_, err := h.ExecuteCommand(ctx(t), "true", sandbox.ExecOptions{Env: map[string]string{"A=B": "x"}})
+		_, err := h.ExecuteCommand(ctx(t), "true", driver.ExecOptions{Env: map[string]string{"A=B": "x"}})
 		assert.ErrorContains(t, err, "A=B")
 	})
 	t.Run("argument too long", func(t *testing.T) {
@@ -129,42 +130,42 @@ func testExec(t *testing.T, o Options) {
 		// more is refused alike in every mode, with the fix, before
 		// anything runs: no mode's own limit (sh -c's E2BIG, a request
 		// size) shows through.
-		fits := "echo ok #" + strings.Repeat("a", sandbox.MaxArgBytes-len("echo ok #"))
-		res := run(t, h, fits, sandbox.ExecOptions{})
+		fits := "echo ok #" + strings.Repeat("a", driver.MaxArgBytes-len("echo ok #"))
+		res := run(t, h, fits, driver.ExecOptions{})
 		assert.Equal(t, "ok\n", res.Stdout, res.Stderr)
 		for _, tc := range []struct {
 			cmd string
 			env map[string]string
-		}{{fits + "a", nil}, {"true", map[string]string{"BIG": strings.Repeat("x", sandbox.MaxArgBytes)}}} {
-			_, err := h.ExecuteCommand(ctx(t), tc.cmd, sandbox.ExecOptions{Env: tc.env})
-			require.ErrorIs(t, err, sandbox.ErrTooLong)
+		}{{fits + "a", nil}, {"true", map[string]string{"BIG": strings.Repeat("x", driver.MaxArgBytes)}}} {
+			_, err := h.ExecuteCommand(ctx(t), tc.cmd, driver.ExecOptions{Env: tc.env})
+			require.ErrorIs(t, err, driver.ErrTooLong)
 			assert.ErrorIs(t, err, fs.ErrInvalid)
 			assert.ErrorContains(t, err, "fix: write it to a file")
-			_, err = h.StartBackground(ctx(t), tc.cmd, sandbox.ExecOptions{Env: tc.env})
-			assert.ErrorIs(t, err, sandbox.ErrTooLong)
+			_, err = h.StartBackground(ctx(t), tc.cmd, driver.ExecOptions{Env: tc.env})
+			assert.ErrorIs(t, err, driver.ErrTooLong)
 		}
 	})
 	t.Run("runs in the workspace", func(t *testing.T) {
 		require.NoError(t, h.EnsureDirectory(ctx(t), "sub"))
-		res := run(t, h, "pwd", sandbox.ExecOptions{})
+		res := run(t, h, "pwd", driver.ExecOptions{})
 		assert.Equal(t, h.WorkspacePath()+"\n", res.Stdout)
-		res = run(t, h, "pwd", sandbox.ExecOptions{Workdir: "sub"})
+		res = run(t, h, "pwd", driver.ExecOptions{Workdir: "sub"})
 		assert.Equal(t, h.WorkspacePath()+"/sub\n", res.Stdout)
 	})
 	t.Run("missing workdir", func(t *testing.T) {
-		_, err := h.ExecuteCommand(ctx(t), "true", sandbox.ExecOptions{Workdir: "no/such/dir"})
+		_, err := h.ExecuteCommand(ctx(t), "true", driver.ExecOptions{Workdir: "no/such/dir"})
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 	})
 	t.Run("streaming callbacks", func(t *testing.T) {
 		var out, errs strings.Builder
-		res := run(t, h, "echo a; echo b >&2; echo c", sandbox.ExecOptions{
+		res := run(t, h, "echo a; echo b >&2; echo c", driver.ExecOptions{
 			OnStdout: func(p []byte) { out.Write(p) }, OnStderr: func(p []byte) { errs.Write(p) }})
 		assert.Equal(t, res.Stdout, out.String())
 		assert.Equal(t, "b\n", errs.String())
 	})
 	t.Run("python", func(t *testing.T) {
-		res, err := h.ExecutePython(ctx(t), "import sys\nprint(6*7)\nsys.exit(3)", sandbox.PythonOptions{})
-		if errors.Is(err, sandbox.ErrUnsupported) {
+		res, err := h.ExecutePython(ctx(t), "import sys\nprint(6*7)\nsys.exit(3)", driver.PythonOptions{})
+		if errors.Is(err, driver.ErrUnsupported) {
 			t.Skipf("python unsupported here: %v", err)
 		}
 		require.NoError(t, err)
@@ -173,8 +174,8 @@ func testExec(t *testing.T, o Options) {
 	})
 	t.Run("python expression and exception", func(t *testing.T) {
 		var streamed strings.Builder
-		res, err := h.ExecutePython(ctx(t), "print('a')\n6*7", sandbox.PythonOptions{})
-		if errors.Is(err, sandbox.ErrUnsupported) {
+		res, err := h.ExecutePython(ctx(t), "print('a')\n6*7", driver.PythonOptions{})
+		if errors.Is(err, driver.ErrUnsupported) {
 			t.Skipf("python unsupported here: %v", err)
 		}
 		require.NoError(t, err)
@@ -185,7 +186,7 @@ func testExec(t *testing.T, o Options) {
 			assert.Equal(t, "a\n", res.Stdout, "a script prints no expression's value")
 		}
 		res, err = h.ExecutePython(ctx(t), "raise ValueError('bad value')",
-			sandbox.PythonOptions{ExecOptions: sandbox.ExecOptions{OnStderr: func(p []byte) { streamed.Write(p) }}})
+			driver.PythonOptions{ExecOptions: driver.ExecOptions{OnStderr: func(p []byte) { streamed.Write(p) }}})
 		require.NoError(t, err)
 		assert.Equal(t, 1, res.ExitCode)
 		assert.Contains(t, res.Stderr, "ValueError: bad value")
@@ -199,9 +200,9 @@ func testTimeout(t *testing.T, o Options) {
 		token := "10" + strings.ReplaceAll(time.Now().Format(".000000"), ".", ".7")
 		cmd := "echo started; sleep " + token + " & sleep " + token + "; wait"
 		start := time.Now()
-		res := run(t, h, cmd, sandbox.ExecOptions{Timeout: time.Second})
+		res := run(t, h, cmd, driver.ExecOptions{Timeout: time.Second})
 		elapsed := time.Since(start)
-		assert.Less(t, elapsed, 3*time.Second+sandbox.DefaultKillGrace, "timed-out command took %v", elapsed)
+		assert.Less(t, elapsed, 3*time.Second+driver.DefaultKillGrace, "timed-out command took %v", elapsed)
 		assert.True(t, res.TimedOut)
 		assert.False(t, res.Success)
 		assert.Equal(t, "started\n", res.Stdout, "%+v", res)
@@ -213,7 +214,7 @@ func testTimeout(t *testing.T, o Options) {
 	t.Run("cancelled context", func(t *testing.T) {
 		c, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(300*time.Millisecond, cancel)
-		res, err := h.ExecuteCommand(c, "echo x; sleep 30", sandbox.ExecOptions{Timeout: time.Minute})
+		res, err := h.ExecuteCommand(c, "echo x; sleep 30", driver.ExecOptions{Timeout: time.Minute})
 		assert.ErrorIs(t, err, context.Canceled)
 		if res != nil {
 			assert.False(t, res.Success)
@@ -221,7 +222,7 @@ func testTimeout(t *testing.T, o Options) {
 	})
 	t.Run("background child holding the pipe", func(t *testing.T) {
 		start := time.Now()
-		res := run(t, h, "sleep 30 & echo parent done", sandbox.ExecOptions{Timeout: 20 * time.Second})
+		res := run(t, h, "sleep 30 & echo parent done", driver.ExecOptions{Timeout: 20 * time.Second})
 		assert.Less(t, time.Since(start), 10*time.Second)
 		assert.Equal(t, "parent done\n", res.Stdout)
 	})
@@ -243,28 +244,28 @@ func processesWith(token string) []string {
 func testOutput(t *testing.T, o Options) {
 	h := open(t, o)
 	t.Run("50 MB on stderr", func(t *testing.T) {
-		res := run(t, h, "head -c 50000000 /dev/zero | tr '\\0' x >&2; echo ok", sandbox.ExecOptions{Timeout: 50 * time.Second})
+		res := run(t, h, "head -c 50000000 /dev/zero | tr '\\0' x >&2; echo ok", driver.ExecOptions{Timeout: 50 * time.Second})
 		assert.True(t, res.Success, "exit %d stderr-tail %q", res.ExitCode, tail(res.Stderr))
 		assert.Equal(t, "ok\n", res.Stdout)
 		assert.True(t, res.Truncated)
 		assert.Greater(t, res.StderrDroppedBytes, int64(40_000_000))
 		assert.Zero(t, res.StdoutDroppedBytes)
 		assert.Contains(t, res.Stderr, "bytes omitted")
-		assert.Less(t, len(res.Stderr), sandbox.DefaultOutputLimit)
+		assert.Less(t, len(res.Stderr), driver.DefaultOutputLimit)
 	})
 	t.Run("many lines and no final newline", func(t *testing.T) {
 		var streamed strings.Builder
-		res := run(t, h, "seq 1 35000; printf 'last\\n\\nno end'", sandbox.ExecOptions{OnStdout: func(p []byte) { streamed.Write(p) }})
+		res := run(t, h, "seq 1 35000; printf 'last\\n\\nno end'", driver.ExecOptions{OnStdout: func(p []byte) { streamed.Write(p) }})
 		want := seqLines(35000) + "last\n\nno end"
 		assert.Equal(t, len(want), len(res.Stdout), "every byte, none added")
 		assert.True(t, res.Stdout == want, "the bytes the command wrote (tail %q)", tail(res.Stdout))
 		assert.Equal(t, want, streamed.String(), "the callback got the same bytes")
-		res = run(t, h, "printf 'cr\\rcrlf\\r\\nend\\n'; printf 'e1\\ne2' >&2", sandbox.ExecOptions{})
+		res = run(t, h, "printf 'cr\\rcrlf\\r\\nend\\n'; printf 'e1\\ne2' >&2", driver.ExecOptions{})
 		assert.Equal(t, "cr\rcrlf\r\nend\n", res.Stdout, "carriage returns are kept")
 		assert.Equal(t, "e1\ne2", res.Stderr)
 	})
 	t.Run("custom limit keeps head and tail", func(t *testing.T) {
-		res := run(t, h, "seq 1 100000", sandbox.ExecOptions{OutputLimit: 200})
+		res := run(t, h, "seq 1 100000", driver.ExecOptions{OutputLimit: 200})
 		assert.True(t, strings.HasPrefix(res.Stdout, "1\n2\n3\n"), res.Stdout)
 		assert.True(t, strings.HasSuffix(res.Stdout, "99999\n100000\n"), res.Stdout)
 		assert.True(t, res.Truncated)

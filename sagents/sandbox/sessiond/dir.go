@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Names in a session's daemon directory.
@@ -27,7 +27,7 @@ const maxInfo = 64 << 10
 // CheckName refuses a session name that could leave the sessions
 // directory or is too long, with a one-line error naming the fix.
 func CheckName(name string) error {
-	if !sandbox.ValidID(name) {
+	if !driver.ValidID(name) {
 		return fmt.Errorf("session name %q: want 1-64 characters of A-Z a-z 0-9 _ - (no '/', no '..')", name)
 	}
 	return nil
@@ -47,7 +47,7 @@ func Dir(home, name string) (string, error) {
 	}
 	dir := filepath.Join(home, "sessions", name, "daemon")
 	if n := len(filepath.Join(dir, sockName)); n > maxSocketPath {
-		return "", &sandbox.ConfigError{Field: "SAGE_HOME", Value: home,
+		return "", &driver.ConfigError{Field: "SAGE_HOME", Value: home,
 			Reason: fmt.Sprintf("the socket of session %s would be %d bytes long, over the %d a unix socket's path may have; fix: a shorter SAGE_HOME or session name", name, n, maxSocketPath)}
 	}
 	return dir, nil

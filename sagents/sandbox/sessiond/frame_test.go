@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 func TestFrameRoundTrip(t *testing.T) {
@@ -87,8 +88,8 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 		kind string
 		is   []error
 	}{
-		{sandbox.NewPathError("read", "/etc/x", sandbox.ErrEscape, "outside"), "escape", []error{sandbox.ErrEscape, fs.ErrPermission}},
-		{sandbox.NewPathError("write", "ro/x", sandbox.ErrReadOnly, "mount"), "read_only", []error{sandbox.ErrReadOnly, fs.ErrPermission}},
+		{driver.NewPathError("read", "/etc/x", sandbox.ErrEscape, "outside"), "escape", []error{sandbox.ErrEscape, fs.ErrPermission}},
+		{driver.NewPathError("write", "ro/x", sandbox.ErrReadOnly, "mount"), "read_only", []error{sandbox.ErrReadOnly, fs.ErrPermission}},
 		{&fs.PathError{Op: "open", Path: "/workspace/m", Err: syscall.ENOENT}, "not_exist", []error{fs.ErrNotExist}},
 		{&fs.PathError{Op: "open", Path: "f", Err: syscall.EACCES}, "permission", []error{fs.ErrPermission}},
 		{fmt.Errorf("task: %w", sandbox.ErrUnknownTask), "unknown_task", []error{sandbox.ErrUnknownTask, fs.ErrNotExist}},

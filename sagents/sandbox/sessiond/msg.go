@@ -12,7 +12,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // protocolVersion is the protocol version; a daemon refuses a request of another,
@@ -43,7 +43,7 @@ const (
 	OpCheckpoint = "checkpoint"
 )
 
-// Operations of OpCheckpoint (sandbox.Checkpointer).
+// Operations of OpCheckpoint (driver.Checkpointer).
 const (
 	CheckpointSave     = "save"     // Response.Checkpoints: the new one
 	CheckpointList     = "list"     // Response.Checkpoints: all, oldest first
@@ -124,30 +124,30 @@ type FSRequest struct {
 	Op     string `json:"op"`
 	Path   string `json:"path"`
 	Append bool   `json:"append,omitempty"` // write
-	// MaxEntries bounds ls (and tree, in Tree); 0: sandbox.DefaultMaxEntries.
-	MaxEntries int                 `json:"max_entries,omitempty"`
-	Tree       sandbox.TreeOptions `json:"tree"`
+	// MaxEntries bounds ls (and tree, in Tree); 0: driver.DefaultMaxEntries.
+	MaxEntries int                `json:"max_entries,omitempty"`
+	Tree       driver.TreeOptions `json:"tree"`
 }
 
 // FSResult is what ls and tree answer.
 type FSResult struct {
-	List      []sandbox.FileInfo `json:"list,omitempty"`
-	Truncated bool               `json:"truncated,omitempty"`
-	Tree      *sandbox.TreeNode  `json:"tree,omitempty"`
+	List      []driver.FileInfo `json:"list,omitempty"`
+	Truncated bool              `json:"truncated,omitempty"`
+	Tree      *driver.TreeNode  `json:"tree,omitempty"`
 }
 
 // Response is the last frame of a connection.
 type Response struct {
-	Result   *sandbox.CommandResult  `json:"result,omitempty"`
-	Duration time.Duration           `json:"duration,omitempty"`
-	Task     *sandbox.BackgroundTask `json:"task,omitempty"`
-	Info     *Info                   `json:"info,omitempty"`
-	FS       *FSResult               `json:"fs,omitempty"`
+	Result   *driver.CommandResult  `json:"result,omitempty"`
+	Duration time.Duration          `json:"duration,omitempty"`
+	Task     *driver.BackgroundTask `json:"task,omitempty"`
+	Info     *Info                  `json:"info,omitempty"`
+	FS       *FSResult              `json:"fs,omitempty"`
 	// TaskState and Output answer OpTask's status and output.
-	TaskState *sandbox.BackgroundState  `json:"task_state,omitempty"`
-	Output    *sandbox.BackgroundOutput `json:"output,omitempty"`
+	TaskState *driver.BackgroundState  `json:"task_state,omitempty"`
+	Output    *driver.BackgroundOutput `json:"output,omitempty"`
 	// Checkpoints answers OpCheckpoint's save and list.
-	Checkpoints []sandbox.Checkpoint `json:"checkpoints,omitempty"`
+	Checkpoints []driver.Checkpoint `json:"checkpoints,omitempty"`
 	// Error and Kind describe a failure (see Error). PathOp and Path,
 	// when set, say the failure was an *fs.PathError: the client gets
 	// one back, with Error as its Err's text.
@@ -195,7 +195,7 @@ var (
 	// environment too large for one request frame); nothing was sent.
 	ErrTooLarge = errors.New("the request is too large for the session's socket")
 	// ErrConfig: a sandbox setting of the session is wrong (a
-	// *sandbox.ConfigError in the daemon, which names it).
+	// *driver.ConfigError in the daemon, which names it).
 	ErrConfig = errors.New("bad sandbox setting")
 )
 
@@ -207,16 +207,16 @@ var kinds = []struct {
 	err  error
 }{
 	{"settings", ErrSettings}, {"config", ErrConfig}, {"refused", ErrRefused}, {"stopped", ErrStopped}, {"protocol", ErrProtocol},
-	{"escape", sandbox.ErrEscape}, {"read_only", sandbox.ErrReadOnly}, {"bad_path", sandbox.ErrBadPath},
-	{"unknown_task", sandbox.ErrUnknownTask}, {"unknown_checkpoint", sandbox.ErrUnknownCheckpoint},
-	{"checkpoint_busy", sandbox.ErrCheckpointBusy}, {"command_running", sandbox.ErrCommandRunning}, {"unsupported", sandbox.ErrUnsupported},
-	{"isolation", sandbox.ErrIsolationUnavailable}, {"closed", sandbox.ErrClosed},
+	{"escape", driver.ErrEscape}, {"read_only", driver.ErrReadOnly}, {"bad_path", driver.ErrBadPath},
+	{"unknown_task", driver.ErrUnknownTask}, {"unknown_checkpoint", driver.ErrUnknownCheckpoint},
+	{"checkpoint_busy", driver.ErrCheckpointBusy}, {"command_running", driver.ErrCommandRunning}, {"unsupported", driver.ErrUnsupported},
+	{"isolation", driver.ErrIsolationUnavailable}, {"closed", driver.ErrClosed},
 	{"not_exist", fs.ErrNotExist}, {"permission", fs.ErrPermission}, {"exist", fs.ErrExist},
 	{"invalid", fs.ErrInvalid}, {"deadline", context.DeadlineExceeded},
 }
 
 func kindOf(err error) string {
-	if ce := (*sandbox.ConfigError)(nil); errors.As(err, &ce) {
+	if ce := (*driver.ConfigError)(nil); errors.As(err, &ce) {
 		return "config"
 	}
 	for _, k := range kinds {
@@ -269,7 +269,7 @@ func responseError(r Response) error {
 // client's with its own, so a command never runs under settings other
 // than the ones it was given. The default timeout (each request carries
 // its own) and the observer are left out.
-func Fingerprint(cfg sandbox.Config) string {
+func Fingerprint(cfg driver.Config) string {
 	b, err := settingsJSON(cfg)
 	if err != nil {
 		return "unmarshalable:" + err.Error()
@@ -279,14 +279,14 @@ func Fingerprint(cfg sandbox.Config) string {
 }
 
 // settingsJSON is cfg as Fingerprint hashes it.
-func settingsJSON(cfg sandbox.Config) ([]byte, error) {
+func settingsJSON(cfg driver.Config) ([]byte, error) {
 	cfg.Timeout, cfg.Observer = 0, nil
 	cfg.Remote.APIKey = ""
 	return json.Marshal(cfg)
 }
 
 // Difference is one setting a session's daemon runs with that a call
-// asked otherwise: Key is its sandbox.Config path ("Local.MemoryLimitMB").
+// asked otherwise: Key is its driver.Config path ("Local.MemoryLimitMB").
 type Difference struct {
 	Key           string
 	Session, Call string // the values, as JSON
@@ -294,7 +294,7 @@ type Difference struct {
 
 // SettingsDiff compares the config a daemon described (Info.Config)
 // with the one a call asks for, key by key, sorted by key.
-func SettingsDiff(session json.RawMessage, call sandbox.Config) ([]Difference, error) {
+func SettingsDiff(session json.RawMessage, call driver.Config) ([]Difference, error) {
 	b, err := settingsJSON(call)
 	if err != nil {
 		return nil, err

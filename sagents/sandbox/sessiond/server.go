@@ -15,6 +15,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/observability"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Server serves one session's sandbox on the unix socket of its daemon
@@ -28,7 +29,7 @@ type Server struct {
 	Settings string
 	// Config, when set, is the sandbox's config, described (without
 	// secrets) in Info so a refused client can say which settings differ.
-	Config *sandbox.Config
+	Config *driver.Config
 	// IdleTimeout ends the server after this long without a request;
 	// 0 means never.
 	IdleTimeout time.Duration
@@ -40,7 +41,7 @@ type Server struct {
 	// Observer, when set, receives one chain run per request ("sage
 	// exec", "sage python", "sage fs read", ...) holding the sandbox's
 	// events of that request: give the Sandbox the same Manager
-	// (sandbox.Config.Observer), whose commands that restarted the
+	// (driver.Config.Observer), whose commands that restarted the
 	// session add a "session_restart" sandbox event.
 	Observer *observability.Manager
 
@@ -464,7 +465,7 @@ func (s *Server) serve(c *net.UnixConn, req Request) Response {
 func (s *Server) dispatch(ctx context.Context, c *net.UnixConn, req Request) Response {
 	switch req.Op {
 	case OpBackground:
-		task, err := s.Sandbox.StartBackground(ctx, req.Command, sandbox.ExecOptions{Env: req.Env, Workdir: req.Workdir})
+		task, err := s.Sandbox.StartBackground(ctx, req.Command, driver.ExecOptions{Env: req.Env, Workdir: req.Workdir})
 		if err != nil {
 			return s.failed(err)
 		}
@@ -478,7 +479,7 @@ func (s *Server) dispatch(ctx context.Context, c *net.UnixConn, req Request) Res
 	case OpCheckpoint:
 		return s.checkpoint(ctx, req)
 	}
-	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+	return s.exec(ctx, c, req, func(ctx context.Context, opts driver.ExecOptions) (*driver.CommandResult, error) {
 		return s.Sandbox.ExecuteCommand(ctx, req.Command, opts)
 	})
 }

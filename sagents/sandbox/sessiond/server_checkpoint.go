@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // checkpoint runs one operation on the session's checkpoints.
@@ -19,27 +19,27 @@ func (s *Server) checkpoint(ctx context.Context, req Request) Response {
 		if err != nil {
 			return s.failed(err)
 		}
-		return Response{Checkpoints: []sandbox.Checkpoint{cp}}
+		return Response{Checkpoints: []driver.Checkpoint{cp}}
 	case CheckpointList:
 		list, err := s.Sandbox.Checkpoints(ctx)
 		if err != nil {
 			return s.failed(err)
 		}
 		if list == nil {
-			list = []sandbox.Checkpoint{}
+			list = []driver.Checkpoint{}
 		}
 		return Response{Checkpoints: list}
 	case CheckpointRollback:
-		if err := s.Sandbox.Rollback(ctx, sandbox.CheckpointID(c.ID)); err != nil {
+		if err := s.Sandbox.Rollback(ctx, driver.CheckpointID(c.ID)); err != nil {
 			return s.failed(err)
 		}
 		return Response{}
 	case CheckpointExport:
-		ck, ok := s.Sandbox.Driver().(sandbox.Checkpointer)
+		ck, ok := s.Sandbox.Driver().(driver.Checkpointer)
 		if !ok {
-			return s.failed(fmt.Errorf("sandbox: fork: %w", sandbox.ErrUnsupported))
+			return s.failed(fmt.Errorf("sandbox: fork: %w", driver.ErrUnsupported))
 		}
-		if err := ck.Export(ctx, sandbox.CheckpointID(c.ID), c.Dir); err != nil {
+		if err := ck.Export(ctx, driver.CheckpointID(c.ID), c.Dir); err != nil {
 			return s.failed(err)
 		}
 		return Response{}

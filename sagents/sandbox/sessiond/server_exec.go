@@ -6,17 +6,17 @@ import (
 	"net"
 	"sync"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // exec runs a command (run: a shell command line or Python code),
 // streaming its output to c as it comes; the command is cancelled when c
 // closes (the client went away) or the server ends (ctx).
 func (s *Server) exec(ctx context.Context, c *net.UnixConn, req Request,
-	run func(context.Context, sandbox.ExecOptions) (*sandbox.CommandResult, error)) Response {
+	run func(context.Context, driver.ExecOptions) (*driver.CommandResult, error)) Response {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	opts := sandbox.ExecOptions{Env: req.Env, Workdir: req.Workdir, Timeout: req.Timeout}
+	opts := driver.ExecOptions{Env: req.Env, Workdir: req.Workdir, Timeout: req.Timeout}
 	var pw *io.PipeWriter
 	if req.Stdin {
 		var pr *io.PipeReader

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/observability"
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 // maxWrite bounds the bytes one fs write sends through the socket: the
 // daemon holds them in memory before it writes the file.
-const maxWrite = sandbox.MaxReadFileBytes
+const maxWrite = hostkit.MaxReadFileBytes
 
 // writeCap is maxWrite; a test lowers it.
 var writeCap = maxWrite
@@ -28,8 +29,8 @@ const SlowStepAfter = 300 * time.Millisecond
 
 // python runs req.Code with req.Requirements installed first.
 func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Response {
-	return s.exec(ctx, c, req, func(ctx context.Context, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
-		po := sandbox.PythonOptions{ExecOptions: opts, Requirements: req.Requirements}
+	return s.exec(ctx, c, req, func(ctx context.Context, opts driver.ExecOptions) (*driver.CommandResult, error) {
+		po := driver.PythonOptions{ExecOptions: opts, Requirements: req.Requirements}
 		notice := opts.OnStderr
 		if notice == nil {
 			// Not streamed (--json): the notices still go to stderr, as
@@ -42,7 +43,7 @@ func (s *Server) python(ctx context.Context, c *net.UnixConn, req Request) Respo
 	})
 }
 
-// SlowStepNotice returns a sandbox.PythonOptions.OnSetup that prints
+// SlowStepNotice returns a driver.PythonOptions.OnSetup that prints
 // "sage: STEP..." on w when a step is still running after the delay, and
 // nothing for a quick one: what `sage python` says, with a session's
 // daemon or without.
@@ -109,7 +110,7 @@ func (s *Server) fileOp(ctx context.Context, c *net.UnixConn, req Request) Respo
 		case len(data) > writeCap:
 			err = &fs.PathError{Op: "write", Path: f.Path, Err: fmt.Errorf("more than %d bytes (the cap of a write through a session): %w", writeCap, fs.ErrInvalid)}
 		default:
-			err = s.Sandbox.WriteFile(ctx, f.Path, data, sandbox.WriteOptions{Append: f.Append})
+			err = s.Sandbox.WriteFile(ctx, f.Path, data, driver.WriteOptions{Append: f.Append})
 		}
 	case FSList:
 		var r FSResult

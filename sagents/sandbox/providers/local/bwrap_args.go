@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // SystemPath is a system directory bound read-only into the sandbox, or,
@@ -31,7 +31,7 @@ type BwrapOptions struct {
 	TmpBytes  int64             // size of the private /tmp; 0 means bwrap's default
 	ShmBytes  int64             // size of /dev/shm; 0 means bwrap's default
 	Workspace VolumeBind        // the workspace, read-write
-	Mounts    []sandbox.VolumeMount
+	Mounts    []driver.VolumeMount
 	Chdir     string // working directory inside
 	InfoFD    int    // --info-fd; 0 means none
 	BlockFD   int    // --block-fd; 0 means none
@@ -154,8 +154,8 @@ func sized(bytes int64, path string) []string {
 }
 
 // shallowFirst orders mounts so a mount never hides one below it.
-func shallowFirst(ms []sandbox.VolumeMount) []sandbox.VolumeMount {
-	out := append([]sandbox.VolumeMount{}, ms...)
+func shallowFirst(ms []driver.VolumeMount) []driver.VolumeMount {
+	out := append([]driver.VolumeMount{}, ms...)
 	sort.SliceStable(out, func(i, j int) bool {
 		return strings.Count(out[i].SandboxPath, "/") < strings.Count(out[j].SandboxPath, "/")
 	})
@@ -165,13 +165,13 @@ func shallowFirst(ms []sandbox.VolumeMount) []sandbox.VolumeMount {
 // bindMounts adds an invocation's binds to what the sandbox shows: one
 // read-only at its own host path to ro (shown as the system directories
 // are), any other as a mount after the configured ones (left unchanged).
-func bindMounts(ro []string, configured []sandbox.VolumeMount, binds []bind) ([]string, []sandbox.VolumeMount) {
-	mounts := append([]sandbox.VolumeMount{}, configured...)
+func bindMounts(ro []string, configured []driver.VolumeMount, binds []bind) ([]string, []driver.VolumeMount) {
+	mounts := append([]driver.VolumeMount{}, configured...)
 	for _, x := range binds {
 		if x.readOnly && x.host == x.inside {
 			ro = append(ro, x.host)
 		} else {
-			mounts = append(mounts, sandbox.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+			mounts = append(mounts, driver.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
 		}
 	}
 	return ro, mounts

@@ -14,7 +14,8 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
@@ -40,7 +41,7 @@ type bwrapIsolator struct {
 	bwrap     string
 	hostWS    string
 	virtualWS string
-	mounts    []sandbox.VolumeMount
+	mounts    []driver.VolumeMount
 	network   bool
 	limits    Limits
 	system    []SystemPath
@@ -54,31 +55,31 @@ type bwrapIsolator struct {
 	seccomp   []byte       // the filter program, loaded by bwrap --seccomp
 }
 
-func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
+func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, error) {
 	switch cfg.Local.Isolation.Linux {
-	case sandbox.IsolationNone:
-		if cfg.Local.Network == sandbox.NetworkAllowlist {
-			return nil, &sandbox.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
+	case driver.IsolationNone:
+		if cfg.Local.Network == driver.NetworkAllowlist {
+			return nil, &driver.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
 				Reason: "the allowlist needs the sandbox's own network namespace; isolation none has none"}
 		}
 		return newNoIsolation(s)
-	case sandbox.IsolationGvisor:
+	case driver.IsolationGvisor:
 		return newGvisor(ctx, cfg, s)
-	case "", sandbox.IsolationAuto, sandbox.IsolationBwrap:
+	case "", driver.IsolationAuto, driver.IsolationBwrap:
 	default:
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.isolation.linux", Value: cfg.Local.Isolation.Linux, Reason: "want auto, bwrap, gvisor or none"}
+		return nil, &driver.ConfigError{Field: "sandbox.local.isolation.linux", Value: cfg.Local.Isolation.Linux, Reason: "want auto, bwrap, gvisor or none"}
 	}
 	bw, err := findBwrap(ctx)
 	if err != nil {
 		return nil, err
 	}
 	iso := &bwrapIsolator{bwrap: bw, hostWS: s.bindWS, mounts: cfg.Mounts,
-		network: cfg.Local.Network == sandbox.NetworkOpen, limits: s.limits,
+		network: cfg.Local.Network == driver.NetworkOpen, limits: s.limits,
 		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress, ident: s.ident,
 		umaskCmd: fmt.Sprintf("umask %03o", s.umask)}
 	iso.maskFiles, iso.maskDirs = etcSecrets()
 	if iso.seccomp, err = seccomp.Program(seccomp.Options{ExtraDeny: cfg.Local.SeccompDeny}); err != nil {
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.seccomp.deny", Value: strings.Join(cfg.Local.SeccompDeny, ","), Reason: err.Error()}
+		return nil, &driver.ConfigError{Field: "sandbox.local.seccomp.deny", Value: strings.Join(cfg.Local.SeccompDeny, ","), Reason: err.Error()}
 	}
 	if iso.network {
 		slog.Warn("local sandbox: network is open", "sandbox", s.id)
@@ -96,13 +97,13 @@ func newIsolator(ctx context.Context, cfg sandbox.Config, s *Sandbox) (isolator,
 	return iso, nil
 }
 
-func (b *bwrapIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
+func (b *bwrapIsolator) virtualWorkspace(cfg driver.Config, _ string) string {
 	b.virtualWS = virtualWorkspaceOf(cfg)
 	return b.virtualWS
 }
 
 // virtualWorkspaceOf is where the workspace shows inside the sandbox.
-func virtualWorkspaceOf(cfg sandbox.Config) string {
+func virtualWorkspaceOf(cfg driver.Config) string {
 	if cfg.VirtualWorkspace != "" {
 		return cfg.VirtualWorkspace
 	}
@@ -111,7 +112,7 @@ func virtualWorkspaceOf(cfg sandbox.Config) string {
 
 func (b *bwrapIsolator) close() error { return b.cg.remove() }
 
-func (b *bwrapIsolator) kind() string { return sandbox.IsolationBwrap }
+func (b *bwrapIsolator) kind() string { return driver.IsolationBwrap }
 
 func (b *bwrapIsolator) place(_, preferred string) string { return preferred }
 
@@ -122,7 +123,7 @@ var bwrapProbe sync.Map // bwrap path -> error (nil when it works)
 func findBwrap(ctx context.Context) (string, error) {
 	p, err := exec.LookPath("bwrap")
 	if err != nil {
-		return "", fmt.Errorf("%w: bwrap not found on PATH; fix: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap; run 'sage doctor'", sandbox.ErrIsolationUnavailable)
+		return "", fmt.Errorf("%w: bwrap not found on PATH; fix: apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap; run 'sage doctor'", driver.ErrIsolationUnavailable)
 	}
 	if v, ok := bwrapProbe.Load(p); ok {
 		if v == nil {
@@ -137,7 +138,7 @@ func findBwrap(ctx context.Context) (string, error) {
 			return "", ctx.Err()
 		}
 		perr := fmt.Errorf("%w: %s cannot create namespaces: %s; fix: allow unprivileged user namespaces (user.max_user_namespaces > 0; on Ubuntu 24.04+ kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap); run 'sage doctor'",
-			sandbox.ErrIsolationUnavailable, p, strings.TrimSpace(string(out)))
+			driver.ErrIsolationUnavailable, p, strings.TrimSpace(string(out)))
 		bwrapProbe.Store(p, perr)
 		return "", perr
 	}
@@ -213,7 +214,7 @@ func resolvDir() string {
 
 func (b *bwrapIsolator) env(extra map[string]string, venv string) map[string]string {
 	env := map[string]string{}
-	for _, kv := range sandbox.Environ(nil, b.virtualWS, nil) {
+	for _, kv := range hostkit.Environ(nil, b.virtualWS, nil) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -93,8 +94,8 @@ func TestNoCgroupRefusesWholeCommandLimits(t *testing.T) {
 	c, err := limitCgroups("t3", l)
 	require.NoError(t, err, "the default memory limit falls back to RLIMIT_AS")
 	assert.Nil(t, c)
-	assert.Equal(t, sandbox.EnforcedPerProcess, l.enforced(c, true).Memory, "and says so")
-	assert.Equal(t, sandbox.EnforcedNone, l.enforced(c, true).CPUTime)
+	assert.Equal(t, driver.EnforcedPerProcess, l.enforced(c, true).Memory, "and says so")
+	assert.Equal(t, driver.EnforcedNone, l.enforced(c, true).CPUTime)
 }
 
 // The CPU budget in cgroup v2 (cpu.stat, cgroup.kill), on the unified

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // cgroupRoot is where cgroup hierarchies are mounted.
@@ -90,13 +90,13 @@ func limitCgroups(id string, l Limits) (*cgroupSet, error) {
 	switch {
 	case l.Pids > 0 && !c.pids && os.Geteuid() == 0:
 		err = fmt.Errorf("%w: the pids limit (%d) cannot be enforced: running as root, where the kernel ignores RLIMIT_NPROC, and %s; fix: run as an unprivileged user, give sage a writable cgroup, or set pids_limit: -1 to run without one",
-			sandbox.ErrIsolationUnavailable, l.Pids, why("no writable cgroup pids controller", "pids"))
+			driver.ErrIsolationUnavailable, l.Pids, why("no writable cgroup pids controller", "pids"))
 	case l.CPUTime > 0 && c.cpuParent == "":
 		err = fmt.Errorf("%w: the CPU time limit (%s) cannot be enforced for the whole command: %s, and RLIMIT_CPU alone counts each process apart; fix: set cpu_time_limit: 0 (--cpu-time 0) to run without one, or run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)",
-			sandbox.ErrIsolationUnavailable, l.CPUTime, why("no writable cgroup for CPU accounting", "cpuacct"))
+			driver.ErrIsolationUnavailable, l.CPUTime, why("no writable cgroup for CPU accounting", "cpuacct"))
 	case l.memoryAsked && !c.mem:
 		err = fmt.Errorf("%w: the memory limit (%d MB) cannot be enforced for the whole command: %s, and RLIMIT_AS alone counts each process apart and misses shared memory; fix: set memory_limit_mb: -1 (--memory -1) to run without one, or run sage with a writable cgroup (as root, or delegated: systemd-run --user --scope -p Delegate=yes sage ...)",
-			sandbox.ErrIsolationUnavailable, l.MemoryBytes>>20, why("no writable cgroup memory controller", "memory"))
+			driver.ErrIsolationUnavailable, l.MemoryBytes>>20, why("no writable cgroup memory controller", "memory"))
 	}
 	if err != nil {
 		c.remove()
@@ -345,7 +345,7 @@ func (c *cgroupSet) join(pid int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.removed {
-		return fmt.Errorf("local: join cgroup: %w", sandbox.ErrClosed)
+		return fmt.Errorf("local: join cgroup: %w", driver.ErrClosed)
 	}
 	for _, procs := range c.procs {
 		if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0); err != nil {
@@ -366,7 +366,7 @@ func (c *cgroupSet) trampoline(prog string, args []string, extra ...string) (str
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.removed {
-		return "", nil, fmt.Errorf("local: %w", sandbox.ErrClosed)
+		return "", nil, fmt.Errorf("local: %w", driver.ErrClosed)
 	}
 	procs := append(append([]string{}, c.procs...), extra...)
 	if len(procs) == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -81,7 +82,7 @@ func bornInside(c *cgroupSet, pid int) bool {
 // (the gate joins its child), so the check tells the two apart.
 func TestCgroupThreadForksBwrapInside(t *testing.T) {
 	s, cg := threadSandbox(t)
-	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
+	res, err := s.Exec(t.Context(), driver.ExecSpec{Command: "true"})
 	require.NoError(t, err)
 	require.True(t, res.Success, res)
 	assert.True(t, bornInside(cg, s.SessionPID()), "the session's bwrap was not born in the sandbox's cgroups")
@@ -104,7 +105,7 @@ func TestCgroupThreadForksBwrapInside(t *testing.T) {
 	cg.mu.Lock()
 	require.NoError(t, cg.stopThread())
 	cg.mu.Unlock()
-	res, err = s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
+	res, err = s.Exec(t.Context(), driver.ExecSpec{Command: "true"})
 	require.NoError(t, err)
 	require.True(t, res.Success, res)
 	assert.False(t, bornInside(cg, s.SessionPID()), "control: without the thread the outer bwrap stays outside")
@@ -118,7 +119,7 @@ func TestCgroupThreadForksFreshBwrapInside(t *testing.T) {
 	s, cg := threadSandbox(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh })
 	defer s.Close(t.Context())
 	require.False(t, s.SessionEnabled())
-	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: "true"})
+	res, err := s.Exec(t.Context(), driver.ExecSpec{Command: "true"})
 	require.NoError(t, err)
 	require.True(t, res.Success, res)
 	task, err := s.StartBackground(t.Context(), "sleep 30", sandbox.ExecOptions{})

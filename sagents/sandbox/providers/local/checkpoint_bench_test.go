@@ -14,6 +14,7 @@ import (
 	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -38,7 +39,7 @@ func timed(f func()) time.Duration {
 }
 
 func benchExec(b *testing.B, s *Sandbox, cmd string) {
-	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: cmd})
+	res, err := s.Exec(context.Background(), driver.ExecSpec{Command: cmd})
 	if err != nil || !res.Success {
 		b.Fatal(cmd, err, res)
 	}

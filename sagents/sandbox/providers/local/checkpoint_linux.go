@@ -23,7 +23,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
 )
 
@@ -78,16 +79,16 @@ type ckptEntry struct {
 // setupCheckpoints turns checkpoints on for s (NewWithOptions, once
 // HostFS exists): it refuses what cannot stack layers, reserves the
 // workspace descriptor and points HostFS at it.
-func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
+func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil
 	}
 	if _, ok := s.iso.(*bwrapIsolator); !ok || !s.sess.opts.Enabled {
-		return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
 			Reason: "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false); gVisor and fresh sandboxes have none yet"}
 	}
 	if cfg.Local.DiskQuotaMB > 0 || cfg.Local.DiskQuotaInodes > 0 {
-		return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
 			Reason: "the layers live in the runtime directory, outside the workspace's quota file system; fix: drop disk_quota_mb (and disk_quota_inodes) or checkpoints"}
 	}
 	c := &checkpoints{s: s, dir: filepath.Join(s.runtimeDir, "layers"), target: s.HostFS.Mapper.Workspace()}
@@ -412,7 +413,7 @@ func (s *Sandbox) quiet(ctx context.Context, op string) (release func(), err err
 	if busy > 1 || s.sess.live != l {
 		s.sess.mu.Unlock()
 		l.idle()
-		return nil, fmt.Errorf("local: %s: %w; fix: wait for it to end or stop it", op, sandbox.ErrCommandRunning)
+		return nil, fmt.Errorf("local: %s: %w; fix: wait for it to end or stop it", op, driver.ErrCommandRunning)
 	}
 	s.ckpt.mu.Lock()
 	if s.ckpt.served != l {
@@ -426,7 +427,7 @@ func (s *Sandbox) quiet(ctx context.Context, op string) (release func(), err err
 
 func (s *Sandbox) checkpointsOn(op string) error {
 	if s.ckpt == nil {
-		return fmt.Errorf("local: %s: checkpoints are off for this sandbox; fix: sandbox.local.checkpoints: on (sage --checkpoints): %w", op, sandbox.ErrUnsupported)
+		return fmt.Errorf("local: %s: checkpoints are off for this sandbox; fix: sandbox.local.checkpoints: on (sage --checkpoints): %w", op, driver.ErrUnsupported)
 	}
 	return nil
 }
@@ -440,7 +441,7 @@ func (c *checkpoints) freeze(op string, targets ...string) error {
 	err := c.agent.Freeze(targets...)
 	if errors.Is(err, syscall.EBUSY) {
 		return fmt.Errorf("local: %s: %w (a background task or a host file operation is writing, in the workspace or /tmp); nothing changed; fix: wait for it or stop it (sage exec --session S --kill ID), then try again",
-			op, sandbox.ErrCheckpointBusy)
+			op, driver.ErrCheckpointBusy)
 	}
 	return err
 }
@@ -467,25 +468,25 @@ func (c *checkpoints) targets(ws, tmp bool) []string {
 // Checkpoint saves the workspace (sandbox.Checkpointer): the upper is
 // frozen into a layer and a new one mounted on top. A workspace with no
 // change since the last checkpoint costs nothing (no new layer).
-func (s *Sandbox) Checkpoint(ctx context.Context) (sandbox.Checkpoint, error) {
+func (s *Sandbox) Checkpoint(ctx context.Context) (driver.Checkpoint, error) {
 	return s.checkpoint(ctx, -1)
 }
 
 // CheckpointTurn is Checkpoint labelled with the agent turn it ends
-// (sandbox.TurnCheckpointer); an unchanged workspace adds the turn to the
+// (driver.TurnCheckpointer); an unchanged workspace adds the turn to the
 // last checkpoint, when that one is the live state, instead of a new one.
-func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (sandbox.Checkpoint, error) {
+func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (driver.Checkpoint, error) {
 	return s.checkpoint(ctx, turn)
 }
 
 // checkpoint is Checkpoint with turn (-1: none).
-func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint, error) {
+func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, error) {
 	if err := s.checkpointsOn("checkpoint"); err != nil {
-		return sandbox.Checkpoint{}, err
+		return driver.Checkpoint{}, err
 	}
 	release, err := s.quiet(ctx, "checkpoint")
 	if err != nil {
-		return sandbox.Checkpoint{}, err
+		return driver.Checkpoint{}, err
 	}
 	defer release()
 	c := s.ckpt
@@ -504,14 +505,14 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 			c.tmp.n[e.ID] = len(c.tmp.layers) // the same /tmp, now in this session sandbox
 		}
 		if err := c.save(); err != nil {
-			return sandbox.Checkpoint{}, err
+			return driver.Checkpoint{}, err
 		}
 		return c.info(*e), nil
 	}
 	if !wsSame || !tmpSame {
 		frozen := c.targets(!wsSame, !tmpSame)
 		if err := c.freeze("checkpoint", frozen...); err != nil {
-			return sandbox.Checkpoint{}, err
+			return driver.Checkpoint{}, err
 		}
 		oldWS, oldTmp := c.m.Upper, c.tmp.upper
 		if !wsSame {
@@ -525,7 +526,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 		if err := c.remount(!wsSame, len(c.m.Layers), !tmpSame, len(c.tmp.layers)); err != nil {
 			if errors.Is(err, syscall.ENOTRECOVERABLE) {
 				c.save()
-				return sandbox.Checkpoint{}, err
+				return driver.Checkpoint{}, err
 			}
 			if !wsSame {
 				c.m.Layers = c.m.Layers[:len(c.m.Layers)-1]
@@ -535,7 +536,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 			}
 			c.m.Upper, c.tmp.upper = oldWS, oldTmp
 			c.thaw(frozen...)
-			return sandbox.Checkpoint{}, err
+			return driver.Checkpoint{}, err
 		}
 	}
 	e := ckptEntry{ID: newCheckpointID(), Time: time.Now().UTC(), N: len(c.m.Layers), Size: size}
@@ -548,21 +549,21 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (sandbox.Checkpoint,
 	}
 	if len(c.m.Layers) >= maxLayers {
 		if err := c.merge(len(c.m.Layers) / 2); err != nil {
-			return sandbox.Checkpoint{}, err
+			return driver.Checkpoint{}, err
 		}
 	}
 	if c.tmp.on() && len(c.tmp.layers) >= maxLayers {
 		if err := c.mergeTmp(len(c.tmp.layers) / 2); err != nil {
-			return sandbox.Checkpoint{}, err
+			return driver.Checkpoint{}, err
 		}
 	}
 	if err := c.save(); err != nil {
-		return sandbox.Checkpoint{}, err
+		return driver.Checkpoint{}, err
 	}
 	return c.info(c.m.Checkpoints[len(c.m.Checkpoints)-1]), nil
 }
 
-func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
+func (c *checkpoints) info(e ckptEntry) driver.Checkpoint {
 	// Covers: the driver saves files; sandbox.Sandbox adds the processes
 	// a ProcessCheckpointer saved (a kernel's fork template).
 	// "files" is the workspace and the session's /tmp; "workspace" a
@@ -572,7 +573,7 @@ func (c *checkpoints) info(e ckptEntry) sandbox.Checkpoint {
 	if c.covers(e) {
 		covers = "files"
 	}
-	return sandbox.Checkpoint{ID: sandbox.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: covers,
+	return driver.Checkpoint{ID: driver.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: covers,
 		Turns: slices.Clone(e.Turns)}
 }
 
@@ -603,17 +604,17 @@ func newCheckpointID() string {
 	return "ck-" + hex.EncodeToString(b)
 }
 
-func (c *checkpoints) find(id sandbox.CheckpointID) (int, error) {
+func (c *checkpoints) find(id driver.CheckpointID) (int, error) {
 	i := slices.IndexFunc(c.m.Checkpoints, func(e ckptEntry) bool { return e.ID == string(id) })
 	if i < 0 {
-		return 0, fmt.Errorf("local: checkpoint %q: %w; fix: pick one from sage session checkpoints", id, sandbox.ErrUnknownCheckpoint)
+		return 0, fmt.Errorf("local: checkpoint %q: %w; fix: pick one from sage session checkpoints", id, driver.ErrUnknownCheckpoint)
 	}
 	return i, nil
 }
 
 // Rollback makes the workspace checkpoint id's state: a new upper over
 // its layers; the later layers and checkpoints are dropped and freed.
-func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
+func (s *Sandbox) Rollback(ctx context.Context, id driver.CheckpointID) error {
 	c, i, release, err := s.quietAt(ctx, "rollback", id)
 	if err != nil {
 		return err
@@ -654,7 +655,7 @@ func (s *Sandbox) Rollback(ctx context.Context, id sandbox.CheckpointID) error {
 
 // quietAt is op's start on checkpoint id: checkpoints on, no command
 // running until release (s.quiet), and id's index in the manifest.
-func (s *Sandbox) quietAt(ctx context.Context, op string, id sandbox.CheckpointID) (*checkpoints, int, func(), error) {
+func (s *Sandbox) quietAt(ctx context.Context, op string, id driver.CheckpointID) (*checkpoints, int, func(), error) {
 	if err := s.checkpointsOn(op); err != nil {
 		return nil, 0, nil, err
 	}
@@ -671,14 +672,14 @@ func (s *Sandbox) quietAt(ctx context.Context, op string, id sandbox.CheckpointI
 }
 
 // Checkpoints lists the checkpoints, oldest first.
-func (s *Sandbox) Checkpoints(context.Context) ([]sandbox.Checkpoint, error) {
+func (s *Sandbox) Checkpoints(context.Context) ([]driver.Checkpoint, error) {
 	if err := s.checkpointsOn("checkpoints"); err != nil {
 		return nil, err
 	}
 	c := s.ckpt
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]sandbox.Checkpoint, 0, len(c.m.Checkpoints))
+	out := make([]driver.Checkpoint, 0, len(c.m.Checkpoints))
 	for _, e := range c.m.Checkpoints {
 		out = append(out, c.info(e))
 	}
@@ -687,7 +688,7 @@ func (s *Sandbox) Checkpoints(context.Context) ([]sandbox.Checkpoint, error) {
 
 // Export copies checkpoint id's files into dir (empty or missing), for a
 // fork: a read-only overlay of its layers, copied.
-func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir string) error {
+func (s *Sandbox) Export(ctx context.Context, id driver.CheckpointID, dir string) error {
 	if err := s.checkpointsOn("fork"); err != nil {
 		return err
 	}
@@ -706,7 +707,7 @@ func (s *Sandbox) Export(ctx context.Context, id sandbox.CheckpointID, dir strin
 }
 
 // copyState copies Base + Layers[:n] into dir.
-func (c *checkpoints) copyState(n int, dir string, own *sandbox.FileOwner) error {
+func (c *checkpoints) copyState(n int, dir string, own *hostkit.FileOwner) error {
 	var lo *layers.Owner
 	if own != nil {
 		lo = &layers.Owner{UID: own.UID, GID: own.GID}
@@ -778,7 +779,7 @@ func (c *checkpoints) merge(n int) error {
 }
 
 // Sync writes the live state into the host workspace folder
-// (sandbox.Checkpointer), between commands, the mount frozen meanwhile.
+// (driver.Checkpointer), between commands, the mount frozen meanwhile.
 func (s *Sandbox) Sync(ctx context.Context) error {
 	if err := s.checkpointsOn("sync"); err != nil {
 		return err

@@ -5,17 +5,17 @@ package local
 import (
 	"errors"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // checkpoints exist on Linux only (checkpoint_linux.go).
 type checkpoints struct{}
 
-func (s *Sandbox) setupCheckpoints(cfg sandbox.Config) error {
+func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil
 	}
-	return &sandbox.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+	return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
 		Reason: "checkpoints need the bwrap session sandbox on Linux"}
 }
 

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // cpuPollInterval is how often the watchdog reads a command's CPU usage:
@@ -48,7 +48,7 @@ func (c *cgroupSet) command(budget time.Duration) (*cmdCgroup, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.removed {
-		return nil, fmt.Errorf("local: command cgroup: %w", sandbox.ErrClosed)
+		return nil, fmt.Errorf("local: command cgroup: %w", driver.ErrClosed)
 	}
 	if c.cpuParent == "" {
 		return nil, nil
@@ -145,7 +145,7 @@ func (k *cmdCgroup) kill() {
 // end stops the watchdog and, when res is given, says in it whether the
 // command was killed for its CPU budget: by the watchdog, or by
 // RLIMIT_CPU with the budget used up.
-func (k *cmdCgroup) end(res *sandbox.CommandResult) {
+func (k *cmdCgroup) end(res *driver.CommandResult) {
 	if k == nil {
 		return
 	}

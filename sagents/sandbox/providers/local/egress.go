@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/egress"
 )
 
@@ -50,7 +50,7 @@ type egressProxy struct {
 }
 
 // startEgress starts the proxies of a network allowlist sandbox.
-func startEgress(cfg sandbox.Config, opts Options, s *Sandbox) (*egressProxy, error) {
+func startEgress(cfg driver.Config, opts Options, s *Sandbox) (*egressProxy, error) {
 	pol, err := egress.NewPolicy(cfg.Local.AllowedDomains, cfg.Local.DeniedDomains)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 )
 
@@ -76,7 +76,7 @@ func bridgeExecutable() (string, error) {
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: network allowlist: cannot find this program to run as the network bridge: %w",
-			sandbox.ErrIsolationUnavailable, err)
+			driver.ErrIsolationUnavailable, err)
 	}
 	return exe, nil
 }

@@ -3,7 +3,7 @@ package local
 import (
 	"context"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // sigxcpuExit is the exit code of a command ended by SIGXCPU (128+24),
@@ -16,11 +16,11 @@ const sigxcpuExit = 128 + 24
 // "userns" for the whole sandbox (RLIMIT_NPROC counted per user
 // namespace), "rlimit-per-process" where each process gets the limit
 // anew, "none" where there is no limit. Every CommandResult carries it.
-func (s *Sandbox) LimitsEnforced() sandbox.LimitsEnforced { return s.iso.limitsEnforced() }
+func (s *Sandbox) LimitsEnforced() driver.LimitsEnforced { return s.iso.limitsEnforced() }
 
 // finish completes a foreground result: why the command died, and which
 // limits held.
-func (s *Sandbox) finish(res *sandbox.CommandResult, w *wrapped) {
+func (s *Sandbox) finish(res *driver.CommandResult, w *wrapped) {
 	if res == nil {
 		return
 	}
@@ -46,7 +46,7 @@ func (s *Sandbox) watchBackground(id string, w *wrapped) {
 		s.Background.Wait(id)
 		if w.report != nil {
 			if st, err := s.Background.BackgroundStatus(context.Background(), id); err == nil {
-				res := &sandbox.CommandResult{ExitCode: st.ExitCode, Signal: st.Signal}
+				res := &driver.CommandResult{ExitCode: st.ExitCode, Signal: st.Signal}
 				w.report(res)
 				l.exceeded = res.CPUTimeExceeded
 			}
@@ -58,7 +58,7 @@ func (s *Sandbox) watchBackground(id string, w *wrapped) {
 
 // BackgroundStatus reports whether the task runs, and how it ended,
 // including whether it was killed for using up its CPU time.
-func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.BackgroundState, error) {
+func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (driver.BackgroundState, error) {
 	st, err := s.Background.BackgroundStatus(ctx, taskID)
 	if err != nil || st.Alive {
 		return st, err
@@ -78,5 +78,5 @@ func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.
 }
 
 // Isolation reports the technique that isolates the commands and their
-// network mode (sandbox.IsolationReporter).
-func (s *Sandbox) Isolation() (string, sandbox.NetworkMode) { return s.iso.kind(), s.network }
+// network mode (driver.IsolationReporter).
+func (s *Sandbox) Isolation() (string, driver.NetworkMode) { return s.iso.kind(), s.network }

@@ -5,13 +5,14 @@ import (
 	"io"
 	"os"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 const shell = "/bin/sh"
 
 // prepare checks the options and builds the invocation of argv.
-func (s *Sandbox) prepare(opts sandbox.ExecOptions, argv ...string) (invocation, error) {
+func (s *Sandbox) prepare(opts driver.ExecOptions, argv ...string) (invocation, error) {
 	loc, err := s.Workdir(opts)
 	if err != nil {
 		return invocation{}, err
@@ -19,26 +20,26 @@ func (s *Sandbox) prepare(opts sandbox.ExecOptions, argv ...string) (invocation,
 	return invocation{argv: argv, workdir: loc.Host, chdir: loc.Virtual, env: opts.Env}, nil
 }
 
-func (s *Sandbox) spec(opts sandbox.ExecOptions, w *wrapped) sandbox.ProcessSpec {
-	return sandbox.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: pipeOnly(opts.Stdin),
-		Timeout: sandbox.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr,
+func (s *Sandbox) spec(opts driver.ExecOptions, w *wrapped) hostkit.ProcessSpec {
+	return hostkit.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: pipeOnly(opts.Stdin),
+		Timeout: driver.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr,
 		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Start: w.start, Started: w.started}
 }
 
 // run wraps inv and runs it in the foreground.
-func (s *Sandbox) run(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) run(ctx context.Context, inv invocation, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	w, err := s.iso.wrap(inv)
 	if err != nil {
 		return nil, err
 	}
 	defer w.done()
-	res, err := sandbox.RunProcess(ctx, s.spec(opts, w))
+	res, err := hostkit.RunProcess(ctx, s.spec(opts, w))
 	s.finish(res, w)
 	return res, err
 }
 
 // Exec runs spec.Command with /bin/sh -c inside the sandbox.
-func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+func (s *Sandbox) Exec(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error) {
 	opts := spec.ExecOptions
 	inv, err := s.prepare(opts, shell, "-c", spec.Command)
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.Com
 // reachable from later commands, ps shows it), else in its own sandbox
 // instance (same workspace, mounts and limits). Its log is in the
 // session's runtime directory. opts.Timeout does not apply.
-func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
+func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driver.ExecOptions) (*driver.BackgroundTask, error) {
 	inv, err := s.prepare(opts, shell, "-c", command)
 	if err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 	if err != nil {
 		return nil, err
 	}
-	task, err := s.Background.Start(ctx, sandbox.Launch{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env,
+	task, err := s.Background.Start(ctx, hostkit.Launch{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env,
 		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Start: w.start, Started: w.started})
 	if err != nil {
 		w.done()

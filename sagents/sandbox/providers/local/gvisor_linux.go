@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // gVisor runs each command in a sandbox of its own with a second kernel
@@ -47,8 +47,8 @@ type gvisorIsolator struct {
 	empty     string   // the file that masks /etc secrets
 	hostWS    string
 	virtualWS string
-	mounts    []sandbox.VolumeMount
-	network   sandbox.NetworkMode
+	mounts    []driver.VolumeMount
+	network   driver.NetworkMode
 	limits    Limits
 	system    []SystemPath
 	maskFiles []string
@@ -62,9 +62,9 @@ type gvisorIsolator struct {
 	seq       atomic.Int64
 }
 
-func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator, err error) {
+func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, err error) {
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", sandbox.ErrIsolationUnavailable)
+		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", driver.ErrIsolationUnavailable)
 	}
 	runsc, err := findRunsc(ctx)
 	if err != nil {
@@ -74,9 +74,9 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 		limits: s.limits, system: systemPaths(), egress: s.egress, umaskCmd: fmt.Sprintf("umask %03o", s.umask),
 		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(s.id)}
 	if g.network == "" {
-		g.network = sandbox.NetworkOff
+		g.network = driver.NetworkOff
 	}
-	if g.network == sandbox.NetworkOpen {
+	if g.network == driver.NetworkOpen {
 		g.resolvDir = resolvDir()
 		slog.Warn("local sandbox: network is open", "sandbox", s.id)
 	}
@@ -131,7 +131,7 @@ func newGvisor(ctx context.Context, cfg sandbox.Config, s *Sandbox) (_ isolator,
 	return g, nil
 }
 
-func (g *gvisorIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
+func (g *gvisorIsolator) virtualWorkspace(cfg driver.Config, _ string) string {
 	g.virtualWS = virtualWorkspaceOf(cfg)
 	return g.virtualWS
 }
@@ -139,7 +139,7 @@ func (g *gvisorIsolator) virtualWorkspace(cfg sandbox.Config, _ string) string {
 // limitsEnforced: the command's processes are counted by gVisor's own
 // kernel (RLIMIT_NPROC for a uid that has nothing else there), memory and
 // CPU time by the host cgroups around runsc.
-func (g *gvisorIsolator) limitsEnforced() sandbox.LimitsEnforced {
+func (g *gvisorIsolator) limitsEnforced() driver.LimitsEnforced {
 	return g.limits.enforced(g.cg, true)
 }
 
@@ -147,7 +147,7 @@ func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
 
 // close removes the cgroups (killing what is left in them, runsc's
 // sandboxes included), then the state of sandboxes runsc did not delete.
-func (g *gvisorIsolator) kind() string { return sandbox.IsolationGvisor }
+func (g *gvisorIsolator) kind() string { return driver.IsolationGvisor }
 
 func (g *gvisorIsolator) close() error {
 	err := g.cg.remove()
@@ -181,7 +181,7 @@ func sameDir(f *os.File, path string) bool {
 // flags are runsc's global flags for this sandbox.
 func (g *gvisorIsolator) flags() []string {
 	net := "none"
-	if g.network == sandbox.NetworkOpen {
+	if g.network == driver.NetworkOpen {
 		net = "host"
 	}
 	f := []string{"--root=" + g.state, "--platform=systrap", "--network=" + net, "--ignore-cgroups", "--oci-seccomp",
@@ -288,7 +288,7 @@ func findRunsc(ctx context.Context) (string, error) {
 	if p == "" {
 		var err error
 		if p, err = exec.LookPath("runsc"); err != nil {
-			return "", fmt.Errorf("%w: runsc not found on PATH; %s", sandbox.ErrIsolationUnavailable, RunscFix)
+			return "", fmt.Errorf("%w: runsc not found on PATH; %s", driver.ErrIsolationUnavailable, RunscFix)
 		}
 	}
 	if v, ok := runscProbe.Load(p); ok {
@@ -326,9 +326,9 @@ func ProbeRunsc(ctx context.Context, runsc string) error {
 			// sage uses everywhere: install is not the fix, a newer one is.
 			v, _ := exec.CommandContext(ctx, runsc, "--version").Output()
 			return fmt.Errorf("%w: %s (%s) is too old: it has no --platform=systrap, which gVisor added in 2023; %s",
-				sandbox.ErrIsolationUnavailable, runsc, firstLines(string(v), 1), RunscNewerFix)
+				driver.ErrIsolationUnavailable, runsc, firstLines(string(v), 1), RunscNewerFix)
 		}
-		return fmt.Errorf("%w: %s cannot start a sandbox: %v: %s; %s", sandbox.ErrIsolationUnavailable, runsc, err,
+		return fmt.Errorf("%w: %s cannot start a sandbox: %v: %s; %s", driver.ErrIsolationUnavailable, runsc, err,
 			firstLines(string(out), 3), RunscFix)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // GvisorOptions is everything GvisorSpec needs; like BwrapOptions it holds
@@ -26,7 +26,7 @@ type GvisorOptions struct {
 	Empty     string   // host path of the empty, read-only file behind MaskFiles
 	ReadOnly  []string // extra host paths bound read-only at the same path
 	Workspace VolumeBind
-	Mounts    []sandbox.VolumeMount
+	Mounts    []driver.VolumeMount
 	TmpBytes  int64
 	ShmBytes  int64
 	Rlimits   []rlimit

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Defaults for the limits a config leaves at 0. They are safe for agent
@@ -36,7 +36,7 @@ type Limits struct {
 }
 
 // ResolveLimits applies the defaults: 0 means the default, -1 no limit.
-func ResolveLimits(c sandbox.LocalConfig) Limits {
+func ResolveLimits(c driver.LocalConfig) Limits {
 	pick := func(v, def int) int64 {
 		switch {
 		case v < 0:

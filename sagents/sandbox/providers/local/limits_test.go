@@ -16,6 +16,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -111,7 +112,7 @@ func TestTimeoutKillsTheWholeTree(t *testing.T) {
 	res := run(t, s, "echo begun; (sleep 101 &); sleep 101 & setsid sleep 101 & wait", sandbox.ExecOptions{Timeout: time.Second})
 	assert.True(t, res.TimedOut)
 	assert.Equal(t, "begun\n", res.Stdout)
-	assert.Less(t, time.Since(start), 3*time.Second+sandbox.DefaultKillGrace)
+	assert.Less(t, time.Since(start), 3*time.Second+driver.DefaultKillGrace)
 	assert.Eventually(t, func() bool { return countProcs("sleep\x00101") == 0 }, 3*time.Second, 50*time.Millisecond,
 		"sleep processes survived, even the setsid one")
 }

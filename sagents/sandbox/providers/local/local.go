@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
-func init() { sandbox.Register(sandbox.Local, New) }
+func init() { driver.Register(driver.Local, New) }
 
 // DefaultVirtualWorkspace is where the workspace appears inside the
 // sandbox on Linux.
@@ -26,7 +28,7 @@ const DefaultVirtualWorkspace = "/workspace"
 
 // Sandbox is the local-mode driver.
 type Sandbox struct {
-	*sandbox.HostFS
+	*hostkit.HostFS
 	id         string
 	hostWS     string
 	timeout    time.Duration
@@ -37,9 +39,9 @@ type Sandbox struct {
 	umask      fs.FileMode // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
-	network    sandbox.NetworkMode
+	network    driver.NetworkMode
 	quota      *diskQuota // the workspace's own file system; nil: none
-	*sandbox.Background
+	*hostkit.Background
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
 	bgCPU sync.Map
@@ -59,7 +61,7 @@ type Sandbox struct {
 // isolated.
 type isolator interface {
 	// virtualWorkspace is where the workspace appears inside.
-	virtualWorkspace(cfg sandbox.Config, hostWS string) string
+	virtualWorkspace(cfg driver.Config, hostWS string) string
 	// place says where a host path bound into the sandbox appears:
 	// preferred where the sandbox has its own mount namespace, else the
 	// host path itself.
@@ -67,7 +69,7 @@ type isolator interface {
 	wrap(inv invocation) (*wrapped, error)
 	close() error
 	// limitsEnforced says which limits hold for every command, and how.
-	limitsEnforced() sandbox.LimitsEnforced
+	limitsEnforced() driver.LimitsEnforced
 	// kind names the technique, as Sandbox.Isolation reports it.
 	kind() string
 }
@@ -105,12 +107,12 @@ type wrapped struct {
 	done    func()              // releases per-invocation resources after exit
 	// report, when set, says in the result why the command died (the CPU
 	// budget); it runs before done.
-	report func(*sandbox.CommandResult)
+	report func(*driver.CommandResult)
 }
 
 // New creates a local sandbox. It fails, naming the cause and the fix,
 // when the isolation or a limit cannot be enforced on this machine.
-func New(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
+func New(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 	s, err := NewWithOptions(ctx, cfg, Options{})
 	if err != nil {
 		return nil, err // not a typed nil in the interface
@@ -121,9 +123,9 @@ func New(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
 // NewWithOptions is New with what a config cannot say: the egress
 // observer and resolver of network allowlist. With allowlist it starts
 // the sandbox's filtering proxies; Close stops them.
-func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *Sandbox, err error) {
+func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sandbox, err error) {
 	if cfg.Workspace == "" {
-		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
+		return nil, &driver.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
 	}
 	var id *identity
 	asRoot := switchUID && os.Geteuid() == 0 && usesBwrap(cfg)
@@ -132,7 +134,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		return nil, err
 	}
 	if home := resolvedHome(); within(ws, home) {
-		return nil, &sandbox.ConfigError{Field: "sandbox.workspace", Value: cfg.Workspace,
+		return nil, &driver.ConfigError{Field: "sandbox.workspace", Value: cfg.Workspace,
 			Reason: fmt.Sprintf("covers SAGE_HOME (%s), which holds the session daemons' sockets and keys and every session's files; fix: use a workspace beside it (the default is SAGE_HOME/sessions/NAME/workspace)", home)}
 	}
 	if asRoot {
@@ -140,7 +142,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 			return nil, err
 		}
 		if id.idmapped() {
-			sweepIdmapped(sandbox.Home()) // mounts left by sandboxes killed with theirs
+			sweepIdmapped(sagehome.Dir()) // mounts left by sandboxes killed with theirs
 		} else if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
 			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; %s", ws, id.uid, err, reachFix(ws, err))
 		}
@@ -164,16 +166,16 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 	if cfg.Mounts, err = checkMounts(cfg, ws, id); err != nil {
 		return nil, err
 	}
-	umask, _ := sandbox.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
+	umask, _ := driver.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, bindWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
 		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota,
-		network: cmp.Or(cfg.Local.Network, sandbox.NetworkOff)}
+		network: cmp.Or(cfg.Local.Network, driver.NetworkOff)}
 	if s.id == "" {
-		s.id = sandbox.NewID("local")
+		s.id = driver.NewID("local")
 		s.ownRuntime = cfg.RuntimeDir == ""
 	}
 	if s.runtimeDir == "" {
-		s.runtimeDir = filepath.Join(sandbox.Home(), "runtime", s.id)
+		s.runtimeDir = filepath.Join(sagehome.Dir(), "runtime", s.id)
 	}
 	if err := makePrivateDir(s.runtimeDir, id); err != nil {
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
@@ -191,7 +193,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 				ws, id.uid, s.bindWS, err, ws)
 		}
 	}
-	if cfg.Local.Network == sandbox.NetworkAllowlist {
+	if cfg.Local.Network == driver.NetworkAllowlist {
 		if s.egress, err = startEgress(cfg, opts, s); err != nil {
 			s.idmap.release()
 			s.removeOwnRuntime()
@@ -205,7 +207,7 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		s.removeOwnRuntime()
 		return nil, err
 	}
-	mapper, err := sandbox.NewPathMapper(s.iso.virtualWorkspace(cfg, ws), ws, cfg.Mounts)
+	mapper, err := hostkit.NewPathMapper(s.iso.virtualWorkspace(cfg, ws), ws, cfg.Mounts)
 	if err != nil {
 		s.iso.close()
 		s.egress.close()
@@ -213,8 +215,8 @@ func NewWithOptions(ctx context.Context, cfg sandbox.Config, opts Options) (_ *S
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	s.HostFS = &sandbox.HostFS{Mapper: mapper, Owner: id.owner()}
-	s.Background = sandbox.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
+	s.HostFS = &hostkit.HostFS{Mapper: mapper, Owner: id.owner()}
+	s.Background = hostkit.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	s.sess.opts = opts.Session
 	if err := s.setupCheckpoints(cfg); err != nil {
@@ -291,13 +293,13 @@ func (s *Sandbox) Close(ctx context.Context) error {
 }
 
 var (
-	_ sandbox.Driver           = (*Sandbox)(nil)
-	_ sandbox.BackgroundRunner = (*Sandbox)(nil)
-	_ sandbox.HostPather       = (*Sandbox)(nil)
-	_ sandbox.PythonRunner     = (*Sandbox)(nil)
-	_ sandbox.JavaScriptRunner = (*Sandbox)(nil)
-	_ sandbox.TreeWalker       = (*Sandbox)(nil)
-	_ sandbox.HostCopier       = (*Sandbox)(nil)
+	_ driver.Driver           = (*Sandbox)(nil)
+	_ driver.BackgroundRunner = (*Sandbox)(nil)
+	_ driver.HostPather       = (*Sandbox)(nil)
+	_ driver.PythonRunner     = (*Sandbox)(nil)
+	_ driver.JavaScriptRunner = (*Sandbox)(nil)
+	_ driver.TreeWalker       = (*Sandbox)(nil)
+	_ driver.HostCopier       = (*Sandbox)(nil)
 )
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -313,37 +315,37 @@ func (s *Sandbox) RuntimeDir() string { return s.runtimeDir }
 // SAGE_HOME or lie inside it outside a session's workspace: a session
 // daemon's socket accepts a connect on a read-only bind mount, and
 // SAGE_HOME holds other secrets (sandboxd's token).
-func checkMounts(cfg sandbox.Config, ws string, id *identity) ([]sandbox.VolumeMount, error) {
+func checkMounts(cfg driver.Config, ws string, id *identity) ([]driver.VolumeMount, error) {
 	home := resolvedHome()
 	virtual := cfg.VirtualWorkspace
 	if virtual == "" {
 		virtual = DefaultVirtualWorkspace
 	}
-	out := make([]sandbox.VolumeMount, len(cfg.Mounts))
+	out := make([]driver.VolumeMount, len(cfg.Mounts))
 	for i, m := range cfg.Mounts {
 		field := fmt.Sprintf("sandbox.mounts[%d]", i)
 		host, err := filepath.EvalSymlinks(m.HostPath)
 		if err != nil {
-			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: err.Error()}
+			return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: err.Error()}
 		}
-		out[i] = sandbox.VolumeMount{HostPath: host, SandboxPath: m.SandboxPath, ReadOnly: m.ReadOnly}
+		out[i] = driver.VolumeMount{HostPath: host, SandboxPath: m.SandboxPath, ReadOnly: m.ReadOnly}
 		if within(m.SandboxPath, virtual) || within("/proc", m.SandboxPath) || within("/dev", m.SandboxPath) ||
 			within("/run/sage", m.SandboxPath) {
-			return nil, &sandbox.ConfigError{Field: field + ".sandbox_path", Value: m.SandboxPath,
+			return nil, &driver.ConfigError{Field: field + ".sandbox_path", Value: m.SandboxPath,
 				Reason: "would hide the workspace or a mount the sandbox needs"}
 		}
 		if within(ws, host) {
-			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: "is inside the workspace"}
+			return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: "is inside the workspace"}
 		}
 		if mountsCheckHome {
 			if err := homeMount(home, host); err != "" {
-				return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: err}
+				return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath, Reason: err}
 			}
 		}
 		if !m.ReadOnly && within(host, ws) {
 			// From inside, a command could swap its own workspace for a
 			// symlink to any host directory.
-			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath,
+			return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath,
 				Reason: "holds the workspace and is read-write; mount it read-only or mount a directory beside it"}
 		}
 		need := uint32(needRead | needExec)
@@ -354,14 +356,14 @@ func checkMounts(cfg sandbox.Config, ws string, id *identity) ([]sandbox.VolumeM
 			need &^= needExec
 		}
 		if err := reachable(host, id, need); err != nil {
-			return nil, &sandbox.ConfigError{Field: field + ".host_path", Value: m.HostPath,
+			return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath,
 				Reason: fmt.Sprintf("the sandbox runs as uid %d, which cannot use it: %v; fix: chown/chmod it for that uid, or mount it read-only", id.uid, err)}
 		}
 	}
 	for i, m := range out {
 		for j, o := range out {
 			if i != j && !o.ReadOnly && within(o.HostPath, m.HostPath) && m.HostPath != o.HostPath {
-				return nil, &sandbox.ConfigError{Field: fmt.Sprintf("sandbox.mounts[%d].host_path", i), Value: m.HostPath,
+				return nil, &driver.ConfigError{Field: fmt.Sprintf("sandbox.mounts[%d].host_path", i), Value: m.HostPath,
 					Reason: "is inside the read-write mount " + o.HostPath}
 			}
 		}
@@ -390,7 +392,7 @@ func homeMount(home, host string) string {
 // resolvedHome is SAGE_HOME as an absolute path without symlinks (as the
 // mounts' host paths are), or as given while it does not exist yet.
 func resolvedHome() string {
-	home, err := filepath.Abs(sandbox.Home())
+	home, err := filepath.Abs(sagehome.Dir())
 	if err != nil {
 		return ""
 	}
@@ -411,8 +413,8 @@ var switchUID = true
 const DefaultUmask = "077"
 
 // usesBwrap reports whether cfg isolates with bubblewrap on this OS.
-func usesBwrap(cfg sandbox.Config) bool {
-	return runtime.GOOS == "linux" && cfg.Local.Isolation.Linux != sandbox.IsolationNone
+func usesBwrap(cfg driver.Config) bool {
+	return runtime.GOOS == "linux" && cfg.Local.Isolation.Linux != driver.IsolationNone
 }
 
 // makeDirs creates p (0700) and its missing parents: 0700 too, or, as
@@ -431,7 +433,7 @@ func makeDirs(p string, asRoot bool) error {
 		return err
 	}
 	if asRoot {
-		home := filepath.Clean(sandbox.Home())
+		home := filepath.Clean(sagehome.Dir())
 		for dir := filepath.Dir(p); within(home, dir); dir = filepath.Dir(dir) {
 			if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o001 == 0 && fi.Sys().(*syscall.Stat_t).Uid == 0 {
 				os.Chmod(dir, fi.Mode().Perm()|0o011)

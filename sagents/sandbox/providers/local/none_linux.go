@@ -7,7 +7,8 @@ import (
 	"log/slog"
 	"os/exec"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 // noIsolation runs commands on the host (isolation: none), still under
@@ -24,7 +25,7 @@ func newNoIsolation(s *Sandbox) (isolator, error) {
 		"sandbox", s.id)
 	pl, err := exec.LookPath("prlimit")
 	if err != nil {
-		return nil, fmt.Errorf("%w: prlimit (util-linux) not found; it applies the limits; fix: apt-get install util-linux", sandbox.ErrIsolationUnavailable)
+		return nil, fmt.Errorf("%w: prlimit (util-linux) not found; it applies the limits; fix: apt-get install util-linux", driver.ErrIsolationUnavailable)
 	}
 	cg, err := limitCgroups(s.id, s.limits)
 	if err != nil {
@@ -33,22 +34,22 @@ func newNoIsolation(s *Sandbox) (isolator, error) {
 	return &noIsolation{hostWS: s.hostWS, prlimit: pl, limits: s.limits, cg: cg}, nil
 }
 
-func (n *noIsolation) virtualWorkspace(_ sandbox.Config, hostWS string) string { return hostWS }
+func (n *noIsolation) virtualWorkspace(_ driver.Config, hostWS string) string { return hostWS }
 
 func (n *noIsolation) place(host, _ string) string { return host }
 
 func (n *noIsolation) close() error { return n.cg.remove() }
 
-func (n *noIsolation) kind() string { return sandbox.IsolationNone }
+func (n *noIsolation) kind() string { return driver.IsolationNone }
 
 func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 	extra := map[string]string{"TMPDIR": "/tmp"}
 	for k, v := range inv.env {
 		extra[k] = v
 	}
-	env := sandbox.Environ(nil, n.hostWS, extra)
+	env := hostkit.Environ(nil, n.hostWS, extra)
 	if inv.venv != "" {
-		env = sandbox.Environ(nil, n.hostWS, withVenv(extra, inv.venv))
+		env = hostkit.Environ(nil, n.hostWS, withVenv(extra, inv.venv))
 	}
 	args := append([]string{n.prlimit}, n.limits.prlimitArgs(n.cg.memory())...)
 	args = append(append(args, "--"), inv.argv...)
@@ -72,7 +73,7 @@ func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 }
 
 func withVenv(env map[string]string, venv string) map[string]string {
-	out := map[string]string{"VIRTUAL_ENV": venv, "PATH": venv + "/bin:" + sandbox.DefaultPath}
+	out := map[string]string{"VIRTUAL_ENV": venv, "PATH": venv + "/bin:" + hostkit.DefaultPath}
 	for k, v := range env {
 		out[k] = v
 	}

@@ -15,7 +15,8 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Where the session's Python venv and code files appear inside the
@@ -97,7 +98,7 @@ func safePrefix(prefix string) bool {
 	if home, err := os.UserHomeDir(); err == nil && within(prefix, home) {
 		return false
 	}
-	return !within(prefix, sandbox.Home())
+	return !within(prefix, sagehome.Dir())
 }
 
 // hostPython finds python3 on the host PATH and asks it for its real
@@ -118,7 +119,7 @@ func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
 		}
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("local: python3 not found on PATH: %w", sandbox.ErrUnsupported)
+		return nil, fmt.Errorf("local: python3 not found on PATH: %w", driver.ErrUnsupported)
 	}
 	var errs []error
 	for _, py := range cands {
@@ -167,7 +168,7 @@ func (p *pythonEnv) interpreter(ctx context.Context, id *identity) (*interpreter
 	return p.base, nil
 }
 
-func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) error {
+func (s *Sandbox) ensureVenv(ctx context.Context, opts driver.PythonOptions) error {
 	p := &s.py
 	if _, err := p.interpreter(ctx, s.ident); err != nil {
 		return err
@@ -196,13 +197,13 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) er
 		}
 	}
 	inside := s.iso.place(p.venvHost(), VenvPath)
-	inv, err := s.prepare(sandbox.ExecOptions{}, p.base.Executable, "-m", "venv", inside)
+	inv, err := s.prepare(driver.ExecOptions{}, p.base.Executable, "-m", "venv", inside)
 	if err != nil {
 		return err
 	}
 	addPrefix(&inv, p.base.BasePrefix, p.base.Executable)
 	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
-	res, err := s.runInv(ctx, inv, sandbox.ExecOptions{Timeout: VenvTimeout})
+	res, err := s.runInv(ctx, inv, driver.ExecOptions{Timeout: VenvTimeout})
 	if err == nil && !res.Success {
 		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr+res.Stdout))
 	}
@@ -218,9 +219,9 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts sandbox.PythonOptions) er
 // itself. The venv is created by the first call with Requirements, which
 // are installed into it with pip first (PIP_INDEX_URL, PIP_FIND_LINKS and friends come
 // from opts.Env or the host environment; a local find-links directory is
-// shown read-only). A failed install is a *sandbox.RequirementsError. The code
+// shown read-only). A failed install is a *driver.RequirementsError. The code
 // file lives in the session's runtime directory and is removed afterwards.
-func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	for _, r := range opts.Requirements {
 		if r == "" || strings.HasPrefix(r, "-") || strings.ContainsAny(r, "\n\x00") {
 			return nil, fmt.Errorf("local: requirement %q: want a requirement specifier, not an option", r)
@@ -260,12 +261,12 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	return res, err
 }
 
-func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) pipInstall(ctx context.Context, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	defer opts.Step("installing the Python requirements")()
 	env := pipEnv(opts.Env)
 	args := []string{"", "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
 		"--timeout", "15", "--retries", "1"}
-	inv, err := s.prepare(sandbox.ExecOptions{Env: env, Workdir: opts.Workdir}, append(args, opts.Requirements...)...)
+	inv, err := s.prepare(driver.ExecOptions{Env: env, Workdir: opts.Workdir}, append(args, opts.Requirements...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -274,12 +275,12 @@ func (s *Sandbox) pipInstall(ctx context.Context, opts sandbox.PythonOptions) (*
 	if dir := localFindLinks(env["PIP_FIND_LINKS"]); dir != "" {
 		inv.binds = append(inv.binds, bind{host: dir, inside: dir, readOnly: true})
 	}
-	res, err := s.runInv(ctx, inv, sandbox.ExecOptions{Timeout: PipTimeout})
+	res, err := s.runInv(ctx, inv, driver.ExecOptions{Timeout: PipTimeout})
 	if err != nil {
 		return res, fmt.Errorf("local: pip install: %w", err)
 	}
 	if !res.Success {
-		return res, &sandbox.RequirementsError{Mode: "local", Requirements: opts.Requirements, Result: res}
+		return res, &driver.RequirementsError{Mode: "local", Requirements: opts.Requirements, Result: res}
 	}
 	return res, nil
 }
@@ -313,14 +314,14 @@ func localFindLinks(v string) string {
 }
 
 // ExecuteJavaScript runs code with node, inside the sandbox. Without node
-// on the host it returns an error that is sandbox.ErrUnsupported.
-func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+// on the host it returns an error that is driver.ErrUnsupported.
+func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	node, err := exec.LookPath("node")
 	if err == nil {
 		node, err = filepath.EvalSymlinks(node)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("local: node not found on PATH: %w", sandbox.ErrUnsupported)
+		return nil, fmt.Errorf("local: node not found on PATH: %w", driver.ErrUnsupported)
 	}
 	return s.runCodeFile(ctx, code, ".js", opts, func(file string, inv *invocation) {
 		addPrefix(inv, filepath.Dir(filepath.Dir(node)), node)
@@ -331,7 +332,7 @@ func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts sandb
 // runCodeFile writes code to a file in the runtime directory, shows that
 // directory read-only inside, runs the command set builds, and removes
 // the file.
-func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts sandbox.ExecOptions, set func(file string, inv *invocation)) (*sandbox.CommandResult, error) {
+func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts driver.ExecOptions, set func(file string, inv *invocation)) (*driver.CommandResult, error) {
 	dir := filepath.Join(s.runtimeDir, "code")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local: code dir: %w", err)

@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // diskQuota is a workspace's own size-bounded file system: an ext4 image
@@ -67,22 +67,22 @@ func DiskQuotaSummary() (enforced bool, detail string) {
 // setupQuota mounts the workspace's file system when cfg asks for a
 // quota, creating its image on first use; nil when it does not. A quota
 // that cannot be enforced is refused. On error nothing is left behind.
-func setupQuota(cfg sandbox.Config, ws string, id *identity) (_ *diskQuota, err error) {
+func setupQuota(cfg driver.Config, ws string, id *identity) (_ *diskQuota, err error) {
 	mb, inodes := cfg.Local.DiskQuotaMB, cfg.Local.DiskQuotaInodes
 	if mb == 0 && inodes == 0 {
 		return nil, nil
 	}
 	if id.idmapped() {
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
+		return nil, &driver.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
 			Reason: "a quota gives the workspace a file system of its own, which a folder of another owner (shown through an idmapped mount) cannot have; fix: set it to 0, or use a new workspace"}
 	}
 	if err := quotaProbe(); err != nil {
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
+		return nil, &driver.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
 			Reason: "cannot be enforced: " + err.Error() + "; fix: run sage as root on a host with loop devices and mkfs.ext4, or set it to 0"}
 	}
-	if mb < sandbox.MinDiskQuotaMB {
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
-			Reason: fmt.Sprintf("must be at least %d", sandbox.MinDiskQuotaMB)}
+	if mb < driver.MinDiskQuotaMB {
+		return nil, &driver.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
+			Reason: fmt.Sprintf("must be at least %d", driver.MinDiskQuotaMB)}
 	}
 	q := &diskQuota{ws: ws, img: ws + ".img", remove: cfg.SandboxID == ""}
 	created, err := q.ensureImage(mb, inodes, id)
@@ -150,7 +150,7 @@ func (q *diskQuota) ensureImage(mb, inodes int, id *identity) (created bool, err
 		return fail(fmt.Errorf("local: workspace quota image %s is not a regular file of root's: %w; fix: remove it", q.img, fs.ErrPermission))
 	}
 	if st.Size != size {
-		return fail(&sandbox.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
+		return fail(&driver.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
 			Reason: fmt.Sprintf("the workspace's file system %s was made with %d MB; fix: set disk_quota_mb to %d, or remove the image (and with it the workspace's files) to start over",
 				q.img, st.Size>>20, st.Size>>20)})
 	}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -56,7 +57,7 @@ func rtRun(t *testing.T, s *Sandbox, cmd string, opts sandbox.ExecOptions) *sand
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.Exec(ctx, sandbox.ExecSpec{Command: cmd, ExecOptions: opts})
+	res, err := s.Exec(ctx, driver.ExecSpec{Command: cmd, ExecOptions: opts})
 	require.NoError(t, err)
 	return res
 }
@@ -215,7 +216,7 @@ func TestRedTeamWorkspaceSwappedForASymlink(t *testing.T) {
 		require.NoError(t, os.Rename(ws, ws+".old"))
 		require.NoError(t, os.Symlink("/etc", ws))
 		t.Cleanup(func() { os.Remove(ws); os.Rename(ws+".old", ws) })
-		res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "ls /workspace"})
+		res, err := s.Exec(context.Background(), driver.ExecSpec{Command: "ls /workspace"})
 		if err != nil {
 			return "", err
 		}

@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 const sandboxExec = "/usr/bin/sandbox-exec"
@@ -21,34 +22,34 @@ func sysProcAttr(*syscall.Credential) *syscall.SysProcAttr { return &syscall.Sys
 // namespaces: the workspace and mounts keep their host paths.
 type seatbeltIsolator struct {
 	hostWS, tmp string
-	mounts      []sandbox.VolumeMount
+	mounts      []driver.VolumeMount
 	network     bool
 	egress      *egressProxy // network allowlist
 	limits      Limits
 	none        bool
 }
 
-func newIsolator(_ context.Context, cfg sandbox.Config, s *Sandbox) (isolator, error) {
+func newIsolator(_ context.Context, cfg driver.Config, s *Sandbox) (isolator, error) {
 	iso := &seatbeltIsolator{hostWS: s.hostWS, tmp: filepath.Join(s.runtimeDir, "tmp"), mounts: cfg.Mounts,
-		network: cfg.Local.Network == sandbox.NetworkOpen, egress: s.egress, limits: s.limits}
+		network: cfg.Local.Network == driver.NetworkOpen, egress: s.egress, limits: s.limits}
 	switch cfg.Local.Isolation.Darwin {
-	case sandbox.IsolationNone:
+	case driver.IsolationNone:
 		if iso.egress != nil {
-			return nil, &sandbox.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
+			return nil, &driver.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
 				Reason: "the allowlist needs Seatbelt to confine commands to the proxy; isolation none has nothing"}
 		}
 		slog.Warn("local sandbox: isolation is NONE: commands run unisolated on the host", "sandbox", s.id)
 		iso.none = true
-	case "", sandbox.IsolationAuto, sandbox.IsolationSeatbelt:
+	case "", driver.IsolationAuto, driver.IsolationSeatbelt:
 		if _, err := os.Stat(sandboxExec); err != nil {
-			return nil, fmt.Errorf("%w: %s not found; run 'sage doctor'", sandbox.ErrIsolationUnavailable, sandboxExec)
+			return nil, fmt.Errorf("%w: %s not found; run 'sage doctor'", driver.ErrIsolationUnavailable, sandboxExec)
 		}
 	default:
-		return nil, &sandbox.ConfigError{Field: "sandbox.local.isolation.darwin", Value: cfg.Local.Isolation.Darwin, Reason: "want auto, seatbelt or none"}
+		return nil, &driver.ConfigError{Field: "sandbox.local.isolation.darwin", Value: cfg.Local.Isolation.Darwin, Reason: "want auto, seatbelt or none"}
 	}
 	for i, m := range cfg.Mounts {
 		if m.HostPath != m.SandboxPath {
-			return nil, &sandbox.ConfigError{Field: fmt.Sprintf("sandbox.mounts[%d].sandbox_path", i), Value: m.SandboxPath,
+			return nil, &driver.ConfigError{Field: fmt.Sprintf("sandbox.mounts[%d].sandbox_path", i), Value: m.SandboxPath,
 				Reason: "macOS cannot remap paths: use the host path"}
 		}
 	}
@@ -58,7 +59,7 @@ func newIsolator(_ context.Context, cfg sandbox.Config, s *Sandbox) (isolator, e
 	return iso, nil
 }
 
-func (b *seatbeltIsolator) virtualWorkspace(_ sandbox.Config, hostWS string) string { return hostWS }
+func (b *seatbeltIsolator) virtualWorkspace(_ driver.Config, hostWS string) string { return hostWS }
 
 func (b *seatbeltIsolator) place(host, _ string) string { return host }
 
@@ -66,20 +67,20 @@ func (b *seatbeltIsolator) close() error { return nil }
 
 func (b *seatbeltIsolator) kind() string {
 	if b.none {
-		return sandbox.IsolationNone
+		return driver.IsolationNone
 	}
-	return sandbox.IsolationSeatbelt
+	return driver.IsolationSeatbelt
 }
 
 func (b *seatbeltIsolator) wrap(inv invocation) (*wrapped, error) {
 	extra := map[string]string{"TMPDIR": b.tmp}
 	if inv.venv != "" {
-		extra["VIRTUAL_ENV"], extra["PATH"] = inv.venv, inv.venv+"/bin:"+sandbox.DefaultPath
+		extra["VIRTUAL_ENV"], extra["PATH"] = inv.venv, inv.venv+"/bin:"+hostkit.DefaultPath
 	}
 	for k, v := range b.egress.withProxyEnv(inv.env) {
 		extra[k] = v
 	}
-	env := sandbox.Environ(nil, b.hostWS, extra)
+	env := hostkit.Environ(nil, b.hostWS, extra)
 	limited := append([]string{"/bin/sh", "-c", b.limits.ulimitScript() + ` && exec "$@"`, "sage-limits"}, inv.argv...)
 	if b.none {
 		return &wrapped{path: limited[0], args: limited, dir: inv.workdir, env: env, done: func() {}}, nil

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // SessionOptions turn on the session sandbox (see doc.go, "Session
@@ -78,7 +78,7 @@ func (o SessionOptions) idle() time.Duration {
 // sessionByConfig says whether cfg asks for the session sandbox: it is
 // the default wherever it can run (bwrap or gVisor on Linux); fresh_per_command
 // true turns it off, false asks for it and is refused where it cannot run.
-func sessionByConfig(cfg sandbox.Config) bool {
+func sessionByConfig(cfg driver.Config) bool {
 	if f := cfg.Local.FreshPerCommand; f != nil {
 		return !*f
 	}
@@ -86,7 +86,7 @@ func sessionByConfig(cfg sandbox.Config) bool {
 }
 
 // checkSession refuses what the session sandbox cannot honour yet.
-func checkSession(cfg sandbox.Config, o SessionOptions) error {
+func checkSession(cfg driver.Config, o SessionOptions) error {
 	if !o.Enabled {
 		return nil
 	}
@@ -94,7 +94,7 @@ func checkSession(cfg sandbox.Config, o SessionOptions) error {
 		return fmt.Errorf("local: SessionOptions.Supervisor %q: want an absolute path to a sage-supervisor program, %q or empty", p, SupervisorSelf)
 	}
 	if !usesBwrap(cfg) {
-		return &sandbox.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),
+		return &driver.ConfigError{Field: "sandbox.local.isolation", Value: string(cfg.Local.Isolation.Linux),
 			Reason: "the session sandbox needs bwrap or gvisor isolation on Linux; fix: use isolation auto/bwrap/gvisor or fresh_per_command"}
 	}
 	return nil

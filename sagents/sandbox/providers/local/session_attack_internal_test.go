@@ -21,6 +21,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -424,7 +425,7 @@ func attackStall(t *testing.T, s *Sandbox, timeout, limit time.Duration) (took t
 	done := make(chan result, 1)
 	start := time.Now()
 	go func() {
-		res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: stopEveryone, ExecOptions: sandbox.ExecOptions{Timeout: timeout}})
+		res, err := s.Exec(context.Background(), driver.ExecSpec{Command: stopEveryone, ExecOptions: sandbox.ExecOptions{Timeout: timeout}})
 		done <- result{res, err}
 	}()
 	var r result
@@ -454,7 +455,7 @@ func TestRedTeamSessionStalledTimeout(t *testing.T) {
 		took, stopped, res := attackStall(t, s, timeout, stallLimit)
 		t.Logf("took %v; %s", took, strings.ReplaceAll(stopped, "\n", ", "))
 		require.Less(t, took, stallLimit, "the call hung: the host waited for the supervisor")
-		assert.Less(t, took, timeout+sandbox.DefaultKillGrace+sessionUnresponsiveGrace+10*time.Second, "the call returned late")
+		assert.Less(t, took, timeout+driver.DefaultKillGrace+sessionUnresponsiveGrace+10*time.Second, "the call returned late")
 		if assert.NotNil(t, res) {
 			assert.True(t, res.TimedOut, "%+v", res)
 		}
@@ -539,7 +540,7 @@ func attackLeftovers(t *testing.T, s *Sandbox, cancel bool) (survived []string) 
 			opts.Timeout = time.Minute
 			time.AfterFunc(time.Second, stop)
 		}
-		res, err := s.Exec(ctx, sandbox.ExecSpec{Command: tc.cmd(n), ExecOptions: opts})
+		res, err := s.Exec(ctx, driver.ExecSpec{Command: tc.cmd(n), ExecOptions: opts})
 		stop()
 		if cancel {
 			require.ErrorIs(t, err, context.Canceled)
@@ -621,7 +622,7 @@ func TestRedTeamSessionForkBombLeftovers(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, held, 55, "control: the bomb's leftovers hold the session's processes")
 		for range 8 {
-			res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "echo alive", ExecOptions: sandbox.ExecOptions{Timeout: 10 * time.Second}})
+			res, err := s.Exec(context.Background(), driver.ExecSpec{Command: "echo alive", ExecOptions: sandbox.ExecOptions{Timeout: 10 * time.Second}})
 			if err != nil || res.SessionRestarted || s.SessionPID() != pid {
 				return true
 			}

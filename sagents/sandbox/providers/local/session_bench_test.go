@@ -15,6 +15,7 @@ import (
 	"github.com/sage-go/sage/internal/procfs"
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -62,7 +63,7 @@ func openSessionBench(b *testing.B, iso, sup string) *Sandbox {
 }
 
 func execTrue(b *testing.B, s *Sandbox) {
-	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "true"})
+	res, err := s.Exec(context.Background(), driver.ExecSpec{Command: "true"})
 	if err != nil || !res.Success {
 		b.Fatal(err, res)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -203,7 +203,7 @@ func (l *liveSession) idle() {
 // it the host stops the whole session sandbox itself: a command's end
 // never depends on anything inside the sandbox behaving (a supervisor
 // stopped or wedged by what runs beside it). A timed-out or cancelled
-// command so returns at most its timeout, sandbox.DefaultKillGrace and
+// command so returns at most its timeout, driver.DefaultKillGrace and
 // this after it started.
 const sessionUnresponsiveGrace = time.Second
 
@@ -212,7 +212,7 @@ const sessionUnresponsiveGrace = time.Second
 // Landlock domain, else its process group), and if the supervisor does
 // not report its end by sessionUnresponsiveGrace after that, the host
 // stops the session sandbox (the next command starts a new one).
-func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts sandbox.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *sandbox.CommandResult, err error) {
+func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts driver.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *driver.CommandResult, err error) {
 	req.Gate = k != nil
 	req.Quiet = !req.Gate && !req.Pidfd // only "exited" is waited for
 	if k != nil {                       // RLIMIT_CPU: the per-process backstop, as in limits.go
@@ -287,7 +287,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts san
 			runCtx = context.Background()
 			killed = true
 			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGTERM)})
-			kill = time.After(sandbox.DefaultKillGrace)
+			kill = time.After(driver.DefaultKillGrace)
 		case <-kill:
 			l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
 			if hostEnforcesTimeout {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -126,13 +126,13 @@ func gvisorCommandLimits(l Limits, argv []string) []string {
 // it, or the foreground process its shell waited for, for its RLIMIT_CPU
 // (bwrap's budget is read from its cgroup, k.end), and says that the
 // budget holds per process.
-func (s *Sandbox) budgetEnd(res *sandbox.CommandResult) {
+func (s *Sandbox) budgetEnd(res *driver.CommandResult) {
 	if _, ok := s.iso.(*gvisorIsolator); !ok || s.limits.CPUTime <= 0 {
 		return
 	}
 	if res.LimitsEnforced != nil {
 		le := *res.LimitsEnforced
-		le.CPUTime = sandbox.EnforcedPerProcess
+		le.CPUTime = driver.EnforcedPerProcess
 		res.LimitsEnforced = &le
 	}
 	if res.Signal == "SIGXCPU" || res.ExitCode == sigxcpuExit {

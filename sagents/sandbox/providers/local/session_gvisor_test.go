@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -277,7 +278,7 @@ func TestGvisorSessionCPUTime(t *testing.T) {
 	assert.True(t, res.CPUTimeExceeded, "%+v", res)
 	assert.Equal(t, 152, res.ExitCode)
 	require.NotNil(t, res.LimitsEnforced)
-	assert.Equal(t, sandbox.EnforcedPerProcess, res.LimitsEnforced.CPUTime)
+	assert.Equal(t, driver.EnforcedPerProcess, res.LimitsEnforced.CPUTime)
 	res, err = s.ExecuteCommand(ctx, "exit 0", sandbox.ExecOptions{})
 	require.NoError(t, err)
 	assert.False(t, res.CPUTimeExceeded)

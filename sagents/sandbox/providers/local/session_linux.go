@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -62,7 +62,7 @@ type liveSession struct {
 
 // sessionRun runs inv in the session sandbox, starting it first when
 // none runs (or the last one died or went idle).
-func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	l, restarted, req, k, err := s.sessionCommand(ctx, inv)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts sandbox.E
 		l.taskCount(1)
 		defer l.taskCount(-1)
 	}
-	res, err := l.exec(ctx, req, opts, sandbox.CommandTimeout(opts.Timeout, s.timeout), k)
+	res, err := l.exec(ctx, req, opts, driver.CommandTimeout(opts.Timeout, s.timeout), k)
 	if res != nil {
 		le := s.iso.limitsEnforced()
 		res.LimitsEnforced = &le
@@ -115,7 +115,7 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	if slot.closed {
-		return nil, false, sandbox.ErrClosed
+		return nil, false, driver.ErrClosed
 	}
 	if l := slot.live; l != nil {
 		missing := missingBinds(l.binds, need)
@@ -168,9 +168,9 @@ func (s *Sandbox) warmSession(ctx context.Context, l *liveSession) {
 	if _, ok := s.iso.(*gvisorIsolator); !ok {
 		return
 	}
-	inv, err := s.prepare(sandbox.ExecOptions{}, shell, "-c", ":")
+	inv, err := s.prepare(driver.ExecOptions{}, shell, "-c", ":")
 	if err == nil {
-		_, err = l.exec(ctx, s.sessionRequest(inv), sandbox.ExecOptions{}, sessionStartTimeout, nil)
+		_, err = l.exec(ctx, s.sessionRequest(inv), driver.ExecOptions{}, sessionStartTimeout, nil)
 	}
 	if err != nil {
 		slog.Debug("local sandbox: warming the gVisor session sandbox failed", "err", err)
@@ -290,7 +290,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	case *bwrapIsolator:
 		sl = s.bwrapSessionLaunch(iso)
 	default:
-		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", sandbox.ErrIsolationUnavailable)
+		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", driver.ErrIsolationUnavailable)
 	}
 	exe, name, err := prog, supervisor.Name, error(nil)
 	if prog == "" {

@@ -9,7 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 // pipes are one command's stdio: the child's ends go to the supervisor,
@@ -17,11 +18,11 @@ import (
 type pipes struct {
 	child []*os.File // stdin, stdout, stderr of the command
 	inW   *os.File
-	out   *sandbox.Output
+	out   *hostkit.Output
 	stdin io.Reader
 }
 
-func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
+func newPipes(opts driver.ExecOptions, devnull *os.File) (*pipes, error) {
 	p := &pipes{stdin: opts.Stdin}
 	var inR *os.File
 	var err error
@@ -36,7 +37,7 @@ func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
 	} else if inR, p.inW, err = os.Pipe(); err != nil {
 		return nil, err
 	}
-	out, outW, errW, err := sandbox.NewOutput(opts.OutputLimit)
+	out, outW, errW, err := hostkit.NewOutput(opts.OutputLimit)
 	if err != nil {
 		closeFiles([]*os.File{inR, p.inW})
 		return nil, err
@@ -47,7 +48,7 @@ func newPipes(opts sandbox.ExecOptions, devnull *os.File) (*pipes, error) {
 
 func (p *pipes) closeChild() { closeFiles(p.child); p.child = nil }
 
-func (p *pipes) run(opts sandbox.ExecOptions) {
+func (p *pipes) run(opts driver.ExecOptions) {
 	if p.inW != nil && p.stdin != nil {
 		go func() { io.Copy(p.inW, p.stdin); p.inW.Close() }()
 	}
@@ -56,9 +57,9 @@ func (p *pipes) run(opts sandbox.ExecOptions) {
 
 // result collects the output: what the command wrote, and what the pipes
 // hold a moment after it exited.
-func (p *pipes) result(d time.Duration) *sandbox.CommandResult {
+func (p *pipes) result(d time.Duration) *driver.CommandResult {
 	p.out.Wait(drainAfterExit)
-	res := &sandbox.CommandResult{Duration: d}
+	res := &driver.CommandResult{Duration: d}
 	p.out.Fill(res)
 	return res
 }

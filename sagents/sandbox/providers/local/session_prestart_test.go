@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
@@ -58,7 +59,7 @@ func TestSessionPrestartClose(t *testing.T) {
 		if pid != 0 {
 			assert.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "the session sandbox outlived Close")
 		}
-		_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "true"})
+		_, err := s.Exec(context.Background(), driver.ExecSpec{Command: "true"})
 		assert.Error(t, err, "a command ran after Close")
 	}
 }

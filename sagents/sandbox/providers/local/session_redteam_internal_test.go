@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // TestSessionRedTeam runs the red-team attacks (and their controls)
@@ -49,10 +50,10 @@ func TestSessionWorkspaceSwapped(t *testing.T) {
 			require.NoError(t, os.Symlink("/etc", ws))
 			t.Cleanup(func() { os.Remove(ws); os.Rename(ws+".old", ws) })
 		}
-		_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "ls /workspace"})
+		_, err := s.Exec(context.Background(), driver.ExecSpec{Command: "ls /workspace"})
 		if err == nil {
 			s.dropSession() // a restart must refuse it too
-			_, err = s.Exec(context.Background(), sandbox.ExecSpec{Command: "ls /workspace"})
+			_, err = s.Exec(context.Background(), driver.ExecSpec{Command: "ls /workspace"})
 		}
 		return err
 	}

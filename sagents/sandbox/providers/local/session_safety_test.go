@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
@@ -41,12 +42,12 @@ func runSessionEscapeCases(t *testing.T, s *local.Sandbox, w escapeWorld) {
 			if ctl := escapeNeeds[tc.name]; ctl != "" && !cgroupWritable(ctl) {
 				t.Skipf("needs a %s cgroup: without one the limit is refused", ctl)
 			}
-			res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: tc.cmd})
+			res, err := s.Exec(context.Background(), driver.ExecSpec{Command: tc.cmd})
 			if sessionMayDie[tc.name] && err != nil {
 				// The session died with its supervisor (killed, or OOM
 				// with a /tmp that fills the session's memory): no escape,
 				// and the next command gets a new session.
-				res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "echo up"})
+				res, err := s.Exec(context.Background(), driver.ExecSpec{Command: "echo up"})
 				require.NoError(t, err)
 				assert.True(t, res.SessionRestarted)
 				return
@@ -137,7 +138,7 @@ func TestSessionForkBombLeavesOtherSessionUsable(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Exec(context.Background(), sandbox.ExecSpec{Command: `f() { f | f & }; f 2>/dev/null; sleep 4`, ExecOptions: sandbox.ExecOptions{Timeout: 6 * time.Second}})
+		a.Exec(context.Background(), driver.ExecSpec{Command: `f() { f | f & }; f 2>/dev/null; sleep 4`, ExecOptions: sandbox.ExecOptions{Timeout: 6 * time.Second}})
 	}()
 	time.Sleep(time.Second)
 	start := time.Now()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
@@ -122,7 +123,7 @@ func TestSessionSupervisorRefused(t *testing.T) {
 		{"/bin/true", "ended before it served"},
 	} {
 		s := newSession(t, local.SessionOptions{Supervisor: tc.prog}, nil)
-		res, err := s.Exec(ctx, sandbox.ExecSpec{Command: "echo RAN > ran"})
+		res, err := s.Exec(ctx, driver.ExecSpec{Command: "echo RAN > ran"})
 		require.Error(t, err, "%s served: %+v", tc.prog, res)
 		assert.ErrorContains(t, err, tc.prog)
 		assert.ErrorContains(t, err, tc.want)

@@ -12,7 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -74,7 +75,7 @@ func (s *Sandbox) sessionVenv() string {
 
 // runInv runs an invocation in the foreground: in the session sandbox
 // when sessions are on, else in a sandbox of its own.
-func (s *Sandbox) runInv(ctx context.Context, inv invocation, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) runInv(ctx context.Context, inv invocation, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	if s.sess.opts.Enabled {
 		return s.sessionRun(ctx, inv, opts)
 	}
@@ -110,7 +111,7 @@ func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
 // under gVisor it is known by its command id (its pid inside gVisor is
 // only reported), signalled through the supervisor, and its budget is
 // its RLIMIT_CPU (session_gvisor_linux.go).
-func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandbox.BackgroundTask, error) {
+func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*driver.BackgroundTask, error) {
 	l, _, req, k, err := s.sessionCommand(ctx, inv)
 	if err != nil {
 		return nil, err
@@ -141,7 +142,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 			defer l.taskCount(-1)
 			code, sig := wait()
 			close(ended)
-			res := &sandbox.CommandResult{ExitCode: code, Signal: sig}
+			res := &driver.CommandResult{ExitCode: code, Signal: sig}
 			k.end(res)
 			k.release()
 			s.budgetEnd(res)
@@ -156,7 +157,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*sandb
 	// process group by its host pid from here as well, which needs nothing
 	// inside to behave (not at once: the supervisor must see the task told
 	// to end before its leader dies, or it would keep the rest).
-	launch := sandbox.Launch{Run: run, Signal: func(sig syscall.Signal) {
+	launch := hostkit.Launch{Run: run, Signal: func(sig syscall.Signal) {
 		l.send(supervisor.Request{Op: "signal", ID: id, Sig: int(sig)})
 		if !byID && hostPID > 0 && sig == syscall.SIGKILL {
 			time.AfterFunc(sessionUnresponsiveGrace, func() {
@@ -261,5 +262,5 @@ func signalName(n int) string {
 	if n <= 0 {
 		return ""
 	}
-	return sandbox.SignalName(syscall.Signal(n))
+	return hostkit.SignalName(syscall.Signal(n))
 }

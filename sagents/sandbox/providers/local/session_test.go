@@ -16,6 +16,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -45,7 +46,7 @@ func newSession(t testing.TB, so local.SessionOptions, mutate func(*sandbox.Conf
 
 func sh(t *testing.T, s *local.Sandbox, cmd string, opts sandbox.ExecOptions) *sandbox.CommandResult {
 	t.Helper()
-	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: cmd, ExecOptions: opts})
+	res, err := s.Exec(context.Background(), driver.ExecSpec{Command: cmd, ExecOptions: opts})
 	require.NoError(t, err, cmd)
 	return res
 }
@@ -136,7 +137,7 @@ func TestSessionCloseKillsAllAndRestartsAfterIdle(t *testing.T) {
 	res = sh(t, s, "true", sandbox.ExecOptions{})
 	assert.False(t, res.SessionRestarted)
 	require.NoError(t, s.Close(context.Background()))
-	_, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: "true"})
+	_, err := s.Exec(context.Background(), driver.ExecSpec{Command: "true"})
 	assert.ErrorIs(t, err, sandbox.ErrClosed)
 }
 
@@ -149,7 +150,7 @@ func TestSessionSupervisorKilledIsReplaced(t *testing.T) {
 	s := newSession(t, local.SessionOptions{}, nil)
 	sh(t, s, "echo x > /tmp/f", sandbox.ExecOptions{})
 	// From inside, the supervisor is the only sage-supervisor process.
-	res, err := s.Exec(context.Background(), sandbox.ExecSpec{Command: supervisorPID + `; kill -9 "$sup"; sleep 0.2; echo alive`})
+	res, err := s.Exec(context.Background(), driver.ExecSpec{Command: supervisorPID + `; kill -9 "$sup"; sleep 0.2; echo alive`})
 	if sessionIsolation == "" { // gVisor's pid 1 may be killed from inside: the session then died with it
 		require.NoError(t, err)
 		assert.Equal(t, "alive\n", res.Stdout, "a command killed the supervisor: %s", res.Stderr)
@@ -174,7 +175,7 @@ func TestSessionFromConfig(t *testing.T) {
 	assert.Equal(t, "kept\n", res.Stdout)
 	perCommand := newLocal(t, func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh }).Driver().(*local.Sandbox)
 	sh(t, perCommand, "echo kept > /tmp/f", sandbox.ExecOptions{})
-	res, err := perCommand.Exec(context.Background(), sandbox.ExecSpec{Command: "cat /tmp/f"})
+	res, err := perCommand.Exec(context.Background(), driver.ExecSpec{Command: "cat /tmp/f"})
 	require.NoError(t, err)
 	assert.Empty(t, res.Stdout)
 }

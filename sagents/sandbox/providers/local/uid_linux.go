@@ -18,7 +18,9 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 // identity is the host uid and gid a sandbox's processes run as when sage
@@ -37,14 +39,14 @@ type identity struct {
 // owner is who owns what sage creates in the workspace from the host:
 // the sandbox's uid, or, for an idmapped workspace, the folder's owner
 // (whom the sandbox's uid stands for).
-func (id *identity) owner() *sandbox.FileOwner {
+func (id *identity) owner() *hostkit.FileOwner {
 	switch {
 	case id == nil:
 		return nil
 	case id.idmap != nil:
-		return &sandbox.FileOwner{UID: int(id.idmap.uid), GID: int(id.idmap.gid)}
+		return &hostkit.FileOwner{UID: int(id.idmap.uid), GID: int(id.idmap.gid)}
 	}
-	return &sandbox.FileOwner{UID: id.uid, GID: id.gid}
+	return &hostkit.FileOwner{UID: id.uid, GID: id.gid}
 }
 
 // idmapped says the workspace is shown through an idmapped mount.
@@ -60,18 +62,18 @@ var subuidFile = "/etc/subuid"
 
 // uidRange resolves sandbox.local.uid_range: "FIRST:COUNT", a user name
 // whose /etc/subuid range to use, or empty for the range of user "sage"
-// when /etc/subuid has one, else sandbox.DefaultUIDRange.
+// when /etc/subuid has one, else driver.DefaultUIDRange.
 func uidRange(spec string) (first, count uint32, err error) {
 	switch {
 	case strings.Contains(spec, ":"):
-		return sandbox.ParseUIDRange(spec)
+		return driver.ParseUIDRange(spec)
 	case spec != "":
 		f, c, ok, err := subuidRange(spec)
 		if err != nil {
 			return 0, 0, err
 		}
 		if !ok {
-			return 0, 0, &sandbox.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
+			return 0, 0, &driver.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
 				Reason: fmt.Sprintf("%s has no range for user %q; fix: usermod --add-subuids 2000000000-2000065535 %s, or give FIRST:COUNT", subuidFile, spec, spec)}
 		}
 		return f, c, nil
@@ -79,7 +81,7 @@ func uidRange(spec string) (first, count uint32, err error) {
 	if f, c, ok, err := subuidRange("sage"); err == nil && ok {
 		return f, c, nil
 	}
-	return sandbox.ParseUIDRange(sandbox.DefaultUIDRange)
+	return driver.ParseUIDRange(driver.DefaultUIDRange)
 }
 
 // subuidRange reads the first range of name from /etc/subuid.
@@ -98,7 +100,7 @@ func subuidRange(name string) (first, count uint32, ok bool, err error) {
 		if !found || user != name {
 			continue
 		}
-		first, count, err := sandbox.ParseUIDRange(rest)
+		first, count, err := driver.ParseUIDRange(rest)
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("local: %s: user %s: %w", subuidFile, name, err)
 		}
@@ -183,7 +185,7 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		}
 		return id, nil
 	}
-	return nil, &sandbox.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
+	return nil, &driver.ConfigError{Field: "sandbox.local.uid_range", Value: spec,
 		Reason: fmt.Sprintf("all %d uids from %d are held by live workspaces; fix: give a wider range, or remove old workspaces", count, first)}
 }
 
@@ -297,7 +299,7 @@ func reachFix(ws string, err error) string {
 	if ce.dir == ws {
 		fix = fmt.Sprintf("fix: chown %d %s, or use a new workspace", ce.uid, ws)
 	}
-	if home := sandbox.Home(); !within(home, ws) {
+	if home := sagehome.Dir(); !within(home, ws) {
 		fix += ", or put the workspace under SAGE_HOME (" + home + ")"
 	}
 	return fix

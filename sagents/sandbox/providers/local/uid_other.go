@@ -5,14 +5,14 @@ package local
 import (
 	"syscall"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 // identity is the host uid a sandbox runs as; only Linux switches uids
 // (see uid_linux.go). Elsewhere sandboxed processes run as the caller.
 type identity struct{ uid, gid int }
 
-func (id *identity) owner() *sandbox.FileOwner { return nil }
+func (id *identity) owner() *hostkit.FileOwner { return nil }
 
 func (id *identity) idmapped() bool { return false }
 

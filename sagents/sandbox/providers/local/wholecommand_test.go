@@ -18,6 +18,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -117,8 +118,8 @@ func requireRefused(t *testing.T, err error, fix string) {
 	s, err := newLocalErr(t, func(c *sandbox.Config) { c.Local.CPUTimeLimit, c.Local.MemoryLimitMB = 0, -1 })
 	require.NoError(t, err, "without the limits the sandbox is made")
 	le := s.Driver().(*local.Sandbox).LimitsEnforced()
-	assert.Equal(t, sandbox.EnforcedNone, le.CPUTime)
-	assert.Equal(t, sandbox.EnforcedNone, le.Memory)
+	assert.Equal(t, driver.EnforcedNone, le.CPUTime)
+	assert.Equal(t, driver.EnforcedNone, le.Memory)
 }
 
 // cpuHog forks 4 processes that each burn 0.6 s of CPU, under the 1 s
@@ -166,7 +167,7 @@ func TestLimitCPUTimeIsABudgetOfTheWholeCommand(t *testing.T) {
 	assert.Equal(t, "SIGXCPU", res.Signal)
 	assert.Less(t, used, 2*time.Second, "killed at about the budget")
 	require.NotNil(t, res.LimitsEnforced)
-	assert.Equal(t, sandbox.EnforcedCgroup, res.LimitsEnforced.CPUTime)
+	assert.Equal(t, driver.EnforcedCgroup, res.LimitsEnforced.CPUTime)
 
 	// Control: with a budget above what the command needs, it survives
 	// and used more than the 1 s above, so the test detects the attack.
@@ -313,7 +314,7 @@ func TestLimitMemoryCountsEveryProcessAndSharedMemory(t *testing.T) {
 		return
 	}
 	requirePython(t)
-	assert.Equal(t, sandbox.EnforcedCgroup, s.Driver().(*local.Sandbox).LimitsEnforced().Memory)
+	assert.Equal(t, driver.EnforcedCgroup, s.Driver().(*local.Sandbox).LimitsEnforced().Memory)
 	unlimited, err := newLocalErr(t, func(c *sandbox.Config) { c.Local.MemoryLimitMB = -1 })
 	require.NoError(t, err)
 	for name, cmd := range memoryAttacks {
@@ -345,11 +346,11 @@ func TestLimitMemorySessionSurvivesFullTmpfs(t *testing.T) {
 	s := newSession(t, local.SessionOptions{Supervisor: sup}, mutate)
 	fill := `cat /dev/zero > /tmp/fill; cat /dev/zero > /dev/shm/fill; du -m /tmp/fill /dev/shm/fill`
 	for i := range 3 {
-		res, err := s.Exec(t.Context(), sandbox.ExecSpec{Command: fill, ExecOptions: sandbox.ExecOptions{Timeout: time.Minute}})
+		res, err := s.Exec(t.Context(), driver.ExecSpec{Command: fill, ExecOptions: sandbox.ExecOptions{Timeout: time.Minute}})
 		require.NoError(t, err, "round %d: the session ended while /tmp filled", i)
 		assert.Contains(t, res.Stderr, "No space left on device", "round %d: the tmpfs bounds stop the writes: %+v", i, res)
 		assert.Equal(t, "32\t/tmp/fill\n16\t/dev/shm/fill\n", res.Stdout, "round %d: /tmp is half of 64 MB, /dev/shm a quarter", i)
-		res, err = s.Exec(t.Context(), sandbox.ExecSpec{Command: "echo up; ls /tmp /dev/shm", ExecOptions: sandbox.ExecOptions{Timeout: time.Minute}})
+		res, err = s.Exec(t.Context(), driver.ExecSpec{Command: "echo up; ls /tmp /dev/shm", ExecOptions: sandbox.ExecOptions{Timeout: time.Minute}})
 		require.NoError(t, err, "round %d: the session ended", i)
 		assert.True(t, res.Success, "round %d: %+v", i, res)
 		assert.False(t, res.SessionRestarted, "round %d: the full tmpfs cost the session its supervisor", i)
@@ -365,13 +366,13 @@ func TestLimitsEnforcedReport(t *testing.T) {
 	res := run(t, s, "true", sandbox.ExecOptions{})
 	require.NotNil(t, res.LimitsEnforced, "every local result says which limits hold")
 	assert.Equal(t, s.Driver().(*local.Sandbox).LimitsEnforced(), *res.LimitsEnforced)
-	want := sandbox.LimitsEnforced{CPUTime: sandbox.EnforcedNone, Memory: sandbox.EnforcedPerProcess,
-		Pids: sandbox.EnforcedUserNS, FileSize: sandbox.EnforcedPerProcess}
+	want := driver.LimitsEnforced{CPUTime: driver.EnforcedNone, Memory: driver.EnforcedPerProcess,
+		Pids: driver.EnforcedUserNS, FileSize: driver.EnforcedPerProcess}
 	if wantCgroup(t, "memory") {
-		want.Memory = sandbox.EnforcedCgroup
+		want.Memory = driver.EnforcedCgroup
 	}
 	if wantCgroup(t, "pids") {
-		want.Pids = sandbox.EnforcedCgroup
+		want.Pids = driver.EnforcedCgroup
 	}
 	assert.Equal(t, want, *res.LimitsEnforced)
 	assert.Equal(t, want.Memory, local.ProbeLimits().Memory)
@@ -379,8 +380,8 @@ func TestLimitsEnforcedReport(t *testing.T) {
 	none := newLocal(t, func(c *sandbox.Config) {
 		c.Local.MemoryLimitMB, c.Local.PidsLimit, c.Local.FileSizeLimitMB = -1, -1, -1
 	})
-	assert.Equal(t, sandbox.LimitsEnforced{CPUTime: sandbox.EnforcedNone, Memory: sandbox.EnforcedNone,
-		Pids: sandbox.EnforcedNone, FileSize: sandbox.EnforcedNone}, none.Driver().(*local.Sandbox).LimitsEnforced())
+	assert.Equal(t, driver.LimitsEnforced{CPUTime: driver.EnforcedNone, Memory: driver.EnforcedNone,
+		Pids: driver.EnforcedNone, FileSize: driver.EnforcedNone}, none.Driver().(*local.Sandbox).LimitsEnforced())
 }
 
 // Isolation none joins the command's CPU cgroup through the trampoline.

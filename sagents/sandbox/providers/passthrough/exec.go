@@ -7,7 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
 // ID is the sandbox id.
@@ -17,37 +18,37 @@ func (s *Sandbox) ID() string { return s.id }
 func (s *Sandbox) HostWorkspacePath() string { return s.hostWS }
 
 // prepare resolves the working directory and the environment.
-func (s *Sandbox) prepare(opts sandbox.ExecOptions) (dir string, env []string, err error) {
+func (s *Sandbox) prepare(opts driver.ExecOptions) (dir string, env []string, err error) {
 	loc, err := s.Workdir(opts)
 	if err != nil {
 		return "", nil, err
 	}
-	return loc.Host, sandbox.Environ(nil, s.hostWS, opts.Env), nil
+	return loc.Host, hostkit.Environ(nil, s.hostWS, opts.Env), nil
 }
 
-func (s *Sandbox) spec(opts sandbox.ExecOptions, dir string, env []string, argv ...string) sandbox.ProcessSpec {
-	return sandbox.ProcessSpec{Path: argv[0], Args: argv, Dir: dir, Env: env, Stdin: opts.Stdin,
-		Timeout: sandbox.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit,
+func (s *Sandbox) spec(opts driver.ExecOptions, dir string, env []string, argv ...string) hostkit.ProcessSpec {
+	return hostkit.ProcessSpec{Path: argv[0], Args: argv, Dir: dir, Env: env, Stdin: opts.Stdin,
+		Timeout: driver.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit,
 		OnStdout: opts.OnStdout, OnStderr: opts.OnStderr}
 }
 
 // Exec runs spec.Command with /bin/sh -c in the workspace (or
 // spec.Workdir).
-func (s *Sandbox) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+func (s *Sandbox) Exec(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error) {
 	dir, env, err := s.prepare(spec.ExecOptions)
 	if err != nil {
 		return nil, err
 	}
-	return sandbox.RunProcess(ctx, s.spec(spec.ExecOptions, dir, env, shell, "-c", spec.Command))
+	return hostkit.RunProcess(ctx, s.spec(spec.ExecOptions, dir, env, shell, "-c", spec.Command))
 }
 
 // ExecutePython runs code with the python3 found on PATH. The code is
 // written to a file in the runtime directory and removed afterwards.
 // Requirements are not supported: passthrough never installs packages
 // into the host's Python.
-func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	if len(opts.Requirements) > 0 {
-		return nil, fmt.Errorf("passthrough: python requirements (would install into the host's Python): %w", sandbox.ErrUnsupported)
+		return nil, fmt.Errorf("passthrough: python requirements (would install into the host's Python): %w", driver.ErrUnsupported)
 	}
 	dir, env, err := s.prepare(opts.ExecOptions)
 	if err != nil {
@@ -55,7 +56,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		return nil, fmt.Errorf("passthrough: python3 not found on PATH: %w", sandbox.ErrUnsupported)
+		return nil, fmt.Errorf("passthrough: python3 not found on PATH: %w", driver.ErrUnsupported)
 	}
 	codeDir := filepath.Join(s.runtimeDir, "code")
 	if err := os.MkdirAll(codeDir, 0o700); err != nil {
@@ -73,18 +74,18 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	if err != nil {
 		return nil, fmt.Errorf("passthrough: write code file: %w", err)
 	}
-	return sandbox.RunProcess(ctx, s.spec(opts.ExecOptions, dir, env, py, f.Name()))
+	return hostkit.RunProcess(ctx, s.spec(opts.ExecOptions, dir, env, py, f.Name()))
 }
 
 // StartBackground starts command with /bin/sh -c as a background task.
 // opts.Timeout does not apply: the task runs until it ends, is killed, or
 // the sandbox is closed. Stdin is /dev/null.
-func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
+func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driver.ExecOptions) (*driver.BackgroundTask, error) {
 	dir, env, err := s.prepare(opts)
 	if err != nil {
 		return nil, err
 	}
-	return s.Background.Start(ctx, sandbox.Launch{Path: shell, Args: []string{shell, "-c", command}, Dir: dir, Env: env})
+	return s.Background.Start(ctx, hostkit.Launch{Path: shell, Args: []string{shell, "-c", command}, Dir: dir, Env: env})
 }
 
 // Close kills background tasks; for an anonymous sandbox it also removes
@@ -100,16 +101,16 @@ func (s *Sandbox) Close(ctx context.Context) error {
 }
 
 var (
-	_ sandbox.Driver           = (*Sandbox)(nil)
-	_ sandbox.BackgroundRunner = (*Sandbox)(nil)
-	_ sandbox.HostPather       = (*Sandbox)(nil)
-	_ sandbox.PythonRunner     = (*Sandbox)(nil)
-	_ sandbox.TreeWalker       = (*Sandbox)(nil)
-	_ sandbox.HostCopier       = (*Sandbox)(nil)
+	_ driver.Driver           = (*Sandbox)(nil)
+	_ driver.BackgroundRunner = (*Sandbox)(nil)
+	_ driver.HostPather       = (*Sandbox)(nil)
+	_ driver.PythonRunner     = (*Sandbox)(nil)
+	_ driver.TreeWalker       = (*Sandbox)(nil)
+	_ driver.HostCopier       = (*Sandbox)(nil)
 )
 
 // Isolation reports none: commands run on the host, with its network
-// (sandbox.IsolationReporter).
-func (s *Sandbox) Isolation() (string, sandbox.NetworkMode) {
-	return sandbox.IsolationNone, sandbox.NetworkOpen
+// (driver.IsolationReporter).
+func (s *Sandbox) Isolation() (string, driver.NetworkMode) {
+	return driver.IsolationNone, driver.NetworkOpen
 }

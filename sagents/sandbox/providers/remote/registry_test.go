@@ -8,19 +8,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-type fakeHandle struct{ sandbox.Driver }
+type fakeHandle struct{ driver.Driver }
 
 func TestRemoteModeDispatchesByProvider(t *testing.T) {
 	var got sandbox.Config
-	Register("fake-for-test", func(_ context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
+	Register("fake-for-test", func(_ context.Context, cfg sandbox.Config) (driver.Driver, error) {
 		got = cfg
 		return fakeHandle{}, nil
 	})
 	assert.Contains(t, Providers(), "fake-for-test")
 	assert.Panics(t, func() {
-		Register("fake-for-test", func(context.Context, sandbox.Config) (sandbox.Driver, error) { return nil, nil })
+		Register("fake-for-test", func(context.Context, sandbox.Config) (driver.Driver, error) { return nil, nil })
 	})
 	assert.Panics(t, func() { Register("nil-factory", nil) })
 

@@ -5,7 +5,7 @@
 //
 // Every request goes through the same decision:
 //
-//  1. the host is normalized (sandbox.NormalizeHost); garbage is refused;
+//  1. the host is normalized (driver.NormalizeHost); garbage is refused;
 //  2. deny rules are checked first, then allow rules; no allow rule means
 //     no connection;
 //  3. the proxy resolves the name itself (Resolver) and checks every

@@ -5,21 +5,21 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Policy holds the parsed rules; deny is checked first.
 type Policy struct {
-	Allow, Deny []sandbox.EgressRule
+	Allow, Deny []driver.EgressRule
 }
 
 // NewPolicy parses allowed_domains and denied_domains.
 func NewPolicy(allow, deny []string) (Policy, error) {
-	a, err := sandbox.ParseEgressRules(allow, "allowed_domains")
+	a, err := driver.ParseEgressRules(allow, "allowed_domains")
 	if err != nil {
 		return Policy{}, err
 	}
-	d, err := sandbox.ParseEgressRules(deny, "denied_domains")
+	d, err := driver.ParseEgressRules(deny, "denied_domains")
 	if err != nil {
 		return Policy{}, err
 	}

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Resolver looks names up; *net.Resolver is one. Tests map names to
@@ -144,7 +144,7 @@ func (p *Proxy) untrack(c io.Closer) {
 func (p *Proxy) decide(ctx context.Context, proto, host string, port int) ([]netip.Addr, Verdict) {
 	ev := Event{Protocol: proto, Domain: host, Port: port}
 	addrs, v := p.check(ctx, host, port)
-	if h, err := sandbox.NormalizeHost(host); err == nil {
+	if h, err := driver.NormalizeHost(host); err == nil {
 		ev.Domain = h
 	}
 	ev.Allowed, ev.Rule, ev.Reason = v.Allowed, v.Rule, v.Reason
@@ -158,7 +158,7 @@ func (p *Proxy) decide(ctx context.Context, proto, host string, port int) ([]net
 }
 
 func (p *Proxy) check(ctx context.Context, host string, port int) ([]netip.Addr, Verdict) {
-	h, err := sandbox.NormalizeHost(host)
+	h, err := driver.NormalizeHost(host)
 	if err != nil {
 		return nil, denied("", "invalid host")
 	}

@@ -10,7 +10,7 @@
 //
 //   - aioapi: the AIO Sandbox HTTP API's wire types and typed client, no
 //     side effects; shared by the server, the driver and the orchestrator.
-//   - aiodriver: the sandbox.Driver of one running AIO sandbox.
+//   - aiodriver: the driver.Driver of one running AIO sandbox.
 //   - orchestrator: Provider, Backend, StateStore, FileStore, config and
 //     the idle reaper; dockerbackend, redisstore and provisioner depend
 //     only on its small interfaces.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/spectest"
@@ -55,7 +56,7 @@ type daemon struct {
 // waits until GET /v1/sandbox answers 200.
 func startSandboxd(t testing.TB, extra ...string) *daemon {
 	t.Helper()
-	tok := sandbox.NewID("tok")
+	tok := driver.NewID("tok")
 	return startDaemon(t, t.TempDir(), tok, append([]string{"--token", tok}, extra...)...)
 }
 

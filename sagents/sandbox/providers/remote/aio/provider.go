@@ -3,7 +3,7 @@ package aio
 import (
 	"context"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
@@ -19,12 +19,12 @@ func init() { remote.Register(ProviderName, newFromConfig) }
 // them). Without one it orchestrates (orchestrator.NewDriver): the
 // thread's sandbox is acquired, and closing the driver shuts the Provider
 // down according to its shutdown_policy.
-func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
+func newFromConfig(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 	if cfg.Remote.ServerURL == "" {
 		return orchestrator.NewDriver(ctx, cfg)
 	}
 	if len(cfg.Mounts) > 0 {
-		return nil, &sandbox.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the aio provider with a server_url (the remote sandbox owns its mounts)"}
+		return nil, &driver.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the aio provider with a server_url (the remote sandbox owns its mounts)"}
 	}
 	return aiodriver.Open(ctx, aiodriver.OpenOptions{
 		ServerURL: cfg.Remote.ServerURL, Token: cfg.Remote.APIKey,

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // maxLog bounds the background log one read fetches.
@@ -25,19 +25,19 @@ const maxLog = 16 << 20
 const bgWrapper = `echo $$ >"$SAGE_PIDFILE"; c=$SAGE_COMMAND; unset SAGE_COMMAND SAGE_PIDFILE; exec "$0" -c "$c"`
 
 // StartBackground starts command detached; execd keeps its output.
-func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
+func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driver.ExecOptions) (*driver.BackgroundTask, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
 	if opts.Stdin != nil {
-		return nil, fmt.Errorf("opensandbox: background commands take no stdin: %w", sandbox.ErrUnsupported)
+		return nil, fmt.Errorf("opensandbox: background commands take no stdin: %w", driver.ErrUnsupported)
 	}
 	req, cleanup, err := s.prepare(ctx, bgWrapper, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	pidfile := "/tmp/.sage-bg-" + sandbox.NewID("pid")
+	pidfile := "/tmp/.sage-bg-" + driver.NewID("pid")
 	req.Envs["SAGE_PIDFILE"], req.Envs["SAGE_COMMAND"] = pidfile, command
 	req.Background = true
 	var id string
@@ -60,7 +60,7 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts sand
 	s.mu.Lock()
 	s.tasks[id] = pid
 	s.mu.Unlock()
-	return &sandbox.BackgroundTask{ID: id, PID: pid}, nil
+	return &driver.BackgroundTask{ID: id, PID: pid}, nil
 }
 
 // readPID waits up to 2 s for the wrapper's pid file; 0 when it never
@@ -87,16 +87,16 @@ func (s *Sandbox) known(id string) (int, error) {
 	defer s.mu.Unlock()
 	pid, ok := s.tasks[id]
 	if !ok {
-		return 0, fmt.Errorf("%w: %q", sandbox.ErrUnknownTask, id)
+		return 0, fmt.Errorf("%w: %q", driver.ErrUnknownTask, id)
 	}
 	return pid, nil
 }
 
 // ReadBackgroundOutput reads at most max bytes of the task's combined
 // output from byte offset on.
-func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (sandbox.BackgroundOutput, error) {
+func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (driver.BackgroundOutput, error) {
 	if _, err := s.known(taskID); err != nil {
-		return sandbox.BackgroundOutput{}, err
+		return driver.BackgroundOutput{}, err
 	}
 	if max <= 0 {
 		max = 64 << 10
@@ -104,9 +104,9 @@ func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offse
 	offset = max64(offset, 0)
 	b, _, err := s.execd.Logs(ctx, taskID, offset, int64(min(max, maxLog)))
 	if err != nil {
-		return sandbox.BackgroundOutput{}, s.gone(ctx, err)
+		return driver.BackgroundOutput{}, s.gone(ctx, err)
 	}
-	return sandbox.BackgroundOutput{Text: string(b), NextOffset: offset + int64(len(b))}, nil
+	return driver.BackgroundOutput{Text: string(b), NextOffset: offset + int64(len(b))}, nil
 }
 
 func max64(a, b int64) int64 {
@@ -120,15 +120,15 @@ func max64(a, b int64) int64 {
 // by a signal as exit code -1 with Go's "signal: killed"; it comes back
 // as 128+n with the signal's name, as an exit code 128+n of the shell
 // does.
-func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (sandbox.BackgroundState, error) {
+func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (driver.BackgroundState, error) {
 	if _, err := s.known(taskID); err != nil {
-		return sandbox.BackgroundState{}, err
+		return driver.BackgroundState{}, err
 	}
 	st, err := s.execd.Status(ctx, taskID)
 	if err != nil {
-		return sandbox.BackgroundState{}, s.gone(ctx, err)
+		return driver.BackgroundState{}, s.gone(ctx, err)
 	}
-	out := sandbox.BackgroundState{Alive: st.Running}
+	out := driver.BackgroundState{Alive: st.Running}
 	if !st.Running && st.ExitCode != nil {
 		out.ExitCode = *st.ExitCode
 		if code, sig, ok := signalExit(st.Error); ok && out.ExitCode < 0 {
@@ -156,7 +156,7 @@ func (s *Sandbox) KillBackground(ctx context.Context, taskID string, force bool)
 	} else if err := s.execd.Interrupt(ctx, taskID); err != nil {
 		return s.gone(ctx, err)
 	}
-	if s.waitEnded(ctx, taskID, sandbox.DefaultKillGrace) {
+	if s.waitEnded(ctx, taskID, driver.DefaultKillGrace) {
 		return nil
 	}
 	if pid > 0 {

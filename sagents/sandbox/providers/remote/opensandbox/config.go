@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // The provider_config keys.
@@ -64,7 +64,7 @@ type Config struct {
 	// where execd keeps each command's output as <id>.stdout and
 	// <id>.stderr: the exact bytes are read from there.
 	ExecdTmp string
-	// Timeout is the default command timeout (0: sandbox.DefaultTimeout).
+	// Timeout is the default command timeout (0: driver.DefaultTimeout).
 	Timeout time.Duration
 	// HTTPClient, when set, is used for both APIs.
 	HTTPClient *http.Client
@@ -84,7 +84,7 @@ type Locker interface {
 // ConfigFrom reads a Config from the remote section of a sandbox config
 // and the SAGE_OPENSANDBOX_* variables (through lookup), the config
 // winning over the variables.
-func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Config, error) {
+func ConfigFrom(rc driver.RemoteConfig, lookup func(string) (string, bool)) (Config, error) {
 	pc := rc.ProviderConfig
 	env := func(k string) string { v, _ := lookup(k); return v }
 	c := Config{URL: first(rc.ServerURL, str(pc, KeyURL), env("SAGE_OPENSANDBOX_URL")),
@@ -96,7 +96,7 @@ func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Co
 		Thread:     str(pc, KeyThreadID), Resources: map[string]string{"cpu": first(str(pc, KeyCPU), "1"),
 			"memory": first(str(pc, KeyMemory), "2Gi")}, TTL: DefaultTTL, ReadyTimeout: DefaultReady}
 	bad := func(key, val, reason string) error {
-		return &sandbox.ConfigError{Field: "sandbox.remote.provider_config." + key, Value: val, Reason: reason}
+		return &driver.ConfigError{Field: "sandbox.remote.provider_config." + key, Value: val, Reason: reason}
 	}
 	if k := str(pc, KeyAPIKeyEnv); k != "" {
 		if c.APIKey = env(k); c.APIKey == "" {
@@ -109,10 +109,10 @@ func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Co
 		}
 	}
 	if c.URL == "" {
-		return c, &sandbox.ConfigError{Field: "sandbox.remote.server_url", Reason: "the opensandbox provider needs the lifecycle server URL: set --opensandbox-url, server_url or SAGE_OPENSANDBOX_URL"}
+		return c, &driver.ConfigError{Field: "sandbox.remote.server_url", Reason: "the opensandbox provider needs the lifecycle server URL: set --opensandbox-url, server_url or SAGE_OPENSANDBOX_URL"}
 	}
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, &sandbox.ConfigError{Field: "sandbox.remote.server_url", Value: c.URL, Reason: "want an http or https URL such as http://127.0.0.1:8080/v1"}
+		return c, &driver.ConfigError{Field: "sandbox.remote.server_url", Value: c.URL, Reason: "want an http or https URL such as http://127.0.0.1:8080/v1"}
 	}
 	switch v := pc[KeyEntrypoint].(type) {
 	case nil:
@@ -136,7 +136,7 @@ func ConfigFrom(rc sandbox.RemoteConfig, lookup func(string) (string, bool)) (Co
 	if m, ok := pc[KeyEnv].(map[string]any); ok {
 		c.Env = map[string]string{}
 		for k, v := range m {
-			if !sandbox.ValidEnvName(k) {
+			if !driver.ValidEnvName(k) {
 				return c, bad(KeyEnv, k, "not a valid variable name")
 			}
 			c.Env[k] = fmt.Sprint(v)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // maxStdin bounds ExecOptions.Stdin (it is uploaded as a file first).
@@ -38,9 +38,9 @@ func (o *outcome) event(ev Event) error {
 	switch ev.Type {
 	case EventInit:
 		o.id = ev.Text
-	case EventStdout, EventStderr:
+	case eventStdout, eventStderr:
 		st := o.stdout
-		if ev.Type == EventStderr {
+		if ev.Type == eventStderr {
 			st = o.stderr
 		}
 		if ev.Oversize > 0 {
@@ -48,7 +48,7 @@ func (o *outcome) event(ev Event) error {
 		} else {
 			st.event(ev.Text)
 		}
-	case EventResult:
+	case eventResult:
 		// An expression's value (the last line of a cell), as text.
 		if t, ok := ev.Results["text"].(string); ok {
 			o.stdout.event(t + "\n")
@@ -69,7 +69,7 @@ func (o *outcome) event(ev Event) error {
 // failed reads an "error" event: a command's exit code (-1 and Go's
 // "signal: killed" for a signal), a SystemExit's code, or an exception,
 // whose traceback goes to stderr at once.
-func (o *outcome) failed(e *EventError) {
+func (o *outcome) failed(e *eventError) {
 	o.exit = 1
 	if e == nil {
 		return
@@ -113,15 +113,15 @@ func (o *outcome) failed(e *EventError) {
 // events are execd's line events of a /command stream.
 func newOutcome(limit int, command bool, onOut, onErr func([]byte)) *outcome {
 	if limit <= 0 {
-		limit = sandbox.DefaultOutputLimit
+		limit = driver.DefaultOutputLimit
 	}
 	o := &outcome{stdout: newLineStream(limit/2, onOut), stderr: newLineStream(limit-limit/2, onErr), command: command}
 	o.stdout.raw, o.stderr.raw = !command, !command
 	return o
 }
 
-func (o *outcome) result(d time.Duration) *sandbox.CommandResult {
-	r := &sandbox.CommandResult{ExitCode: o.exit, Success: o.exit == 0, Duration: d, Signal: o.signal}
+func (o *outcome) result(d time.Duration) *driver.CommandResult {
+	r := &driver.CommandResult{ExitCode: o.exit, Success: o.exit == 0, Duration: d, Signal: o.signal}
 	r.Stdout, r.StdoutDroppedBytes = o.stdout.out.Text()
 	r.Stderr, r.StderrDroppedBytes = o.stderr.out.Text()
 	r.Truncated = r.StdoutDroppedBytes > 0 || r.StderrDroppedBytes > 0
@@ -198,7 +198,7 @@ func (s *Sandbox) shell(ctx context.Context, command string, env map[string]stri
 
 // ExecuteCommand runs command through execd, which runs it with bash -c
 // (sh -c where the sandbox has no bash).
-func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts sandb
 		return nil, err
 	}
 	defer cleanup()
-	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
+	timeout := driver.CommandTimeout(opts.Timeout, s.timeout)
 	req.TimeoutMS = timeout.Milliseconds()
 	o := newOutcome(opts.OutputLimit, true, opts.OnStdout, opts.OnStderr)
 	runCtx, cancel := context.WithTimeout(ctx, timeout+stopGrace)
@@ -245,11 +245,11 @@ func (s *Sandbox) interrupt(ctx context.Context, id string) {
 
 // prepare checks the options and builds the request; cleanup removes
 // the uploaded stdin file.
-func (s *Sandbox) prepare(ctx context.Context, command string, opts sandbox.ExecOptions) (RunCommandRequest, func(), error) {
+func (s *Sandbox) prepare(ctx context.Context, command string, opts driver.ExecOptions) (RunCommandRequest, func(), error) {
 	req := RunCommandRequest{Command: command, Envs: map[string]string{}}
 	nop := func() {}
 	for k, v := range opts.Env {
-		if !sandbox.ValidEnvName(k) {
+		if !driver.ValidEnvName(k) {
 			return req, nop, fmt.Errorf("opensandbox: environment variable name %q is not valid: use letters, digits and _", k)
 		}
 		req.Envs[k] = v
@@ -278,7 +278,7 @@ func (s *Sandbox) prepare(ctx context.Context, command string, opts sandbox.Exec
 	if len(data) > maxStdin {
 		return req, nop, fmt.Errorf("opensandbox: stdin is larger than %d bytes; write it to a file instead", maxStdin)
 	}
-	f := "/tmp/.sage-stdin-" + sandbox.NewID("in")
+	f := "/tmp/.sage-stdin-" + driver.NewID("in")
 	if err := s.execd.Upload(ctx, f, data, 0o600); err != nil {
 		return req, nop, s.gone(ctx, err)
 	}
@@ -291,7 +291,7 @@ func (s *Sandbox) prepare(ctx context.Context, command string, opts sandbox.Exec
 // state lasts from call to call; a SystemExit sets the exit code, any
 // other exception exits 1 with its traceback on stderr. Requirements are
 // installed with pip first. Workdir, Env and Stdin do not apply.
-func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 	}
 	s.pyMu.Lock()
 	defer s.pyMu.Unlock()
-	timeout := sandbox.CommandTimeout(opts.Timeout, s.timeout)
+	timeout := driver.CommandTimeout(opts.Timeout, s.timeout)
 	cc, err := s.pyContext(ctx, timeout, opts)
 	if err != nil {
 		return nil, err
@@ -339,7 +339,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts sandbox.P
 // pyContext returns this Sandbox's code context, creating it first
 // within timeout: execd waits for its Jupyter server for minutes, and
 // for ever where the sandbox has none.
-func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts sandbox.PythonOptions) (CodeContext, error) {
+func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts driver.PythonOptions) (codeContext, error) {
 	s.mu.Lock()
 	py := s.py
 	s.mu.Unlock()
@@ -365,7 +365,7 @@ func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts san
 
 // pip installs requirements; each goes to pip as its own argument
 // through the environment, never inside the command string.
-func (s *Sandbox) pip(ctx context.Context, opts sandbox.PythonOptions) error {
+func (s *Sandbox) pip(ctx context.Context, opts driver.PythonOptions) error {
 	env := map[string]string{}
 	args := make([]string, 0, len(opts.Requirements))
 	for i, r := range opts.Requirements {
@@ -378,7 +378,7 @@ func (s *Sandbox) pip(ctx context.Context, opts sandbox.PythonOptions) error {
 	}
 	done := opts.Step("installing Python requirements")
 	defer done()
-	res, err := s.ExecuteCommand(ctx, "python3 -m pip install -q -- "+strings.Join(args, " "), sandbox.ExecOptions{Env: env, Timeout: 5 * time.Minute})
+	res, err := s.ExecuteCommand(ctx, "python3 -m pip install -q -- "+strings.Join(args, " "), driver.ExecOptions{Env: env, Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}

@@ -30,8 +30,8 @@ type RunCommandRequest struct {
 	Envs       map[string]string `json:"envs,omitempty"`
 }
 
-// CommandStatus is what GET /command/status/{id} answers.
-type CommandStatus struct {
+// commandStatus is what GET /command/status/{id} answers.
+type commandStatus struct {
 	ID         string     `json:"id"`
 	Content    string     `json:"content,omitempty"`
 	Running    bool       `json:"running"`
@@ -41,9 +41,9 @@ type CommandStatus struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-// CodeContext is a code execution context: an interpreter whose state
+// codeContext is a code execution context: an interpreter whose state
 // lasts from one RunCode to the next.
-type CodeContext struct {
+type codeContext struct {
 	ID       string `json:"id,omitempty"`
 	Language string `json:"language"`
 }
@@ -128,7 +128,7 @@ func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on 
 		cancel()
 		return ctxErr(ctx, err)
 	}
-	d := NewEventReader(resp.Body)
+	d := newEventReader(resp.Body)
 	for {
 		ev, err := d.Next()
 		if err == io.EOF {
@@ -198,8 +198,8 @@ func (c *ExecdClient) Interrupt(ctx context.Context, id string) error {
 }
 
 // Status reads a command's status; an unknown id matches fs.ErrNotExist.
-func (c *ExecdClient) Status(ctx context.Context, id string) (*CommandStatus, error) {
-	var s CommandStatus
+func (c *ExecdClient) Status(ctx context.Context, id string) (*commandStatus, error) {
+	var s commandStatus
 	err := c.w.call(ctx, "status of command "+id, http.MethodGet, "/command/status/"+url.PathEscape(id), nil, nil, &s, http.StatusOK)
 	return &s, err
 }
@@ -258,9 +258,9 @@ func (c *ExecdClient) DeleteSession(ctx context.Context, session string) error {
 }
 
 // CreateContext starts an interpreter for language (e.g. "python").
-func (c *ExecdClient) CreateContext(ctx context.Context, language string) (CodeContext, error) {
-	var cc CodeContext
-	err := c.w.call(ctx, "create "+language+" context", http.MethodPost, "/code/context", nil, CodeContext{Language: language}, &cc, http.StatusOK, http.StatusCreated)
+func (c *ExecdClient) CreateContext(ctx context.Context, language string) (codeContext, error) {
+	var cc codeContext
+	err := c.w.call(ctx, "create "+language+" context", http.MethodPost, "/code/context", nil, codeContext{Language: language}, &cc, http.StatusOK, http.StatusCreated)
 	if err == nil && cc.ID == "" {
 		err = fmt.Errorf("opensandbox: create %s context: the answer has no id", language)
 	}
@@ -269,7 +269,7 @@ func (c *ExecdClient) CreateContext(ctx context.Context, language string) (CodeC
 
 // RunCode runs code in a context, streaming its events to on: "stdout",
 // "stderr", "result", "error" (an exception) and "execution_complete".
-func (c *ExecdClient) RunCode(ctx context.Context, cc CodeContext, code string, on func(Event) error) error {
+func (c *ExecdClient) RunCode(ctx context.Context, cc codeContext, code string, on func(Event) error) error {
 	return c.stream(ctx, "run code", "/code", map[string]any{"context": cc, "code": code}, on)
 }
 

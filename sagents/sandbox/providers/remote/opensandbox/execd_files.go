@@ -34,8 +34,8 @@ type Permission struct {
 	Mode  int    `json:"mode"`
 }
 
-// OctalDigits writes perm the way execd wants it: 0o644 becomes 644.
-func OctalDigits(perm uint32) int {
+// octalDigits writes perm the way execd wants it: 0o644 becomes 644.
+func octalDigits(perm uint32) int {
 	n, _ := strconv.Atoi(strconv.FormatUint(uint64(perm&0o7777), 8))
 	return n
 }
@@ -52,7 +52,7 @@ func (m multipartBody) ContentType() string { return m.ctype }
 func (c *ExecdClient) Upload(ctx context.Context, path string, data []byte, perm uint32) error {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
-	meta, _ := json.Marshal(map[string]any{"path": path, "mode": OctalDigits(perm)})
+	meta, _ := json.Marshal(map[string]any{"path": path, "mode": octalDigits(perm)})
 	h := textproto.MIMEHeader{}
 	h.Set("Content-Disposition", `form-data; name="metadata"; filename="metadata"`)
 	h.Set("Content-Type", "application/json")

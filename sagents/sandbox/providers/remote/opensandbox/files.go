@@ -10,11 +10,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
-// MaxFileSize bounds ReadFile and the appends of WriteFile.
-const MaxFileSize = 64 << 20
+// maxFileSize bounds ReadFile and the appends of WriteFile.
+const maxFileSize = 64 << 20
 
 // ReadFile downloads a file of the workspace.
 func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
@@ -32,7 +33,7 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		// execd answers 200 and nothing for a directory.
 		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
 	}
-	b, err := s.execd.Download(ctx, t.real, MaxFileSize)
+	b, err := s.execd.Download(ctx, t.real, maxFileSize)
 	return b, s.pathErr("read", p, s.gone(ctx, err))
 }
 
@@ -53,7 +54,7 @@ func (s *Sandbox) pathErr(op, p string, err error) error {
 // symlink at the target is replaced, never followed. Append downloads,
 // appends and writes the whole again (not atomic against concurrent
 // writers), following a symlink that stays inside the workspace.
-func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts sandbox.WriteOptions) error {
+func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts driver.WriteOptions) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -62,20 +63,20 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts san
 		return err
 	}
 	if t.real == s.realWS || (t.info != nil && t.info.Type == "directory") {
-		return sandbox.NewPathError("write", p, sandbox.ErrBadPath, "is a directory")
+		return driver.NewPathError("write", p, driver.ErrBadPath, "is a directory")
 	}
 	perm := opts.Perm
 	if perm == 0 {
 		perm = 0o644
 	}
 	if opts.Append && t.info != nil {
-		old, err := s.execd.Download(ctx, t.real, MaxFileSize)
+		old, err := s.execd.Download(ctx, t.real, maxFileSize)
 		if err != nil && !isNotExist(err) {
 			return s.pathErr("write", p, s.gone(ctx, err))
 		}
 		data = append(old, data...)
 	}
-	tmp := path.Join(path.Dir(t.real), ".sage-tmp-"+sandbox.NewID("w"))
+	tmp := path.Join(path.Dir(t.real), ".sage-tmp-"+driver.NewID("w"))
 	if err := s.execd.Upload(ctx, tmp, data, perm); err != nil {
 		return s.pathErr("write", p, s.gone(ctx, err))
 	}
@@ -117,7 +118,7 @@ func (s *Sandbox) FileExists(ctx context.Context, p string) (bool, error) {
 }
 
 // ListDirectory lists the entries of a directory, sorted by name.
-func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]sandbox.FileInfo, error) {
+func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]driver.FileInfo, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -132,15 +133,15 @@ func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]sandbox.FileIn
 	if err != nil {
 		return nil, s.pathErr("list", p, s.gone(ctx, err))
 	}
-	out := make([]sandbox.FileInfo, 0, len(list))
+	out := make([]driver.FileInfo, 0, len(list))
 	for _, f := range list {
 		out = append(out, s.fileInfo(f))
 	}
 	return out, nil
 }
 
-func (s *Sandbox) fileInfo(f FileInfo) sandbox.FileInfo {
-	return sandbox.FileInfo{Name: path.Base(f.Path), Path: f.Path, IsDir: f.Type == "directory",
+func (s *Sandbox) fileInfo(f FileInfo) driver.FileInfo {
+	return driver.FileInfo{Name: path.Base(f.Path), Path: f.Path, IsDir: f.Type == "directory",
 		Symlink: f.Type == "symlink", Size: f.Size, Mode: fmt.Sprintf("%04d", f.Mode), ModTime: f.ModifiedAt}
 }
 
@@ -172,7 +173,7 @@ func (s *Sandbox) DeleteFile(ctx context.Context, p string) error {
 		return err
 	}
 	if t.real == s.realWS {
-		return sandbox.NewPathError("delete", p, sandbox.ErrBadPath, "is the workspace")
+		return driver.NewPathError("delete", p, driver.ErrBadPath, "is the workspace")
 	}
 	if t.info == nil {
 		return &fs.PathError{Op: "delete", Path: p, Err: fs.ErrNotExist}
@@ -183,19 +184,11 @@ func (s *Sandbox) DeleteFile(ctx context.Context, p string) error {
 }
 
 // FileTree lists p down to MaxDepth with one listing call.
-func (s *Sandbox) FileTree(ctx context.Context, p string, opts sandbox.TreeOptions) (*sandbox.TreeNode, error) {
+func (s *Sandbox) FileTree(ctx context.Context, p string, opts driver.TreeOptions) (*driver.TreeNode, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 3
-	}
-	if opts.MaxItems <= 0 {
-		opts.MaxItems = 100
-	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = sandbox.DefaultMaxEntries
-	}
+	opts = opts.WithDefaults()
 	t, err := s.resolve(ctx, "tree", p, false)
 	if err != nil {
 		return nil, err
@@ -206,8 +199,8 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts sandbox.TreeOptio
 	if err != nil {
 		return nil, s.pathErr("tree", p, s.gone(ctx, err))
 	}
-	root := &sandbox.TreeNode{Name: path.Base(path.Clean(p)), Path: real, IsDir: true}
-	nodes := map[string]*sandbox.TreeNode{real: root}
+	root := &driver.TreeNode{Name: path.Base(path.Clean(p)), Path: real, IsDir: true}
+	nodes := map[string]*driver.TreeNode{real: root}
 	depth := map[string]int{real: 0}
 	for i, f := range list {
 		if i >= opts.MaxEntries {
@@ -224,7 +217,7 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts sandbox.TreeOptio
 			parent.Omitted++
 			continue
 		}
-		n := &sandbox.TreeNode{Name: name, Path: f.Path, IsDir: f.Type == "directory"}
+		n := &driver.TreeNode{Name: name, Path: f.Path, IsDir: f.Type == "directory"}
 		if !n.IsDir {
 			n.Size = f.Size
 		}
@@ -237,8 +230,8 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts sandbox.TreeOptio
 }
 
 // CopyFromHost uploads a host file or tree; symlinks are skipped.
-func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts sandbox.CopyOptions) (sandbox.CopyResult, error) {
-	var res sandbox.CopyResult
+func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts driver.CopyOptions) (driver.CopyResult, error) {
+	var res driver.CopyResult
 	if err := s.check(); err != nil {
 		return res, err
 	}
@@ -247,7 +240,7 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 		return res, err
 	}
 	dst := t.real
-	err = sandbox.WalkCopy(ctx, hostPath, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
+	err = hostkit.WalkCopy(ctx, hostPath, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
 		switch {
 		case d.IsDir():
 			return s.execd.MakeDirs(ctx, map[string]Permission{target: {Mode: 755}})
@@ -256,8 +249,8 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 			if err != nil {
 				return err
 			}
-			if fi.Size() > MaxFileSize {
-				return fmt.Errorf("opensandbox: copy %s: larger than %d bytes", p, MaxFileSize)
+			if fi.Size() > maxFileSize {
+				return fmt.Errorf("opensandbox: copy %s: larger than %d bytes", p, maxFileSize)
 			}
 			b, err := os.ReadFile(p)
 			if err != nil {

@@ -10,19 +10,19 @@ import (
 	"time"
 )
 
-// HeaderAPIKey carries the lifecycle server's API key.
-const HeaderAPIKey = "OPEN-SANDBOX-API-KEY"
+// headerAPIKey carries the lifecycle server's API key.
+const headerAPIKey = "OPEN-SANDBOX-API-KEY"
 
 // The sandbox states.
 const (
-	StatePending    = "Pending"
-	StateRunning    = "Running"
-	StatePausing    = "Pausing"
-	StatePaused     = "Paused"
-	StateResuming   = "Resuming"
-	StateStopping   = "Stopping"
-	StateTerminated = "Terminated"
-	StateFailed     = "Failed"
+	statePending    = "Pending"
+	stateRunning    = "Running"
+	statePausing    = "Pausing"
+	statePaused     = "Paused"
+	stateResuming   = "Resuming"
+	stateStopping   = "Stopping"
+	stateTerminated = "Terminated"
+	stateFailed     = "Failed"
 )
 
 // CreateRequest is what POST /sandboxes takes (the subset sage uses).
@@ -75,7 +75,7 @@ func NewLifecycleClient(baseURL, apiKey string, hc *http.Client) *LifecycleClien
 	}
 	h := map[string]string{"Accept": "application/json"}
 	if apiKey != "" {
-		h[HeaderAPIKey] = apiKey
+		h[headerAPIKey] = apiKey
 	}
 	return &LifecycleClient{w: wire{base: strings.TrimRight(baseURL, "/"), headers: h, hc: hc}}
 }
@@ -190,9 +190,9 @@ func (c *LifecycleClient) WaitRunning(ctx context.Context, id string, interval t
 			return nil, err
 		}
 		switch s.Status.State {
-		case StateRunning:
+		case stateRunning:
 			return s, nil
-		case StateFailed, StateTerminated, StateStopping:
+		case stateFailed, stateTerminated, stateStopping:
 			return nil, fmt.Errorf("opensandbox: sandbox %s is %s (%s: %s)", id, s.Status.State, s.Status.Reason, s.Status.Message)
 		}
 		select {

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // How execd sends a command's output (runtime/command_common.go at
@@ -31,7 +31,7 @@ import (
 // execd's file afterwards, can be checked against them.
 type lineStream struct {
 	raw     bool // not line events: code output, taken as it comes
-	out     *sandbox.BoundedBuffer
+	out     *driver.BoundedBuffer
 	on      func([]byte)
 	held    bool         // a "\n" is owed to the last line
 	kept    bytes.Buffer // the rebuilt bytes while under keep
@@ -42,7 +42,7 @@ type lineStream struct {
 }
 
 func newLineStream(limit int, on func([]byte)) *lineStream {
-	return &lineStream{out: sandbox.NewBoundedBuffer(limit), on: on, keep: limit}
+	return &lineStream{out: driver.NewBoundedBuffer(limit), on: on, keep: limit}
 }
 
 func (l *lineStream) emit(p []byte) {
@@ -105,7 +105,7 @@ func (l *lineStream) finishLarge(read func(rng string, max int64) ([]byte, int64
 	if err != nil || size < int64(len(head)) {
 		return false
 	}
-	b := sandbox.NewBoundedBuffer(l.keep)
+	b := driver.NewBoundedBuffer(l.keep)
 	b.Write(head)
 	if rest := size - int64(len(head)); rest > 0 {
 		tail, tsize, err := read("bytes=-"+strconv.Itoa(tailN), int64(tailN))
@@ -137,7 +137,7 @@ func (l *lineStream) finish(exact []byte) {
 				l.on([]byte{'\n'})
 			}
 		}
-		l.out = sandbox.NewBoundedBuffer(l.keep)
+		l.out = driver.NewBoundedBuffer(l.keep)
 		l.out.Write(exact)
 		l.held = false
 		return

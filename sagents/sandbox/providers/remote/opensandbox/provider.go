@@ -5,7 +5,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
@@ -18,9 +19,9 @@ func init() { remote.Register(ProviderName, newFromConfig) }
 // newFromConfig opens the sandbox of thread cfg.SandboxID (or
 // provider_config thread_id; none: an anonymous sandbox deleted at
 // Close).
-func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
+func newFromConfig(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 	if len(cfg.Mounts) > 0 {
-		return nil, &sandbox.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the opensandbox provider (the remote sandbox owns its mounts)"}
+		return nil, &driver.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the opensandbox provider (the remote sandbox owns its mounts)"}
 	}
 	c, err := ConfigFrom(cfg.Remote, os.LookupEnv)
 	if err != nil {
@@ -36,7 +37,7 @@ func newFromConfig(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, err
 	if c.Thread != "" {
 		// The aio provider's file store: a flock per thread under
 		// $SAGE_HOME/opensandbox/threads/<thread>.
-		c.Locker = orchestrator.NewFileStore(filepath.Join(sandbox.Home(), "opensandbox"))
+		c.Locker = orchestrator.NewFileStore(filepath.Join(sagehome.Dir(), "opensandbox"))
 	}
 	s, err := Open(ctx, c)
 	if err != nil {

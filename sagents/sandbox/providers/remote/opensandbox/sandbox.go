@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // ErrSandboxGone means the sandbox was terminated behind the client's
@@ -39,7 +39,7 @@ type Sandbox struct {
 	closed   bool
 	tasks    map[string]int // background command ids started here: their pids
 	stale    []string       // execd output files to remove
-	py       *CodeContext
+	py       *codeContext
 	pyMu     sync.Mutex // one Python cell at a time
 	closeMu  sync.Once
 	closeErr error
@@ -55,7 +55,7 @@ func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	}
 	s := &Sandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
 	if s.timeout <= 0 {
-		s.timeout = sandbox.DefaultTimeout
+		s.timeout = driver.DefaultTimeout
 	}
 	if cfg.Thread != "" && cfg.Locker != nil {
 		release, err := cfg.Locker.Lock(ctx, cfg.Thread)
@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 // find looks for the thread's sandbox and resumes it when paused.
 func (s *Sandbox) find(ctx context.Context) error {
 	list, err := s.life.List(ctx, map[string]string{LabelThread: s.cfg.Thread},
-		StatePending, StateRunning, StatePausing, StatePaused, StateResuming)
+		statePending, stateRunning, statePausing, statePaused, stateResuming)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (s *Sandbox) find(ctx context.Context) error {
 			continue
 		}
 		s.id = sb.ID
-		if sb.Status.State == StatePaused {
+		if sb.Status.State == statePaused {
 			return s.life.Resume(ctx, sb.ID)
 		}
 		return nil
@@ -199,12 +199,12 @@ func (s *Sandbox) Lifecycle() *LifecycleClient { return s.life }
 // Execd is the execd client.
 func (s *Sandbox) Execd() *ExecdClient { return s.execd }
 
-// check returns sandbox.ErrClosed after Close.
+// check returns driver.ErrClosed after Close.
 func (s *Sandbox) check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return sandbox.ErrClosed
+		return driver.ErrClosed
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func (s *Sandbox) gone(ctx context.Context, err error) error {
 		return err
 	}
 	sb, gerr := s.life.Get(context.WithoutCancel(ctx), s.id)
-	if errors.Is(gerr, fs.ErrNotExist) || (gerr == nil && (sb.Status.State == StateTerminated || sb.Status.State == StateStopping || sb.Status.State == StateFailed)) {
+	if errors.Is(gerr, fs.ErrNotExist) || (gerr == nil && (sb.Status.State == stateTerminated || sb.Status.State == stateStopping || sb.Status.State == stateFailed)) {
 		return fmt.Errorf("%w: sandbox %s: %w", ErrSandboxGone, s.id, err)
 	}
 	return err
@@ -279,7 +279,7 @@ func (s *Sandbox) abs(op, p string) (string, error) {
 	}
 	p = path.Clean(p)
 	if p != s.ws && !strings.HasPrefix(p, s.ws+"/") {
-		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "outside the workspace "+s.ws)
+		return "", driver.NewPathError(op, p, driver.ErrEscape, "outside the workspace "+s.ws)
 	}
 	return p, nil
 }
@@ -354,7 +354,7 @@ func (s *Sandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (
 		real = path.Join(real, name)
 	}
 	if real != s.realWS && !strings.HasPrefix(real, s.realWS+"/") {
-		return target{}, sandbox.NewPathError(op, p, sandbox.ErrEscape, "resolves outside the workspace (through a symlink)")
+		return target{}, driver.NewPathError(op, p, driver.ErrEscape, "resolves outside the workspace (through a symlink)")
 	}
 	t := target{real: real}
 	infos, err := s.execd.Info(ctx, real)

@@ -11,14 +11,14 @@ import (
 	"regexp"
 )
 
-// MaxEventSize bounds one server-sent event (all its data lines, or one
+// maxEventSize bounds one server-sent event (all its data lines, or one
 // bare JSON line).
-const MaxEventSize = 1 << 20
+const maxEventSize = 1 << 20
 
-// ErrEventTooLarge is what an oversized event would have been decoded
-// into: EventReader.Next skips such an event and returns a placeholder
+// errEventTooLarge is what an oversized event would have been decoded
+// into: eventReader.Next skips such an event and returns a placeholder
 // with Oversize set, so one huge output line does not end the stream.
-var ErrEventTooLarge = errors.New("opensandbox: server-sent event larger than 1 MiB")
+var errEventTooLarge = errors.New("opensandbox: server-sent event larger than 1 MiB")
 
 // Event is one execd stream event.
 type Event struct {
@@ -28,15 +28,15 @@ type Event struct {
 	ExecutionTime  int64          `json:"execution_time,omitempty"`
 	Timestamp      int64          `json:"timestamp,omitempty"`
 	Results        map[string]any `json:"results,omitempty"`
-	Error          *EventError    `json:"error,omitempty"`
-	// Oversize is set on the placeholder of an event over MaxEventSize
+	Error          *eventError    `json:"error,omitempty"`
+	// Oversize is set on the placeholder of an event over maxEventSize
 	// that was skipped: its size in bytes. Only Type (when the event's
 	// start names it) is kept.
 	Oversize int64 `json:"-"`
 }
 
-// EventError is the error carried by an "error" event.
-type EventError struct {
+// eventError is the error carried by an "error" event.
+type eventError struct {
 	Name      string   `json:"ename"`
 	Value     string   `json:"evalue"`
 	Traceback []string `json:"traceback,omitempty"`
@@ -45,17 +45,17 @@ type EventError struct {
 // The event types execd sends.
 const (
 	EventInit     = "init"
-	EventStatus   = "status"
+	eventStatus   = "status"
 	EventFailed   = "error"
-	EventStdout   = "stdout"
-	EventStderr   = "stderr"
-	EventResult   = "result"
+	eventStdout   = "stdout"
+	eventStderr   = "stderr"
+	eventResult   = "result"
 	EventComplete = "execution_complete"
-	EventCount    = "execution_count"
-	EventPing     = "ping"
+	eventCount    = "execution_count"
+	eventPing     = "ping"
 )
 
-// EventReader decodes an execd event stream. It reads the bare form
+// eventReader decodes an execd event stream. It reads the bare form
 // execd writes (one JSON object per line, events apart by an empty
 // line) and standard SSE ("data:" lines, an empty line ending the event;
 // "event:", "id:", "retry:" and comments are ignored).
@@ -63,20 +63,20 @@ const (
 // execd answers a failure that happens after the stream began with its
 // JSON error object ({"code":..., "message":...}) inside the 200 stream;
 // Next returns it as an *APIError.
-type EventReader struct {
+type eventReader struct {
 	r   *bufio.Reader
 	buf bytes.Buffer
 }
 
-// NewEventReader reads events from r.
-func NewEventReader(r io.Reader) *EventReader {
-	return &EventReader{r: bufio.NewReaderSize(r, 64<<10)}
+// newEventReader reads events from r.
+func newEventReader(r io.Reader) *eventReader {
+	return &eventReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // Next returns the next event, or io.EOF at the end of the stream. An
-// event over MaxEventSize comes back as a placeholder with Oversize set
+// event over maxEventSize comes back as a placeholder with Oversize set
 // (the reader goes on after it).
-func (d *EventReader) Next() (Event, error) {
+func (d *eventReader) Next() (Event, error) {
 	d.buf.Reset()
 	var over int64 // size of the data lines of an oversized event so far
 	var overType string
@@ -96,7 +96,7 @@ func (d *EventReader) Next() (Event, error) {
 			}
 		case line[0] == ':':
 		case bytes.HasPrefix(line, []byte("data:")):
-			if over > 0 || size > MaxEventSize || int64(d.buf.Len())+size > MaxEventSize {
+			if over > 0 || size > maxEventSize || int64(d.buf.Len())+size > maxEventSize {
 				if over == 0 {
 					overType = eventType(append(d.buf.Bytes(), bytes.TrimPrefix(line[5:], []byte(" "))...))
 					over = int64(d.buf.Len())
@@ -114,7 +114,7 @@ func (d *EventReader) Next() (Event, error) {
 			if d.buf.Len() > 0 || over > 0 {
 				return Event{}, errors.New("opensandbox: event stream mixes data: lines and bare JSON")
 			}
-			if size > MaxEventSize {
+			if size > maxEventSize {
 				return Event{Type: eventType(line), Oversize: size}, nil
 			}
 			d.buf.Write(line)
@@ -136,20 +136,20 @@ func (d *EventReader) Next() (Event, error) {
 	}
 }
 
-// maxKept is how much of a line over MaxEventSize line keeps (enough
+// maxKept is how much of a line over maxEventSize line keeps (enough
 // to read the event's type).
 const maxKept = 256
 
 // line reads one line without its end and returns it with its size. A
-// line over MaxEventSize is read to its end but only its first maxKept
+// line over maxEventSize is read to its end but only its first maxKept
 // bytes are returned.
-func (d *EventReader) line() ([]byte, int64, error) {
+func (d *eventReader) line() ([]byte, int64, error) {
 	var out []byte
 	var size int64
 	for {
 		chunk, err := d.r.ReadSlice('\n')
 		size += int64(len(chunk))
-		if size <= MaxEventSize+2 {
+		if size <= maxEventSize+2 {
 			out = append(out, chunk...)
 		} else if len(out) < maxKept {
 			out = append(out, chunk[:min(len(chunk), maxKept-len(out))]...)
@@ -157,7 +157,7 @@ func (d *EventReader) line() ([]byte, int64, error) {
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if size <= MaxEventSize+2 {
+		if size <= maxEventSize+2 {
 			out = bytes.TrimSuffix(out, []byte("\n"))
 			out = bytes.TrimSuffix(out, []byte("\r"))
 			size = int64(len(out))
@@ -177,7 +177,7 @@ func eventType(start []byte) string {
 	return ""
 }
 
-func (d *EventReader) decode() (Event, error) {
+func (d *eventReader) decode() (Event, error) {
 	var ev Event
 	if err := json.Unmarshal(d.buf.Bytes(), &ev); err != nil {
 		return Event{}, fmt.Errorf("opensandbox: bad event %.60q: %w", d.buf.Bytes(), err)

@@ -11,7 +11,7 @@ import (
 )
 
 func readAll(t testing.TB, s string) ([]Event, error) {
-	d := NewEventReader(strings.NewReader(s))
+	d := newEventReader(strings.NewReader(s))
 	var out []Event
 	for i := 0; i < 10000; i++ {
 		ev, err := d.Next()
@@ -56,32 +56,32 @@ func TestEventReaderRejects(t *testing.T) {
 	}
 }
 
-// TestEventReaderBoundsEvents: an event over MaxEventSize, in one bare
+// TestEventReaderBoundsEvents: an event over maxEventSize, in one bare
 // line (execd's form: one output line of a command becomes one event)
 // or in many short data: lines, is skipped and comes back as a
 // placeholder naming its type and size, and the stream goes on. Both
 // oversized events are valid JSON, so without either bound they would be
 // decoded whole.
 func TestEventReaderBoundsEvents(t *testing.T) {
-	big := "{\"type\":\"stdout\",\"text\":\"" + strings.Repeat("x", MaxEventSize) + "\"}\n\n"
+	big := "{\"type\":\"stdout\",\"text\":\"" + strings.Repeat("x", maxEventSize) + "\"}\n\n"
 	var many strings.Builder
 	many.WriteString("data: {\"type\":\"stderr\",\n")
-	for i := 0; many.Len() < MaxEventSize*6/5; i++ {
+	for i := 0; many.Len() < maxEventSize*6/5; i++ {
 		fmt.Fprintf(&many, "data: \"k%d\":\"%s\",\n", i, strings.Repeat("y", 100))
 	}
 	many.WriteString("data: \"text\":\"z\"}\n\n")
-	under := "{\"type\":\"stdout\",\"text\":\"" + strings.Repeat("u", MaxEventSize-100) + "\"}\n\n"
+	under := "{\"type\":\"stdout\",\"text\":\"" + strings.Repeat("u", maxEventSize-100) + "\"}\n\n"
 	after := "{\"type\":\"execution_complete\",\"execution_time\":3}\n\n"
 	evs, err := readAll(t, big+many.String()+under+after)
 	require.NoError(t, err)
 	require.Len(t, evs, 4)
-	assert.Equal(t, EventStdout, evs[0].Type)
-	assert.Greater(t, evs[0].Oversize, int64(MaxEventSize), "one bare line over the bound")
+	assert.Equal(t, eventStdout, evs[0].Type)
+	assert.Greater(t, evs[0].Oversize, int64(maxEventSize), "one bare line over the bound")
 	assert.Empty(t, evs[0].Text)
-	assert.Equal(t, EventStderr, evs[1].Type)
-	assert.Greater(t, evs[1].Oversize, int64(MaxEventSize), "many data: lines over the bound together")
+	assert.Equal(t, eventStderr, evs[1].Type)
+	assert.Greater(t, evs[1].Oversize, int64(maxEventSize), "many data: lines over the bound together")
 	assert.Zero(t, evs[2].Oversize, "an event under the bound is decoded (the control)")
-	assert.Len(t, evs[2].Text, MaxEventSize-100)
+	assert.Len(t, evs[2].Text, maxEventSize-100)
 	assert.Equal(t, EventComplete, evs[3].Type, "the stream goes on after an oversized event")
 }
 
@@ -106,7 +106,7 @@ func FuzzEventReader(f *testing.F) {
 	f.Add(": c\nevent: e\ndata: {\"type\":\"error\",\"error\":{\"ename\":\"E\",\"evalue\":\"1\"}}\r\n\r\n")
 	f.Add("data: {\"type\":\ndata: \"ping\"}\n\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		d := NewEventReader(strings.NewReader(s))
+		d := newEventReader(strings.NewReader(s))
 		for i := 0; i <= len(s)+1; i++ {
 			ev, err := d.Next()
 			if err != nil {

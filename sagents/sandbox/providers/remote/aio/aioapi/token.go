@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
 )
 
 // maxTokenFile bounds the token file read.
@@ -22,7 +22,7 @@ const maxTokenFile = 4096
 // TokenFile is where `sage sandboxd` keeps the bearer token it generates
 // when none is configured: $SAGE_HOME/sandboxd/token (mode 0600, in a
 // 0700 directory).
-func TokenFile() string { return filepath.Join(sandbox.Home(), "sandboxd", "token") }
+func TokenFile() string { return filepath.Join(sagehome.Dir(), "sandboxd", "token") }
 
 // ReadTokenFile reads a token file: a regular file (not a symlink) that
 // no other user can read, holding one token. A missing file is

@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -30,7 +30,7 @@ type bgTask struct {
 // one log, stdin /dev/null (sandboxd gives async commands a stdin pipe).
 // opts.Timeout, Stdin and the callbacks do not apply. The task's PID is
 // not known (0).
-func (h *Handle) StartBackground(ctx context.Context, command string, opts sandbox.ExecOptions) (*sandbox.BackgroundTask, error) {
+func (h *Handle) StartBackground(ctx context.Context, command string, opts driver.ExecOptions) (*driver.BackgroundTask, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (h *Handle) StartBackground(ctx context.Context, command string, opts sandb
 	if err != nil {
 		return nil, err
 	}
-	info, err := h.c.BashCreateSession(ctx, aioapi.BashSessionCreateRequest{SessionID: sandbox.NewID("sage-bg"), ExecDir: p.dir})
+	info, err := h.c.BashCreateSession(ctx, aioapi.BashSessionCreateRequest{SessionID: driver.NewID("sage-bg"), ExecDir: p.dir})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func (h *Handle) StartBackground(ctx context.Context, command string, opts sandb
 	h.pruneTasksLocked()
 	h.tasks[info.SessionID] = &bgTask{session: info.SessionID, commandID: r.CommandID}
 	h.mu.Unlock()
-	return &sandbox.BackgroundTask{ID: info.SessionID}, nil
+	return &driver.BackgroundTask{ID: info.SessionID}, nil
 }
 
 func (h *Handle) task(id string) (*bgTask, error) {
@@ -64,7 +64,7 @@ func (h *Handle) task(id string) (*bgTask, error) {
 	defer h.mu.Unlock()
 	t, ok := h.tasks[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", sandbox.ErrUnknownTask, id)
+		return nil, fmt.Errorf("%w: %q", driver.ErrUnknownTask, id)
 	}
 	return t, nil
 }
@@ -72,23 +72,23 @@ func (h *Handle) task(id string) (*bgTask, error) {
 // ReadBackgroundOutput reads the task's log from a byte offset (POST
 // /v1/bash/output). The text is cut to max bytes at a character
 // boundary. Binary output does not survive JSON strings intact.
-func (h *Handle) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (sandbox.BackgroundOutput, error) {
+func (h *Handle) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (driver.BackgroundOutput, error) {
 	if offset < 0 {
-		return sandbox.BackgroundOutput{}, fmt.Errorf("aio: read background output: negative offset %d", offset)
+		return driver.BackgroundOutput{}, fmt.Errorf("aio: read background output: negative offset %d", offset)
 	}
 	if max <= 0 {
 		max = 64 << 10
 	}
 	t, err := h.task(taskID)
 	if err != nil {
-		return sandbox.BackgroundOutput{}, err
+		return driver.BackgroundOutput{}, err
 	}
 	o, err := h.c.BashOutput(ctx, aioapi.BashOutputRequest{SessionID: t.session, CommandID: t.commandID, Offset: offset})
 	if err != nil {
-		return sandbox.BackgroundOutput{}, err
+		return driver.BackgroundOutput{}, err
 	}
 	text := cutRunes(o.Stdout, max)
-	return sandbox.BackgroundOutput{Text: text, NextOffset: offset + int64(len(text))}, nil
+	return driver.BackgroundOutput{Text: text, NextOffset: offset + int64(len(text))}, nil
 }
 
 // cutRunes cuts s to at most n bytes without splitting a character,
@@ -108,33 +108,33 @@ func cutRunes(s string, n int) string {
 }
 
 // BackgroundStatus reports the task's state.
-func (h *Handle) BackgroundStatus(ctx context.Context, taskID string) (sandbox.BackgroundState, error) {
+func (h *Handle) BackgroundStatus(ctx context.Context, taskID string) (driver.BackgroundState, error) {
 	t, err := h.task(taskID)
 	if err != nil {
-		return sandbox.BackgroundState{}, err
+		return driver.BackgroundState{}, err
 	}
 	return h.status(ctx, t)
 }
 
-func (h *Handle) status(ctx context.Context, t *bgTask) (sandbox.BackgroundState, error) {
+func (h *Handle) status(ctx context.Context, t *bgTask) (driver.BackgroundState, error) {
 	o, err := h.c.BashOutput(ctx, aioapi.BashOutputRequest{SessionID: t.session, CommandID: t.commandID,
 		Offset: statusOffset, StderrOffset: statusOffset})
 	if err != nil {
-		return sandbox.BackgroundState{}, err
+		return driver.BackgroundState{}, err
 	}
 	if o.Command == nil {
-		return sandbox.BackgroundState{}, fmt.Errorf("aio: task %s: the server reports no command", t.session)
+		return driver.BackgroundState{}, fmt.Errorf("aio: task %s: the server reports no command", t.session)
 	}
 	if o.Command.Status == aioapi.StatusRunning || o.Command.Status == aioapi.StatusPending {
-		return sandbox.BackgroundState{Alive: true}, nil
+		return driver.BackgroundState{Alive: true}, nil
 	}
 	t.ended.Store(true)
 	code, sig := exitStatus(o.Command.Status, o.Command.ExitCode)
-	return sandbox.BackgroundState{ExitCode: code, Signal: sig}, nil
+	return driver.BackgroundState{ExitCode: code, Signal: sig}, nil
 }
 
 // KillBackground sends SIGTERM and, if the task still runs after
-// sandbox.DefaultKillGrace, SIGKILL (SIGKILL at once with force); it
+// driver.DefaultKillGrace, SIGKILL (SIGKILL at once with force); it
 // returns when the task has ended. Killing a finished task is fine.
 func (h *Handle) KillBackground(ctx context.Context, taskID string, force bool) error {
 	t, err := h.task(taskID)
@@ -145,7 +145,7 @@ func (h *Handle) KillBackground(ctx context.Context, taskID string, force bool) 
 		if err := h.c.BashKill(ctx, aioapi.BashKillRequest{SessionID: t.session, Signal: "SIGTERM"}); err != nil {
 			return err
 		}
-		if h.waitEnded(ctx, t, sandbox.DefaultKillGrace) {
+		if h.waitEnded(ctx, t, driver.DefaultKillGrace) {
 			return nil
 		}
 	}

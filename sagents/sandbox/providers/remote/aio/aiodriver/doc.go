@@ -1,4 +1,4 @@
-// Package aiodriver is the sandbox.Driver of one running AIO sandbox,
+// Package aiodriver is the driver.Driver of one running AIO sandbox,
 // over the aioapi client: Open asks the server for its workspace and
 // returns a *Handle.
 //

@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -31,13 +32,13 @@ func (h *Handle) ReadFile(ctx context.Context, p string) ([]byte, error) {
 
 // WriteFile writes through POST /v1/file/write with base64 content.
 // opts.Perm is not transmitted (the API has no mode).
-func (h *Handle) WriteFile(ctx context.Context, p string, data []byte, opts sandbox.WriteOptions) error {
+func (h *Handle) WriteFile(ctx context.Context, p string, data []byte, opts driver.WriteOptions) error {
 	v, err := h.resolve("write", p)
 	if err != nil {
 		return err
 	}
 	if v == h.ws {
-		return sandbox.NewPathError("write", p, sandbox.ErrBadPath, "is the workspace")
+		return driver.NewPathError("write", p, driver.ErrBadPath, "is the workspace")
 	}
 	return h.writeBytes(ctx, v, data, opts.Append)
 }
@@ -59,20 +60,20 @@ func (h *Handle) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo
 }
 
 // Stat looks the name up in its parent's listing (POST /v1/file/list).
-func (h *Handle) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
+func (h *Handle) Stat(ctx context.Context, p string) (driver.FileInfo, error) {
 	v, err := h.resolve("stat", p)
 	if err != nil {
-		return sandbox.FileInfo{}, err
+		return driver.FileInfo{}, err
 	}
 	if v == h.ws {
-		return sandbox.FileInfo{Name: path.Base(v), Path: v, IsDir: true}, nil
+		return driver.FileInfo{Name: path.Base(v), Path: v, IsDir: true}, nil
 	}
 	list, truncated, err := h.list(ctx, path.Dir(v))
 	if isNotDir(err) {
 		err = &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 	}
 	if err != nil {
-		return sandbox.FileInfo{}, err
+		return driver.FileInfo{}, err
 	}
 	name := path.Base(v)
 	for _, f := range list {
@@ -81,9 +82,9 @@ func (h *Handle) Stat(ctx context.Context, p string) (sandbox.FileInfo, error) {
 		}
 	}
 	if truncated {
-		return sandbox.FileInfo{}, fmt.Errorf("aio: stat %q: the server cut the listing of %s at its entry limit, so absence cannot be told", p, path.Dir(v))
+		return driver.FileInfo{}, fmt.Errorf("aio: stat %q: the server cut the listing of %s at its entry limit, so absence cannot be told", p, path.Dir(v))
 	}
-	return sandbox.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
+	return driver.FileInfo{}, &fs.PathError{Op: "stat", Path: p, Err: fs.ErrNotExist}
 }
 
 func isNotDir(err error) bool {
@@ -92,13 +93,13 @@ func isNotDir(err error) bool {
 }
 
 // ReadDir lists through POST /v1/file/list, sorted by name, cut to max
-// entries (max <= 0 means sandbox.DefaultMaxEntries); truncated says the
+// entries (max <= 0 means driver.DefaultMaxEntries); truncated says the
 // directory holds more, by the cut or by the server's own limit (sage
 // sandboxd bounds listings). Symlinks cannot be told apart (the API has
 // no such field).
-func (h *Handle) ReadDir(ctx context.Context, p string, max int) ([]sandbox.FileInfo, bool, error) {
+func (h *Handle) ReadDir(ctx context.Context, p string, max int) ([]driver.FileInfo, bool, error) {
 	if max <= 0 {
-		max = sandbox.DefaultMaxEntries
+		max = driver.DefaultMaxEntries
 	}
 	v, err := h.resolve("list", p)
 	if err != nil {
@@ -114,16 +115,16 @@ func (h *Handle) ReadDir(ctx context.Context, p string, max int) ([]sandbox.File
 	return list, truncated, nil
 }
 
-func (h *Handle) list(ctx context.Context, v string) ([]sandbox.FileInfo, bool, error) {
+func (h *Handle) list(ctx context.Context, v string) ([]driver.FileInfo, bool, error) {
 	yes := true
 	res, err := h.c.ListFiles(ctx, aioapi.FileListRequest{Path: v, ShowHidden: &yes, IncludeSize: &yes,
 		IncludePermissions: &yes, SortBy: "name"})
 	if err != nil {
 		return nil, false, err
 	}
-	out := make([]sandbox.FileInfo, 0, len(res.Files))
+	out := make([]driver.FileInfo, 0, len(res.Files))
 	for _, f := range res.Files {
-		fi := sandbox.FileInfo{Name: f.Name, Path: path.Join(v, f.Name), IsDir: f.IsDirectory,
+		fi := driver.FileInfo{Name: f.Name, Path: path.Join(v, f.Name), IsDir: f.IsDirectory,
 			Mode: deref(f.Permissions)}
 		if f.Size != nil {
 			fi.Size = *f.Size
@@ -179,7 +180,7 @@ func (h *Handle) Remove(ctx context.Context, p string) error {
 		return err
 	}
 	if v == h.ws {
-		return sandbox.NewPathError("delete", p, sandbox.ErrBadPath, "is the workspace")
+		return driver.NewPathError("delete", p, driver.ErrBadPath, "is the workspace")
 	}
 	return h.script(ctx, "delete", p, rmScript, h.ws, path.Dir(v), path.Base(v))
 }
@@ -198,7 +199,7 @@ func (h *Handle) script(ctx context.Context, op, p, body string, args ...string)
 	case res.Success:
 		return nil
 	case res.ExitCode == scriptEscapes:
-		return sandbox.NewPathError(op, p, sandbox.ErrEscape, "escapes the workspace (through a symlink)")
+		return driver.NewPathError(op, p, driver.ErrEscape, "escapes the workspace (through a symlink)")
 	case res.ExitCode == scriptNotExist:
 		return &fs.PathError{Op: op, Path: p, Err: fs.ErrNotExist}
 	}
@@ -207,21 +208,13 @@ func (h *Handle) script(ctx context.Context, op, p, body string, args ...string)
 
 // FileTree walks p with one /v1/file/list call per directory, with the
 // same depth and item rules as the host providers.
-func (h *Handle) FileTree(ctx context.Context, p string, opts sandbox.TreeOptions) (*sandbox.TreeNode, error) {
-	if opts.MaxDepth <= 0 {
-		opts.MaxDepth = 3
-	}
-	if opts.MaxItems <= 0 {
-		opts.MaxItems = 100
-	}
+func (h *Handle) FileTree(ctx context.Context, p string, opts driver.TreeOptions) (*driver.TreeNode, error) {
+	opts = opts.WithDefaults()
 	v, err := h.resolve("tree", p)
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = sandbox.DefaultMaxEntries
-	}
-	node := &sandbox.TreeNode{Name: path.Base(v), Path: v, IsDir: true}
+	node := &driver.TreeNode{Name: path.Base(v), Path: v, IsDir: true}
 	w := &remoteTree{h: h, opts: opts, budget: opts.MaxEntries}
 	if err := w.fill(ctx, node, 1); err != nil {
 		if !isNotDir(err) {
@@ -234,14 +227,14 @@ func (h *Handle) FileTree(ctx context.Context, p string, opts sandbox.TreeOption
 }
 
 // fileNode describes a tree root that is not a directory.
-func (h *Handle) fileNode(ctx context.Context, v string) (*sandbox.TreeNode, error) {
+func (h *Handle) fileNode(ctx context.Context, v string) (*driver.TreeNode, error) {
 	list, _, err := h.list(ctx, path.Dir(v))
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range list {
 		if f.Name == path.Base(v) {
-			return &sandbox.TreeNode{Name: f.Name, Path: v, Size: f.Size}, nil
+			return &driver.TreeNode{Name: f.Name, Path: v, Size: f.Size}, nil
 		}
 	}
 	return nil, &fs.PathError{Op: "tree", Path: v, Err: fs.ErrNotExist}
@@ -250,12 +243,12 @@ func (h *Handle) fileNode(ctx context.Context, v string) (*sandbox.TreeNode, err
 // remoteTree is one FileTree walk and its remaining entry budget.
 type remoteTree struct {
 	h         *Handle
-	opts      sandbox.TreeOptions
+	opts      driver.TreeOptions
 	budget    int
 	truncated bool
 }
 
-func (w *remoteTree) fill(ctx context.Context, node *sandbox.TreeNode, depth int) error {
+func (w *remoteTree) fill(ctx context.Context, node *driver.TreeNode, depth int) error {
 	opts := w.opts
 	if w.budget <= 0 {
 		w.truncated = true
@@ -278,7 +271,7 @@ func (w *remoteTree) fill(ctx context.Context, node *sandbox.TreeNode, depth int
 			node.Omitted++
 			continue
 		}
-		child := &sandbox.TreeNode{Name: e.Name, Path: e.Path, IsDir: e.IsDir, Size: e.Size}
+		child := &driver.TreeNode{Name: e.Name, Path: e.Path, IsDir: e.IsDir, Size: e.Size}
 		node.Children = append(node.Children, child)
 		if e.IsDir {
 			if err := w.fill(ctx, child, depth+1); err != nil {
@@ -292,8 +285,8 @@ func (w *remoteTree) fill(ctx context.Context, node *sandbox.TreeNode, depth int
 // CopyFromHost uploads a host file or tree (POST /v1/file/upload per
 // file, mkdir per directory). Symlinks in the source are skipped and
 // listed.
-func (h *Handle) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts sandbox.CopyOptions) (sandbox.CopyResult, error) {
-	var res sandbox.CopyResult
+func (h *Handle) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts driver.CopyOptions) (driver.CopyResult, error) {
+	var res driver.CopyResult
 	for _, pat := range opts.Ignore {
 		if _, err := path.Match(pat, ""); err != nil {
 			return res, fmt.Errorf("aio: copy: ignore pattern %q: %w", pat, err)
@@ -307,7 +300,7 @@ func (h *Handle) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 	if err != nil {
 		return res, fmt.Errorf("aio: copy: %w", err)
 	}
-	err = sandbox.WalkCopy(ctx, src, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
+	err = hostkit.WalkCopy(ctx, src, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
 		return h.copyEntry(ctx, p, target, d, &res)
 	})
 	if err != nil {
@@ -317,7 +310,7 @@ func (h *Handle) CopyFromHost(ctx context.Context, hostPath, sandboxPath string,
 }
 
 // copyEntry makes a directory or uploads a regular file of a copy.
-func (h *Handle) copyEntry(ctx context.Context, p, target string, d fs.DirEntry, res *sandbox.CopyResult) error {
+func (h *Handle) copyEntry(ctx context.Context, p, target string, d fs.DirEntry, res *driver.CopyResult) error {
 	if d.IsDir() {
 		return h.MkdirAll(ctx, target)
 	}

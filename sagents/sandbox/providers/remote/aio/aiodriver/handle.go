@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -24,7 +24,7 @@ type OpenOptions struct {
 	// SandboxID names the handle; empty means a random id.
 	SandboxID string
 	// Timeout is the default command timeout; 0 means
-	// sandbox.DefaultTimeout.
+	// driver.DefaultTimeout.
 	Timeout time.Duration
 	// Transport replaces the client's transport (see ClientOptions).
 	Transport http.RoundTripper
@@ -38,7 +38,7 @@ type OpenOptions struct {
 	Env map[string]string
 }
 
-// Handle is the sandbox.Driver of a remote sandbox over the AIO API (it
+// Handle is the driver.Driver of a remote sandbox over the AIO API (it
 // has no host paths: *sandbox.Sandbox answers ErrUnsupported for them).
 type Handle struct {
 	c        *aioapi.Client
@@ -58,11 +58,11 @@ type Handle struct {
 }
 
 var (
-	_ sandbox.Driver           = (*Handle)(nil)
-	_ sandbox.BackgroundRunner = (*Handle)(nil)
-	_ sandbox.PythonRunner     = (*Handle)(nil)
-	_ sandbox.TreeWalker       = (*Handle)(nil)
-	_ sandbox.HostCopier       = (*Handle)(nil)
+	_ driver.Driver           = (*Handle)(nil)
+	_ driver.BackgroundRunner = (*Handle)(nil)
+	_ driver.PythonRunner     = (*Handle)(nil)
+	_ driver.TreeWalker       = (*Handle)(nil)
+	_ driver.HostCopier       = (*Handle)(nil)
 )
 
 // Open asks the server for its workspace (GET /v1/sandbox) and returns a
@@ -93,10 +93,10 @@ func Open(ctx context.Context, o OpenOptions) (*Handle, error) {
 	h := &Handle{c: c, id: o.SandboxID, ws: path.Clean(ws), timeout: o.Timeout, maxStdin: o.MaxStdin, env: o.Env,
 		tasks: map[string]*bgTask{}, closed: make(chan struct{})}
 	if h.id == "" {
-		h.id = sandbox.NewID("aio")
+		h.id = driver.NewID("aio")
 	}
 	if h.timeout == 0 {
-		h.timeout = sandbox.DefaultTimeout
+		h.timeout = driver.DefaultTimeout
 	}
 	if h.maxStdin == 0 {
 		h.maxStdin = 16 << 20
@@ -114,7 +114,7 @@ func (h *Handle) WorkspacePath() string { return h.ws }
 func (h *Handle) checkOpen() error {
 	select {
 	case <-h.closed:
-		return sandbox.ErrClosed
+		return driver.ErrClosed
 	default:
 		return nil
 	}
@@ -128,7 +128,7 @@ func (h *Handle) resolve(op, p string) (string, error) {
 		return "", err
 	}
 	if strings.IndexByte(p, 0) >= 0 {
-		return "", sandbox.NewPathError(op, p, sandbox.ErrBadPath, "contains a NUL byte")
+		return "", driver.NewPathError(op, p, driver.ErrBadPath, "contains a NUL byte")
 	}
 	v := p
 	if !path.IsAbs(v) {
@@ -136,7 +136,7 @@ func (h *Handle) resolve(op, p string) (string, error) {
 	}
 	v = path.Clean(v)
 	if v != h.ws && !strings.HasPrefix(v, h.ws+"/") {
-		return "", sandbox.NewPathError(op, p, sandbox.ErrEscape, "outside the sandbox's workspace")
+		return "", driver.NewPathError(op, p, driver.ErrEscape, "outside the sandbox's workspace")
 	}
 	return v, nil
 }
@@ -166,12 +166,12 @@ func (p *execPlan) emit(stdout, stderr string) {
 	}
 }
 
-func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOptions) (*execPlan, error) {
+func (h *Handle) plan(ctx context.Context, command string, opts driver.ExecOptions) (*execPlan, error) {
 	if opts.Timeout < 0 {
 		return nil, fmt.Errorf("aio: timeout %v is negative", opts.Timeout)
 	}
 	for k := range opts.Env {
-		if !sandbox.ValidEnvName(k) {
+		if !driver.ValidEnvName(k) {
 			return nil, fmt.Errorf("aio: env: invalid variable name %q", k)
 		}
 	}
@@ -189,7 +189,7 @@ func (h *Handle) plan(ctx context.Context, command string, opts sandbox.ExecOpti
 		p.timeout = h.timeout
 	}
 	if p.limit <= 0 {
-		p.limit = sandbox.DefaultOutputLimit
+		p.limit = driver.DefaultOutputLimit
 	}
 	if opts.Stdin != nil {
 		if err := h.stageStdin(ctx, p, opts.Stdin); err != nil {
@@ -209,7 +209,7 @@ func (h *Handle) stageStdin(ctx context.Context, p *execPlan, r io.Reader) error
 	if int64(len(data)) > h.maxStdin {
 		return fmt.Errorf("aio: stdin is larger than %d bytes", h.maxStdin)
 	}
-	f := path.Join(h.ws, ".sage-stdin-"+sandbox.NewID("in"))
+	f := path.Join(h.ws, ".sage-stdin-"+driver.NewID("in"))
 	if err := h.writeBytes(ctx, f, data, false); err != nil {
 		return fmt.Errorf("aio: stage stdin: %w", err)
 	}
@@ -223,7 +223,7 @@ func (h *Handle) stageStdin(ctx context.Context, p *execPlan, r io.Reader) error
 // stderr (max_output_length each). With OnStdout or OnStderr, the exec
 // answers running after liveWait and /v1/bash/output long-polls from the
 // offsets, so the callbacks receive output while the command runs.
-func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.CommandResult, error) {
+func (h *Handle) Exec(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func (h *Handle) Exec(ctx context.Context, spec sandbox.ExecSpec) (*sandbox.Comm
 	return h.run(ctx, p)
 }
 
-func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, error) {
+func (h *Handle) run(ctx context.Context, p *execPlan) (*driver.CommandResult, error) {
 	sid, err := h.lanes.get(ctx)
 	if err != nil {
 		return nil, err
@@ -280,10 +280,10 @@ func (h *Handle) run(ctx context.Context, p *execPlan) (*sandbox.CommandResult, 
 
 // follow polls /v1/bash/output until a command that the server reported
 // as still running ends, collecting its output: each stream keeps at most
-// limit bytes (head and tail, sandbox.BoundedBuffer), however long the
+// limit bytes (head and tail, driver.BoundedBuffer), however long the
 // command talks.
 func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int, p *execPlan) (*aioapi.BashExecResult, error) {
-	outBuf, errBuf := sandbox.NewBoundedBuffer(limit), sandbox.NewBoundedBuffer(limit)
+	outBuf, errBuf := driver.NewBoundedBuffer(limit), driver.NewBoundedBuffer(limit)
 	_, _ = io.WriteString(outBuf, deref(r.Stdout))
 	_, _ = io.WriteString(errBuf, deref(r.Stderr))
 	off, eoff := r.Offset, r.StderrOffset
@@ -313,8 +313,8 @@ func (h *Handle) follow(ctx context.Context, r *aioapi.BashExecResult, limit int
 // before Python starts, Python reads it through /dev/fd/3.
 // Requirements are pip-installed first into the sandbox's venv
 // (VenvPath), which this and later calls then run in; a failed install
-// is a *sandbox.RequirementsError.
-func (h *Handle) ExecutePython(ctx context.Context, code string, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+// is a *driver.RequirementsError.
+func (h *Handle) ExecutePython(ctx context.Context, code string, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	if err := h.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -323,13 +323,13 @@ func (h *Handle) ExecutePython(ctx context.Context, code string, opts sandbox.Py
 			return res, err
 		}
 	}
-	f := path.Join(h.ws, ".sage-py-"+sandbox.NewID("code")+".py")
+	f := path.Join(h.ws, ".sage-py-"+driver.NewID("code")+".py")
 	if err := h.writeBytes(ctx, f, []byte(code), false); err != nil {
 		return nil, fmt.Errorf("aio: stage python code: %w", err)
 	}
 	q := shellQuote(f)
 	cmd := "exec 3<" + q + " && rm -f -- " + q + " && " + pythonExec
-	return h.Exec(ctx, sandbox.ExecSpec{Command: cmd, ExecOptions: opts.ExecOptions})
+	return h.Exec(ctx, driver.ExecSpec{Command: cmd, ExecOptions: opts.ExecOptions})
 }
 
 // shellQuote quotes s for POSIX sh.

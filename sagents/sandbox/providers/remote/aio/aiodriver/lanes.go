@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -35,7 +35,7 @@ func (l *lanes) get(ctx context.Context) (string, error) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return "", sandbox.ErrClosed
+		return "", driver.ErrClosed
 	}
 	if n := len(l.idle); n > 0 {
 		id := l.idle[n-1]
@@ -44,7 +44,7 @@ func (l *lanes) get(ctx context.Context) (string, error) {
 		return id, nil
 	}
 	l.mu.Unlock()
-	info, err := l.c.BashCreateSession(ctx, aioapi.BashSessionCreateRequest{SessionID: sandbox.NewID("sage-lane"), ExecDir: l.ws})
+	info, err := l.c.BashCreateSession(ctx, aioapi.BashSessionCreateRequest{SessionID: driver.NewID("sage-lane"), ExecDir: l.ws})
 	if err != nil {
 		return "", err
 	}
@@ -52,7 +52,7 @@ func (l *lanes) get(ctx context.Context) (string, error) {
 	if l.closed { // close listed the sessions while this one was created
 		l.mu.Unlock()
 		l.discard(info.SessionID)
-		return "", sandbox.ErrClosed
+		return "", driver.ErrClosed
 	}
 	l.all[info.SessionID] = true
 	l.mu.Unlock()

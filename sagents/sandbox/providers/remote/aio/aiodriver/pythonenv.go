@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // VenvPath is where ExecutePython's virtual environment lives inside the
@@ -32,7 +32,7 @@ var pipSettings = []string{"PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX
 // pip as its own argument through the environment, never inside the
 // command text. pip's settings come from opts.Env, the provider's
 // environment, else this process's environment.
-func (h *Handle) installRequirements(ctx context.Context, opts sandbox.PythonOptions) (*sandbox.CommandResult, error) {
+func (h *Handle) installRequirements(ctx context.Context, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	env := map[string]string{}
 	args := make([]string, 0, len(opts.Requirements))
 	for i, r := range opts.Requirements {
@@ -59,13 +59,13 @@ func (h *Handle) installRequirements(ctx context.Context, opts sandbox.PythonOpt
 		"{ [ -x " + VenvPath + "/bin/python3 ] || { rm -rf " + VenvPath + " && python3 -m venv " + VenvPath + " >&2; }; } && " +
 		"exec " + VenvPath + "/bin/python3 -m pip install --disable-pip-version-check --no-input --timeout 15 --retries 1 -- " +
 		strings.Join(args, " ")
-	res, err := h.Exec(ctx, sandbox.ExecSpec{Command: cmd, ExecOptions: sandbox.ExecOptions{
+	res, err := h.Exec(ctx, driver.ExecSpec{Command: cmd, ExecOptions: driver.ExecOptions{
 		Env: env, Workdir: opts.Workdir, Timeout: PipTimeout}})
 	if err != nil {
 		return res, fmt.Errorf("aio: pip install: %w", err)
 	}
 	if !res.Success {
-		re := &sandbox.RequirementsError{Mode: "aio", Requirements: opts.Requirements, Result: res}
+		re := &driver.RequirementsError{Mode: "aio", Requirements: opts.Requirements, Result: res}
 		if msg := re.PipError(); strings.Contains(msg, "No module named") &&
 			(strings.Contains(msg, "venv") || strings.Contains(msg, "ensurepip") || strings.Contains(msg, "pip")) {
 			re.Fix = "use the full sandbox image, `make image`, which has python3-venv and pip"

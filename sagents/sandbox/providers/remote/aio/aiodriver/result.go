@@ -6,16 +6,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
-// omittedMarker is how sandboxd (sandbox.BoundedBuffer) marks dropped
+// omittedMarker is how sandboxd (driver.BoundedBuffer) marks dropped
 // output; other servers' markers are not recognised.
 var omittedMarker = regexp.MustCompile(`\n\[\.\.\. (\d+) bytes omitted \.\.\.\]\n`)
 
-func toResult(r *aioapi.BashExecResult, d time.Duration) *sandbox.CommandResult {
-	res := &sandbox.CommandResult{Stdout: deref(r.Stdout), Stderr: deref(r.Stderr), Duration: d}
+func toResult(r *aioapi.BashExecResult, d time.Duration) *driver.CommandResult {
+	res := &driver.CommandResult{Stdout: deref(r.Stdout), Stderr: deref(r.Stderr), Duration: d}
 	res.StdoutDroppedBytes = droppedBytes(res.Stdout)
 	res.StderrDroppedBytes = droppedBytes(res.Stderr)
 	res.Truncated = res.StdoutDroppedBytes > 0 || res.StderrDroppedBytes > 0
@@ -36,7 +37,7 @@ func exitStatus(status string, code *int) (int, string) {
 	switch {
 	case code != nil && *code < 0:
 		sig := syscall.Signal(-*code)
-		return 128 - *code, sandbox.SignalName(sig)
+		return 128 - *code, hostkit.SignalName(sig)
 	case code != nil:
 		return *code, ""
 	case status == aioapi.StatusKilled || status == aioapi.StatusTimedOut:

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioserver"
@@ -113,12 +114,12 @@ func TestForeignHostIsRefused(t *testing.T) {
 
 // hostDriver is a driver with every capability of the host modes.
 type hostDriver interface {
-	sandbox.Driver
-	sandbox.BackgroundRunner
-	sandbox.HostPather
-	sandbox.PythonRunner
-	sandbox.TreeWalker
-	sandbox.HostCopier
+	driver.Driver
+	driver.BackgroundRunner
+	driver.HostPather
+	driver.PythonRunner
+	driver.TreeWalker
+	driver.HostCopier
 }
 
 // countingHandle counts the bytes read through Open and counts ReadFile

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // codeExecuteRequest is POST /v1/code/execute.
@@ -99,7 +99,7 @@ func (s *Server) execCode(ctx context.Context, run codeRun, lang, id string, sta
 		}
 	} else {
 		if id == "" {
-			id = sandbox.NewID("code")
+			id = driver.NewID("code")
 		}
 		var fresh bool
 		k, fresh, err = s.kernels.get(lang, id, dir)
@@ -163,7 +163,7 @@ func answerOf(a *kernelAnswer, err error, timeout time.Duration) (*kernelAnswer,
 	case errors.Is(err, errKernelTimeout):
 		return &kernelAnswer{Status: "timeout", Ename: "TimeoutError", Evalue: fmt.Sprintf(
 			"execution did not finish within %v; the session's kernel was stopped and its state is lost", timeout)}, nil
-	case errors.Is(err, sandbox.ErrUnsupported), errors.Is(err, context.Canceled), errors.Is(err, sandbox.ErrClosed):
+	case errors.Is(err, driver.ErrUnsupported), errors.Is(err, context.Canceled), errors.Is(err, driver.ErrClosed):
 		return nil, err
 	}
 	return &kernelAnswer{Status: "error", Ename: "KernelDied", Evalue: err.Error()}, nil
@@ -222,7 +222,7 @@ func (s *Server) jupyterExecute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok(w, jupyterExecuteResult{KernelName: "python3", SessionID: id, Status: a.Status, Outputs: outputs(a),
-		Code: req.Code, MsgID: sandbox.NewID("msg"), ExecutionCount: countOf(a)})
+		Code: req.Code, MsgID: driver.NewID("msg"), ExecutionCount: countOf(a)})
 }
 
 // deref is *p, or the zero value for nil.

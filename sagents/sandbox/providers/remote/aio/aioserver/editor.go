@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // strReplaceEditorRequest is POST /v1/file/str_replace_editor, the text
@@ -85,7 +85,7 @@ func (s *Server) strReplaceEditor(w http.ResponseWriter, r *http.Request) {
 		s.failFile(w, editorOp, req.Path, err)
 		return
 	}
-	if err := s.h.WriteFile(r.Context(), req.Path, []byte(text), sandbox.WriteOptions{}); err != nil {
+	if err := s.h.WriteFile(r.Context(), req.Path, []byte(text), driver.WriteOptions{}); err != nil {
 		s.failFile(w, editorOp, req.Path, err)
 		return
 	}
@@ -105,7 +105,7 @@ func (s *Server) editorCreate(w http.ResponseWriter, r *http.Request, req strRep
 		s.failFile(w, editorOp, req.Path, badArg("file already exists at "+req.Path+": command create does not overwrite files; use str_replace"))
 		return
 	}
-	if err := s.h.WriteFile(r.Context(), req.Path, []byte(*req.FileText), sandbox.WriteOptions{}); err != nil {
+	if err := s.h.WriteFile(r.Context(), req.Path, []byte(*req.FileText), driver.WriteOptions{}); err != nil {
 		s.failFile(w, editorOp, req.Path, err)
 		return
 	}
@@ -120,7 +120,7 @@ func (s *Server) editorView(w http.ResponseWriter, r *http.Request, req strRepla
 		// hidden ones left out.
 		var b strings.Builder
 		fmt.Fprintf(&b, "Here are the files and directories up to 2 levels deep in %s, excluding hidden items:\n%s\n", req.Path, req.Path)
-		if _, err := s.walk(r.Context(), req.Path, 2, func(fi sandbox.FileInfo) error {
+		if _, err := s.walk(r.Context(), req.Path, 2, func(fi driver.FileInfo) error {
 			if strings.HasPrefix(fi.Name, ".") {
 				return errSkip
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -24,13 +25,13 @@ const (
 	asyncWindow  = 4 << 20
 )
 
-func (s *Server) execOptions(dir string, env map[string]string, hard *float64, maxOut *int) (sandbox.ExecOptions, error) {
+func (s *Server) execOptions(dir string, env map[string]string, hard *float64, maxOut *int) (driver.ExecOptions, error) {
 	for k := range env {
-		if !sandbox.ValidEnvName(k) {
-			return sandbox.ExecOptions{}, badArg("env: invalid variable name " + k)
+		if !driver.ValidEnvName(k) {
+			return driver.ExecOptions{}, badArg("env: invalid variable name " + k)
 		}
 	}
-	o := sandbox.ExecOptions{Workdir: dir, Env: env, Timeout: s.opts.DefaultTimeout}
+	o := driver.ExecOptions{Workdir: dir, Env: env, Timeout: s.opts.DefaultTimeout}
 	if hard != nil {
 		if *hard <= 0 || math.IsNaN(*hard) || *hard > 7*24*3600 {
 			return o, badArg("hard_timeout must be a positive number of seconds (at most a week)")
@@ -52,7 +53,7 @@ func (s *Server) execOptions(dir string, env map[string]string, hard *float64, m
 }
 
 // exitCode reports a signal as -n (Python's convention).
-func exitCode(res *sandbox.CommandResult) int {
+func exitCode(res *driver.CommandResult) int {
 	if res.Signal != "" && res.ExitCode > 128 {
 		return -(res.ExitCode - 128)
 	}
@@ -74,7 +75,7 @@ func waitOf(timeout *float64) (time.Duration, error) {
 // execArgs reads the options and the wait (waitOf timeout) of a command
 // request of /v1/bash/exec or /v1/shell/exec; when one is wrong it answers
 // the request with the error and failed is true.
-func (s *Server) execArgs(w http.ResponseWriter, dir string, env map[string]string, hard *float64, maxOut *int, timeout *float64) (opts sandbox.ExecOptions, wait time.Duration, failed bool) {
+func (s *Server) execArgs(w http.ResponseWriter, dir string, env map[string]string, hard *float64, maxOut *int, timeout *float64) (opts driver.ExecOptions, wait time.Duration, failed bool) {
 	opts, err := s.execOptions(dir, env, hard, maxOut)
 	if err == nil {
 		wait, err = waitOf(timeout)
@@ -91,7 +92,7 @@ func (s *Server) execArgs(w http.ResponseWriter, dir string, env map[string]stri
 // sessions and relies on it); /v1/shell/exec sessions do.
 type plainShell struct{ h *sandbox.Sandbox }
 
-func (p plainShell) Exec(ctx context.Context, command string, opts sandbox.ExecOptions, _ bool) (*sandbox.CommandResult, error) {
+func (p plainShell) Exec(ctx context.Context, command string, opts driver.ExecOptions, _ bool) (*driver.CommandResult, error) {
 	return p.h.ExecuteCommand(ctx, command, opts)
 }
 func (p plainShell) Dir() string                 { return "" }
@@ -100,7 +101,7 @@ func (p plainShell) Close(context.Context) error { return nil }
 // startCommand runs command in session sess and records it. When the
 // HTTP call waits until the end (wait < 0), the command is cancelled if
 // the client goes away; with a timeout it outlives the request.
-func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text string, opts sandbox.ExecOptions, spec runSpec, wait time.Duration) (*command, error) {
+func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text string, opts driver.ExecOptions, spec runSpec, wait time.Duration) (*command, error) {
 	parent := s.base
 	if wait < 0 {
 		ctx, cancel := context.WithCancel(s.base)
@@ -113,7 +114,7 @@ func (s *Server) startCommand(r *http.Request, sess *session, sh Shell, text str
 	if err != nil {
 		return nil, err
 	}
-	c := &command{id: sandbox.NewID("cmd"), command: text, run: rn}
+	c := &command{id: driver.NewID("cmd"), command: text, run: rn}
 	s.sessions.add(sess.id, c)
 	return c, nil
 }
@@ -173,7 +174,7 @@ func (s *Server) bashExec(w http.ResponseWriter, r *http.Request) {
 // nobody waits for: stdout and stderr stay apart (each keeps a window of
 // asyncWindow bytes, offsets absolute), its stdin is a pipe /v1/bash/write
 // feeds, and it runs until it ends, hard_timeout or a kill.
-func (s *Server) bashStart(w http.ResponseWriter, r *http.Request, sess *session, req aio.BashExecRequest, opts sandbox.ExecOptions) {
+func (s *Server) bashStart(w http.ResponseWriter, r *http.Request, sess *session, req aio.BashExecRequest, opts driver.ExecOptions) {
 	if req.HardTimeout == nil {
 		opts.Timeout = asyncTimeout
 	}
@@ -294,7 +295,7 @@ func (s *Server) bashKill(w http.ResponseWriter, r *http.Request) {
 		// server sees the command's pid (an async command in a
 		// passthrough sandbox); elsewhere it takes the grace period.
 		if force {
-			c.run.kill(s.h.Type() == sandbox.Passthrough)
+			c.run.kill(s.h.Type() == driver.Passthrough)
 		} else {
 			c.run.stop()
 		}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // readText reads a UTF-8 text file under the read limit; a failure is a
@@ -60,7 +60,7 @@ func (s *Server) fileReplace(w http.ResponseWriter, r *http.Request) {
 	}
 	n := strings.Count(text, req.OldStr)
 	if n > 0 {
-		if err := s.h.WriteFile(r.Context(), req.File, []byte(strings.ReplaceAll(text, req.OldStr, req.NewStr)), sandbox.WriteOptions{}); err != nil {
+		if err := s.h.WriteFile(r.Context(), req.File, []byte(strings.ReplaceAll(text, req.OldStr, req.NewStr)), driver.WriteOptions{}); err != nil {
 			s.failFile(w, "replace", req.File, err)
 			return
 		}

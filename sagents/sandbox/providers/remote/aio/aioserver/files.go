@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -34,7 +34,7 @@ func (s *Server) readCapped(ctx context.Context, p string, limit int64) ([]byte,
 	rc, _, err := s.h.OpenFile(ctx, p)
 	var data []byte
 	switch {
-	case errors.Is(err, sandbox.ErrUnsupported):
+	case errors.Is(err, driver.ErrUnsupported):
 		if data, err = s.h.ReadFile(ctx, p); err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func (s *Server) fileWrite(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, invalid([]any{"body", "encoding"}, "enum", "Input should be 'utf-8', 'base64' or 'raw'"))
 		return
 	}
-	if err := s.h.WriteFile(r.Context(), req.File, data, sandbox.WriteOptions{Append: req.Append}); err != nil {
+	if err := s.h.WriteFile(r.Context(), req.File, data, driver.WriteOptions{Append: req.Append}); err != nil {
 		s.failFile(w, "write", req.File, err)
 		return
 	}
@@ -155,7 +155,7 @@ func (s *Server) listTree(ctx context.Context, req aio.FileListRequest) ([]aio.F
 		}
 	}
 	files := []aio.FileInfo{}
-	truncated, err := s.walk(ctx, req.Path, depth, func(fi sandbox.FileInfo) error {
+	truncated, err := s.walk(ctx, req.Path, depth, func(fi driver.FileInfo) error {
 		if (req.ShowHidden != nil && !*req.ShowHidden) && strings.HasPrefix(fi.Name, ".") {
 			return errSkip
 		}
@@ -177,7 +177,7 @@ var (
 // are not followed), reading at most Options.MaxEntries entries in all;
 // truncated says it stopped there. fn may return errSkip (do not
 // descend) or errStop.
-func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(sandbox.FileInfo) error) (truncated bool, err error) {
+func (s *Server) walk(ctx context.Context, dir string, depth int, fn func(driver.FileInfo) error) (truncated bool, err error) {
 	count := 0
 	var visit func(string, int) error
 	visit = func(d string, level int) error {
@@ -221,7 +221,7 @@ func hasExt(name string, exts []string) bool {
 	return false
 }
 
-func wireInfo(fi sandbox.FileInfo, req aio.FileListRequest) aio.FileInfo {
+func wireInfo(fi driver.FileInfo, req aio.FileListRequest) aio.FileInfo {
 	out := aio.FileInfo{Name: fi.Name, Path: fi.Path, IsDirectory: fi.IsDir}
 	if req.IncludeSize == nil || *req.IncludeSize {
 		size := fi.Size
@@ -270,7 +270,7 @@ func (s *Server) fileDownload(w http.ResponseWriter, r *http.Request) {
 	var body io.Reader
 	rc, _, err := s.h.OpenFile(r.Context(), p)
 	switch {
-	case errors.Is(err, sandbox.ErrUnsupported):
+	case errors.Is(err, driver.ErrUnsupported):
 		var data []byte
 		if data, err = s.h.ReadFile(r.Context(), p); err == nil {
 			body = bytes.NewReader(data)
@@ -303,7 +303,7 @@ func (s *Server) fileUpload(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if err := s.h.WriteFile(r.Context(), target, data, sandbox.WriteOptions{}); err != nil {
+	if err := s.h.WriteFile(r.Context(), target, data, driver.WriteOptions{}); err != nil {
 		s.failFile(w, "upload", target, err)
 		return
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -61,7 +61,7 @@ func (s *Server) fileFind(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	files := []string{}
-	truncated, err := s.walk(r.Context(), req.Path, maxGlobDepth, func(fi sandbox.FileInfo) error {
+	truncated, err := s.walk(r.Context(), req.Path, maxGlobDepth, func(fi driver.FileInfo) error {
 		if g.match(relTo(req.Path, fi.Path), fi.Name) {
 			files = append(files, fi.Path)
 		}
@@ -149,8 +149,8 @@ func (s *Server) fileGlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hidden, filesOnly, meta := boolOr(req.IncludeHidden, false), boolOr(req.FilesOnly, true), boolOr(req.IncludeMetadata, true)
-	var found []sandbox.FileInfo
-	truncated, err := s.walk(r.Context(), req.Path, maxGlobDepth, func(fi sandbox.FileInfo) error {
+	var found []driver.FileInfo
+	truncated, err := s.walk(r.Context(), req.Path, maxGlobDepth, func(fi driver.FileInfo) error {
 		if !hidden && strings.HasPrefix(fi.Name, ".") {
 			return errSkip
 		}
@@ -186,8 +186,8 @@ func (s *Server) fileGlob(w http.ResponseWriter, r *http.Request) {
 	ok(w, res)
 }
 
-func sortGlob(files []sandbox.FileInfo, by string, desc bool) {
-	key := func(a, b sandbox.FileInfo) int {
+func sortGlob(files []driver.FileInfo, by string, desc bool) {
+	key := func(a, b driver.FileInfo) int {
 		switch by {
 		case "name":
 			return strings.Compare(path.Base(a.Path), path.Base(b.Path))

@@ -8,7 +8,7 @@ import (
 	"path"
 	"regexp"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -52,7 +52,7 @@ func grepPattern(req aio.FileGrepRequest) (*regexp.Regexp, error) {
 func (s *Server) grep(ctx context.Context, req aio.FileGrepRequest, re *regexp.Regexp, limit int) (aio.FileGrepResult, error) {
 	res := aio.FileGrepResult{Path: req.Path, Pattern: req.Pattern, Matches: []aio.GrepMatch{}}
 	searched, matched := 0, 0
-	walkCut, err := s.walk(ctx, req.Path, 64, func(fi sandbox.FileInfo) error {
+	walkCut, err := s.walk(ctx, req.Path, 64, func(fi driver.FileInfo) error {
 		if fi.IsDir || fi.Symlink || fi.Size > maxGrepFile || !included(fi.Name, req.Include, req.Exclude) {
 			return nil
 		}

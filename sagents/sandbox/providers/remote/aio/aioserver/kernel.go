@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Bounds of the code kernels: how many live at once (past it the least
@@ -48,12 +49,12 @@ type kernel struct {
 	mu       sync.Mutex
 	buf      []byte // stdout not yet split into lines
 	stderr   []byte // the interpreter's own stderr, its last bytes
-	res      *sandbox.CommandResult
+	res      *driver.CommandResult
 	err      error
 	lastUsed time.Time
 	// held are the checkpoints whose state a copy of this Python kernel
 	// holds (kernel_checkpoint.go), oldest first; under exec.
-	held []sandbox.CheckpointID
+	held []driver.CheckpointID
 }
 
 // kernelAnswer is an interpreter's answer to one execution.
@@ -80,9 +81,9 @@ var errKernelTimeout = errors.New("execution timed out")
 // taken beside (kernels holds it meanwhile); a kernel of one execution is
 // a running command like any other.
 func startKernel(h *sandbox.Sandbox, lang, command, dir string, resident bool) (*kernel, error) {
-	if h.Type() == sandbox.Remote {
+	if h.Type() == driver.Remote {
 		// Its commands' stdin is read whole before they start.
-		return nil, fmt.Errorf("%w: code sessions need a sandbox whose commands read an open stdin; this one is remote", sandbox.ErrUnsupported)
+		return nil, fmt.Errorf("%w: code sessions need a sandbox whose commands read an open stdin; this one is remote", driver.ErrUnsupported)
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -90,7 +91,7 @@ func startKernel(h *sandbox.Sandbox, lang, command, dir string, resident bool) (
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &kernel{lang: lang, stdin: pw, cancel: cancel, done: make(chan struct{}), answer: make(chan []byte, 1), lastUsed: time.Now()}
-	opts := sandbox.ExecOptions{Workdir: dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
+	opts := driver.ExecOptions{Workdir: dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
 		OnStdout: k.onStdout, OnStderr: k.onStderr, Resident: resident}
 	go func() {
 		defer close(k.done)
@@ -195,7 +196,7 @@ func (k *kernel) call(ctx context.Context, r map[string]any, timeout time.Durati
 }
 
 // failure explains why the interpreter ended: not installed (exit 127:
-// sandbox.ErrUnsupported), or its exit status and last stderr.
+// driver.ErrUnsupported), or its exit status and last stderr.
 func (k *kernel) failure(cause error) error {
 	select {
 	case <-k.done:
@@ -211,7 +212,7 @@ func (k *kernel) failure(cause error) error {
 	}
 	tail := string(bytes.TrimSpace(k.stderr))
 	if k.res != nil && k.res.ExitCode == 127 {
-		return fmt.Errorf("%w: %s is not installed in the sandbox: %s", sandbox.ErrUnsupported, k.lang, tail)
+		return fmt.Errorf("%w: %s is not installed in the sandbox: %s", driver.ErrUnsupported, k.lang, tail)
 	}
 	code := -1
 	if k.res != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // The Python kernels take part in the sandbox's checkpoints by a fork
@@ -16,7 +16,7 @@ import (
 // copy, blocked on a pipe, holds its variables; a rollback ends the live
 // kernel and resumes the copy (which first forks a fresh copy, for a
 // second rollback to the same checkpoint). kernels is the Handle's
-// sandbox.ProcessCheckpointer.
+// driver.ProcessCheckpointer.
 
 // maxHeldCopies bounds the copies one kernel holds (each costs what its
 // pages written since cost): a checkpoint past it frees the oldest, whose
@@ -27,10 +27,10 @@ const maxHeldCopies = 16
 // fork and a pipe write).
 const kernelControlTimeout = 10 * time.Second
 
-var _ sandbox.ProcessCheckpointer = (*kernels)(nil)
+var _ driver.ProcessCheckpointer = (*kernels)(nil)
 
 // HoldProcesses takes every kernel's execution lock: a kernel executing
-// code is a running command (sandbox.ErrCommandRunning), nothing held.
+// code is a running command (driver.ErrCommandRunning), nothing held.
 func (ks *kernels) HoldProcesses(ctx context.Context) (func(), error) {
 	ks.mu.Lock()
 	var held []*kernel
@@ -44,7 +44,7 @@ func (ks *kernels) HoldProcesses(ctx context.Context) (func(), error) {
 		if !k.exec.TryLock() {
 			release()
 			return nil, fmt.Errorf("aioserver: the %s code session %q is executing: %w; fix: wait for it to end",
-				k.lang, sessionOf(key), sandbox.ErrCommandRunning)
+				k.lang, sessionOf(key), driver.ErrCommandRunning)
 		}
 		held = append(held, k)
 	}
@@ -58,8 +58,8 @@ func sessionOf(key string) string {
 
 // keepOf is held restricted to live (the checkpoints that still exist),
 // plus extra, at most maxHeldCopies, the newest.
-func keepOf(held, live []sandbox.CheckpointID, extra ...sandbox.CheckpointID) []sandbox.CheckpointID {
-	var keep []sandbox.CheckpointID
+func keepOf(held, live []driver.CheckpointID, extra ...driver.CheckpointID) []driver.CheckpointID {
+	var keep []driver.CheckpointID
 	for _, id := range append(slices.Clone(held), extra...) {
 		if slices.Contains(live, id) && !slices.Contains(keep, id) {
 			keep = append(keep, id)
@@ -69,7 +69,7 @@ func keepOf(held, live []sandbox.CheckpointID, extra ...sandbox.CheckpointID) []
 		keep = keep[n:]
 	}
 	if keep == nil {
-		keep = []sandbox.CheckpointID{}
+		keep = []driver.CheckpointID{}
 	}
 	return keep
 }
@@ -77,7 +77,7 @@ func keepOf(held, live []sandbox.CheckpointID, extra ...sandbox.CheckpointID) []
 // SaveProcesses forks a copy of each live Python kernel as checkpoint id
 // (the caller holds them); Node kernels have no fork template and are
 // not saved (a rollback stops them).
-func (ks *kernels) SaveProcesses(ctx context.Context, id sandbox.CheckpointID, live []sandbox.CheckpointID) ([]string, error) {
+func (ks *kernels) SaveProcesses(ctx context.Context, id driver.CheckpointID, live []driver.CheckpointID) ([]string, error) {
 	var saved []string
 	var errs []error
 	for key, k := range ks.m {
@@ -102,7 +102,7 @@ func (ks *kernels) SaveProcesses(ctx context.Context, id sandbox.CheckpointID, l
 // RestoreProcesses resumes each Python kernel's copy of checkpoint id as
 // the kernel; kernels without one (started after it, Node, or past the
 // bound) are stopped, to start afresh on their next use.
-func (ks *kernels) RestoreProcesses(ctx context.Context, id sandbox.CheckpointID, live []sandbox.CheckpointID) (restored, stopped []string, err error) {
+func (ks *kernels) RestoreProcesses(ctx context.Context, id driver.CheckpointID, live []driver.CheckpointID) (restored, stopped []string, err error) {
 	var errs []error
 	for key, k := range ks.m {
 		name := k.lang + " kernel " + sessionOf(key)
@@ -134,7 +134,7 @@ func (ks *kernels) RestoreProcesses(ctx context.Context, id sandbox.CheckpointID
 }
 
 // ForgetProcesses frees the copies of checkpoints not in live.
-func (ks *kernels) ForgetProcesses(ctx context.Context, live []sandbox.CheckpointID) {
+func (ks *kernels) ForgetProcesses(ctx context.Context, live []driver.CheckpointID) {
 	release, err := ks.HoldProcesses(ctx)
 	if err != nil {
 		return // an executing kernel frees them at the next checkpoint or rollback

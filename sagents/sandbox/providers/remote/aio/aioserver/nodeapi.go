@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // nodejsExecuteRequest is POST /v1/nodejs/execute.
@@ -68,7 +68,7 @@ func (s *Server) nodejsExecute(w http.ResponseWriter, r *http.Request) {
 	if len(req.Files) > 0 {
 		dir := run.dir
 		if dir == "" && !stateful {
-			dir = path.Join(s.h.WorkspacePath(), ".sage", sandbox.NewID("nodejs"))
+			dir = path.Join(s.h.WorkspacePath(), ".sage", driver.NewID("nodejs"))
 			defer s.removeDir(context.WithoutCancel(r.Context()), dir)
 			run.dir = dir
 		}
@@ -118,7 +118,7 @@ func (s *Server) writeFiles(ctx context.Context, dir string, files map[string]st
 		if err := s.h.EnsureDirectory(ctx, path.Dir(p)); err != nil {
 			return err
 		}
-		if err := s.h.WriteFile(ctx, p, []byte(content), sandbox.WriteOptions{}); err != nil {
+		if err := s.h.WriteFile(ctx, p, []byte(content), driver.WriteOptions{}); err != nil {
 			return err
 		}
 	}
@@ -127,7 +127,7 @@ func (s *Server) writeFiles(ctx context.Context, dir string, files map[string]st
 
 // removeDir removes a directory the server made for one execution.
 func (s *Server) removeDir(ctx context.Context, dir string) {
-	res, err := s.h.ExecuteCommand(ctx, "rm -rf -- "+shQuote(dir), sandbox.ExecOptions{Timeout: 30 * time.Second})
+	res, err := s.h.ExecuteCommand(ctx, "rm -rf -- "+shQuote(dir), driver.ExecOptions{Timeout: 30 * time.Second})
 	if err != nil || !res.Success {
 		s.opts.Logger.Warn("aioserver: remove an execution directory", "dir", dir, "error", err)
 	}
@@ -135,7 +135,7 @@ func (s *Server) removeDir(ctx context.Context, dir string) {
 
 // nodeOnce runs the code in a fresh node process.
 func (s *Server) nodeOnce(w http.ResponseWriter, r *http.Request, req nodejsExecuteRequest, run codeRun) {
-	opts := sandbox.ExecOptions{Workdir: run.dir, Timeout: run.timeout, OutputLimit: 2 * kernelOutput}
+	opts := driver.ExecOptions{Workdir: run.dir, Timeout: run.timeout, OutputLimit: 2 * kernelOutput}
 	if req.Stdin != nil {
 		opts.Stdin = strings.NewReader(*req.Stdin)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -102,9 +102,9 @@ func statusOf(err error) int {
 		return http.StatusForbidden
 	case errors.Is(err, fs.ErrNotExist):
 		return http.StatusNotFound
-	case errors.Is(err, sandbox.ErrUnsupported):
+	case errors.Is(err, driver.ErrUnsupported):
 		return http.StatusNotImplemented
-	case errors.Is(err, sandbox.ErrClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, driver.ErrClosed), errors.Is(err, context.Canceled):
 		return http.StatusServiceUnavailable
 	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EINVAL):
 		return http.StatusBadRequest

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // run is a command the server runs in a session's Shell, in its own
@@ -40,7 +40,7 @@ type run struct {
 	pid            int
 	pidRead        chan struct{} // closed once the pid line was read (or was not one); nil without runSpec.pid
 	window         bool
-	res            *sandbox.CommandResult
+	res            *driver.CommandResult
 	err            error
 }
 
@@ -73,7 +73,7 @@ const pidPrefix = `printf '\036sage-pid %d\n' "$$" >&2` + "\n"
 // startRun runs command in sh. With withStdin, the command's stdin is a
 // pipe that write feeds (a terminal's stdin); otherwise /dev/null. The
 // run's context ends with parent or with stop.
-func startRun(parent context.Context, sh Shell, command string, opts sandbox.ExecOptions, spec runSpec) (*run, error) {
+func startRun(parent context.Context, sh Shell, command string, opts driver.ExecOptions, spec runSpec) (*run, error) {
 	ctx, cancel := context.WithCancel(parent)
 	merge := spec.merge
 	r := &run{cancel: cancel, done: make(chan struct{}), limit: spec.limit, window: spec.window, closeStdin: func() {}, wantPid: spec.pid}
@@ -288,7 +288,7 @@ type runSnapshot struct {
 	// outBase and errBase are the offsets of stdout's and stderr's first
 	// byte (non-zero once a window dropped output).
 	outBase, errBase int64
-	res              *sandbox.CommandResult
+	res              *driver.CommandResult
 	err              error
 	done             bool
 }

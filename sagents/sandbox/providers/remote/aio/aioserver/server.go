@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	aio "github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 )
 
@@ -53,7 +54,7 @@ type Options struct {
 	MaxReadBytes int64
 	// MaxEntries bounds the entries read by /v1/file/list, find and grep;
 	// past it the answer has truncated: true. 0 means
-	// sandbox.DefaultMaxEntries.
+	// driver.DefaultMaxEntries.
 	MaxEntries int
 	// NewShell opens the shell of each /v1/shell session; nil means
 	// NewLiveShell (one long-lived bash per session, fed over its stdin;
@@ -116,7 +117,7 @@ func New(opts Options) (*Server, error) {
 		opts.MaxReadBytes = 16 << 20
 	}
 	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = sandbox.DefaultMaxEntries
+		opts.MaxEntries = driver.DefaultMaxEntries
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -257,7 +258,7 @@ func (s *Server) authorized(r *http.Request) bool {
 // Ready runs a trivial command; GET /v1/sandbox answers 200 once it
 // succeeded.
 func (s *Server) Ready(ctx context.Context) error {
-	res, err := s.h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Timeout: 30 * time.Second})
+	res, err := s.h.ExecuteCommand(ctx, "true", driver.ExecOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("aioserver: readiness command: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Bounds: sessions kept (past it the least recently used session without
@@ -63,7 +64,7 @@ func (ss *sessions) checkDir(ctx context.Context, dir string) error {
 
 // checkWorkdir runs `true` in dir: nil when h runs commands there.
 func checkWorkdir(ctx context.Context, h *sandbox.Sandbox, dir string) error {
-	res, err := h.ExecuteCommand(ctx, "true", sandbox.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
+	res, err := h.ExecuteCommand(ctx, "true", driver.ExecOptions{Workdir: dir, Timeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (ss *sessions) create(ctx context.Context, id, dir string) (*session, error
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if id == "" {
-		id = sandbox.NewID("sess")
+		id = driver.NewID("sess")
 	}
 	if s, ok := ss.m[id]; ok {
 		old := s.shell

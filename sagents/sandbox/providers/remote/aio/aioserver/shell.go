@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Shell is the shell of one session: it keeps state (the working
@@ -20,7 +21,7 @@ import (
 // shows it (CommandResult.Stdout holds it all); otherwise the streams stay
 // apart. The result never carries the session's own bookkeeping.
 type Shell interface {
-	Exec(ctx context.Context, command string, opts sandbox.ExecOptions, merge bool) (*sandbox.CommandResult, error)
+	Exec(ctx context.Context, command string, opts driver.ExecOptions, merge bool) (*driver.CommandResult, error)
 	// Dir is the working directory the next command starts in.
 	Dir() string
 	// Close releases the shell; the session is gone.
@@ -72,7 +73,7 @@ func (s *replayShell) Close(context.Context) error { return nil }
 // shQuote quotes v for the POSIX shell.
 func shQuote(v string) string { return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'" }
 
-func (s *replayShell) Exec(ctx context.Context, command string, opts sandbox.ExecOptions, merge bool) (*sandbox.CommandResult, error) {
+func (s *replayShell) Exec(ctx context.Context, command string, opts driver.ExecOptions, merge bool) (*driver.CommandResult, error) {
 	// One command at a time per session, as in a terminal.
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,7 +82,7 @@ func (s *replayShell) Exec(ctx context.Context, command string, opts sandbox.Exe
 		// exec_dir: this command starts there, and so do the next ones.
 		dir, cwd = opts.Workdir, ""
 	}
-	marker := "__sage_state_" + sandbox.NewID("m") + "__"
+	marker := "__sage_state_" + driver.NewID("m") + "__"
 	var b strings.Builder
 	b.WriteString("exec 3>&2\n")
 	if merge {

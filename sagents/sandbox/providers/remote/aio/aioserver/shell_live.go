@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // liveShell is a session's shell as AIO has it: one bash process that
@@ -43,7 +44,7 @@ type liveShell struct {
 // NewLiveShell is the default ShellFactory: a long-lived bash per session
 // (liveShell), falling back to state replay where it cannot run.
 func NewLiveShell(_ context.Context, h *sandbox.Sandbox, dir string) (Shell, error) {
-	if h.Type() == sandbox.Remote {
+	if h.Type() == driver.Remote {
 		return &replayShell{h: h, dir: dir}, nil
 	}
 	return &liveShell{h: h, dir: dir}, nil
@@ -61,7 +62,7 @@ type shellProc struct {
 	held   []byte       // output that may be the start of the marker
 	after  []byte       // what follows the marker
 	ended  chan struct{}
-	res    *sandbox.CommandResult
+	res    *driver.CommandResult
 	err    error
 }
 
@@ -125,7 +126,7 @@ func (s *liveShell) start() (*shellProc, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &shellProc{stdin: pw, cancel: cancel, done: make(chan struct{})}
-	opts := sandbox.ExecOptions{Workdir: s.dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
+	opts := driver.ExecOptions{Workdir: s.dir, Stdin: pr, Timeout: kernelLifetime, OutputLimit: 64 << 10,
 		OnStdout: p.output, OnStderr: p.output}
 	go func() {
 		defer close(p.done)
@@ -196,7 +197,7 @@ func ansiQuote(v string) string {
 	return b.String()
 }
 
-func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecOptions, merge bool) (*sandbox.CommandResult, error) {
+func (s *liveShell) Exec(ctx context.Context, command string, opts driver.ExecOptions, merge bool) (*driver.CommandResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.replay != nil || !merge || strings.IndexByte(command, 0) >= 0 {
@@ -224,8 +225,8 @@ func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecO
 		s.p = p
 	}
 	p := s.p
-	marker := "__sage_end_" + sandbox.NewID("m") + "__"
-	out := sandbox.NewBoundedBuffer(max(opts.OutputLimit/2, 1))
+	marker := "__sage_end_" + driver.NewID("m") + "__"
+	out := driver.NewBoundedBuffer(max(opts.OutputLimit/2, 1))
 	p.mu.Lock()
 	p.marker, p.held, p.after, p.ended = []byte(marker+" "), nil, nil, make(chan struct{})
 	p.sink = func(b []byte) {
@@ -252,7 +253,7 @@ func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecO
 	defer stopIn()
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = sandbox.DefaultTimeout
+		timeout = driver.DefaultTimeout
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -274,7 +275,7 @@ func (s *liveShell) Exec(ctx context.Context, command string, opts sandbox.ExecO
 	case <-t.C:
 		s.kill(p)
 		text, _ := out.Text()
-		return &sandbox.CommandResult{Stdout: text, ExitCode: 137, Signal: "SIGKILL", TimedOut: true, Duration: time.Since(start)}, nil
+		return &driver.CommandResult{Stdout: text, ExitCode: 137, Signal: "SIGKILL", TimedOut: true, Duration: time.Since(start)}, nil
 	case <-ctx.Done():
 		s.kill(p)
 		return nil, fmt.Errorf("aioserver: command cancelled: %w", ctx.Err())

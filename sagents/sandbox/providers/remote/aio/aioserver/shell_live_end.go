@@ -8,14 +8,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // finish reads the status line after the marker: `<status> <PWD>` for a
 // command that returned, `<status> exit`, the directory and export -p
 // for one that ended the shell (the next command starts a new bash with
 // that state).
-func (s *liveShell) finish(p *shellProc, out *sandbox.BoundedBuffer, start time.Time) (*sandbox.CommandResult, error) {
+func (s *liveShell) finish(p *shellProc, out *driver.BoundedBuffer, start time.Time) (*driver.CommandResult, error) {
 	after := p.waitAfter(func(b string) bool { return strings.Contains(b, "\n") }, 5*time.Second)
 	status, rest, _ := strings.Cut(after, "\n")
 	codeText, tailText, _ := strings.Cut(status, " ")
@@ -40,7 +40,7 @@ func (s *liveShell) finish(p *shellProc, out *sandbox.BoundedBuffer, start time.
 		s.dir = tailText
 	}
 	text, dropped := out.Text()
-	return &sandbox.CommandResult{Stdout: text, StdoutDroppedBytes: dropped, Truncated: dropped > 0,
+	return &driver.CommandResult{Stdout: text, StdoutDroppedBytes: dropped, Truncated: dropped > 0,
 		ExitCode: code, Success: code == 0, Duration: time.Since(start)}, nil
 }
 
@@ -70,7 +70,7 @@ func (p *shellProc) afterText() string {
 // died handles a bash that ended without answering: not installed (exit
 // 127 at once: the session falls back to replaying its state), or gone
 // otherwise (the command's result is the shell's end).
-func (s *liveShell) died(ctx context.Context, p *shellProc, out *sandbox.BoundedBuffer, start time.Time, command string, opts sandbox.ExecOptions) (*sandbox.CommandResult, error) {
+func (s *liveShell) died(ctx context.Context, p *shellProc, out *driver.BoundedBuffer, start time.Time, command string, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	select {
 	case <-p.done:
 	case <-time.After(5 * time.Second):
@@ -94,7 +94,7 @@ func (s *liveShell) died(ctx context.Context, p *shellProc, out *sandbox.Bounded
 	if res != nil {
 		code, sig = res.ExitCode, res.Signal
 	}
-	return &sandbox.CommandResult{Stdout: text, StdoutDroppedBytes: dropped, ExitCode: code, Signal: sig,
+	return &driver.CommandResult{Stdout: text, StdoutDroppedBytes: dropped, ExitCode: code, Signal: sig,
 		Duration: time.Since(start)}, nil
 }
 

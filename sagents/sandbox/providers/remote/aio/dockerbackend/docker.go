@@ -17,7 +17,7 @@ import (
 	"github.com/docker/go-connections/nat"
 
 	"github.com/sage-go/sage/internal/ctxsleep"
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -65,8 +65,7 @@ type Options struct {
 	StartTimeout time.Duration
 	// Installation labels every container; Discover, ListRunning and
 	// RemoveAll see only containers with this prefix and this
-	// installation id. Default: the first 12 hex digits of the sha256 of
-	// sandbox.Home()'s absolute path.
+	// installation id. Default: installationFor(sagehome.Dir()).
 	Installation string
 	// Runtime is the engine's OCI runtime for sandbox containers, e.g.
 	// "runsc" for gVisor; empty means the engine's default. New does
@@ -110,7 +109,7 @@ func New(o Options) (*Backend, error) {
 		o.StartTimeout = 20 * time.Second
 	}
 	if o.Installation == "" {
-		o.Installation = installationFor(sandbox.Home())
+		o.Installation = installationFor(sagehome.Dir())
 	}
 	return &Backend{cli: o.Client, o: o}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
@@ -304,11 +305,11 @@ func TestContractThroughProvider(t *testing.T) {
 
 // remoteDriver is a driver with every capability of the aio driver.
 type remoteDriver interface {
-	sandbox.Driver
-	sandbox.BackgroundRunner
-	sandbox.PythonRunner
-	sandbox.TreeWalker
-	sandbox.HostCopier
+	driver.Driver
+	driver.BackgroundRunner
+	driver.PythonRunner
+	driver.TreeWalker
+	driver.HostCopier
 }
 
 // released is what an application does with a sandbox from Get: Release

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aioapi"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 )
@@ -153,7 +154,7 @@ func (p *Provider) cached(threadID string) *entry {
 // state.
 func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error) {
 	if p.closed.Load() {
-		return "", fmt.Errorf("aio: acquire: %w", sandbox.ErrClosed)
+		return "", fmt.Errorf("aio: acquire: %w", driver.ErrClosed)
 	}
 	if threadID == "" {
 		ctx, err := p.leased(ctx)
@@ -162,7 +163,7 @@ func (p *Provider) Acquire(ctx context.Context, threadID string) (string, error)
 		}
 		return p.acquireAnonymous(ctx)
 	}
-	if !sandbox.ValidID(threadID) {
+	if !driver.ValidID(threadID) {
 		return "", fmt.Errorf("aio: acquire: %w", &InvalidThreadError{ThreadID: threadID})
 	}
 	if e := p.cached(threadID); e != nil && e.act.lease.Err() == nil && p.alive(ctx, e) {
@@ -194,7 +195,7 @@ func (p *Provider) acquireLocked(ctx context.Context, threadID string) (*entry, 
 	}
 	defer release()
 	if p.closed.Load() {
-		return nil, sandbox.ErrClosed
+		return nil, driver.ErrClosed
 	}
 	sid := SandboxIDFor(threadID)
 	e, err := p.recover(ctx, threadID, sid)
@@ -395,7 +396,7 @@ func (p *Provider) cache(e *entry) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed.Load() {
-		return sandbox.ErrClosed
+		return driver.ErrClosed
 	}
 	e.checked.Store(time.Now().UnixNano())
 	if e.info.ThreadID != "" {
@@ -425,7 +426,7 @@ func (p *Provider) Get(sandboxID string) (*sandbox.Sandbox, bool) {
 		return nil, false
 	}
 	e.touch()
-	return sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, sharedHandle{e.h}), true
+	return sandbox.NewFromDriver(driver.Config{Mode: driver.Remote}, sharedHandle{e.h}), true
 }
 
 // Info returns what the provider knows of a sandbox it holds.

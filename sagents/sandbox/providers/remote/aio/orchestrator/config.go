@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Keys of RemoteConfig.ProviderConfig that the orchestrating provider
@@ -49,7 +49,7 @@ const (
 // SAGE_AIO_MAX_SANDBOXES. The backend is "provisioner" when a provisioner
 // URL is set, else "docker"; either must be registered (import its
 // package).
-func ProviderFromConfig(rc sandbox.RemoteConfig, base ProviderOptions) (*Provider, error) {
+func ProviderFromConfig(rc driver.RemoteConfig, base ProviderOptions) (*Provider, error) {
 	pc := withEnvDefaults(rc)
 	o := base
 	if err := applyConfig(&o, pc); err != nil {
@@ -77,7 +77,7 @@ func ProviderFromConfig(rc sandbox.RemoteConfig, base ProviderOptions) (*Provide
 	return NewProvider(o)
 }
 
-func withEnvDefaults(rc sandbox.RemoteConfig) map[string]any {
+func withEnvDefaults(rc driver.RemoteConfig) map[string]any {
 	pc := make(map[string]any, len(rc.ProviderConfig)+8)
 	for k, v := range rc.ProviderConfig {
 		pc[k] = v
@@ -149,7 +149,7 @@ func intKey(pc map[string]any, k string, dst *int) error {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return &sandbox.ConfigError{Field: k, Value: s, Reason: "not an integer"}
+		return &driver.ConfigError{Field: k, Value: s, Reason: "not an integer"}
 	}
 	*dst = n
 	return nil
@@ -162,7 +162,7 @@ func floatKey(pc map[string]any, k string, dst *float64) error {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || f < 0 {
-		return &sandbox.ConfigError{Field: k, Value: s, Reason: "not a non-negative number"}
+		return &driver.ConfigError{Field: k, Value: s, Reason: "not a non-negative number"}
 	}
 	*dst = f
 	return nil
@@ -180,13 +180,13 @@ func durKey(pc map[string]any, k string, dst *time.Duration) error {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return &sandbox.ConfigError{Field: k, Value: s, Reason: "want seconds or a duration such as 10m"}
+		return &driver.ConfigError{Field: k, Value: s, Reason: "want seconds or a duration such as 10m"}
 	}
 	*dst = d
 	return nil
 }
 
-func mountsKey(pc map[string]any, dst *[]sandbox.VolumeMount) error {
+func mountsKey(pc map[string]any, dst *[]driver.VolumeMount) error {
 	var items []string
 	switch v := pc[KeyMounts].(type) {
 	case nil:
@@ -200,15 +200,15 @@ func mountsKey(pc map[string]any, dst *[]sandbox.VolumeMount) error {
 			items = append(items, fmt.Sprint(x))
 		}
 	default:
-		return &sandbox.ConfigError{Field: KeyMounts, Reason: "want a list of host:container[:ro]"}
+		return &driver.ConfigError{Field: KeyMounts, Reason: "want a list of host:container[:ro]"}
 	}
 	for _, it := range items {
 		if it = strings.TrimSpace(it); it == "" {
 			continue
 		}
-		m, err := sandbox.ParseMount(it)
+		m, err := driver.ParseMount(it)
 		if err != nil {
-			return &sandbox.ConfigError{Field: KeyMounts, Value: it, Reason: err.Error()}
+			return &driver.ConfigError{Field: KeyMounts, Value: it, Reason: err.Error()}
 		}
 		*dst = append(*dst, m)
 	}
@@ -231,11 +231,11 @@ func envKey(pc map[string]any, dst *map[string]string) error {
 			raw[k] = fmt.Sprint(s)
 		}
 	default:
-		return &sandbox.ConfigError{Field: KeyEnvironment, Reason: "want a map of NAME: value"}
+		return &driver.ConfigError{Field: KeyEnvironment, Reason: "want a map of NAME: value"}
 	}
 	for k := range raw {
-		if !sandbox.ValidEnvName(k) || k == TokenEnv {
-			return &sandbox.ConfigError{Field: KeyEnvironment, Value: k, Reason: "invalid or reserved variable name"}
+		if !driver.ValidEnvName(k) || k == TokenEnv {
+			return &driver.ConfigError{Field: KeyEnvironment, Value: k, Reason: "invalid or reserved variable name"}
 		}
 	}
 	env, err := resolveEnv(raw, nil)

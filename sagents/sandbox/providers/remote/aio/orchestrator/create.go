@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // create is layer 3.
@@ -79,7 +79,7 @@ func (p *Provider) commit(ctx context.Context, e *entry) error {
 	return nil
 }
 
-func (p *Provider) request(threadID, sid string, mounts []sandbox.VolumeMount) CreateRequest {
+func (p *Provider) request(threadID, sid string, mounts []driver.VolumeMount) CreateRequest {
 	token := randomHex(16)
 	env := make(map[string]string, len(p.o.Env)+1)
 	for k, v := range p.o.Env {
@@ -93,8 +93,8 @@ func (p *Provider) request(threadID, sid string, mounts []sandbox.VolumeMount) C
 // threadMounts creates Home/threads/<id>/user-data/{workspace,uploads,
 // outputs} and mounts them at /mnt/user-data/..., plus the skills
 // directory (read-only) when it exists, plus the configured mounts.
-func (p *Provider) threadMounts(threadID string) ([]sandbox.VolumeMount, error) {
-	var ms []sandbox.VolumeMount
+func (p *Provider) threadMounts(threadID string) ([]driver.VolumeMount, error) {
+	var ms []driver.VolumeMount
 	if threadID != "" {
 		base := filepath.Join(p.o.Home, "threads", threadID, "user-data")
 		for _, d := range []string{"workspace", "uploads", "outputs"} {
@@ -102,11 +102,11 @@ func (p *Provider) threadMounts(threadID string) ([]sandbox.VolumeMount, error) 
 			if err := os.MkdirAll(host, 0o755); err != nil {
 				return nil, fmt.Errorf("thread directory: %w", err)
 			}
-			ms = append(ms, sandbox.VolumeMount{HostPath: host, SandboxPath: UserDataPath + "/" + d})
+			ms = append(ms, driver.VolumeMount{HostPath: host, SandboxPath: UserDataPath + "/" + d})
 		}
 	}
 	if fi, err := os.Stat(p.o.SkillsDir); err == nil && fi.IsDir() {
-		ms = append(ms, sandbox.VolumeMount{HostPath: p.o.SkillsDir, SandboxPath: SkillsPath, ReadOnly: true})
+		ms = append(ms, driver.VolumeMount{HostPath: p.o.SkillsDir, SandboxPath: SkillsPath, ReadOnly: true})
 	}
 	return append(ms, p.o.Mounts...), nil
 }

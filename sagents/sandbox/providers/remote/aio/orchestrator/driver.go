@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 )
 
@@ -14,7 +14,7 @@ import (
 // sandbox), and closing the returned driver shuts that Provider down
 // according to its shutdown_policy (release by default; keep leaves the
 // sandbox for the next process).
-func NewDriver(ctx context.Context, cfg sandbox.Config) (sandbox.Driver, error) {
+func NewDriver(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 	p, err := ProviderFromConfig(cfg.Remote, ProviderOptions{Mounts: cfg.Mounts, Timeout: cfg.Timeout})
 	if err != nil {
 		return nil, err

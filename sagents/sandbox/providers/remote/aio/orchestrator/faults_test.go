@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/aiodriver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator/orchestratortest"
@@ -146,7 +147,7 @@ func TestFollowedOutputIsBounded(t *testing.T) {
 	h, err := aiodriver.Open(context.Background(), aiodriver.OpenOptions{ServerURL: ts.URL, Token: "t"})
 	require.NoError(t, err)
 	defer h.Close(context.Background())
-	res, err := h.Exec(context.Background(), sandbox.ExecSpec{Command: "talk", ExecOptions: sandbox.ExecOptions{OutputLimit: 2000}})
+	res, err := h.Exec(context.Background(), driver.ExecSpec{Command: "talk", ExecOptions: sandbox.ExecOptions{OutputLimit: 2000}})
 	require.NoError(t, err)
 	assert.Less(t, len(res.Stdout), 2000, "the output limit was ignored")
 	assert.True(t, res.Truncated)
@@ -169,7 +170,7 @@ func TestLaneCreatedDuringCloseIsClosed(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := h.Exec(context.Background(), sandbox.ExecSpec{Command: "x"})
+		_, err := h.Exec(context.Background(), driver.ExecSpec{Command: "x"})
 		done <- err
 	}()
 	time.Sleep(50 * time.Millisecond) // the lane is being created

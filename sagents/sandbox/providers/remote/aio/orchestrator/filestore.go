@@ -13,7 +13,8 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // lockFileName is the FileStore's lock file in a thread's directory.
@@ -36,7 +37,7 @@ var _ StateStore = (*FileStore)(nil)
 // NewFileStore returns a store rooted at dir ("" means SAGE_HOME).
 func NewFileStore(dir string) *FileStore {
 	if dir == "" {
-		dir = sandbox.Home()
+		dir = sagehome.Dir()
 	}
 	return &FileStore{dir: dir, logger: slog.Default(), poll: 5 * time.Millisecond}
 }
@@ -50,7 +51,7 @@ func (s *FileStore) threadPath(threadID string) string {
 }
 
 func (s *FileStore) threadDir(threadID string) (string, error) {
-	if !sandbox.ValidID(threadID) {
+	if !driver.ValidID(threadID) {
 		return "", fmt.Errorf("aio: %w", &InvalidThreadError{ThreadID: threadID})
 	}
 	return s.threadPath(threadID), nil
@@ -193,7 +194,7 @@ func (s *FileStore) List(ctx context.Context) (map[string]SandboxInfo, error) {
 	}
 	out := map[string]SandboxInfo{}
 	for _, e := range ents {
-		if !e.IsDir() || !sandbox.ValidID(e.Name()) {
+		if !e.IsDir() || !driver.ValidID(e.Name()) {
 			continue
 		}
 		if info, ok, _ := s.Load(ctx, e.Name()); ok {

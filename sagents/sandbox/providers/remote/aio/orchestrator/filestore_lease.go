@@ -13,7 +13,7 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 var (
@@ -25,7 +25,7 @@ var (
 // as long as it lives, and the kernel drops the flock when it dies, kill
 // -9 included. A lease file nobody holds is a dead owner's.
 func (s *FileStore) leaseFile(owner string) (string, error) {
-	if !sandbox.ValidID(owner) {
+	if !driver.ValidID(owner) {
 		return "", fmt.Errorf("aio: owner id %q: want 1-64 characters of A-Z a-z 0-9 _ -", owner)
 	}
 	return filepath.Join(s.dir, "leases", owner+".lock"), nil

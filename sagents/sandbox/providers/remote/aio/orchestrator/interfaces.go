@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // SandboxInfo is what the orchestrating provider, its backends and its
@@ -44,7 +44,7 @@ type CreateRequest struct {
 	Owner     string // id of the process that creates it
 	Image     string
 	Port      int // the sandbox API port inside the container
-	Mounts    []sandbox.VolumeMount
+	Mounts    []driver.VolumeMount
 	Env       map[string]string
 	MemoryMB  int
 	CPUs      float64

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // threadLock is a per-thread mutex whose waits honour a context. Locks
@@ -72,7 +72,7 @@ func (p *Provider) Release(ctx context.Context, sandboxID string) error {
 // (this process or another), under both locks, and removes its state.
 // Releasing a thread that has no sandbox is not an error.
 func (p *Provider) ReleaseThread(ctx context.Context, threadID string) error {
-	if !sandbox.ValidID(threadID) {
+	if !driver.ValidID(threadID) {
 		return fmt.Errorf("aio: release: %w", &InvalidThreadError{ThreadID: threadID})
 	}
 	return p.withThreadLocks(ctx, "release", threadID, func(context.Context) error { return nil })
@@ -161,7 +161,7 @@ func (p *Provider) releaseEntry(ctx context.Context, e *entry) error {
 }
 
 func ignoreClosed(err error) error {
-	if errors.Is(err, sandbox.ErrClosed) {
+	if errors.Is(err, driver.ErrClosed) {
 		return nil
 	}
 	return err

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/internal/sagehome"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // Shutdown policies.
@@ -41,14 +42,14 @@ type ProviderOptions struct {
 	Backend Backend
 	// Store persists thread -> sandbox; nil means a FileStore in Home.
 	Store StateStore
-	// Home holds threads/<id>/user-data (default sandbox.Home()).
+	// Home holds threads/<id>/user-data (default sagehome.Dir()).
 	Home string
 	// SkillsDir is mounted read-only at /mnt/skills when it exists
 	// (default Home/skills).
 	SkillsDir string
 	Image     string // default DefaultImage
 	Port      int    // the API port inside the sandbox, default 8080
-	Mounts    []sandbox.VolumeMount
+	Mounts    []driver.VolumeMount
 	// Env is the sandbox's environment, already resolved ($VAR expanded).
 	Env      map[string]string
 	MemoryMB int
@@ -95,23 +96,23 @@ type ProviderOptions struct {
 
 func (o *ProviderOptions) defaults() error {
 	if o.Backend == nil {
-		return &sandbox.ConfigError{Field: "backend", Reason: "required by the aio provider"}
+		return &driver.ConfigError{Field: "backend", Reason: "required by the aio provider"}
 	}
 	switch o.ShutdownPolicy {
 	case "":
 		o.ShutdownPolicy = PolicyRelease
 	case PolicyRelease, PolicyKeep:
 	default:
-		return &sandbox.ConfigError{Field: "shutdown_policy", Value: o.ShutdownPolicy, Reason: "want release or keep"}
+		return &driver.ConfigError{Field: "shutdown_policy", Value: o.ShutdownPolicy, Reason: "want release or keep"}
 	}
 	if err := o.checkPool(); err != nil {
 		return err
 	}
 	if o.IdleTimeout < 0 || o.ReapInterval < 0 || o.ReadyTimeout < 0 {
-		return &sandbox.ConfigError{Field: "idle_timeout", Reason: "durations must not be negative"}
+		return &driver.ConfigError{Field: "idle_timeout", Reason: "durations must not be negative"}
 	}
 	if o.Home == "" {
-		o.Home = sandbox.Home()
+		o.Home = sagehome.Dir()
 	}
 	if o.Store == nil {
 		o.Store = NewFileStore(o.Home)
@@ -144,8 +145,8 @@ func (o *ProviderOptions) defaults() error {
 		host, _ := os.Hostname()
 		o.Owner = ownerID(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4)))
 	}
-	if !sandbox.ValidID(o.Owner) {
-		return &sandbox.ConfigError{Field: "owner", Value: o.Owner, Reason: "want 1-64 characters of A-Z a-z 0-9 _ -"}
+	if !driver.ValidID(o.Owner) {
+		return &driver.ConfigError{Field: "owner", Value: o.Owner, Reason: "want 1-64 characters of A-Z a-z 0-9 _ -"}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/unfenced"
 )
 
@@ -49,7 +49,7 @@ func (p *Provider) leased(ctx context.Context) (context.Context, error) {
 		return WithLease(ctx, l), nil
 	}
 	if p.closed.Load() {
-		return nil, sandbox.ErrClosed
+		return nil, driver.ErrClosed
 	}
 	p.leaseMu.Lock()
 	id := p.o.Owner

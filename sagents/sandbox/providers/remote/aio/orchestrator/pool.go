@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // pool is the warm pool: PoolSize started, ready, unassigned sandboxes
@@ -58,7 +58,7 @@ func (p *Provider) WaitPool(ctx context.Context, n int) error {
 		case idle >= n:
 			return nil
 		case closed:
-			return fmt.Errorf("aio: wait for the warm pool: %w", sandbox.ErrClosed)
+			return fmt.Errorf("aio: wait for the warm pool: %w", driver.ErrClosed)
 		}
 		select {
 		case <-ch:
@@ -305,17 +305,17 @@ func (p *Provider) stopPool(ctx context.Context) error {
 
 func (o *ProviderOptions) checkPool() error {
 	if o.PoolSize < 0 {
-		return &sandbox.ConfigError{Field: "pool_size", Value: fmt.Sprint(o.PoolSize), Reason: "must not be negative (0 disables the warm pool)"}
+		return &driver.ConfigError{Field: "pool_size", Value: fmt.Sprint(o.PoolSize), Reason: "must not be negative (0 disables the warm pool)"}
 	}
 	if o.MaxSandboxes < 0 {
-		return &sandbox.ConfigError{Field: "max_sandboxes", Value: fmt.Sprint(o.MaxSandboxes), Reason: "must not be negative (0 means no limit)"}
+		return &driver.ConfigError{Field: "max_sandboxes", Value: fmt.Sprint(o.MaxSandboxes), Reason: "must not be negative (0 means no limit)"}
 	}
 	if o.MaxSandboxes > 0 && o.PoolSize > o.MaxSandboxes {
-		return &sandbox.ConfigError{Field: "pool_size", Value: fmt.Sprint(o.PoolSize),
+		return &driver.ConfigError{Field: "pool_size", Value: fmt.Sprint(o.PoolSize),
 			Reason: fmt.Sprintf("larger than max_sandboxes (%d); lower pool_size or raise max_sandboxes", o.MaxSandboxes)}
 	}
 	if _, ok := o.Backend.(Pooler); o.PoolSize > 0 && !ok {
-		return &sandbox.ConfigError{Field: "pool_size", Value: fmt.Sprint(o.PoolSize), Reason: fmt.Sprintf("the backend %T cannot keep a warm pool; set pool_size to 0", o.Backend)}
+		return &driver.ConfigError{Field: "pool_size", Value: fmt.Sprint(o.PoolSize), Reason: fmt.Sprintf("the backend %T cannot keep a warm pool; set pool_size to 0", o.Backend)}
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // userDataDirs are a thread's directories, mounted under UserDataPath.
@@ -26,7 +26,7 @@ func (p *Provider) threadData(threadID string) string {
 // slotMounts creates the slot directory with empty placeholders (the
 // sandbox's workspace must exist when it starts) and mounts it, plus the
 // skills directory and the configured mounts, as threadMounts does.
-func (p *Provider) slotMounts(slot string) ([]sandbox.VolumeMount, error) {
+func (p *Provider) slotMounts(slot string) ([]driver.VolumeMount, error) {
 	dir := p.slotDir(slot)
 	// The owner file comes first: a sweep leaves a slot directory whose
 	// owner it cannot name alone for a while (slotGrace).
@@ -41,15 +41,15 @@ func (p *Provider) slotMounts(slot string) ([]sandbox.VolumeMount, error) {
 			return nil, errors.Join(fmt.Errorf("pool slot directory: %w", err), p.removeSlot(slot))
 		}
 	}
-	ms := []sandbox.VolumeMount{{HostPath: dir, SandboxPath: UserDataPath}}
+	ms := []driver.VolumeMount{{HostPath: dir, SandboxPath: UserDataPath}}
 	if fi, err := os.Stat(p.o.SkillsDir); err == nil && fi.IsDir() {
-		ms = append(ms, sandbox.VolumeMount{HostPath: p.o.SkillsDir, SandboxPath: SkillsPath, ReadOnly: true})
+		ms = append(ms, driver.VolumeMount{HostPath: p.o.SkillsDir, SandboxPath: SkillsPath, ReadOnly: true})
 	}
 	return append(ms, p.o.Mounts...), nil
 }
 
 func (p *Provider) removeSlot(slot string) error {
-	if !sandbox.ValidID(slot) {
+	if !driver.ValidID(slot) {
 		return fmt.Errorf("pool slot %q: not a valid slot id", slot)
 	}
 	if err := os.RemoveAll(filepath.Join(p.o.Home, "pool", slot)); err != nil {
@@ -120,13 +120,13 @@ func (p *Provider) slotOwnerFile(slot string) string {
 // slot directory.
 func (p *Provider) detachSlot(threadID, slot string) error {
 	var errs []error
-	if !sandbox.ValidID(slot) {
+	if !driver.ValidID(slot) {
 		return fmt.Errorf("pool slot %q: not a valid slot id", slot)
 	}
 	if b, err := os.ReadFile(p.slotMarker(slot)); err == nil && len(b) <= 64 {
 		threadID = string(b)
 	}
-	if threadID != "" && sandbox.ValidID(threadID) {
+	if threadID != "" && driver.ValidID(threadID) {
 		base, dir := p.threadData(threadID), p.slotDir(slot)
 		if target, err := os.Readlink(base); err == nil && target == dir {
 			errs = append(errs, os.Remove(base), os.Mkdir(base, 0o755))
@@ -154,7 +154,7 @@ func (p *Provider) detachStale(threadID string) error {
 	pool := filepath.Join(p.o.Home, "pool") + string(filepath.Separator)
 	rel, ok := strings.CutPrefix(target, pool)
 	slot, _, _ := strings.Cut(rel, string(filepath.Separator))
-	if !ok || !sandbox.ValidID(slot) || target != p.slotDir(slot) {
+	if !ok || !driver.ValidID(slot) || target != p.slotDir(slot) {
 		return fmt.Errorf("thread directory %s is a symlink to %s, not a pool slot: remove it", p.threadData(threadID), target)
 	}
 	return p.detachSlot(threadID, slot)

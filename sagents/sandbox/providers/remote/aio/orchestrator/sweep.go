@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // SweepReport says what one Sweep collected.
@@ -251,7 +251,7 @@ func (p *Provider) sweep(ctx context.Context) (r SweepReport, wait time.Duration
 			t = slots[info.PoolSlot].thread
 		}
 		var err error
-		if t != "" && sandbox.ValidID(t) { // its files may be in its slot: under the thread's locks
+		if t != "" && driver.ValidID(t) { // its files may be in its slot: under the thread's locks
 			err = p.underThreadLocks(ctx, t, destroy)
 		} else {
 			err = destroy(ctx)
@@ -355,7 +355,7 @@ func (p *Provider) deadOwners(ctx context.Context, lr Leaser, owners map[string]
 // took it over meanwhile. It returns what it destroyed and whether it
 // removed the state.
 func (p *Provider) sweepThread(ctx context.Context, t string, dead map[string]bool) (destroyed *SandboxInfo, removed bool, err error) {
-	if !sandbox.ValidID(t) {
+	if !driver.ValidID(t) {
 		return nil, false, nil
 	}
 	err = p.underThreadLocks(ctx, t, func(hctx context.Context) error {
@@ -420,7 +420,7 @@ func (p *Provider) sweepHeld(hctx context.Context, t string, dead map[string]boo
 // gone; one holding a thread's files (its claim's sandbox died with its
 // process) moves them back first, under the thread's lock.
 func (p *Provider) sweepSlot(ctx context.Context, slot, thread string) error {
-	if thread == "" || !sandbox.ValidID(thread) {
+	if thread == "" || !driver.ValidID(thread) {
 		return p.removeSlot(slot)
 	}
 	return p.underThreadLocks(ctx, thread, func(context.Context) error { return p.detachSlot(thread, slot) })
@@ -435,7 +435,7 @@ func (p *Provider) slotDirs() map[string]slotInfo {
 		return out
 	}
 	for _, e := range ents {
-		if !e.IsDir() || !sandbox.ValidID(e.Name()) {
+		if !e.IsDir() || !driver.ValidID(e.Name()) {
 			continue
 		}
 		s := slotInfo{owner: readSmall(p.slotOwnerFile(e.Name())), thread: readSmall(p.slotMarker(e.Name()))}
@@ -450,7 +450,7 @@ func (p *Provider) slotDirs() map[string]slotInfo {
 // readSmall reads an id file (at most 64 bytes; "" otherwise).
 func readSmall(path string) string {
 	b, err := os.ReadFile(path)
-	if err != nil || len(b) > 64 || !sandbox.ValidID(string(b)) {
+	if err != nil || len(b) > 64 || !driver.ValidID(string(b)) {
 		return ""
 	}
 	return string(b)

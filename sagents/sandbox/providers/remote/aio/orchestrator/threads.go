@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // ThreadDir is the host directory of a thread's files
@@ -24,7 +24,7 @@ var ErrNoThread = fmt.Errorf("aio: no sandbox, state or files for this thread: %
 // ThreadExists reports whether the thread has a running sandbox (in this
 // deployment), saved state, or a directory.
 func (p *Provider) ThreadExists(ctx context.Context, threadID string) (bool, error) {
-	if !sandbox.ValidID(threadID) {
+	if !driver.ValidID(threadID) {
 		return false, fmt.Errorf("aio: %w", &InvalidThreadError{ThreadID: threadID})
 	}
 	if _, err := os.Stat(p.ThreadDir(threadID)); err == nil {

@@ -19,7 +19,7 @@
 //     aio provider as backend "provisioner". Non-2xx answers are *APIError
 //     values; a 404 matches ErrNotFound and fs.ErrNotExist.
 //   - Server (server.go, mounts.go): an http.Handler over any orchestrator.Backend.
-//     It validates sandbox and thread ids (sandbox.ValidID), applies the
+//     It validates sandbox and thread ids (driver.ValidID), applies the
 //     host-mount policy, fills image, port and resources from its own
 //     configuration (clients do not choose them), and serialises calls per
 //     sandbox id.

@@ -5,7 +5,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
 // MountPolicy decides which host paths clients may mount into sandboxes.
@@ -32,7 +32,7 @@ func (p MountPolicy) check() error {
 
 // apply turns the request's mounts into volume mounts: malformed ones are
 // an error (wrapping ErrInvalid), unlisted ones an error or dropped.
-func (p MountPolicy) apply(ms []wireMount) (kept []sandbox.VolumeMount, dropped []wireMount, err error) {
+func (p MountPolicy) apply(ms []wireMount) (kept []driver.VolumeMount, dropped []wireMount, err error) {
 	for _, m := range ms {
 		if !cleanAbs(m.HostPath) || !cleanAbs(m.ContainerPath) {
 			return nil, nil, fmt.Errorf("%w: mount %q -> %q: both paths must be absolute and clean, not /", ErrInvalid, m.HostPath, m.ContainerPath)
@@ -44,7 +44,7 @@ func (p MountPolicy) apply(ms []wireMount) (kept []sandbox.VolumeMount, dropped 
 			}
 			return nil, nil, fmt.Errorf("%w: mount of host path %q is not allowed by this provisioner (allowed: %s)", ErrInvalid, m.HostPath, p.describe())
 		}
-		kept = append(kept, sandbox.VolumeMount{HostPath: m.HostPath, SandboxPath: m.ContainerPath, ReadOnly: m.ReadOnly})
+		kept = append(kept, driver.VolumeMount{HostPath: m.HostPath, SandboxPath: m.ContainerPath, ReadOnly: m.ReadOnly})
 	}
 	return kept, dropped, nil
 }

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -160,17 +160,17 @@ func (s *Server) createRequest(b createBody) (orchestrator.CreateRequest, error)
 
 func validateBody(b createBody) error {
 	switch {
-	case !sandbox.ValidID(b.SandboxID):
+	case !driver.ValidID(b.SandboxID):
 		return fmt.Errorf("%w: sandbox_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.SandboxID)
-	case b.ThreadID != "" && !sandbox.ValidID(b.ThreadID):
+	case b.ThreadID != "" && !driver.ValidID(b.ThreadID):
 		return fmt.Errorf("%w: thread_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.ThreadID)
-	case b.Owner != "" && !sandbox.ValidID(b.Owner):
+	case b.Owner != "" && !driver.ValidID(b.Owner):
 		return fmt.Errorf("%w: owner %q: want 1-64 characters of A-Z a-z 0-9 _ -", ErrInvalid, b.Owner)
 	case b.PoolSlot != "" && (b.PoolSlot != b.SandboxID || b.ThreadID != ""):
 		return fmt.Errorf("%w: pool_slot %q: a pool sandbox's id is its slot (sandbox_id %q) and it has no thread (thread_id %q)", ErrInvalid, b.PoolSlot, b.SandboxID, b.ThreadID)
 	}
 	for k := range b.Env {
-		if !sandbox.ValidEnvName(k) {
+		if !driver.ValidEnvName(k) {
 			return fmt.Errorf("%w: env name %q: want [A-Za-z_][A-Za-z0-9_]*", ErrInvalid, k)
 		}
 	}
@@ -179,7 +179,7 @@ func validateBody(b createBody) error {
 
 func (s *Server) pathID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
-	if !sandbox.ValidID(id) {
+	if !driver.ValidID(id) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("sandbox id %q: want 1-64 characters of A-Z a-z 0-9 _ -", id))
 		return "", false
 	}
@@ -327,10 +327,10 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case !sandbox.ValidID(body.SandboxID) || body.SandboxID == slot:
+	case !driver.ValidID(body.SandboxID) || body.SandboxID == slot:
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("sandbox_id %q: want 1-64 characters of A-Z a-z 0-9 _ -, not the slot's own id", body.SandboxID))
 		return
-	case body.ThreadID != "" && !sandbox.ValidID(body.ThreadID):
+	case body.ThreadID != "" && !driver.ValidID(body.ThreadID):
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("thread_id %q: want 1-64 characters of A-Z a-z 0-9 _ -", body.ThreadID))
 		return
 	}

@@ -3,7 +3,7 @@ package provisioner
 import (
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -104,7 +104,7 @@ func fromWire(s wireSandbox) orchestrator.SandboxInfo {
 		ContainerID: s.ContainerID, Owner: s.Owner, CreatedAt: s.CreatedAt, Backend: backendName, Fence: s.Fence, PoolSlot: s.PoolSlot}
 }
 
-func mountsToWire(ms []sandbox.VolumeMount) []wireMount {
+func mountsToWire(ms []driver.VolumeMount) []wireMount {
 	out := make([]wireMount, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, wireMount{HostPath: m.HostPath, ContainerPath: m.SandboxPath, ReadOnly: m.ReadOnly})

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -19,7 +19,7 @@ var (
 // leaseKey is <prefix>lease:<owner>. The colon keeps it out of List
 // (thread ids have none).
 func (s *Store) leaseKey(owner string) (string, error) {
-	if !sandbox.ValidID(owner) {
+	if !driver.ValidID(owner) {
 		return "", fmt.Errorf("redisstore: owner id %q: want 1-64 characters of A-Z a-z 0-9 _ -", owner)
 	}
 	return s.o.Prefix + "lease:" + owner, nil

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/unfenced"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
@@ -95,7 +95,7 @@ func New(rdb *redis.Client, o Options) *Store {
 func (s *Store) Close() error { return s.rdb.Close() }
 
 func (s *Store) key(threadID string) (string, error) {
-	if !sandbox.ValidID(threadID) {
+	if !driver.ValidID(threadID) {
 		return "", fmt.Errorf("redisstore: %w", &orchestrator.InvalidThreadError{ThreadID: threadID})
 	}
 	return s.o.Prefix + threadID, nil
@@ -157,7 +157,7 @@ func (s *Store) List(ctx context.Context) (map[string]orchestrator.SandboxInfo, 
 	iter := s.rdb.Scan(ctx, 0, s.o.Prefix+"*", 100).Iterator()
 	for iter.Next(ctx) {
 		thread := iter.Val()[len(s.o.Prefix):]
-		if !sandbox.ValidID(thread) {
+		if !driver.ValidID(thread) {
 			continue // the :lock keys
 		}
 		if info, ok, err := s.Load(ctx, thread); err == nil && ok {

@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/faulttest"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/internal/unfenced"
@@ -225,7 +225,7 @@ func run(ctx context.Context, c config, p *orchestrator.Provider, rec *faulttest
 	}
 	owner := p.Owner()
 	inv := faulttest.Now()
-	res, err := h.ExecuteCommand(ctx, "cat /etc/hostname", sandbox.ExecOptions{Timeout: 10 * time.Second})
+	res, err := h.ExecuteCommand(ctx, "cat /etc/hostname", driver.ExecOptions{Timeout: 10 * time.Second})
 	e := faulttest.Event{Kind: faulttest.KindCmd, Host: c.host, Thread: thread, Sandbox: sid, Container: info.ContainerID, Inv: inv, Comp: faulttest.Now()}
 	if p.Owner() == owner {
 		e.Owner = owner

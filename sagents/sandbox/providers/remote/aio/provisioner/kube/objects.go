@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
@@ -170,7 +170,7 @@ func volumes(req orchestrator.CreateRequest) ([]corev1.Volume, []corev1.VolumeMo
 	}
 	for _, d := range []string{"workspace", "uploads", "outputs"} {
 		target := orchestrator.UserDataPath + "/" + d
-		if slices.ContainsFunc(req.Mounts, func(m sandbox.VolumeMount) bool {
+		if slices.ContainsFunc(req.Mounts, func(m driver.VolumeMount) bool {
 			return target == m.SandboxPath || strings.HasPrefix(target, strings.TrimSuffix(m.SandboxPath, "/")+"/")
 		}) {
 			continue

@@ -1,0 +1,215 @@
+package driver
+
+import (
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sage-go/sage/sagents/observability"
+)
+
+// NetworkMode says what network a sandboxed command gets.
+type NetworkMode string
+
+// Network modes.
+const (
+	NetworkOff  NetworkMode = "off"
+	NetworkOpen NetworkMode = "open"
+	// NetworkAllowlist keeps the sandbox's own empty network namespace and
+	// lets traffic out only through a filtering proxy on the host, to the
+	// destinations that AllowedDomains names and DeniedDomains does not.
+	NetworkAllowlist NetworkMode = "allowlist"
+)
+
+// Isolation choices, per operating system.
+const (
+	IsolationAuto     = "auto"
+	IsolationBwrap    = "bwrap"
+	IsolationSeatbelt = "seatbelt"
+	// IsolationGvisor runs commands under gVisor's runsc (Linux): a
+	// second kernel between the commands and the host's; one runsc
+	// sandbox per session (the session sandbox), or per command with
+	// FreshPerCommand.
+	IsolationGvisor = "gvisor"
+	IsolationNone   = "none"
+)
+
+// Config describes a sandbox. The zero value of every optional field means
+// the provider's safe default.
+type Config struct {
+	Mode Type
+	// SandboxID identifies the sandbox; empty means a random id.
+	SandboxID string
+	// Workspace is the host directory of the workspace (local and
+	// passthrough). It is created if missing.
+	Workspace string
+	// VirtualWorkspace is the workspace path as commands see it; empty
+	// means the provider's default ("/workspace" in local mode, the host
+	// path in passthrough mode).
+	VirtualWorkspace string
+	// RuntimeDir holds background logs and temporary code files; empty
+	// means $SAGE_HOME/runtime/<sandbox id>.
+	RuntimeDir string
+	Mounts     []VolumeMount
+	// Timeout is the default command timeout; 0 means DefaultTimeout.
+	Timeout time.Duration
+	Local   LocalConfig
+	Remote  RemoteConfig
+	// Observer receives the sandbox's events (exec, file operations,
+	// background tasks, ...) as observability runs, children of the run
+	// each call's context carries; nil sends none.
+	Observer *observability.Manager
+}
+
+// LocalConfig holds the limits and isolation of local mode. For the
+// integer limits 0 means the provider's default and -1 means no limit.
+type LocalConfig struct {
+	CPUTimeLimit    time.Duration // budget of each command, all its processes together; 0: none
+	MemoryLimitMB   int
+	PidsLimit       int
+	FileSizeLimitMB int
+	// DiskQuotaMB and DiskQuotaInodes bound the workspace's disk use (its
+	// own loop-mounted file system, as root only); 0: no quota. A quota
+	// that this host cannot enforce is refused, never ignored.
+	DiskQuotaMB     int
+	DiskQuotaInodes int
+	Network         NetworkMode // "" means off
+	// AllowedDomains and DeniedDomains are the egress rules of network
+	// allowlist (see EgressRule); deny is checked first.
+	AllowedDomains []string
+	DeniedDomains  []string
+	Isolation      Isolation
+	// UIDRange is where sandboxed processes get their host uid when sage
+	// runs as root ("FIRST:COUNT", or the name of a user whose /etc/subuid
+	// range to use); empty: the /etc/subuid range of user "sage" when it
+	// has one, else DefaultUIDRange. Each workspace gets its own uid.
+	UIDRange string
+	// Umask is the file mode creation mask inside, in octal; empty: 077.
+	Umask string
+	// SeccompDeny lists more system calls the seccomp filter refuses
+	// (names as in syscalls(2)), on top of the built-in list.
+	SeccompDeny []string
+	// FreshPerCommand true starts a fresh sandbox per command. Nil (the
+	// default) runs every command, background task and Python or
+	// JavaScript call of the sandbox in one long-lived session sandbox
+	// (/tmp, processes and localhost persist) where bwrap or gVisor
+	// isolates (Linux, isolation auto, bwrap or gvisor), else fresh; false
+	// asks for the session sandbox and is a config error where it cannot
+	// run.
+	FreshPerCommand *bool
+	// IdleTimeout stops an idle session sandbox (the next command starts
+	// a new one); 0 means 15 minutes, negative never.
+	IdleTimeout time.Duration
+	// Prestart starts the session sandbox in the background when the
+	// Sandbox opens, so the first command does not wait for its start
+	// (a command that comes before it is ready waits for it). Ignored
+	// with a fresh sandbox per command.
+	Prestart bool
+	// Checkpoints stacks the session sandbox's workspace as overlay
+	// layers kept on the host, so that Sandbox.Checkpoint, Rollback, Fork
+	// and Checkpoints work (docs/checkpoints.md): the live state is the
+	// layered mount, the host workspace folder its base, written back on
+	// Close and by Sandbox.Sync. It needs the bwrap session sandbox; off
+	// leaves the workspace a plain bind of the host folder.
+	Checkpoints bool
+}
+
+// DefaultUIDRange is the host uid range of sandboxed processes when sage
+// runs as root and no other range is configured: 65536 uids from
+// 2000000000, inside the range systemd leaves unused (1879048192 to
+// 2147483647).
+const DefaultUIDRange = "2000000000:65536"
+
+// MinDiskQuotaMB and MinDiskQuotaInodes are the smallest workspace quotas
+// (an ext4 file system needs room for its journal and metadata).
+const (
+	MinDiskQuotaMB     = 16
+	MinDiskQuotaInodes = 64
+)
+
+// Isolation picks the isolation technique per operating system.
+type Isolation struct {
+	Linux  string // auto, bwrap or none
+	Darwin string // auto, seatbelt or none
+}
+
+// RemoteConfig selects and configures a remote provider.
+type RemoteConfig struct {
+	Provider  string `yaml:"provider" json:"provider,omitempty"`
+	ServerURL string `yaml:"server_url" json:"server_url,omitempty"`
+	APIKey    string `yaml:"api_key" json:"-"`
+	Image     string `yaml:"image" json:"image,omitempty"`
+	// ProviderConfig holds provider-specific settings.
+	ProviderConfig map[string]any `yaml:"provider_config" json:"provider_config,omitempty"`
+}
+
+// ParseMount parses "host:sandbox[:ro|:rw]".
+func ParseMount(s string) (VolumeMount, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return VolumeMount{}, fmt.Errorf("mount %q: want host:sandbox[:ro]", s)
+	}
+	m := VolumeMount{HostPath: parts[0], SandboxPath: parts[1]}
+	if len(parts) == 3 {
+		switch parts[2] {
+		case "ro":
+			m.ReadOnly = true
+		case "rw":
+		default:
+			return VolumeMount{}, fmt.Errorf("mount %q: mode %q is not ro or rw", s, parts[2])
+		}
+	}
+	return m, nil
+}
+
+// ParseMounts parses a comma-separated list of mounts.
+func ParseMounts(s string) ([]VolumeMount, error) {
+	var out []VolumeMount
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		m, err := ParseMount(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ParseUmask parses an octal file mode creation mask ("077", "0022").
+func ParseUmask(s string) (fs.FileMode, error) {
+	v, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || v > 0o777 || len(s) > 4 {
+		return 0, fmt.Errorf("want an octal mask such as 077 or 022")
+	}
+	return fs.FileMode(v), nil
+}
+
+// ParseUIDRange parses "FIRST:COUNT" (the /etc/subuid layout without the
+// user name). The range must hold at least one uid, stay below 2^31 and
+// leave out uid 0.
+func ParseUIDRange(s string) (first, count uint32, err error) {
+	a, b, ok := strings.Cut(s, ":")
+	f, ferr := strconv.ParseUint(a, 10, 32)
+	c, cerr := strconv.ParseUint(b, 10, 32)
+	if !ok || ferr != nil || cerr != nil || f == 0 || c == 0 || f+c > 1<<31 {
+		return 0, 0, fmt.Errorf("uid range %q: want FIRST:COUNT with FIRST > 0 and FIRST+COUNT <= 2147483648", s)
+	}
+	return uint32(f), uint32(c), nil
+}
+
+func validUserName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
