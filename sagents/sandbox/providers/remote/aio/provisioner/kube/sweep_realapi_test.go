@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -16,17 +18,22 @@ import (
 // process's sweep: a running anonymous sandbox, one whose Service was
 // never created (killed between the two creates), and one whose Pod
 // ended (Failed). A live owner's sandbox and the sweeper's own are left
-// (the controls). The dead owner holds no lease: a FileStore lease is a
-// flock, which ends with its holder's process.
+// (the controls). The dead owner's lease is what kill -9 leaves of a
+// FileStore lease: its lock file, with no flock on it (the flock ended
+// with the process).
 func testSweepDeadOwner(t *testing.T, e *realEnv) {
 	ctx := context.Background()
 	b := e.backend(t, nil)
-	store := orchestrator.NewFileStore(t.TempDir())
+	dir := t.TempDir()
+	store := orchestrator.NewFileStore(dir)
 	other, err := store.GrantLease(ctx, "owner-alive")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Release()
+	if err := os.WriteFile(filepath.Join(dir, "leases", "owner-dead.lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	create := func(id, owner string) orchestrator.SandboxInfo {
 		t.Helper()
 		info, err := b.Create(ctx, orchestrator.CreateRequest{SandboxID: id, Owner: owner})
