@@ -38,7 +38,7 @@ func Example_checkpoints() {
 	if err := sb.WriteFile(ctx, "notes.txt", []byte("the good state\n"), sandbox.WriteOptions{}); err != nil {
 		log.Fatal(err)
 	}
-	cp, err := sb.Checkpoint(ctx) // sandbox.Checkpoint{ID, Time, Size, Layers, Covers}
+	cp, err := sb.Checkpoint(ctx) // sandbox.Checkpoint{ID, Time, Size, Layers, Covers: "files"}
 	if err != nil {
 		log.Fatal(err)
 	}
