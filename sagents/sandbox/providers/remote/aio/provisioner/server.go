@@ -296,15 +296,7 @@ func (s *Server) listPool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infos, err := pl.ListPool(r.Context())
-	if err != nil {
-		writeBackendError(w, err)
-		return
-	}
-	out := wireSandboxList{Sandboxes: make([]wireSandbox, 0, len(infos)), Count: len(infos)}
-	for _, info := range infos {
-		out.Sandboxes = append(out.Sandboxes, toWire(info))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeList(w, infos, err)
 }
 
 // claim hands the unclaimed pool sandbox {id} to a thread under the
@@ -360,6 +352,11 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	infos, err := s.opts.Backend.ListRunning(r.Context())
+	writeList(w, infos, err)
+}
+
+// writeList answers a listing: its sandboxes, or the backend's error.
+func writeList(w http.ResponseWriter, infos []orchestrator.SandboxInfo, err error) {
 	if err != nil {
 		writeBackendError(w, err)
 		return

@@ -16,15 +16,10 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/provisioner"
 )
 
-// BenchmarkRealNodeColdAcquire: a cold acquire of a new thread through
-// the provisioner on the real node (Pod and Service created, scheduled,
-// started, the sandbox API answering: the provider's own wait) against a
-// bare Pod of the same image and probe created and polled until the
-// kubelet marks it Ready (what `kubectl run` then `kubectl wait` does), in
-// the same run ("x-baseline": the goal is <= 1.2). Each side deletes what
-// it made at the end of its turn (one API call; the kubelet stops it in
-// the background). Run with -benchtime=10x: one turn takes seconds.
-func BenchmarkRealNodeColdAcquire(b *testing.B) {
+// benchNode starts the node for a benchmark, with the provisioner API
+// served in process over a kube backend (as TestRealNode does): its
+// environment, the node, and the backend.
+func benchNode(b *testing.B) (*nodeEnv, *realNode, *Backend) {
 	n := startNode(b)
 	applyManifests(b, n.cp)
 	ctx := context.Background()
@@ -46,6 +41,20 @@ func BenchmarkRealNodeColdAcquire(b *testing.B) {
 	ts := httptest.NewServer(srv)
 	b.Cleanup(ts.Close)
 	e.url = ts.URL
+	return e, n, be
+}
+
+// BenchmarkRealNodeColdAcquire: a cold acquire of a new thread through
+// the provisioner on the real node (Pod and Service created, scheduled,
+// started, the sandbox API answering: the provider's own wait) against a
+// bare Pod of the same image and probe created and polled until the
+// kubelet marks it Ready (what `kubectl run` then `kubectl wait` does), in
+// the same run ("x-baseline": the goal is <= 1.2). Each side deletes what
+// it made at the end of its turn (one API call; the kubelet stops it in
+// the background). Run with -benchtime=10x: one turn takes seconds.
+func BenchmarkRealNodeColdAcquire(b *testing.B) {
+	e, n, be := benchNode(b)
+	ctx := context.Background()
 	p := e.provider(b)
 	i, j := 0, 0
 	bare := func() {
@@ -88,27 +97,8 @@ func BenchmarkRealNodeColdAcquire(b *testing.B) {
 // acquired; the pool refills in the background. A pooled turn that finds
 // the pool empty fails the benchmark rather than be timed as a cold one.
 func BenchmarkRealNodePooledAcquire(b *testing.B) {
-	n := startNode(b)
-	applyManifests(b, n.cp)
+	e, _, _ := benchNode(b)
 	ctx := context.Background()
-	if _, err := n.admin.AppsV1().Deployments(manifestNamespace).Patch(ctx, "sage-provisioner",
-		"application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	e := &nodeEnv{t: b, n: n, prov: n.cp.clientset(b, provisionerToken(b, n.admin)), home: b.TempDir()}
-	be, err := New(Options{Client: e.prov, Namespace: manifestNamespace, Image: nodeImage, PullPolicy: corev1.PullNever,
-		PodAddress: true, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := provisioner.NewServer(provisioner.Options{Backend: be, BackendName: "kubernetes", Logger: quiet,
-		Mounts: provisioner.MountPolicy{DropUnlisted: true}, Defaults: provisioner.Defaults{Image: nodeImage}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	b.Cleanup(ts.Close)
-	e.url = ts.URL
 	cold := e.provider(b)
 	pooled := e.pooledProvider(b, 3)
 	b.Cleanup(func() {
