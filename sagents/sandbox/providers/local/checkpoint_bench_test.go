@@ -152,3 +152,4 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 	b.ReportMetric(ms(cp1k), "cp-a-1k-ms")
 	b.ReportMetric(ms(cp50k), "cp-a-50k-ms")
 }
+
