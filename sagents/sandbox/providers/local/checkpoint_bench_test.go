@@ -152,4 +152,3 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 	b.ReportMetric(ms(cp1k), "cp-a-1k-ms")
 	b.ReportMetric(ms(cp50k), "cp-a-50k-ms")
 }
-
