@@ -51,6 +51,7 @@ type checkpoints struct {
 	fd     int          // the descriptor number HostFS reaches it by
 	tmp    tmpLayers    // the session's /tmp (checkpoint_tmp_linux.go)
 	slots  manifestSlots
+	bg     sync.WaitGroup // layer directories being removed (freeLayer)
 }
 
 // manifest is what survives the process (manifest.json and
@@ -190,7 +191,14 @@ func (c *checkpoints) newLayer() (int, error) {
 	return n, nil
 }
 
-func (c *checkpoints) freeLayer(n int) { removeLayer(c.layerDir(n)) }
+// freeLayer removes layer n's directory in the background (on a
+// journalling file system removing a tree costs milliseconds, which no
+// operation waits for); layer numbers are never used again, and Close
+// waits for the removals.
+func (c *checkpoints) freeLayer(n int) {
+	dir := c.layerDir(n)
+	c.bg.Go(func() { removeLayer(dir) })
+}
 
 // removeLayer removes a layer's directory; overlayfs leaves its work
 // directory's "work" with mode 0, which an unprivileged owner must open
@@ -318,7 +326,7 @@ func (c *checkpoints) remount(op string, ws bool, n int, tmp bool, tn int, freez
 		up, err := c.newTmpLayer()
 		if err != nil {
 			if ws {
-				c.freeLayer(wsUp)
+				removeLayer(c.layerDir(wsUp)) // at once: nothing changed
 			}
 			return err
 		}
@@ -341,7 +349,7 @@ func (c *checkpoints) remount(op string, ws bool, n int, tmp bool, tn int, freez
 	}
 	if err != nil {
 		if ws {
-			c.freeLayer(wsUp)
+			removeLayer(c.layerDir(wsUp)) // at once: nothing changed
 		}
 		c.freeTmpLayer(tmpUp)
 		if errors.Is(err, syscall.EBUSY) && len(freeze) > 0 {
@@ -883,6 +891,7 @@ func (s *Sandbox) closeCheckpoints() error {
 		}
 	}
 	c.slots.close()
+	c.bg.Wait()
 	// Overlayfs's work directories (mode 0) are opened up, so that the
 	// runtime directory can be removed like any other.
 	if ents, rerr := os.ReadDir(c.dir); rerr == nil {

@@ -195,6 +195,7 @@ func TestCheckpointBadInput(t *testing.T) {
 	require.NoError(t, s.Rollback(ctx, a.ID))
 	assert.Equal(t, "1\n", ckRun(t, s, "cat /workspace/f"))
 	assert.ErrorIs(t, s.Rollback(ctx, b.ID), sandbox.ErrUnknownCheckpoint, "dropped by the rollback")
+	local.LayersFreedForTest(s.Driver().(*local.Sandbox))
 	assert.Less(t, len(entries(t, filepath.Join(rt, "layers"))), layers, "the dropped layers are freed")
 	list, _ := s.Checkpoints(ctx)
 	assert.Len(t, list, 1, "the later ones, the unchanged one too, are dropped")
@@ -277,6 +278,7 @@ func TestCheckpointMergeKeepsState(t *testing.T) {
 	require.NoError(t, s.Rollback(ctx, ids[5]))
 	assert.Equal(t, "f4\nf5\n", ckRun(t, s, "ls /workspace"))
 	assert.Equal(t, "t4\nt5\n", ckRun(t, s, "ls /tmp"), "the layers of /tmp are merged too")
+	local.LayersFreedForTest(s.Driver().(*local.Sandbox))
 	assert.LessOrEqual(t, len(entries(t, filepath.Join(rt, "layers"))), 4+3, "merged layers are freed")
 }
 
