@@ -14,6 +14,6 @@ func SetMaxLayersForTest(n int) func() {
 // folder ws (resolved).
 func ForkSeedForTest(ws string) string { return forkSeed(ws) }
 
-// LayersFreedForTest waits until the layers s dropped are removed (in the
-// background).
+// LayersFreedForTest waits until the layers s dropped are removed and its
+// spare layer is made (in the background).
 func LayersFreedForTest(s *Sandbox) { s.ckpt.bg.Wait() }

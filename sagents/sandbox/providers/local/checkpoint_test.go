@@ -190,6 +190,7 @@ func TestCheckpointBadInput(t *testing.T) {
 	b, err := s.Checkpoint(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, a.Layers+1, b.Layers)
+	local.LayersFreedForTest(s.Driver().(*local.Sandbox)) // the spare layer made
 	layers := len(entries(t, filepath.Join(rt, "layers")))
 
 	require.NoError(t, s.Rollback(ctx, a.ID))
@@ -279,7 +280,9 @@ func TestCheckpointMergeKeepsState(t *testing.T) {
 	assert.Equal(t, "f4\nf5\n", ckRun(t, s, "ls /workspace"))
 	assert.Equal(t, "t4\nt5\n", ckRun(t, s, "ls /tmp"), "the layers of /tmp are merged too")
 	local.LayersFreedForTest(s.Driver().(*local.Sandbox))
-	assert.LessOrEqual(t, len(entries(t, filepath.Join(rt, "layers"))), 4+3, "merged layers are freed")
+	// At most 3 frozen layers, the base, the upper, the spare layer, tmp
+	// and the manifest's two slots.
+	assert.LessOrEqual(t, len(entries(t, filepath.Join(rt, "layers"))), 3+3+1+2, "merged layers are freed")
 }
 
 // TestCheckpointSurvivesKill9: the process holding the sandbox (a session
