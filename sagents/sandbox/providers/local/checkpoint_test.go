@@ -320,6 +320,10 @@ func TestCheckpointSurvivesKill9(t *testing.T) {
 	for len(testenv.Processes("bwrap", rt)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A layer directory the manifest does not name (a spare layer made
+	// ahead, a removal the kill cut short) is swept by the next start.
+	stray := filepath.Join(rt, "layers", "999999")
+	require.NoError(t, os.MkdirAll(filepath.Join(stray, "u"), 0o700))
 
 	s := newCheckpointed(t, ws, rt)
 	ctx := context.Background()
@@ -327,6 +331,7 @@ func TestCheckpointSurvivesKill9(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	assert.Equal(t, sandbox.CheckpointID(id), list[0].ID)
+	assert.NoDirExists(t, stray, "swept")
 	assert.Equal(t, "workspace", list[0].Covers, "its /tmp went with the killed session sandbox")
 	assert.Equal(t, "covered\nafter\n", ckRun(t, s, "cat /workspace/covered /workspace/after"), "nothing written before the kill is lost")
 	assert.Equal(t, "no\n", ckRun(t, s, "test -e /tmp/covered || echo no"), "a new session sandbox starts with an empty /tmp")
