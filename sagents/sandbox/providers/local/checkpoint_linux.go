@@ -462,10 +462,17 @@ func (c *checkpoints) remount(op string, ws bool, n int, tmp bool, tn int, freez
 	return nil
 }
 
-// setLive makes m the mount HostFS reaches (at the same number).
+// setLive makes m the mount HostFS reaches (at the same number). The
+// mount it replaces is let go in the background: the host's descriptor
+// is its last reference, and dropping it tears the old overlay down,
+// which syncs its upper's file system (0.1-0.7 ms on ext4).
 func (c *checkpoints) setLive(m *os.File) {
+	old, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
 	unix.Dup3(int(m.Fd()), c.fd, unix.O_CLOEXEC)
 	m.Close()
+	if err == nil {
+		c.bg.Go(func() { unix.Close(old) })
+	}
 }
 
 // sandboxInit is the sandbox's pid 1, bwrap's child, once it runs the
