@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"context"
@@ -14,20 +14,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
 func TestAPIErrorSentinels(t *testing.T) {
 	for status, want := range map[int]error{404: fs.ErrNotExist, 401: fs.ErrPermission, 403: fs.ErrPermission, 409: fs.ErrExist} {
-		assert.ErrorIs(t, &opensandbox.APIError{Status: status}, want, "HTTP %d", status)
+		assert.ErrorIs(t, &APIError{Status: status}, want, "HTTP %d", status)
 	}
-	assert.NotErrorIs(t, &opensandbox.APIError{Status: 500}, fs.ErrNotExist)
+	assert.NotErrorIs(t, &APIError{Status: 500}, fs.ErrNotExist)
 }
 
 func TestExecdClientAgainstFake(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	s, err := opensandbox.Open(context.Background(), config(srv))
+	s, err := Open(context.Background(), config(srv))
 	require.NoError(t, err)
 	defer s.Close(context.Background())
 	ctx := context.Background()
@@ -38,9 +37,9 @@ func TestExecdClientAgainstFake(t *testing.T) {
 	assert.Positive(t, m.CPUCount)
 
 	var id string
-	require.NoError(t, e.RunCommand(ctx, opensandbox.RunCommandRequest{Command: "printf 'a\\nb\\nc\\n'", Background: true},
-		func(ev opensandbox.Event) error {
-			if ev.Type == opensandbox.EventInit {
+	require.NoError(t, e.RunCommand(ctx, RunCommandRequest{Command: "printf 'a\\nb\\nc\\n'", Background: true},
+		func(ev Event) error {
+			if ev.Type == EventInit {
 				id = ev.Text
 			}
 			return nil
@@ -77,7 +76,7 @@ func TestSessions(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(b))
-		assert.Equal(t, "tok", r.Header.Get(opensandbox.HeaderExecdToken))
+		assert.Equal(t, "tok", r.Header.Get(HeaderExecdToken))
 		switch r.URL.Path {
 		case "/session":
 			_ = json.NewEncoder(w).Encode(map[string]string{"session_id": "s1"})
@@ -87,13 +86,13 @@ func TestSessions(t *testing.T) {
 		}
 	}))
 	defer hs.Close()
-	e := opensandbox.NewExecdClient(hs.URL, "tok", nil, nil)
+	e := NewExecdClient(hs.URL, "tok", nil, nil)
 	ctx := context.Background()
 	id, err := e.CreateSession(ctx, "/tmp")
 	require.NoError(t, err)
 	assert.Equal(t, "s1", id)
 	var out string
-	require.NoError(t, e.RunInSession(ctx, id, "pwd", time.Second, func(ev opensandbox.Event) error { out += ev.Text; return nil }))
+	require.NoError(t, e.RunInSession(ctx, id, "pwd", time.Second, func(ev Event) error { out += ev.Text; return nil }))
 	assert.Equal(t, "/tmp\n", out)
 	require.NoError(t, e.DeleteSession(ctx, id))
 	assert.Equal(t, []string{`POST /session {"cwd":"/tmp"}`, `POST /session/s1/run {"command":"pwd","timeout":1000}`, "DELETE /session/s1 "}, seen)
@@ -102,9 +101,9 @@ func TestSessions(t *testing.T) {
 func TestConfigFrom(t *testing.T) {
 	env := map[string]string{"SAGE_OPENSANDBOX_URL": "http://127.0.0.1:8080/v1", "MY_KEY": "k1", "SAGE_OPENSANDBOX_IMAGE": "py:3"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	c, err := opensandbox.ConfigFrom(sandbox.RemoteConfig{ProviderConfig: map[string]any{
-		opensandbox.KeyAPIKeyEnv: "MY_KEY", opensandbox.KeyThreadID: "t1", opensandbox.KeyEntrypoint: []any{"sleep", "inf"},
-		opensandbox.KeyEnv: map[string]any{"A": 1}, opensandbox.KeyTTLSeconds: 120, opensandbox.KeyMemory: "1Gi"}}, lookup)
+	c, err := ConfigFrom(sandbox.RemoteConfig{ProviderConfig: map[string]any{
+		KeyAPIKeyEnv: "MY_KEY", KeyThreadID: "t1", KeyEntrypoint: []any{"sleep", "inf"},
+		KeyEnv: map[string]any{"A": 1}, KeyTTLSeconds: 120, KeyMemory: "1Gi"}}, lookup)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:8080/v1", c.URL)
 	assert.Equal(t, "k1", c.APIKey)
@@ -119,14 +118,14 @@ func TestConfigFrom(t *testing.T) {
 		pc    map[string]any
 		field string
 	}{
-		"no url":       {map[string]any{opensandbox.KeyURL: ""}, "sandbox.remote.server_url"},
-		"unset keyenv": {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyAPIKeyEnv: "NOPE"}, "sandbox.remote.provider_config.api_key_env"},
-		"short ttl":    {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyTTLSeconds: 5}, "sandbox.remote.provider_config.ttl_seconds"},
-		"bad policy":   {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyShutdownPolicy: "maybe"}, "sandbox.remote.provider_config.shutdown_policy"},
-		"bad env":      {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyEnv: map[string]any{"A=B": "x"}}, "sandbox.remote.provider_config.env"},
-		"relative ws":  {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyWorkspace: "ws"}, "sandbox.remote.provider_config.workspace"},
+		"no url":       {map[string]any{KeyURL: ""}, "sandbox.remote.server_url"},
+		"unset keyenv": {map[string]any{KeyURL: "http://x", KeyAPIKeyEnv: "NOPE"}, "sandbox.remote.provider_config.api_key_env"},
+		"short ttl":    {map[string]any{KeyURL: "http://x", KeyTTLSeconds: 5}, "sandbox.remote.provider_config.ttl_seconds"},
+		"bad policy":   {map[string]any{KeyURL: "http://x", KeyShutdownPolicy: "maybe"}, "sandbox.remote.provider_config.shutdown_policy"},
+		"bad env":      {map[string]any{KeyURL: "http://x", KeyEnv: map[string]any{"A=B": "x"}}, "sandbox.remote.provider_config.env"},
+		"relative ws":  {map[string]any{KeyURL: "http://x", KeyWorkspace: "ws"}, "sandbox.remote.provider_config.workspace"},
 	} {
-		_, err := opensandbox.ConfigFrom(sandbox.RemoteConfig{ProviderConfig: tc.pc}, func(string) (string, bool) { return "", false })
+		_, err := ConfigFrom(sandbox.RemoteConfig{ProviderConfig: tc.pc}, func(string) (string, bool) { return "", false })
 		var ce *sandbox.ConfigError
 		if assert.ErrorAs(t, err, &ce, name) {
 			assert.Equal(t, tc.field, ce.Field, name)
@@ -140,7 +139,7 @@ func TestConfigFrom(t *testing.T) {
 // as "an event without a type".
 func TestBusyCodeContextIsAnError(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	s, err := opensandbox.Open(context.Background(), config(srv))
+	s, err := Open(context.Background(), config(srv))
 	require.NoError(t, err)
 	defer s.Close(context.Background())
 	ctx := context.Background()
@@ -149,8 +148,8 @@ func TestBusyCodeContextIsAnError(t *testing.T) {
 	first := make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
-		first <- s.Execd().RunCode(ctx, cc, "import time; time.sleep(1.5)", func(ev opensandbox.Event) error {
-			if ev.Type == opensandbox.EventInit {
+		first <- s.Execd().RunCode(ctx, cc, "import time; time.sleep(1.5)", func(ev Event) error {
+			if ev.Type == EventInit {
 				close(started)
 			}
 			return nil
@@ -158,8 +157,8 @@ func TestBusyCodeContextIsAnError(t *testing.T) {
 	}()
 	<-started
 	time.Sleep(100 * time.Millisecond)
-	err = s.Execd().RunCode(ctx, cc, "print(2)", func(opensandbox.Event) error { return nil })
-	var ae *opensandbox.APIError
+	err = s.Execd().RunCode(ctx, cc, "print(2)", func(Event) error { return nil })
+	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "RUNTIME_ERROR", ae.Code)
 	assert.Contains(t, ae.Message, "session is busy")
@@ -186,7 +185,7 @@ func TestPythonContextStartIsBounded(t *testing.T) {
 // every line gets "\n" back, the last one too.
 func TestOutputWithoutExecdFiles(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	h := open(t, srv, map[string]any{opensandbox.KeyExecdTmp: "/nonexistent-execd-tmp"})
+	h := open(t, srv, map[string]any{KeyExecdTmp: "/nonexistent-execd-tmp"})
 	defer h.Close(context.Background())
 	res, err := h.ExecuteCommand(context.Background(), "echo a; echo; printf 'b\\r\\nc'; echo e >&2", sandbox.ExecOptions{})
 	require.NoError(t, err)

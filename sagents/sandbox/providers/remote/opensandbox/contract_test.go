@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"context"
@@ -8,19 +8,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // remoteConfig is a sandbox config for the provider against srv.
 func remoteConfig(srv *opensandboxtest.Server, extra map[string]any) sandbox.Config {
-	pc := map[string]any{opensandbox.KeyWorkspace: "auto", opensandbox.KeyExecdToken: srv.ExecdToken,
-		opensandbox.KeyReadySeconds: 10, opensandbox.KeyExecdTmp: srv.ExecdTmp}
+	pc := map[string]any{KeyWorkspace: "auto", KeyExecdToken: srv.ExecdToken,
+		KeyReadySeconds: 10, KeyExecdTmp: srv.ExecdTmp}
 	for k, v := range extra {
 		pc[k] = v
 	}
-	return sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: opensandbox.ProviderName,
+	return sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: ProviderName,
 		ServerURL: srv.URL, APIKey: srv.APIKey, ProviderConfig: pc}}
 }
 
@@ -54,7 +53,7 @@ func TestHandleBasics(t *testing.T) {
 	assert.ErrorIs(t, err, sandbox.ErrUnsupported)
 	sb := srv.Get(h.ID())
 	require.NotNil(t, sb)
-	assert.Equal(t, opensandbox.DefaultImage, sb.Image)
+	assert.Equal(t, DefaultImage, sb.Image)
 	assert.Equal(t, "opensandbox", sb.Metadata["sage.provider"])
 	require.NoError(t, h.Close(context.Background()))
 	require.NoError(t, h.Close(context.Background()), "Close is idempotent")

@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"bytes"
@@ -19,7 +19,6 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/internal/openapitest"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
@@ -142,9 +141,9 @@ func exercise(t *testing.T, hc *http.Client) {
 	c.HTTPClient = hc
 	c.Thread, c.TTL = "spec", 120e9
 	ctx := context.Background()
-	s, err := opensandbox.Open(ctx, c)
+	s, err := Open(ctx, c)
 	require.NoError(t, err)
-	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &Driver{Sandbox: s})
 	res, err := h.ExecuteCommand(ctx, "echo hi; exit 2", sandbox.ExecOptions{Env: map[string]string{"A": "1"}, Workdir: "."})
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.ExitCode)
