@@ -14,8 +14,8 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
-func benchSandbox(b *testing.B, c Config) *Sandbox {
-	s, err := Open(context.Background(), c)
+func benchSandbox(b *testing.B, c config) *osSandbox {
+	s, err := open(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,9 +27,9 @@ func benchSandbox(b *testing.B, c Config) *Sandbox {
 // reading at the command's last event, as a client that knows execd's
 // grace second would.
 func bareTrue(ctx context.Context, e *ExecdClient) error {
-	return e.RunCommand(ctx, RunCommandRequest{Command: "true"}, func(ev Event) error {
-		if ev.Type == EventComplete || ev.Type == EventFailed {
-			return StopStream
+	return e.runCommand(ctx, runCommandRequest{Command: "true"}, func(ev event) error {
+		if ev.Type == eventComplete || ev.Type == eventFailed {
+			return stopStream
 		}
 		return nil
 	})
@@ -43,10 +43,10 @@ func bareTrue(ctx context.Context, e *ExecdClient) error {
 // SAGE_OPENSANDBOX_EXECD_URL set it runs against that real execd.
 func BenchmarkOpenSandboxExecTrue(b *testing.B) {
 	srv := opensandboxtest.New(b)
-	c := config(srv)
+	c := testConfig(srv)
 	if url, token, tmp, work := benchReal(); url != "" {
 		srv.ExecdAddr, srv.ExecdToken, srv.ExecdTmp = url, token, tmp
-		c = config(srv)
+		c = testConfig(srv)
 		c.Workspace = work
 		// Close leaves a configured workspace (on a real server it goes
 		// with the sandbox's container); on a shared execd remove it.
@@ -57,10 +57,10 @@ func BenchmarkOpenSandboxExecTrue(b *testing.B) {
 		})
 	}
 	s := benchSandbox(b, c)
-	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &Driver{Sandbox: s})
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &osDriver{osSandbox: s})
 	ctx := context.Background()
 	bare, provider := benchpair.Run(b, func() {
-		if err := bareTrue(ctx, s.Execd()); err != nil {
+		if err := bareTrue(ctx, s.execdClient()); err != nil {
 			b.Fatal(err)
 		}
 	}, func() {

@@ -105,7 +105,7 @@ func (r replayTarget) do(t *testing.T, st step, id string) (int, string, int64) 
 	}
 	req, err := http.NewRequest(st.Method, u, body)
 	require.NoError(t, err)
-	req.Header.Set(HeaderExecdToken, r.token)
+	req.Header.Set(headerExecdToken, r.token)
 	if st.Range != "" {
 		req.Header.Set("Range", st.Range)
 	}
@@ -296,12 +296,12 @@ func fakeTarget(t *testing.T) replayTarget {
 	srv := opensandboxtest.New(t)
 	life := NewLifecycleClient(srv.URL, srv.APIKey, nil)
 	ctx := context.Background()
-	sb, err := life.Create(ctx, CreateRequest{Image: ImageSpec{URI: "img:1"},
+	sb, err := life.create(ctx, createRequest{Image: imageSpec{URI: "img:1"},
 		Entrypoint: []string{"tail", "-f", "/dev/null"}, ResourceLimits: map[string]string{"cpu": "1"}})
 	require.NoError(t, err)
-	_, err = life.WaitRunning(ctx, sb.ID, 10*time.Millisecond)
+	_, err = life.waitRunning(ctx, sb.ID, 10*time.Millisecond)
 	require.NoError(t, err)
-	ep, err := life.Endpoint(ctx, sb.ID, ExecdPort)
+	ep, err := life.endpoint(ctx, sb.ID, execdPort)
 	require.NoError(t, err)
 	ws, err := filepath.EvalSymlinks(filepath.Join(srv.Get(sb.ID).Dir, "workspace"))
 	require.NoError(t, err)
@@ -349,7 +349,7 @@ func realTarget(t *testing.T) replayTarget {
 	url, token, tmp, work := realExecd(t)
 	e := NewExecdClient(url, token, nil, nil)
 	ws := filepath.Join(work, "sage-rec-"+strings.ReplaceAll(t.Name(), "/", "-")+fmt.Sprint(time.Now().UnixNano()))
-	require.NoError(t, e.MakeDirs(context.Background(), map[string]Permission{ws: {Mode: 755}}))
+	require.NoError(t, e.makeDirs(context.Background(), map[string]permission{ws: {Mode: 755}}))
 	t.Cleanup(func() { _ = e.RemoveDirs(context.Background(), ws) })
 	return replayTarget{url: url, token: token, ws: ws, tmp: tmp}
 }
@@ -373,7 +373,7 @@ func realServer(t *testing.T) (*opensandboxtest.Server, func(t *testing.T) *sand
 	return srv, func(t *testing.T) *sandbox.Sandbox {
 		n++
 		ws := filepath.Join(work, fmt.Sprintf("sage-real-%d-%d", time.Now().UnixNano(), n))
-		h := open(t, srv, map[string]any{KeyWorkspace: ws})
+		h := openSandbox(t, srv, map[string]any{keyWorkspace: ws})
 		t.Cleanup(func() {
 			_ = NewExecdClient(url, token, nil, nil).RemoveDirs(context.Background(), ws)
 		})
@@ -410,9 +410,9 @@ func TestRealServerContract(t *testing.T) {
 	if url == "" {
 		t.Skipf("no real OpenSandbox server: set %s (and %s, %s) to run against one", envServerURL, envServerKey, envServerImage)
 	}
-	pc := map[string]any{KeyReadySeconds: 120}
+	pc := map[string]any{keyReadySeconds: 120}
 	if ep := os.Getenv(envServerEntrypoint); ep != "" {
-		pc[KeyEntrypoint] = []any{"sh", "-c", ep}
+		pc[keyEntrypoint] = []any{"sh", "-c", ep}
 	}
 	if kv := os.Getenv(envServerEnv); kv != "" {
 		env := map[string]any{}
@@ -420,11 +420,11 @@ func TestRealServerContract(t *testing.T) {
 			k, v, _ := strings.Cut(p, "=")
 			env[k] = v
 		}
-		pc[KeyEnv] = env
+		pc[keyEnv] = env
 	}
 	sandboxtest.Run(t, sandboxtest.Options{New: func(t *testing.T) *sandbox.Sandbox {
 		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{
-			Provider: ProviderName, ServerURL: url, APIKey: os.Getenv(envServerKey), Image: os.Getenv(envServerImage),
+			Provider: providerName, ServerURL: url, APIKey: os.Getenv(envServerKey), Image: os.Getenv(envServerImage),
 			ProviderConfig: pc}})
 		require.NoError(t, err)
 		return h
