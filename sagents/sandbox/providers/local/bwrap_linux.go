@@ -16,6 +16,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
@@ -48,7 +49,7 @@ type bwrapIsolator struct {
 	maskFiles []string
 	maskDirs  []string
 	resolvDir string // bound when the network is open and resolv.conf points outside /etc
-	cg        *cgroupSet
+	cg        *limits.Cgroups
 	egress    *egressProxy // network allowlist: run every command behind the bridge
 	ident     *identity    // the host uid bwrap runs as (sage is root); nil: the caller's own
 	umaskCmd  string       // "umask 077", set before every command
@@ -88,12 +89,12 @@ func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, 
 	if s.sess.opts.Enabled && cgLimits.Pids > 0 { // the supervisor's own (sessionTaskReserve)
 		cgLimits.Pids += sessionTaskReserve
 	}
-	if iso.cg, err = limitCgroups(s.id, cgLimits); err != nil {
+	if iso.cg, err = limits.NewCgroups(s.id, cgLimits); err != nil {
 		return nil, err
 	}
 	// bwrap is forked from a host thread in the cgroups once it joined
 	// them, in the background (cgroup_thread_linux.go).
-	iso.cg.startThread()
+	iso.cg.StartThread()
 	return iso, nil
 }
 
@@ -110,7 +111,7 @@ func virtualWorkspaceOf(cfg driver.Config) string {
 	return DefaultVirtualWorkspace
 }
 
-func (b *bwrapIsolator) close() error { return b.cg.remove() }
+func (b *bwrapIsolator) close() error { return b.cg.Remove() }
 
 func (b *bwrapIsolator) kind() string { return driver.IsolationBwrap }
 
@@ -248,7 +249,7 @@ var (
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
-	b.cg.prime() // the gate's join, if any, waits less (cgroup_prime_linux.go)
+	b.cg.Prime() // the gate's join, if any, waits less (cgroup_prime_linux.go)
 	if protectFDs {
 		sealInheritedFDs()
 	}
@@ -328,5 +329,22 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	}
 	return &wrapped{path: b.bwrap, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
 		extraFiles: files, cred: b.ident.credential(), start: g.start, started: g.open, terminate: g.terminate,
-		done: func() { g.close(); closeFiles(own) }, report: g.cmd.end}, nil
+		done: func() { g.close(); closeFiles(own) }, report: g.cmd.End}, nil
+}
+
+func (b *bwrapIsolator) limitsEnforced() driver.LimitsEnforced { return b.limits.Enforced(b.cg, true) }
+
+// bindMounts adds an invocation's binds to what the sandbox shows: one
+// read-only at its own host path to ro (shown as the system directories
+// are), any other as a mount after the configured ones (left unchanged).
+func bindMounts(ro []string, configured []driver.VolumeMount, binds []bind) ([]string, []driver.VolumeMount) {
+	mounts := append([]driver.VolumeMount{}, configured...)
+	for _, x := range binds {
+		if x.readOnly && x.host == x.inside {
+			ro = append(ro, x.host)
+		} else {
+			mounts = append(mounts, driver.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+		}
+	}
+	return ro, mounts
 }

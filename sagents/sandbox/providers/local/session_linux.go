@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -67,7 +68,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.Ex
 	if err != nil {
 		return nil, err
 	}
-	defer k.release()
+	defer k.Release()
 	if opts.Resident { // checkpoints are taken beside it (quiet)
 		l.taskCount(1)
 		defer l.taskCount(-1)
@@ -88,7 +89,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.Ex
 // before its first instruction, removed (with what is left in it) by
 // k.release (under gVisor k is nil: its RLIMIT_CPU). The caller owns one
 // use of l, given back with l.idle; on error it owns nothing.
-func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *cmdCgroup, err error) {
+func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *limits.CommandCgroup, err error) {
 	l, restarted, err = s.session(ctx, inv.binds)
 	if err != nil {
 		return nil, false, req, nil, err

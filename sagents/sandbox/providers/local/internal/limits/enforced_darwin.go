@@ -1,17 +1,15 @@
 //go:build darwin
 
-package local
+package limits
 
 import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-// limitsEnforced: macOS has no cgroups; the shell's ulimit sets
-// per-process limits, and its process limit (ulimit -u) counts all the
-// user's processes.
-func (b *seatbeltIsolator) limitsEnforced() driver.LimitsEnforced { return b.limits.ulimitEnforced() }
-
-func (l Limits) ulimitEnforced() driver.LimitsEnforced {
+// UlimitEnforced says how each limit holds on macOS: it has no cgroups;
+// the shell's ulimit sets per-process limits, and its process limit
+// (ulimit -u) counts all the user's processes.
+func (l Limits) UlimitEnforced() driver.LimitsEnforced {
 	e := driver.LimitsEnforced{CPUTime: driver.EnforcedNone, Memory: driver.EnforcedNone,
 		Pids: driver.EnforcedNone, FileSize: driver.EnforcedNone}
 	if l.CPUTime > 0 {
@@ -29,8 +27,7 @@ func (l Limits) ulimitEnforced() driver.LimitsEnforced {
 	return e
 }
 
-// ProbeLimits says how the default limits of local mode hold on this
-// machine.
-func ProbeLimits() driver.LimitsEnforced {
-	return ResolveLimits(driver.LocalConfig{}).ulimitEnforced()
+// Probe says how the default limits of local mode hold on this machine.
+func Probe() driver.LimitsEnforced {
+	return Resolve(driver.LocalConfig{}).UlimitEnforced()
 }

@@ -1,4 +1,4 @@
-package local
+package limits
 
 import (
 	"strconv"
@@ -35,8 +35,8 @@ type Limits struct {
 	memoryAsked bool
 }
 
-// ResolveLimits applies the defaults: 0 means the default, -1 no limit.
-func ResolveLimits(c driver.LocalConfig) Limits {
+// Resolve applies the defaults: 0 means the default, -1 no limit.
+func Resolve(c driver.LocalConfig) Limits {
 	pick := func(v, def int) int64 {
 		switch {
 		case v < 0:
@@ -68,59 +68,59 @@ func ResolveLimits(c driver.LocalConfig) Limits {
 	return l
 }
 
-// rlimit is one resource limit, named as prlimit(1) names it.
-type rlimit struct {
-	flag      string // prlimit(1) option
-	resource  int    // RLIMIT_* number (Linux)
-	soft, max uint64
+// Rlimit is one resource limit, named as prlimit(1) names it.
+type Rlimit struct {
+	Flag      string // prlimit(1) option
+	Resource  int    // RLIMIT_* number (Linux)
+	Soft, Max uint64
 }
 
 // Linux RLIMIT_* numbers (the same on every architecture Go supports).
 const (
-	rlimitCPU   = 0
-	rlimitFsize = 1
-	rlimitCore  = 4
-	rlimitNproc = 6
-	rlimitAS    = 9
+	RlimitCPU   = 0
+	RlimitFsize = 1
+	RlimitCore  = 4
+	RlimitNproc = 6
+	RlimitAS    = 9
 )
 
-// rlimits lists the limits to set. RLIMIT_AS is set only when memory is
+// Rlimits lists the limits to set. RLIMIT_AS is set only when memory is
 // not already bounded by a cgroup. The CPU time budget of the whole
 // command is the cgroup watchdog's (cpubudget_linux.go); RLIMIT_CPU stays
 // as a per-process backstop one second above it, so the exact count of
 // the cgroup decides (RLIMIT_CPU counts whole clock ticks, and a busy host
 // makes it run ahead). The CPU hard limit is one second above the soft
 // one, so SIGXCPU comes first.
-func (l Limits) rlimits(memoryByCgroup bool) []rlimit {
-	out := []rlimit{{"core", rlimitCore, 0, 0}}
+func (l Limits) Rlimits(memoryByCgroup bool) []Rlimit {
+	out := []Rlimit{{"core", RlimitCore, 0, 0}}
 	if l.CPUTime > 0 {
 		s := uint64((l.CPUTime+time.Second-1)/time.Second) + 1
-		out = append(out, rlimit{"cpu", rlimitCPU, s, s + 1})
+		out = append(out, Rlimit{"cpu", RlimitCPU, s, s + 1})
 	}
 	if l.MemoryBytes > 0 && !memoryByCgroup {
-		out = append(out, rlimit{"as", rlimitAS, uint64(l.MemoryBytes), uint64(l.MemoryBytes)})
+		out = append(out, Rlimit{"as", RlimitAS, uint64(l.MemoryBytes), uint64(l.MemoryBytes)})
 	}
 	if l.FileSizeBytes > 0 {
-		out = append(out, rlimit{"fsize", rlimitFsize, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)})
+		out = append(out, Rlimit{"fsize", RlimitFsize, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)})
 	}
 	if l.Pids > 0 {
-		out = append(out, rlimit{"nproc", rlimitNproc, uint64(l.Pids), uint64(l.Pids)})
+		out = append(out, Rlimit{"nproc", RlimitNproc, uint64(l.Pids), uint64(l.Pids)})
 	}
 	return out
 }
 
-// prlimitArgs are the same limits as prlimit(1) flags.
-func (l Limits) prlimitArgs(memoryByCgroup bool) []string {
+// PrlimitArgs are the same limits as prlimit(1) flags.
+func (l Limits) PrlimitArgs(memoryByCgroup bool) []string {
 	var args []string
-	for _, r := range l.rlimits(memoryByCgroup) {
-		args = append(args, "--"+r.flag+"="+strconv.FormatUint(r.soft, 10)+":"+strconv.FormatUint(r.max, 10))
+	for _, r := range l.Rlimits(memoryByCgroup) {
+		args = append(args, "--"+r.Flag+"="+strconv.FormatUint(r.Soft, 10)+":"+strconv.FormatUint(r.Max, 10))
 	}
 	return args
 }
 
-// ulimitScript is the POSIX-shell equivalent, for macOS: -t seconds, -v
+// UlimitScript is the POSIX-shell equivalent, for macOS: -t seconds, -v
 // KiB, -f 512-byte blocks, -u processes.
-func (l Limits) ulimitScript() string {
+func (l Limits) UlimitScript() string {
 	s := "ulimit -c 0"
 	if l.CPUTime > 0 {
 		s += " && ulimit -t " + strconv.FormatInt(int64((l.CPUTime+time.Second-1)/time.Second), 10)
@@ -137,9 +137,7 @@ func (l Limits) ulimitScript() string {
 	return s
 }
 
-// DefaultsSummary describes the defaults of local mode in one line.
-func DefaultsSummary() string {
-	return "network off, memory " + strconv.Itoa(DefaultMemoryLimitMB) + " MB, pids " + strconv.Itoa(DefaultPidsLimit) +
-		", file size " + strconv.Itoa(DefaultFileSizeLimitMB) + " MB, private /tmp up to " + strconv.Itoa(MaxTmpMB) +
-		" MB, CPU time unlimited (timeout 30s)"
-}
+// SIGXCPUExit is the exit code of a command ended by SIGXCPU (128+24),
+// what RLIMIT_CPU gives a single process and what a command killed for
+// its CPU budget reports.
+const SIGXCPUExit = 128 + 24
