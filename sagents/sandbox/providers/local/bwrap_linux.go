@@ -18,6 +18,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
 
@@ -27,15 +28,6 @@ const SandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 func sysProcAttr(cred *syscall.Credential) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
-}
-
-// credential runs bwrap as the session's uid, with no supplementary
-// groups.
-func (id *identity) credential() *syscall.Credential {
-	if id == nil {
-		return nil
-	}
-	return &syscall.Credential{Uid: uint32(id.uid), Gid: uint32(id.gid), Groups: []uint32{}}
 }
 
 type bwrapIsolator struct {
@@ -50,10 +42,10 @@ type bwrapIsolator struct {
 	maskDirs  []string
 	resolvDir string // bound when the network is open and resolv.conf points outside /etc
 	cg        *limits.Cgroups
-	egress    *egressProxy // network allowlist: run every command behind the bridge
-	ident     *identity    // the host uid bwrap runs as (sage is root); nil: the caller's own
-	umaskCmd  string       // "umask 077", set before every command
-	seccomp   []byte       // the filter program, loaded by bwrap --seccomp
+	egress    *egressProxy   // network allowlist: run every command behind the bridge
+	ident     *uids.Identity // the host uid bwrap runs as (sage is root); nil: the caller's own
+	umaskCmd  string         // "umask 077", set before every command
+	seccomp   []byte         // the filter program, loaded by bwrap --seccomp
 }
 
 func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, error) {
@@ -255,7 +247,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	}
 	var ws *os.File
 	if bindWorkspaceFD {
-		if ws, err = openWorkspace(b.hostWS, b.ident); err != nil {
+		if ws, err = uids.OpenWorkspace(b.hostWS, b.ident); err != nil {
 			return nil, err
 		}
 	} else {
@@ -328,7 +320,7 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		argv = append(append(append([]string{b.bwrap}, BwrapArgs(o)...), "--"), inv.argv...)
 	}
 	return &wrapped{path: b.bwrap, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		extraFiles: files, cred: b.ident.credential(), start: g.start, started: g.open, terminate: g.terminate,
+		extraFiles: files, cred: b.ident.Credential(), start: g.start, started: g.open, terminate: g.terminate,
 		done: func() { g.close(); closeFiles(own) }, report: g.cmd.End}, nil
 }
 

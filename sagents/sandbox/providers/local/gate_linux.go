@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
 
@@ -26,7 +27,7 @@ import (
 // its rlimits with prlimit(2), then lets it run. Every process of the
 // command is born under the limits, and no helper runs inside.
 type gate struct {
-	ident          *identity // bwrap's uid, when not the caller's
+	ident          *uids.Identity // bwrap's uid, when not the caller's
 	cg             *limits.Cgroups
 	limits         Limits
 	noAS           bool // the network bridge sets RLIMIT_AS on the command instead
@@ -152,7 +153,7 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 		}
 	}
 	cmd.Args = append(append(append(cmd.Args, BwrapArgs(o)...), "--"), argv...)
-	cmd.SysProcAttr = sysProcAttr(b.ident.credential())
+	cmd.SysProcAttr = sysProcAttr(b.ident.Credential())
 	return cmd
 }
 
@@ -164,7 +165,7 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 // saved stay 0, so no capability is lost) and switched back after. The
 // raw system calls change that thread alone; if switching back failed the
 // thread stays locked and dies with this goroutine.
-func setRlimits(pid int, id *identity, rls []limits.Rlimit) error {
+func setRlimits(pid int, id *uids.Identity, rls []limits.Rlimit) error {
 	set := func() error {
 		for _, r := range rls {
 			lim := unix.Rlimit{Cur: r.Soft, Max: r.Max}
@@ -181,12 +182,12 @@ func setRlimits(pid int, id *identity, rls []limits.Rlimit) error {
 	go func() {
 		runtime.LockOSThread()
 		keep := ^uintptr(0) // -1: leave unchanged
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.gid), keep, keep); e != 0 {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.GID), keep, keep); e != 0 {
 			runtime.UnlockOSThread()
 			done <- fmt.Errorf("local: rlimits: setresgid: %w", e)
 			return
 		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.uid), keep, keep); e != 0 {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.UID), keep, keep); e != 0 {
 			if _, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, 0, keep, keep); e2 == 0 {
 				runtime.UnlockOSThread()
 			}

@@ -83,7 +83,7 @@ func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, 
 	}
 	g.uid, g.gid = 65534, 65534
 	if s.ident != nil {
-		g.uid, g.gid = uint32(s.ident.uid), uint32(s.ident.gid)
+		g.uid, g.gid = uint32(s.ident.UID), uint32(s.ident.GID)
 	}
 	g.maskFiles, g.maskDirs = etcSecrets()
 	dir := filepath.Join(s.runtimeDir, "gvisor")

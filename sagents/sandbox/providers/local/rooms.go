@@ -2,7 +2,9 @@ package local
 
 import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/quota"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/seatbelt"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // SystemPath is a system directory bound read-only into the sandbox, or,
@@ -43,3 +45,13 @@ type SeatbeltOptions = seatbelt.Options
 // ProxyPorts, outbound TCP to those localhost ports only. Every path is
 // escaped; a path with a control character is an error.
 func SeatbeltProfile(o SeatbeltOptions) (string, error) { return seatbelt.Profile(o) }
+
+// IdmapSummary says, for sage doctor, whether a folder of another owner
+// (a root user's project) works as a workspace on dir's file system: as
+// root, through an idmapped mount; else why not, with the fix. Off Linux
+// it is an error: idmapped workspaces are Linux's.
+func IdmapSummary(dir string) (string, error) { return uids.IdmapSummary(dir) }
+
+// DiskQuotaSummary says whether this process can enforce a workspace disk
+// quota (sandbox.local.disk_quota_mb, opt-in); off Linux it never can.
+func DiskQuotaSummary() (enforced bool, detail string) { return quota.Summary() }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -380,7 +381,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 // workspaceID identifies the workspace directory, opened as every
 // command's bind is (no symlink on its path, still the session uid's).
 func workspaceID(s *Sandbox) (dev, ino uint64, err error) {
-	f, err := openWorkspace(s.bindWS, s.ident)
+	f, err := uids.OpenWorkspace(s.bindWS, s.ident)
 	if err != nil {
 		return 0, 0, err
 	}

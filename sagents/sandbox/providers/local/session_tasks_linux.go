@@ -32,7 +32,7 @@ func (s *Sandbox) sessionBinds(inv *invocation) error {
 		return fmt.Errorf("local: venv: %w", err)
 	}
 	if id := s.ident; id != nil { // the session's uid makes the venv inside
-		if err := os.Lchown(venv, id.uid, id.gid); err != nil {
+		if err := os.Lchown(venv, id.UID, id.GID); err != nil {
 			return fmt.Errorf("local: venv: %w", err)
 		}
 	}

@@ -1,18 +1,19 @@
 //go:build !linux
 
-package local
+package quota
 
 import (
 	"strconv"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
-// diskQuota: no workspace quota off Linux.
-type diskQuota struct{}
+// Disk: no workspace quota off Linux.
+type Disk struct{}
 
-// setupQuota refuses a configured quota: it cannot be enforced here.
-func setupQuota(cfg driver.Config, _ string, _ *identity) (*diskQuota, error) {
+// Setup refuses a configured quota: it cannot be enforced here.
+func Setup(cfg driver.Config, _ string, _ *uids.Identity) (*Disk, error) {
 	if cfg.Local.DiskQuotaMB == 0 && cfg.Local.DiskQuotaInodes == 0 {
 		return nil, nil
 	}
@@ -20,6 +21,13 @@ func setupQuota(cfg driver.Config, _ string, _ *identity) (*diskQuota, error) {
 		Reason: "cannot be enforced: a workspace quota needs Linux (a loop-mounted file system as root); fix: set it to 0"}
 }
 
-func (q *diskQuota) release() error { return nil }
+// Release: there is nothing to release.
+func (q *Disk) Release() error { return nil }
 
-func (q *diskQuota) abandon() {}
+// Abandon: there is nothing to abandon.
+func (q *Disk) Abandon() {}
+
+// Summary: no workspace quota is enforced.
+func Summary() (enforced bool, detail string) {
+	return false, "not enforced: only each file's size (ulimit -f) is bounded"
+}
