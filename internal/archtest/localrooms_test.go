@@ -23,7 +23,9 @@ var localRooms = map[string][]string{
 	"internal/layers":    nil,
 	"internal/limits":    {"supervisor"}, // the cgroup thread starts off the main thread as the supervisor does
 	"internal/memfd":     nil,
+	"internal/quota":     {"internal/uids"}, // the image and its mount belong to the workspace's uid
 	"internal/seatbelt":  nil,
+	"internal/uids":      nil,
 	"netbridge":          nil,
 	"seccomp":            {"internal/memfd"},
 	"supervisor":         nil,
