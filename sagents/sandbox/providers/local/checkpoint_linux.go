@@ -26,6 +26,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // maxLayers is how many read-only layers a workspace stacks before the
@@ -128,7 +129,7 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 		// only the sandbox's uids: root writes as its uid (setfsuid on one
 		// locked thread), with its permissions.
 		s.HostFS.Owner = nil
-		s.HostFS.As = func(f func() error) error { return asFSUID(id.uid, id.gid, f) }
+		s.HostFS.As = func(f func() error) error { return asFSUID(id.UID, id.GID, f) }
 	}
 	s.HostFS.Check = c.ensure
 	s.ckpt = c
@@ -178,7 +179,7 @@ func (c *checkpoints) newLayer() (int, error) {
 			return 0, fmt.Errorf("local: checkpoint layer: %w", err)
 		}
 		if id := c.s.ident; id != nil {
-			if err := os.Lchown(p, id.uid, id.gid); err != nil {
+			if err := os.Lchown(p, id.UID, id.GID); err != nil {
 				os.RemoveAll(d)
 				return 0, fmt.Errorf("local: checkpoint layer: %w", err)
 			}
@@ -239,7 +240,7 @@ func (c *checkpoints) attach(l *liveSession) error {
 		return err
 	}
 	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*bwrapIsolator).bwrap, Exe: exe, Pid: pid,
-		Cred: c.s.ident.credential()})
+		Cred: c.s.ident.Credential()})
 	if err != nil {
 		return fmt.Errorf("local: checkpoints: %w", err)
 	}
@@ -287,7 +288,7 @@ func (c *checkpoints) agentExecutable() (string, error) {
 			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
 		}
 	}
-	if err := reachable(dst, c.s.ident, needRead|needExec); err != nil {
+	if err := uids.Reachable(dst, c.s.ident, uids.NeedRead|uids.NeedExec); err != nil {
 		os.Remove(dst)
 		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
 			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
@@ -812,7 +813,7 @@ func (c *checkpoints) forget() error {
 // writeBack mirrors the live mount into the host folder.
 func (c *checkpoints) writeBack() error {
 	var lo *layers.Owner
-	if o := c.s.ident.owner(); o != nil {
+	if o := c.s.ident.Owner(); o != nil {
 		lo = &layers.Owner{UID: o.UID, GID: o.GID}
 	}
 	if err := layers.Mirror(c.s.hostWS, "/proc/self/fd/"+strconv.Itoa(c.fd), lo); err != nil {
@@ -972,7 +973,7 @@ func (c *checkpoints) baseLayer(n int) (int, error) {
 	}
 	if id := c.s.ident; id != nil {
 		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
-			os.Lchown(p, id.uid, id.gid)
+			os.Lchown(p, id.UID, id.GID)
 			return nil
 		})
 	}
