@@ -741,7 +741,7 @@ func emptyTarget(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("local: fork workspace: %w", err)
 	}
-	if !empty(dir) {
+	if !empty(dir) || forkFolderInUse(dir) {
 		return &fs.PathError{Op: "fork", Path: dir, Err: fmt.Errorf("%w: the fork's workspace folder is not empty; fix: name a new folder", fs.ErrExist)}
 	}
 	return nil

@@ -121,6 +121,19 @@ func evacuate(root string) {
 	}
 }
 
+// forkFolders are the workspace folders of live forks (empty until
+// their Close): a fork or Export into one is refused as into a folder
+// that is not empty.
+var forkFolders sync.Map
+
+func forkFolderInUse(dir string) bool {
+	if ws, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = ws
+	}
+	_, ok := forkFolders.Load(dir)
+	return ok
+}
+
 // lowers are the fork's shared layers as overlay lowers, topmost first.
 func (in *forkIn) lowers() []string {
 	sharedLayers.mu.Lock()
@@ -229,6 +242,7 @@ func (s *Sandbox) fork(ctx context.Context, id driver.CheckpointID, cfg driver.C
 			return fail(err)
 		}
 	}
+	forkFolders.Store(ws, true)
 	if pooled {
 		s.refill()
 	}
@@ -310,6 +324,9 @@ func (s *Sandbox) closeFork(ctx context.Context) {
 // fork's files are in its folder, or lost with an error), the
 // placeholder folder of a pooled sandbox is removed.
 func (s *Sandbox) closeForkEnd() {
+	if s.forkIn != nil {
+		forkFolders.Delete(s.hostWS) // (an untaken spare's placeholder is none)
+	}
 	s.dropShared()
 	if s.forkIn != nil && s.forkIn.placeholder != "" {
 		os.RemoveAll(s.forkIn.placeholder)
