@@ -238,7 +238,7 @@ func TestForkPoolClosed(t *testing.T) {
 }
 
 // waitPool waits until s's pool holds n ready sandboxes, and returns them.
-func waitPool(t *testing.T, s *Sandbox, n int) []*Sandbox {
+func waitPool(t testing.TB, s *Sandbox, n int) []*Sandbox {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
