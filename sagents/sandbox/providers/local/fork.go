@@ -21,6 +21,9 @@ type forkIn struct {
 	// placeholder is a pooled sandbox's empty folder, bound at the
 	// workspace under the overlay; removed at Close.
 	placeholder string
+	// upper is a pooled sandbox's layer made ahead for the fork's writes
+	// (adopt); 0: none.
+	upper int
 }
 
 // sharedLayer is a frozen layer directory (its u the overlay's lower)

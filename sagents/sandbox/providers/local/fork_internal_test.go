@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
@@ -264,4 +265,16 @@ func waitPool(t testing.TB, s *Sandbox, n int) []*Sandbox {
 			t.Fatalf("the fork pool did not fill to %d in 60s", n)
 		}
 	}
+}
+
+// TestForkUnprivileged re-runs the fork tests as an ordinary user.
+func TestForkUnprivileged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged")
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Fatal("bwrap is missing; fix: apt-get install bubblewrap")
+	}
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed)$", "-test.count=1"})
+	require.NoError(t, err)
 }

@@ -177,7 +177,8 @@ func (s *Sandbox) dropShared() {
 // checkpoint's frozen layers, shared read-only: no file is copied. Its
 // session sandbox is a pre-started one from the pool when there is one
 // (forkpool_linux.go), else a new one. A sandbox whose workspace is an
-// idmapped mount copies the files (Export) instead.
+// idmapped mount, or not isolated by bwrap, copies the files (Export)
+// instead.
 func (s *Sandbox) ForkDriver(ctx context.Context, id driver.CheckpointID, cfg driver.Config) (driver.Driver, error) {
 	return s.fork(ctx, id, cfg, true)
 }
@@ -190,8 +191,9 @@ func (s *Sandbox) fork(ctx context.Context, id driver.CheckpointID, cfg driver.C
 	if cfg.Workspace == "" {
 		return nil, errors.New("local: fork: the new workspace folder is required; fix: name an empty or missing folder")
 	}
-	if s.ident.idmapped() {
-		// The layers are files of the idmapped owner's: a copy.
+	if _, bwrap := s.iso.(*bwrapIsolator); !bwrap || s.ident.idmapped() {
+		// The layers are files of the idmapped owner's (or another
+		// isolation's, whose agent this does not drive): a copy.
 		if err := s.Export(ctx, id, cfg.Workspace); err != nil {
 			return nil, err
 		}
@@ -244,7 +246,7 @@ func (s *Sandbox) fork(ctx context.Context, id driver.CheckpointID, cfg driver.C
 	}
 	forkFolders.Store(ws, true)
 	if pooled {
-		s.refill()
+		s.refillLater()
 	}
 	return f, nil
 }

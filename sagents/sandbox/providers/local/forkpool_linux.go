@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
 )
 
 // maxForkPool bounds Options.ForkPool.
@@ -29,8 +31,16 @@ func (f *forkSide) poolSize() int {
 	return min(f.size, maxForkPool)
 }
 
-// startPool makes the pool and fills it in the background (after a
-// fork, or at the start with Options.ForkPool > 0).
+// refillDelay is how long after a fork took a pre-started sandbox the
+// pool starts the next: the fork's first command runs meanwhile without
+// a sandbox starting beside it.
+const refillDelay = 200 * time.Millisecond
+
+// refillLater is refill after refillDelay.
+func (s *Sandbox) refillLater() { time.AfterFunc(refillDelay, s.refill) }
+
+// refill makes the pool and fills it in the background (after a fork,
+// or at the start with Options.ForkPool > 0).
 func (s *Sandbox) refill() {
 	f := &s.forks
 	f.mu.Lock()
@@ -97,6 +107,14 @@ func (s *Sandbox) newSpare() (*Sandbox, error) {
 		sp.Close(context.Background())
 		return nil, err
 	}
+	sp.ckpt.mu.Lock()
+	up, err := sp.ckpt.newLayer() // the fork's upper, made ahead
+	sp.ckpt.mu.Unlock()
+	if err != nil {
+		sp.Close(context.Background())
+		return nil, err
+	}
+	sp.forkIn.upper = up
 	return sp, nil
 }
 
@@ -154,26 +172,38 @@ func (sp *Sandbox) adopt(ctx context.Context, in *forkIn, ws string) error {
 			return undo(err)
 		}
 	}
-	oldUp, oldTmpUp, oldTmpBase, oldTmpLayers := c.m.Upper, c.tmp.upper, c.tmp.base, c.tmp.layers
+	oldUp := c.m.Upper
 	if tmp {
+		// The checkpoint's /tmp too: both mounts in one request.
+		oldTmpUp, oldTmpBase, oldTmpLayers := c.tmp.upper, c.tmp.base, c.tmp.layers
 		c.tmp.base, c.tmp.layers = "b", nil
-	}
-	if err := c.remount(true, 0, tmp, 0); err != nil {
-		c.m.Upper = oldUp
-		c.tmp.base, c.tmp.layers, c.tmp.upper = oldTmpBase, oldTmpLayers, oldTmpUp
-		if tmp {
+		if err := c.remount(true, 0, true, 0); err != nil {
+			c.m.Upper = oldUp
+			c.tmp.base, c.tmp.layers, c.tmp.upper = oldTmpBase, oldTmpLayers, oldTmpUp
 			c.freeTmpBase("b")
+			return undo(err)
 		}
-		return undo(err)
-	}
-	c.freeLayer(oldUp)
-	if tmp {
 		c.freeTmpLayer(oldTmpUp)
 		for _, l := range oldTmpLayers {
 			c.freeTmpLayer(l)
 		}
+		c.freeLayer(old.upper)
+	} else {
+		// The workspace only, on the upper made ahead.
+		d := c.layerDir(old.upper)
+		ms, err := c.agent.Mount(layers.Layout{Lowers: c.stack(0), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target})
+		if err != nil {
+			return undo(fmt.Errorf("local: fork: %w", err))
+		}
+		c.setLive(ms[0])
+		c.m.Upper = old.upper
 	}
-	return c.save()
+	old.upper = 0
+	// The spare's own upper (empty) goes in the background; the manifest
+	// is saved by the fork's next operation (a fork's runtime directory
+	// is its own: no other process reads it).
+	go removeLayer(c.layerDir(oldUp))
+	return nil
 }
 
 // closePool stops the pool's sandboxes (Close): those starting are
