@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
@@ -195,15 +197,25 @@ func (sp *Sandbox) adopt(ctx context.Context, in *forkIn, ws string) error {
 		if err != nil {
 			return undo(fmt.Errorf("local: fork: %w", err))
 		}
+		// The spare's mount, detached, goes with its last descriptor,
+		// whose close syncs the file system of its upper: that happens
+		// in the background, with the removal of its (empty) upper.
+		prev, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
 		c.setLive(ms[0])
 		c.m.Upper = old.upper
+		old.upper = 0
+		go func() {
+			if err == nil {
+				unix.Close(prev)
+			}
+			removeLayer(c.layerDir(oldUp))
+		}()
+		// The manifest is saved by the fork's next operation (a fork's
+		// runtime directory is its own: no other process reads it).
+		return nil
 	}
 	old.upper = 0
-	// The spare's own upper (empty) goes in the background; the manifest
-	// is saved by the fork's next operation (a fork's runtime directory
-	// is its own: no other process reads it).
-	go removeLayer(c.layerDir(oldUp))
-	return nil
+	return c.save()
 }
 
 // closePool stops the pool's sandboxes (Close): those starting are
