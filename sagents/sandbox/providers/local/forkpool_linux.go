@@ -105,8 +105,15 @@ func (s *Sandbox) newSpare() (*Sandbox, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := sp.ckpt.ensure(); err != nil {
+	// Started, layered and warm: a first command ran (it writes
+	// nothing), so that the fork's first is as a warm one.
+	ctx, cancel := context.WithTimeout(context.Background(), sessionStartTimeout)
+	defer cancel()
+	if res, err := sp.Exec(ctx, driver.ExecSpec{Command: "true"}); err != nil || !res.Success {
 		sp.Close(context.Background())
+		if err == nil {
+			err = fmt.Errorf("local: fork pool: a pre-started sandbox's first command failed: %s", res.Stderr)
+		}
 		return nil, err
 	}
 	sp.ckpt.mu.Lock()
