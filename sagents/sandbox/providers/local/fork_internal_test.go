@@ -275,6 +275,6 @@ func TestForkUnprivileged(t *testing.T) {
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Fatal("bwrap is missing; fix: apt-get install bubblewrap")
 	}
-	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed)$", "-test.count=1"})
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed)$", "-test.count=1", "-test.v"})
 	require.NoError(t, err)
 }
