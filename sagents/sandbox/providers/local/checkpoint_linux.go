@@ -163,6 +163,9 @@ func (c *checkpoints) stack(n int) []string {
 		out = append(out, filepath.Join(c.layerDir(c.m.Layers[i]), "u"))
 	}
 	if c.m.Base == 0 {
+		if c.s.shared() { // a fork: its parent's layers (fork_linux.go)
+			return append(out, c.s.forkIn.lowers()...)
+		}
 		return append(out, c.s.bindWS)
 	}
 	return append(out, filepath.Join(c.layerDir(c.m.Base), "u"))
@@ -188,7 +191,11 @@ func (c *checkpoints) newLayer() (int, error) {
 	return n, nil
 }
 
-func (c *checkpoints) freeLayer(n int) { removeLayer(c.layerDir(n)) }
+func (c *checkpoints) freeLayer(n int) {
+	if !setAside(c.layerDir(n), c.s.runtimeDir) { // a layer forks stand on waits for them
+		removeLayer(c.layerDir(n))
+	}
+}
 
 // removeLayer removes a layer's directory; overlayfs leaves its work
 // directory's "work" with mode 0, which an unprivileged owner must open
@@ -548,7 +555,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 	if c.tmp.on() {
 		c.tmp.n[e.ID] = len(c.tmp.layers)
 	}
-	if len(c.m.Layers) >= maxLayers {
+	if len(c.m.Layers)+c.s.sharedDepth() >= maxLayers {
 		if err := c.merge(len(c.m.Layers) / 2); err != nil {
 			return driver.Checkpoint{}, err
 		}
@@ -735,7 +742,7 @@ func emptyTarget(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("local: fork workspace: %w", err)
 	}
-	if !empty(dir) {
+	if !empty(dir) || forkFolderInUse(dir) {
 		return &fs.PathError{Op: "fork", Path: dir, Err: fmt.Errorf("%w: the fork's workspace folder is not empty; fix: name a new folder", fs.ErrExist)}
 	}
 	return nil
@@ -775,6 +782,8 @@ func (c *checkpoints) merge(n int) error {
 	}
 	if oldBase != 0 {
 		c.freeLayer(oldBase)
+	} else {
+		c.s.dropShared() // a fork: the new base is its own
 	}
 	return nil
 }

@@ -49,6 +49,10 @@ type Sandbox struct {
 	bgCPU sync.Map
 	sess  sessionSlot  // the session sandbox, when enabled
 	ckpt  *checkpoints // the workspace's layers (checkpoints on); nil: off
+	// forkIn: a fork's hold on its parent's layers; forks: the forks of
+	// this one and its pool (fork.go).
+	forkIn *forkIn
+	forks  forkSide
 
 	closeOnce sync.Once
 	closeErr  error
@@ -139,7 +143,9 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 		return nil, &driver.ConfigError{Field: "sandbox.workspace", Value: cfg.Workspace,
 			Reason: fmt.Sprintf("covers SAGE_HOME (%s), which holds the session daemons' sockets and keys and every session's files; fix: use a workspace beside it (the default is SAGE_HOME/sessions/NAME/workspace)", home)}
 	}
-	if asRoot {
+	if asRoot && opts.fork != nil {
+		id = opts.fork.ident // a fork runs as its parent's uid: the layers it stands on are that uid's
+	} else if asRoot {
 		if id, err = uids.ForSession(cfg.Local.UIDRange, ws); err != nil {
 			return nil, err
 		}
@@ -218,6 +224,7 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	s.HostFS = &hostkit.HostFS{Mapper: mapper, Owner: id.Owner()}
+	s.forkIn, s.forks.size, s.forks.cfg, s.forks.opts = opts.fork, opts.ForkPool, cfg, opts.Session
 	s.Background = hostkit.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	s.sess.opts = opts.Session
@@ -229,6 +236,9 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 		return nil, err
 	}
 	s.prestartSession()
+	if opts.ForkPool > 0 && s.ckpt != nil {
+		s.refill()
+	}
 	return s, nil
 }
 
@@ -267,6 +277,7 @@ func (s *Sandbox) Limits() Limits { return s.limits }
 // quota image. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.closeFork(ctx)               // the pool's sandboxes; a fork's session started, to write its files back
 		err := s.Background.Close(ctx) // first: tasks in the session get their SIGTERM
 		s.stopSession()
 		if cerr := s.closeCheckpoints(); err == nil { // writes the live state back
@@ -284,7 +295,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		if ierr := s.idmap.Release(); err == nil { // after the isolation: nothing binds it any more
 			err = ierr
 		}
+		s.closeForkEnd()
 		if s.ownRuntime {
+			evacuate(s.runtimeDir) // layers forks stand on outlive it
 			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {
 				err = fmt.Errorf("local: remove runtime dir: %w", rerr)
 			}
