@@ -25,6 +25,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // maxLayers is how many read-only layers a workspace stacks before the
@@ -134,7 +135,7 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 		// only the sandbox's uids: root writes as its uid (setfsuid on one
 		// locked thread), with its permissions.
 		s.HostFS.Owner = nil
-		s.HostFS.As = func(f func() error) error { return asFSUID(id.uid, id.gid, f) }
+		s.HostFS.As = func(f func() error) error { return asFSUID(id.UID, id.GID, f) }
 	}
 	s.HostFS.Check = c.ensure
 	s.ckpt = c
@@ -168,6 +169,9 @@ func (c *checkpoints) stack(n int) []string {
 		out = append(out, filepath.Join(c.layerDir(c.m.Layers[i]), "u"))
 	}
 	if c.m.Base == 0 {
+		if c.s.shared() { // a fork: its parent's layers (fork_linux.go)
+			return append(out, c.s.forkIn.lowers()...)
+		}
 		return append(out, c.s.bindWS)
 	}
 	return append(out, filepath.Join(c.layerDir(c.m.Base), "u"))
@@ -196,7 +200,7 @@ func (c *checkpoints) makeLayer(n int) error {
 			return fmt.Errorf("local: checkpoint layer: %w", err)
 		}
 		if id := c.s.ident; id != nil {
-			if err := os.Lchown(p, id.uid, id.gid); err != nil {
+			if err := os.Lchown(p, id.UID, id.GID); err != nil {
 				os.RemoveAll(d)
 				return fmt.Errorf("local: checkpoint layer: %w", err)
 			}
@@ -271,18 +275,31 @@ func (c *checkpoints) sweep() {
 	}
 	ents, _ := os.ReadDir(c.dir)
 	for _, e := range ents {
-		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > 0 && !used[n] {
-			removeLayer(filepath.Join(c.dir, e.Name()))
+		p := filepath.Join(c.dir, e.Name())
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n > 0 && !used[n] && !heldByForks(p) {
+			removeLayer(p)
 		}
 	}
+}
+
+// heldByForks says whether forks of this process stand on the layer at
+// dir (fork_linux.go).
+func heldByForks(dir string) bool {
+	sharedLayers.mu.Lock()
+	defer sharedLayers.mu.Unlock()
+	l := sharedLayers.by[dir]
+	return l != nil && l.refs > 0
 }
 
 // freeLayer removes layer n's directory in the background (on a
 // journalling file system removing a tree costs milliseconds, which no
 // operation waits for); layer numbers are never used again, and Close
-// waits for the removals.
+// waits for the removals. One that forks stand on is set aside for them.
 func (c *checkpoints) freeLayer(n int) {
 	dir := c.layerDir(n)
+	if setAside(dir, c.s.runtimeDir) { // a layer forks stand on waits for them
+		return
+	}
 	c.bg.Go(func() { removeLayer(dir) })
 }
 
@@ -328,7 +345,7 @@ func (c *checkpoints) attach(l *liveSession) error {
 		return err
 	}
 	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*bwrapIsolator).bwrap, Exe: exe, Pid: pid,
-		Cred: c.s.ident.credential()})
+		Cred: c.s.ident.Credential()})
 	if err != nil {
 		return fmt.Errorf("local: checkpoints: %w", err)
 	}
@@ -379,7 +396,7 @@ func (c *checkpoints) agentExecutable() (string, error) {
 			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
 		}
 	}
-	if err := reachable(dst, c.s.ident, needRead|needExec); err != nil {
+	if err := uids.Reachable(dst, c.s.ident, uids.NeedRead|uids.NeedExec); err != nil {
 		os.Remove(dst)
 		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
 			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
@@ -666,7 +683,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 	if c.tmp.on() {
 		c.tmp.n[e.ID] = len(c.tmp.layers)
 	}
-	if len(c.m.Layers) >= maxLayers {
+	if len(c.m.Layers)+c.s.sharedDepth() >= maxLayers {
 		if err := c.merge(len(c.m.Layers) / 2); err != nil {
 			return driver.Checkpoint{}, err
 		}
@@ -859,7 +876,7 @@ func emptyTarget(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("local: fork workspace: %w", err)
 	}
-	if !empty(dir) {
+	if !empty(dir) || forkFolderInUse(dir) {
 		return &fs.PathError{Op: "fork", Path: dir, Err: fmt.Errorf("%w: the fork's workspace folder is not empty; fix: name a new folder", fs.ErrExist)}
 	}
 	return nil
@@ -894,6 +911,8 @@ func (c *checkpoints) merge(n int) error {
 	}
 	if oldBase != 0 {
 		c.freeLayer(oldBase)
+	} else {
+		c.s.dropShared() // a fork: the new base is its own
 	}
 	return nil
 }
@@ -932,7 +951,7 @@ func (c *checkpoints) forget() error {
 // writeBack mirrors the live mount into the host folder.
 func (c *checkpoints) writeBack() error {
 	var lo *layers.Owner
-	if o := c.s.ident.owner(); o != nil {
+	if o := c.s.ident.Owner(); o != nil {
 		lo = &layers.Owner{UID: o.UID, GID: o.GID}
 	}
 	if err := layers.Mirror(c.s.hostWS, "/proc/self/fd/"+strconv.Itoa(c.fd), lo); err != nil {
@@ -1095,7 +1114,7 @@ func (c *checkpoints) baseLayer(n int) (int, error) {
 	}
 	if id := c.s.ident; id != nil {
 		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
-			os.Lchown(p, id.uid, id.gid)
+			os.Lchown(p, id.UID, id.GID)
 			return nil
 		})
 	}
