@@ -42,7 +42,9 @@ func TestGvisorCheckpointsRefused(t *testing.T) {
 // TestGvisorCheckpointProbe runs runsc checkpoint and restore on a sandbox
 // of the session sandbox's shape, as sage doctor does: the checkpoint
 // works, and the restore fails on the donated control socket, which is
-// why gVisor checkpoints are refused. A runsc whose restore hands it back
+// why gVisor checkpoints are refused; with the socket on the sandbox's
+// stdin and stdout the restore works and the restored process answers
+// on a new socket. A runsc whose restore hands it back
 // fails this test: then gVisor process checkpoints can be offered. The
 // probe leaves no directory, mount or sandbox behind.
 func TestGvisorCheckpointProbe(t *testing.T) {
@@ -54,11 +56,17 @@ func TestGvisorCheckpointProbe(t *testing.T) {
 	res, err := local.GvisorCheckpointProbe(context.Background(), runsc)
 	require.NoError(t, err)
 	assert.Positive(t, res.Checkpoint)
-	t.Logf("runsc checkpoint %v, restore %v (%v)", res.Checkpoint, res.Restore, res.RestoreErr)
+	t.Logf("--pass-fd: runsc checkpoint %v, restore %v (%v); stdio: checkpoint %v, restore %v (%v)", res.Checkpoint, res.Restore,
+		res.RestoreErr, res.StdioCheckpoint, res.StdioRestore, res.StdioErr)
 	require.Error(t, res.RestoreErr, "runsc restore now restores a sandbox with a descriptor donated by --pass-fd: "+
 		"gVisor checkpoints can be offered; update gvisorCheckpointsReason and docs/checkpoints.md")
 	assert.Contains(t, res.RestoreErr.Error(), "no host FD available")
 	assert.Less(t, len(res.RestoreErr.Error()), 500, "the runsc error is cut to its telling line")
+	// With the control socket on stdin and stdout, runsc restore hands it
+	// back: the restored shell echoes on the new socket (docs/checkpoints.md).
+	require.NoError(t, res.StdioErr)
+	assert.Positive(t, res.StdioCheckpoint)
+	assert.Positive(t, res.StdioRestore)
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	assert.Empty(t, left, "the probe's directory is removed")
