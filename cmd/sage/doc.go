@@ -26,4 +26,13 @@
 // shell command line; several are an argument vector, quoted for the
 // shell. The first sage python of a session creates its venv, which takes
 // seconds; it says so on stderr when it does.
+//
+// Flags are the standard library's flag package (newFlagSet, parseFlags
+// and parseFlagsInterspersed in help.go add interspersed flags, "--",
+// one-line errors that name what a value wants, and help spelled --name),
+// not spf13/pflag: pflag reads -name as the shorthands -n -a -m -e, so
+// the single-dash long forms sage takes (-help, -mode local, -json; the
+// help tests assert -help) would change meaning, and since the Kubernetes
+// provisioner moved to cmd/sage-provisioner, pflag (which client-go
+// brought in) is no longer linked into sage at all.
 package main

@@ -279,10 +279,12 @@ func (s *Sandbox) Export(ctx context.Context, id CheckpointID, dir string) error
 }
 
 // Fork opens a new sandbox, of the same configuration, whose workspace
-// starts as checkpoint id: workspace, an empty or missing host
-// directory, receives a copy of its files, so the fork and its parent
-// share nothing (writes of one are never seen by the other). The fork has
-// checkpoints of its own; the caller closes it.
+// starts as checkpoint id; workspace is an empty or missing host
+// directory. A driver that can (driver.Forker: local mode) opens the fork
+// on the checkpoint's frozen layers, shared read-only, and workspace
+// receives the fork's files at its Close or Sync; others copy the files
+// into workspace first. Either way writes of one are never seen by the
+// other. The fork has checkpoints of its own; the caller closes it.
 func (s *Sandbox) Fork(ctx context.Context, id CheckpointID, workspace string) (*Sandbox, error) {
 	c, ok := s.drv.(driver.Checkpointer)
 	if !ok {
@@ -290,6 +292,20 @@ func (s *Sandbox) Fork(ctx context.Context, id CheckpointID, workspace string) (
 	}
 	if workspace == "" {
 		return nil, errors.New("sandbox: fork: the new workspace folder is required")
+	}
+	cfg := s.cfg
+	cfg.Workspace, cfg.SandboxID, cfg.RuntimeDir = workspace, "", ""
+	if f, ok := s.drv.(driver.Forker); ok {
+		ctx, err := s.begin(ctx, "fork", string(id), "")
+		if err != nil {
+			return nil, err
+		}
+		d, err := f.ForkDriver(ctx, id, cfg)
+		s.end(ctx, nil, err)
+		if err != nil {
+			return nil, err
+		}
+		return NewFromDriver(cfg, d), nil
 	}
 	ctx, err := s.begin(ctx, "fork", string(id), "")
 	if err != nil {
@@ -300,8 +316,6 @@ func (s *Sandbox) Fork(ctx context.Context, id CheckpointID, workspace string) (
 	if err != nil {
 		return nil, err
 	}
-	cfg := s.cfg
-	cfg.Workspace, cfg.SandboxID, cfg.RuntimeDir = workspace, "", ""
 	return New(ctx, cfg)
 }
 

@@ -16,7 +16,9 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
 
@@ -26,15 +28,6 @@ const SandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 func sysProcAttr(cred *syscall.Credential) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
-}
-
-// credential runs bwrap as the session's uid, with no supplementary
-// groups.
-func (id *identity) credential() *syscall.Credential {
-	if id == nil {
-		return nil
-	}
-	return &syscall.Credential{Uid: uint32(id.uid), Gid: uint32(id.gid), Groups: []uint32{}}
 }
 
 type bwrapIsolator struct {
@@ -48,11 +41,11 @@ type bwrapIsolator struct {
 	maskFiles []string
 	maskDirs  []string
 	resolvDir string // bound when the network is open and resolv.conf points outside /etc
-	cg        *cgroupSet
-	egress    *egressProxy // network allowlist: run every command behind the bridge
-	ident     *identity    // the host uid bwrap runs as (sage is root); nil: the caller's own
-	umaskCmd  string       // "umask 077", set before every command
-	seccomp   []byte       // the filter program, loaded by bwrap --seccomp
+	cg        *limits.Cgroups
+	egress    *egressProxy   // network allowlist: run every command behind the bridge
+	ident     *uids.Identity // the host uid bwrap runs as (sage is root); nil: the caller's own
+	umaskCmd  string         // "umask 077", set before every command
+	seccomp   []byte         // the filter program, loaded by bwrap --seccomp
 }
 
 func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, error) {
@@ -88,12 +81,12 @@ func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, 
 	if s.sess.opts.Enabled && cgLimits.Pids > 0 { // the supervisor's own (sessionTaskReserve)
 		cgLimits.Pids += sessionTaskReserve
 	}
-	if iso.cg, err = limitCgroups(s.id, cgLimits); err != nil {
+	if iso.cg, err = limits.NewCgroups(s.id, cgLimits); err != nil {
 		return nil, err
 	}
 	// bwrap is forked from a host thread in the cgroups once it joined
 	// them, in the background (cgroup_thread_linux.go).
-	iso.cg.startThread()
+	iso.cg.StartThread()
 	return iso, nil
 }
 
@@ -110,7 +103,7 @@ func virtualWorkspaceOf(cfg driver.Config) string {
 	return DefaultVirtualWorkspace
 }
 
-func (b *bwrapIsolator) close() error { return b.cg.remove() }
+func (b *bwrapIsolator) close() error { return b.cg.Remove() }
 
 func (b *bwrapIsolator) kind() string { return driver.IsolationBwrap }
 
@@ -248,13 +241,13 @@ var (
 )
 
 func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
-	b.cg.prime() // the gate's join, if any, waits less (cgroup_prime_linux.go)
+	b.cg.Prime() // the gate's join, if any, waits less (cgroup_prime_linux.go)
 	if protectFDs {
 		sealInheritedFDs()
 	}
 	var ws *os.File
 	if bindWorkspaceFD {
-		if ws, err = openWorkspace(b.hostWS, b.ident); err != nil {
+		if ws, err = uids.OpenWorkspace(b.hostWS, b.ident); err != nil {
 			return nil, err
 		}
 	} else {
@@ -327,6 +320,23 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		argv = append(append(append([]string{b.bwrap}, BwrapArgs(o)...), "--"), inv.argv...)
 	}
 	return &wrapped{path: b.bwrap, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		extraFiles: files, cred: b.ident.credential(), start: g.start, started: g.open, terminate: g.terminate,
-		done: func() { g.close(); closeFiles(own) }, report: g.cmd.end}, nil
+		extraFiles: files, cred: b.ident.Credential(), start: g.start, started: g.open, terminate: g.terminate,
+		done: func() { g.close(); closeFiles(own) }, report: g.cmd.End}, nil
+}
+
+func (b *bwrapIsolator) limitsEnforced() driver.LimitsEnforced { return b.limits.Enforced(b.cg, true) }
+
+// bindMounts adds an invocation's binds to what the sandbox shows: one
+// read-only at its own host path to ro (shown as the system directories
+// are), any other as a mount after the configured ones (left unchanged).
+func bindMounts(ro []string, configured []driver.VolumeMount, binds []bind) ([]string, []driver.VolumeMount) {
+	mounts := append([]driver.VolumeMount{}, configured...)
+	for _, x := range binds {
+		if x.readOnly && x.host == x.inside {
+			ro = append(ro, x.host)
+		} else {
+			mounts = append(mounts, driver.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+		}
+	}
+	return ro, mounts
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +15,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -25,11 +25,11 @@ import (
 // SAGE_TEST_ALLOW_SKIP=1) and skips it otherwise, as the package's other
 // cgroup tests do; on cgroup v2 it checks that there is no thread (the
 // gate joins there) and skips the rest.
-func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cgroupSet) {
+func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *limits.Cgroups) {
 	t.Helper()
-	probe, err := createCgroups("sage-probe-"+randomSuffix(), Limits{Pids: 64, MemoryBytes: 256 << 20})
-	writable := err == nil && probe.pids && probe.mem
-	probe.remove()
+	probe, err := limits.ProbeCgroups(Limits{Pids: 64, MemoryBytes: 256 << 20})
+	writable := err == nil && probe.PidsAndMemory()
+	probe.Remove()
 	if !writable {
 		if os.Geteuid() == 0 && !testenv.SkipAllowed() {
 			t.Fatalf("running as root without writable pids and memory cgroups (%v); set SAGE_TEST_ALLOW_SKIP=1 to skip", err)
@@ -52,27 +52,20 @@ func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *cg
 	b, ok := s.iso.(*bwrapIsolator)
 	require.True(t, ok, "bwrap isolation")
 	require.NotNil(t, b.cg)
-	b.cg.mu.Lock()
-	th := b.cg.thread
-	b.cg.mu.Unlock()
-	if fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
-		require.Nil(t, th, "cgroup v2 moves whole processes: no cgroup thread")
+	started, err := b.cg.WaitThread(limits.ThreadJoinTimeout)
+	if limits.V2() {
+		require.False(t, started, "cgroup v2 moves whole processes: no cgroup thread")
 		s.Close(t.Context())
 		t.Skip("cgroup v2: no cgroup thread (checked); the gate joins bwrap's child as before")
 	}
-	require.NotNil(t, th, "a bwrap sandbox with v1 cgroups starts its cgroup thread")
-	select {
-	case <-th.ready:
-	case <-time.After(threadJoinTimeout):
-		t.Fatal("the cgroup thread did not join")
-	}
-	require.NoError(t, th.err)
+	require.True(t, started, "a bwrap sandbox with v1 cgroups starts its cgroup thread")
+	require.NoError(t, err, "the cgroup thread did not join")
 	return s, b.cg
 }
 
 // bornInside says whether process pid is in every cgroup of c.
-func bornInside(c *cgroupSet, pid int) bool {
-	return inCgroups("/proc/"+strconv.Itoa(pid)+"/cgroup", c.procs) == nil
+func bornInside(c *limits.Cgroups, pid int) bool {
+	return limits.InCgroups("/proc/"+strconv.Itoa(pid)+"/cgroup", c.Procs()) == nil
 }
 
 // A session sandbox's bwrap is born in the sandbox's cgroups, forked by
@@ -86,25 +79,23 @@ func TestCgroupThreadForksBwrapInside(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Success, res)
 	assert.True(t, bornInside(cg, s.SessionPID()), "the session's bwrap was not born in the sandbox's cgroups")
-	for _, p := range cg.procs {
+	for _, p := range cg.Procs() {
 		if f := filepath.Join(filepath.Dir(p), "pids.max"); fileExists(f) {
 			b, _ := os.ReadFile(f)
 			assert.Equal(t, strconv.Itoa(64+sessionTaskReserve+1), strings.TrimSpace(string(b)),
 				"pids.max is the limit, the supervisor's reserve and the thread")
 		}
 	}
-	procs, _ := os.ReadFile(cg.procs[0])
+	procs, _ := os.ReadFile(cg.Procs()[0])
 	assert.Contains(t, strings.Fields(string(procs)), strconv.Itoa(os.Getpid()), "the thread is this process's")
-	dirs := append([]string{}, cg.dirs...)
+	dirs := cg.Dirs()
 	require.NoError(t, s.Close(t.Context()))
 	for _, d := range dirs {
 		assert.NoDirExists(t, d, "Close ends the thread and removes the cgroups (without killing this process)")
 	}
 
 	s, cg = threadSandbox(t) // control
-	cg.mu.Lock()
-	require.NoError(t, cg.stopThread())
-	cg.mu.Unlock()
+	require.NoError(t, cg.StopThread())
 	res, err = s.Exec(t.Context(), driver.ExecSpec{Command: "true"})
 	require.NoError(t, err)
 	require.True(t, res.Success, res)

@@ -21,10 +21,16 @@ import (
 // openCheckpointBench opens a sandbox with checkpoints on over ws (its
 // session sandbox served by cmd/sage-supervisor), closed with b.
 func openCheckpointBench(b *testing.B, ws, sup string) *Sandbox {
+	return openCheckpointBenchPool(b, ws, sup, 0)
+}
+
+// openCheckpointBenchPool is openCheckpointBench with pool as
+// Options.ForkPool.
+func openCheckpointBenchPool(b *testing.B, ws, sup string, pool int) *Sandbox {
 	b.Helper()
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: sandboxtest.TempDir(b)}
 	cfg.Local.Checkpoints = true
-	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Supervisor: sup}})
+	s, err := NewWithOptions(context.Background(), cfg, Options{Session: SessionOptions{Enabled: true, Supervisor: sup}, ForkPool: pool})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,10 +54,11 @@ func benchExec(b *testing.B, s *Sandbox, cmd string) {
 // BenchmarkCheckpointPaired measures, alternating in one loop against a
 // warm `true` in the same session sandbox: a checkpoint after a one-file
 // change (checkpoint/exec, goal <= 1.0), a rollback to it after another
-// change (rollback/exec, goal <= 1.0), a fork (the checkpoint's files
-// copied into a new workspace, its sandbox opened and its first `true`;
-// fork/exec, goal <= 2.0, and forkcold/first against a new sandbox's first
-// `true`, goal <= 1.3), and a checkpoint of a 50,000-file workspace
+// change (rollback/exec, goal <= 1.0), a fork with its first `true`
+// (standing on the checkpoint's layers): taking a pre-started sandbox of
+// the pool, refilled between iterations as between tool calls (fork/exec,
+// goal <= 2.0), and with none (forkcold, against a new sandbox's first
+// `true`: forkcold/first, goal <= 1.3), and a checkpoint of a 50,000-file workspace
 // against a 1,000-file one (ckpt50k/ckpt1k, goal <= 1.5), with `cp -a` of
 // each workspace for scale (the first iterations only). The medians are
 // reported in ms too.
@@ -59,7 +66,7 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 	testenv.Command(b, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	sup := benchSupervisor(b)
 	ctx := context.Background()
-	s := openCheckpointBench(b, sandboxtest.TempDir(b), sup)
+	s := openCheckpointBenchPool(b, sandboxtest.TempDir(b), sup, 1)
 	benchExec(b, s, "echo 0 > /workspace/f")
 	ws1k, ws50k := sandboxtest.TempDir(b), sandboxtest.TempDir(b)
 	testenv.MakeEntries(b, ws1k, 1000)
@@ -67,8 +74,14 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 	s1k, s50k := openCheckpointBench(b, ws1k, sup), openCheckpointBench(b, ws50k, sup)
 	benchExec(b, s1k, "true")
 	benchExec(b, s50k, "true")
-	var tExec, tCkpt, tRb, tFork, tFirst, t1k, t50k, cp1k, cp50k []time.Duration
+	var tExec, tCkpt, tRb, tFork, tCold, tFirst, t1k, t50k, cp1k, cp50k []time.Duration
 	forks := sandboxtest.TempDir(b)
+	forkCfg := func(dir string) driver.Config {
+		c := s.forks.cfg
+		c.Workspace, c.SandboxID, c.RuntimeDir = dir, "", ""
+		return c
+	}
+	waitPool(b, s, 1)
 	i := 0
 	for b.Loop() {
 		i++
@@ -88,16 +101,22 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 			}
 		}))
 		if i <= 20 { // a fork is a new sandbox: its cost, not a loop of them
-			dir := filepath.Join(forks, "f"+strconv.Itoa(i))
 			var f *Sandbox
-			tFork = append(tFork, timed(func() {
-				if err := s.Export(ctx, cp.ID, dir); err != nil {
-					b.Fatal(err)
-				}
-				f = openCheckpointBench(b, dir, sup)
-				benchExec(b, f, "true")
-			}))
-			f.Close(ctx)
+			for _, c := range []struct {
+				pooled bool
+				out    *[]time.Duration
+			}{{true, &tFork}, {false, &tCold}} {
+				dir := filepath.Join(forks, "f"+strconv.Itoa(i)+strconv.FormatBool(c.pooled))
+				*c.out = append(*c.out, timed(func() {
+					var err error
+					if f, err = s.fork(ctx, cp.ID, forkCfg(dir), c.pooled); err != nil {
+						b.Fatal(err)
+					}
+					benchExec(b, f, "true")
+				}))
+				f.Close(ctx)
+				waitPool(b, s, 1) // refilled, as between tool calls
+			}
 			empty := filepath.Join(forks, "e"+strconv.Itoa(i))
 			os.Mkdir(empty, 0o755)
 			tFirst = append(tFirst, timed(func() {
@@ -140,12 +159,13 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 	b.ReportMetric(ratio(tCkpt, tExec), "checkpoint/exec")
 	b.ReportMetric(ratio(tRb, tExec), "rollback/exec")
 	b.ReportMetric(ratio(tFork, tExec), "fork/exec")
-	b.ReportMetric(ratio(tFork, tFirst), "forkcold/first")
+	b.ReportMetric(ratio(tCold, tFirst), "forkcold/first")
 	b.ReportMetric(ratio(t50k, t1k), "ckpt50k/ckpt1k")
 	b.ReportMetric(ms(tExec), "exec-ms")
 	b.ReportMetric(ms(tCkpt), "checkpoint-ms")
 	b.ReportMetric(ms(tRb), "rollback-ms")
 	b.ReportMetric(ms(tFork), "fork-ms")
+	b.ReportMetric(ms(tCold), "forkcold-ms")
 	b.ReportMetric(ms(tFirst), "first-ms")
 	b.ReportMetric(ms(t1k), "ckpt1k-ms")
 	b.ReportMetric(ms(t50k), "ckpt50k-ms")

@@ -26,6 +26,7 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // maxLayers is how many read-only layers a workspace stacks before the
@@ -131,7 +132,7 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 		// only the sandbox's uids: root writes as its uid (setfsuid on one
 		// locked thread), with its permissions.
 		s.HostFS.Owner = nil
-		s.HostFS.As = func(f func() error) error { return asFSUID(id.uid, id.gid, f) }
+		s.HostFS.As = func(f func() error) error { return asFSUID(id.UID, id.GID, f) }
 	}
 	s.HostFS.Check = c.ensure
 	s.ckpt = c
@@ -165,6 +166,9 @@ func (c *checkpoints) stack(n int) []string {
 		out = append(out, filepath.Join(c.layerDir(c.m.Layers[i]), "u"))
 	}
 	if c.m.Base == 0 {
+		if c.s.shared() { // a fork: its parent's layers (fork_linux.go)
+			return append(out, c.s.forkIn.lowers()...)
+		}
 		return append(out, c.s.bindWS)
 	}
 	return append(out, filepath.Join(c.layerDir(c.m.Base), "u"))
@@ -181,7 +185,7 @@ func (c *checkpoints) newLayer() (int, error) {
 			return 0, fmt.Errorf("local: checkpoint layer: %w", err)
 		}
 		if id := c.s.ident; id != nil {
-			if err := os.Lchown(p, id.uid, id.gid); err != nil {
+			if err := os.Lchown(p, id.UID, id.GID); err != nil {
 				os.RemoveAll(d)
 				return 0, fmt.Errorf("local: checkpoint layer: %w", err)
 			}
@@ -190,7 +194,11 @@ func (c *checkpoints) newLayer() (int, error) {
 	return n, nil
 }
 
-func (c *checkpoints) freeLayer(n int) { removeLayer(c.layerDir(n)) }
+func (c *checkpoints) freeLayer(n int) {
+	if !setAside(c.layerDir(n), c.s.runtimeDir) { // a layer forks stand on waits for them
+		removeLayer(c.layerDir(n))
+	}
+}
 
 // removeLayer removes a layer's directory; overlayfs leaves its work
 // directory's "work" with mode 0, which an unprivileged owner must open
@@ -242,7 +250,7 @@ func (c *checkpoints) attach(l *liveSession) error {
 		return err
 	}
 	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*bwrapIsolator).bwrap, Exe: exe, Pid: pid,
-		Cred: c.s.ident.credential()})
+		Cred: c.s.ident.Credential()})
 	if err != nil {
 		return fmt.Errorf("local: checkpoints: %w", err)
 	}
@@ -290,7 +298,7 @@ func (c *checkpoints) agentExecutable() (string, error) {
 			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
 		}
 	}
-	if err := reachable(dst, c.s.ident, needRead|needExec); err != nil {
+	if err := uids.Reachable(dst, c.s.ident, uids.NeedRead|uids.NeedExec); err != nil {
 		os.Remove(dst)
 		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
 			return "", fmt.Errorf("local: %s: %w", layers.Name, err)
@@ -550,7 +558,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 	if c.tmp.on() {
 		c.tmp.n[e.ID] = len(c.tmp.layers)
 	}
-	if len(c.m.Layers) >= maxLayers {
+	if len(c.m.Layers)+c.s.sharedDepth() >= maxLayers {
 		if err := c.merge(len(c.m.Layers) / 2); err != nil {
 			return driver.Checkpoint{}, err
 		}
@@ -737,7 +745,7 @@ func emptyTarget(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("local: fork workspace: %w", err)
 	}
-	if !empty(dir) {
+	if !empty(dir) || forkFolderInUse(dir) {
 		return &fs.PathError{Op: "fork", Path: dir, Err: fmt.Errorf("%w: the fork's workspace folder is not empty; fix: name a new folder", fs.ErrExist)}
 	}
 	return nil
@@ -777,6 +785,8 @@ func (c *checkpoints) merge(n int) error {
 	}
 	if oldBase != 0 {
 		c.freeLayer(oldBase)
+	} else {
+		c.s.dropShared() // a fork: the new base is its own
 	}
 	return nil
 }
@@ -815,7 +825,7 @@ func (c *checkpoints) forget() error {
 // writeBack mirrors the live mount into the host folder.
 func (c *checkpoints) writeBack() error {
 	var lo *layers.Owner
-	if o := c.s.ident.owner(); o != nil {
+	if o := c.s.ident.Owner(); o != nil {
 		lo = &layers.Owner{UID: o.UID, GID: o.GID}
 	}
 	if err := layers.Mirror(c.s.hostWS, "/proc/self/fd/"+strconv.Itoa(c.fd), lo); err != nil {
@@ -975,7 +985,7 @@ func (c *checkpoints) baseLayer(n int) (int, error) {
 	}
 	if id := c.s.ident; id != nil {
 		filepath.WalkDir(filepath.Join(c.layerDir(nb), "u"), func(p string, _ fs.DirEntry, _ error) error {
-			os.Lchown(p, id.uid, id.gid)
+			os.Lchown(p, id.UID, id.GID)
 			return nil
 		})
 	}

@@ -126,7 +126,7 @@ func (c *checkpoints) startTmp(a *layers.Agent) error {
 func (c *checkpoints) importSeed(a *layers.Agent, seed string) error {
 	if id := c.s.ident; id != nil {
 		filepath.WalkDir(seed, func(p string, _ fs.DirEntry, _ error) error {
-			os.Lchown(p, id.uid, id.gid)
+			os.Lchown(p, id.UID, id.GID)
 			return nil
 		})
 	}
@@ -179,7 +179,7 @@ func (c *checkpoints) freeTmpLayer(n int) {
 // for uids it does not map.
 func (c *checkpoints) asOwner(f func() error) error {
 	if id := c.s.ident; id != nil {
-		return asFSUID(id.uid, id.gid, f)
+		return asFSUID(id.UID, id.GID, f)
 	}
 	return f()
 }

@@ -8,7 +8,8 @@
 //
 //	[cgroup trampoline] bwrap <isolation args> -- prlimit <limits> -- /bin/sh -c CMD
 //
-// The bwrap argument list is built in one place (BwrapArgs), in this order:
+// The bwrap argument list is built in one place (BwrapArgs, package
+// internal/bwrapargs), in this order:
 // namespaces (--unshare-all, --unshare-user, --share-net only with network
 // open, --disable-userns), --die-with-parent, --new-session, --clearenv and
 // the allowlisted environment, --cap-drop ALL, read-only binds of the
@@ -159,12 +160,12 @@
 // mounts, the supervisor's start (the Go runtime of the supervisor
 // program), then the command. On cgroup v1 bwrap is forked from a host
 // thread that joined the sandbox's cgroups when it opened
-// (cgroup_thread_linux.go), so bwrap is born in them and the gate moves
+// (internal/limits/cgroup_thread_linux.go), so bwrap is born in them and the gate moves
 // nothing: a move waits for an RCU grace period (2-16 ms here). Where
 // that thread is not in yet (or on cgroup v2) the gate moves bwrap's
 // child while bwrap mounts (bwrap reads its block descriptor after its
 // mounts, before it forks the command), the move primed when the sandbox
-// starts (cgroup_prime_linux.go). The supervisor sets the umask itself
+// starts (internal/limits/cgroup_prime_linux.go). The supervisor sets the umask itself
 // (--umask; no shell runs before it), reads requests in a small binary
 // encoding (no reflection on the first command's way) and forks with
 // syscall.ForkExec. SessionOptions.Prestart starts the session sandbox
@@ -174,7 +175,7 @@
 // # macOS
 //
 // Commands run under /usr/bin/sandbox-exec with a Seatbelt profile
-// generated from the config (SeatbeltProfile): deny by default, reads of
+// generated from the config (SeatbeltProfile, package internal/seatbelt): deny by default, reads of
 // system paths, writes only to the workspace, the session's tmp and
 // read-write mounts, no network unless enabled. With allowlist the
 // proxies listen on 127.0.0.1 TCP ports instead (no network namespaces,
@@ -182,4 +183,39 @@
 // localhost ports only. Limits use the shell's
 // ulimit. macOS has no mount namespaces, so the workspace keeps its host
 // path and mounts must use their host paths.
+//
+// # Rooms
+//
+// The package itself is the mode: New and Sandbox (local.go), the
+// commands (exec.go), the isolation backends that start them (bwrap:
+// bwrap_linux.go with the gate, gate_linux.go, and the inherited
+// descriptors, fds_linux.go; gVisor: gvisor*.go; isolation none:
+// none_linux.go; Seatbelt: seatbelt_darwin.go), the session sandbox
+// (session*.go), checkpoints (checkpoint*.go), Python and JavaScript
+// (python.go), the egress proxies' setup (egress*.go), how the limits
+// held for each command and background task (enforced.go) and sage
+// doctor's reports (report_*.go). Each other concern has a room of its
+// own, which never imports this package and imports another room only
+// where internal/archtest's TestLocalRooms declares it:
+//
+//   - internal/limits: the resolved limits, their rlimits (prlimit(1)
+//     flags, a macOS ulimit script), the per-sandbox cgroups, the cgroup
+//     thread, each command's CPU cgroup and budget watchdog, and how each
+//     limit holds (Enforced, and Probe behind ProbeLimits).
+//   - internal/quota: the workspace's disk quota, a loop-mounted image.
+//   - internal/uids: the uid each workspace runs as, its registry, the
+//     idmapped mount of a folder of another owner, and the reachability
+//     and ownership checks of the paths bwrap binds as that uid.
+//   - internal/bwrapargs: the bwrap argument list, a pure function.
+//   - internal/seatbelt: the Seatbelt profile, plain text generation.
+//   - internal/layers and internal/memfd: a session's checkpoint layers
+//     and sealed memfds.
+//   - egress, netbridge, seccomp, supervisor: the network proxies (whose
+//     Event and Observer this package re-exports), the in-sandbox network
+//     bridge, the seccomp filter, and the session supervisor (which
+//     cmd/sage-supervisor links alone).
+//
+// The names of the rooms that are package local's API (Limits,
+// ResolveLimits, BwrapArgs, SeatbeltProfile, ...) are aliases and thin
+// wrappers here (limits.go, rooms.go).
 package local

@@ -31,6 +31,13 @@ type Options struct {
 	Resolver egress.Resolver
 	// Session runs shell commands in one long-lived session sandbox.
 	Session SessionOptions
+	// ForkPool is how many pre-started, empty session sandboxes a sandbox
+	// with checkpoints keeps for its forks (Sandbox.ForkDriver): 0 is one
+	// once it forked, a positive number that many from its start (at most
+	// 8), a negative one none (docs/checkpoints.md, "Fork").
+	ForkPool int
+
+	fork *forkIn // NewWithOptions opens a fork (fork_linux.go)
 }
 
 // Loopback ports of the proxies inside a Linux sandbox (its own network

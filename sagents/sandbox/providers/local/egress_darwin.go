@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // listenEgress binds the proxies to TCP ports on 127.0.0.1. macOS has no
@@ -13,7 +15,7 @@ import (
 // profile lets commands connect to these two localhost ports and nowhere
 // else. Other local processes can reach the ports too; they get exactly
 // what the allowlist grants, which is less than they have already.
-func listenEgress(string, *identity) (*egressProxy, net.Listener, net.Listener, error) {
+func listenEgress(string, *uids.Identity) (*egressProxy, net.Listener, net.Listener, error) {
 	h, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("local: egress proxy: %w", err)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 )
 
@@ -23,7 +24,7 @@ const (
 // listenEgress binds the proxies to Unix sockets in a private directory,
 // which is bound read-only into each sandbox: nothing else on the host
 // network reaches them, and from inside they are the only way out.
-func listenEgress(runtimeDir string, id *identity) (*egressProxy, net.Listener, net.Listener, error) {
+func listenEgress(runtimeDir string, id *uids.Identity) (*egressProxy, net.Listener, net.Listener, error) {
 	exe, err := bridgeExecutable()
 	if err != nil {
 		return nil, nil, nil, err
@@ -54,7 +55,7 @@ func listenEgress(runtimeDir string, id *identity) (*egressProxy, net.Listener, 
 			return nil, nil, nil, fmt.Errorf("local: egress proxy sockets: %w", err)
 		}
 		for _, p := range []string{filepath.Join(dir, "http.sock"), filepath.Join(dir, "socks.sock")} {
-			if err := os.Lchown(p, id.uid, id.gid); err != nil {
+			if err := os.Lchown(p, id.UID, id.GID); err != nil {
 				h.Close()
 				s.Close()
 				os.RemoveAll(dir)
@@ -102,8 +103,8 @@ func (e *egressProxy) bridge(inv invocation, asBytes int64) invocation {
 // hard link to it (a copy across file systems) named name in the runtime
 // directory: bwrap resolves bind sources as that uid, and a test binary
 // or a binary under /root is out of its reach.
-func reachableCopy(exe, runtimeDir, name string, id *identity) (string, error) {
-	if reachable(exe, id, needRead|needExec) == nil {
+func reachableCopy(exe, runtimeDir, name string, id *uids.Identity) (string, error) {
+	if uids.Reachable(exe, id, uids.NeedRead|uids.NeedExec) == nil {
 		return exe, nil
 	}
 	dst := filepath.Join(runtimeDir, name)
@@ -113,7 +114,7 @@ func reachableCopy(exe, runtimeDir, name string, id *identity) (string, error) {
 			return "", fmt.Errorf("local: %s: %w", name, err)
 		}
 	}
-	if err := reachable(dst, id, needRead|needExec); err != nil {
+	if err := uids.Reachable(dst, id, uids.NeedRead|uids.NeedExec); err != nil {
 		if err := copyExecutable(exe, dst); err != nil { // a link keeps the mode of the original
 			return "", fmt.Errorf("local: %s: %w", name, err)
 		}

@@ -4,12 +4,11 @@ import (
 	"context"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
-// sigxcpuExit is the exit code of a command ended by SIGXCPU (128+24),
-// what RLIMIT_CPU gives a single process and what a command killed for
-// its CPU budget reports.
-const sigxcpuExit = 128 + 24
+// sigxcpuExit is the exit code of a command ended by SIGXCPU (128+24).
+const sigxcpuExit = limits.SIGXCPUExit
 
 // LimitsEnforced says which limits hold for every command of this
 // sandbox, and how: "cgroup" for all the command's processes together,

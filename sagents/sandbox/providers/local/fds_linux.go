@@ -3,9 +3,6 @@
 package local
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"strconv"
 
@@ -38,30 +35,6 @@ func sealInheritedFDs() {
 			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
-}
-
-// openWorkspace opens the workspace for --bind-fd, refusing a symlink
-// anywhere on its path (openat2 RESOLVE_NO_SYMLINKS), and, when bwrap runs
-// as the session's uid, a workspace that is no longer that uid's. It runs
-// before every command, so a workspace swapped between commands is caught.
-func openWorkspace(ws string, id *identity) (*os.File, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, ws, &unix.OpenHow{
-		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS})
-	if errors.Is(err, unix.ENOSYS) { // kernels before 5.6: O_NOFOLLOW on the last component
-		fd, err = unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "open workspace", Path: ws, Err: fmt.Errorf("%w (a symlink on its path, or it is gone): %w", fs.ErrPermission, err)}
-	}
-	f := os.NewFile(uintptr(fd), ws)
-	if id != nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != id.uid {
-			f.Close()
-			return nil, &fs.PathError{Op: "open workspace", Path: ws, Err: fmt.Errorf("%w: no longer owned by the session's uid %d", fs.ErrPermission, id.uid)}
-		}
-	}
-	return f, nil
 }
 
 // withUmask sets the file mode creation mask of the command: prepended to

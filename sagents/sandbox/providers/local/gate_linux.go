@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 )
 
@@ -25,26 +27,26 @@ import (
 // its rlimits with prlimit(2), then lets it run. Every process of the
 // command is born under the limits, and no helper runs inside.
 type gate struct {
-	ident          *identity // bwrap's uid, when not the caller's
-	cg             *cgroupSet
+	ident          *uids.Identity // bwrap's uid, when not the caller's
+	cg             *limits.Cgroups
 	limits         Limits
 	noAS           bool // the network bridge sets RLIMIT_AS on the command instead
 	infoR, infoW   *os.File
 	blockR, blockW *os.File
 	pid            atomic.Int64
-	cmd            *cmdCgroup // the command's CPU budget; nil without a CPU limit
-	born           bool       // bwrap was forked in the cgroups: nothing to join
+	cmd            *limits.CommandCgroup // the command's CPU budget; nil without a CPU limit
+	born           bool                  // bwrap was forked in the cgroups: nothing to join
 }
 
 // start starts bwrap, from the cgroup thread when it is in the cgroups
 // (cgroup_thread_linux.go).
 func (g *gate) start(cmd *exec.Cmd) error {
-	born, err := g.cg.start(cmd)
+	born, err := g.cg.Start(cmd)
 	g.born = born
 	return err
 }
 
-func newGate(cg *cgroupSet, l Limits) (*gate, error) {
+func newGate(cg *limits.Cgroups, l Limits) (*gate, error) {
 	g := &gate{cg: cg, limits: l}
 	var err error
 	if g.infoR, g.infoW, err = os.Pipe(); err != nil {
@@ -55,7 +57,7 @@ func newGate(cg *cgroupSet, l Limits) (*gate, error) {
 		g.infoW.Close()
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	if g.cmd, err = cg.command(l.CPUTime); err != nil {
+	if g.cmd, err = cg.Command(l.CPUTime); err != nil {
 		g.close()
 		g.infoW.Close()
 		g.blockR.Close()
@@ -70,7 +72,7 @@ func newGate(cg *cgroupSet, l Limits) (*gate, error) {
 // the limit for the bridge to set (0 when a memory cgroup bounds memory).
 func (g *gate) bridgeAS() int64 {
 	g.noAS = true
-	if g.cg.memory() {
+	if g.cg.Memory() {
 		return 0
 	}
 	return g.limits.MemoryBytes
@@ -92,14 +94,14 @@ func (g *gate) open(int) error {
 	}
 	g.pid.Store(int64(info.ChildPID))
 	if !g.born {
-		if err := g.cg.join(info.ChildPID); err != nil {
+		if err := g.cg.Join(info.ChildPID); err != nil {
 			return err
 		}
 	}
-	if err := g.cmd.start(info.ChildPID); err != nil {
+	if err := g.cmd.Start(info.ChildPID); err != nil {
 		return err
 	}
-	if err := setRlimits(info.ChildPID, g.ident, g.limits.rlimits(g.cg.memory() || g.noAS)); err != nil {
+	if err := setRlimits(info.ChildPID, g.ident, g.limits.Rlimits(g.cg.Memory() || g.noAS)); err != nil {
 		return err
 	}
 	_, err := g.blockW.Write([]byte{1})
@@ -113,7 +115,7 @@ func (g *gate) open(int) error {
 func (g *gate) close() {
 	g.infoR.Close()
 	g.blockW.Close()
-	g.cmd.release()
+	g.cmd.Release()
 }
 
 // terminate sends SIGTERM to the processes inside: they share the process
@@ -151,7 +153,7 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 		}
 	}
 	cmd.Args = append(append(append(cmd.Args, BwrapArgs(o)...), "--"), argv...)
-	cmd.SysProcAttr = sysProcAttr(b.ident.credential())
+	cmd.SysProcAttr = sysProcAttr(b.ident.Credential())
 	return cmd
 }
 
@@ -163,12 +165,12 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 // saved stay 0, so no capability is lost) and switched back after. The
 // raw system calls change that thread alone; if switching back failed the
 // thread stays locked and dies with this goroutine.
-func setRlimits(pid int, id *identity, rls []rlimit) error {
+func setRlimits(pid int, id *uids.Identity, rls []limits.Rlimit) error {
 	set := func() error {
 		for _, r := range rls {
-			lim := unix.Rlimit{Cur: r.soft, Max: r.max}
-			if err := unix.Prlimit(pid, r.resource, &lim, nil); err != nil {
-				return fmt.Errorf("local: set RLIMIT %s on the sandbox: %w", r.flag, err)
+			lim := unix.Rlimit{Cur: r.Soft, Max: r.Max}
+			if err := unix.Prlimit(pid, r.Resource, &lim, nil); err != nil {
+				return fmt.Errorf("local: set RLIMIT %s on the sandbox: %w", r.Flag, err)
 			}
 		}
 		return nil
@@ -180,12 +182,12 @@ func setRlimits(pid int, id *identity, rls []rlimit) error {
 	go func() {
 		runtime.LockOSThread()
 		keep := ^uintptr(0) // -1: leave unchanged
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.gid), keep, keep); e != 0 {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.GID), keep, keep); e != 0 {
 			runtime.UnlockOSThread()
 			done <- fmt.Errorf("local: rlimits: setresgid: %w", e)
 			return
 		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.uid), keep, keep); e != 0 {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.UID), keep, keep); e != 0 {
 			if _, _, e2 := unix.RawSyscall(unix.SYS_SETRESGID, 0, keep, keep); e2 == 0 {
 				runtime.UnlockOSThread()
 			}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
 // gVisor runs each command in a sandbox of its own with a second kernel
@@ -54,7 +55,7 @@ type gvisorIsolator struct {
 	maskFiles []string
 	maskDirs  []string
 	resolvDir string
-	cg        *cgroupSet
+	cg        *limits.Cgroups
 	egress    *egressProxy
 	uid, gid  uint32
 	umaskCmd  string
@@ -82,7 +83,7 @@ func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, 
 	}
 	g.uid, g.gid = 65534, 65534
 	if s.ident != nil {
-		g.uid, g.gid = uint32(s.ident.uid), uint32(s.ident.gid)
+		g.uid, g.gid = uint32(s.ident.UID), uint32(s.ident.GID)
 	}
 	g.maskFiles, g.maskDirs = etcSecrets()
 	dir := filepath.Join(s.runtimeDir, "gvisor")
@@ -125,7 +126,7 @@ func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, 
 	if host.Pids > 0 {
 		host.Pids += gvisorPidsOverhead
 	}
-	if g.cg, err = limitCgroups(s.id, host); err != nil {
+	if g.cg, err = limits.NewCgroups(s.id, host); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -140,7 +141,7 @@ func (g *gvisorIsolator) virtualWorkspace(cfg driver.Config, _ string) string {
 // kernel (RLIMIT_NPROC for a uid that has nothing else there), memory and
 // CPU time by the host cgroups around runsc.
 func (g *gvisorIsolator) limitsEnforced() driver.LimitsEnforced {
-	return g.limits.enforced(g.cg, true)
+	return g.limits.Enforced(g.cg, true)
 }
 
 func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
@@ -150,7 +151,7 @@ func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
 func (g *gvisorIsolator) kind() string { return driver.IsolationGvisor }
 
 func (g *gvisorIsolator) close() error {
-	err := g.cg.remove()
+	err := g.cg.Remove()
 	ents, _ := os.ReadDir(g.bundles)
 	for _, e := range ents {
 		g.delete(e.Name())
@@ -208,7 +209,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
 		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
-		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.rlimits(asByBridge), Hostname: "sandbox",
+		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.Rlimits(asByBridge), Hostname: "sandbox",
 		Caps: sessionCaps(inv)})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
@@ -227,21 +228,21 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
 		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
 	}
-	cmd, err := g.cg.command(lim.CPUTime)
+	cmd, err := g.cg.Command(lim.CPUTime)
 	if err != nil {
 		return nil, err
 	}
 	var own []string
 	if cmd != nil {
-		own = append(own, cmd.procs())
+		own = append(own, cmd.Procs())
 	}
 	args := append(g.flags(), "run", "--bundle="+bundle, id)
 	if inv.session { // the control socket: the caller's first extra file, the supervisor's fd 3
 		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(gvisorControlFD), "--bundle="+bundle, id)
 	}
-	path, argv, err := g.cg.trampoline(g.runsc, args, own...)
+	path, argv, err := g.cg.Trampoline(g.runsc, args, own...)
 	if err != nil {
-		cmd.release()
+		cmd.Release()
 		return nil, err
 	}
 	// runsc runs as root on the host (the command inside as the session's
@@ -250,8 +251,8 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	// process inside through runsc kill; the SIGKILL that follows kills
 	// runsc, and its sandbox dies with it (runsc run is attached).
 	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		started: func(int) error { return cmd.start(0) }, terminate: func() { g.signal(id, "TERM") },
-		done: func() { cmd.release(); g.delete(id) }, report: cmd.end}, nil
+		started: func(int) error { return cmd.Start(0) }, terminate: func() { g.signal(id, "TERM") },
+		done: func() { cmd.Release(); g.delete(id) }, report: cmd.End}, nil
 }
 
 // signal sends sig to every process of a command's sandbox.

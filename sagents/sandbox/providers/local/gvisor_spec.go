@@ -9,6 +9,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
 // GvisorOptions is everything GvisorSpec needs; like BwrapOptions it holds
@@ -29,7 +30,7 @@ type GvisorOptions struct {
 	Mounts    []driver.VolumeMount
 	TmpBytes  int64
 	ShmBytes  int64
-	Rlimits   []rlimit
+	Rlimits   []limits.Rlimit
 	Hostname  string
 	// Caps are the capabilities of the sandbox's first process (in every
 	// set, ambient included, so an exec keeps them): none for a command,
@@ -51,7 +52,7 @@ func GvisorSpec(o GvisorOptions) *specs.Spec {
 	sort.Strings(env)
 	rl := make([]specs.POSIXRlimit, 0, len(o.Rlimits))
 	for _, r := range o.Rlimits {
-		rl = append(rl, specs.POSIXRlimit{Type: "RLIMIT_" + rlimitName(r.resource), Soft: r.soft, Hard: r.max})
+		rl = append(rl, specs.POSIXRlimit{Type: "RLIMIT_" + rlimitName(r.Resource), Soft: r.Soft, Hard: r.Max})
 	}
 	ro := []string{"rbind", "ro", "nosuid", "nodev"}
 	rw := []string{"rbind", "rw", "nosuid", "nodev"}
@@ -145,15 +146,15 @@ func depth(p string) int {
 // rlimitName names an RLIMIT_* number as the OCI spec does.
 func rlimitName(resource int) string {
 	switch resource {
-	case rlimitCPU:
+	case limits.RlimitCPU:
 		return "CPU"
-	case rlimitFsize:
+	case limits.RlimitFsize:
 		return "FSIZE"
-	case rlimitCore:
+	case limits.RlimitCore:
 		return "CORE"
-	case rlimitNproc:
+	case limits.RlimitNproc:
 		return "NPROC"
-	case rlimitAS:
+	case limits.RlimitAS:
 		return "AS"
 	}
 	return strconv.Itoa(resource)

@@ -17,7 +17,7 @@ func TestGvisorSpec(t *testing.T) {
 		Workspace: VolumeBind{Host: "/h/ws", Inside: "/workspace"},
 		Mounts: []sandbox.VolumeMount{{HostPath: "/h/deep", SandboxPath: "/mnt/a/b", ReadOnly: true},
 			{HostPath: "/h/top", SandboxPath: "/mnt/a"}},
-		TmpBytes: 1 << 20, Rlimits: Limits{Pids: 64, FileSizeBytes: 1 << 20}.rlimits(false)})
+		TmpBytes: 1 << 20, Rlimits: Limits{Pids: 64, FileSizeBytes: 1 << 20}.Rlimits(false)})
 	require.NotNil(t, s.Process)
 	assert.Equal(t, []string{"A=1", "B=2"}, s.Process.Env, "sorted, so the spec is deterministic")
 	assert.True(t, s.Process.NoNewPrivileges)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -37,7 +38,7 @@ func requireIdmap(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bwrap is missing; fix: apt-get install bubblewrap")
 	}
-	if err := idmapAvailable(os.TempDir()); err != nil {
+	if err := uids.IdmapAvailable(os.TempDir()); err != nil {
 		testenv.Missing(t, "idmapped mounts on "+os.TempDir(), err.Error())
 	}
 }
@@ -130,8 +131,8 @@ func testIdmapped(t *testing.T, mutate func(*sandbox.Config)) {
 		}
 	}()
 	s := h.Driver().(*Sandbox)
-	require.True(t, s.ident.idmapped())
-	sandboxUID := s.ident.uid
+	require.True(t, s.ident.Idmapped())
+	sandboxUID := s.ident.UID
 	run := func(cmd string) *sandbox.CommandResult {
 		t.Helper()
 		res, err := h.ExecuteCommand(ctx, cmd, sandbox.ExecOptions{Timeout: time.Minute})
@@ -183,7 +184,7 @@ func testIdmapped(t *testing.T, mutate func(*sandbox.Config)) {
 	require.NoError(t, h.Close(ctx))
 	closed = true
 	noMountUnder(t, rt)
-	assert.NoDirExists(t, filepath.Join(rt, stagingName))
+	assert.NoDirExists(t, filepath.Join(rt, uids.StagingName))
 	assert.Equal(t, "0:0", ownerOnDisk(t, ws), "the folder is root's afterwards")
 }
 
@@ -191,8 +192,8 @@ func testIdmapped(t *testing.T, mutate func(*sandbox.Config)) {
 // and with its fix, and nothing of the folder changes.
 func TestIdmapUnavailableKeepsTheRefusal(t *testing.T) {
 	requireIdmap(t)
-	useIdmap = false
-	defer func() { useIdmap = true }()
+	uids.UseIdmap = false
+	defer func() { uids.UseIdmap = true }()
 	ws := rootsProject(t)
 	_, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: sandboxtest.TempDir(t)})
 	require.ErrorIs(t, err, fs.ErrPermission)
@@ -237,25 +238,25 @@ func TestStaleIdmappedMountIsRemoved(t *testing.T) {
 	t.Setenv("SAGE_HOME", home)
 	ws, rt := rootsProject(t), filepath.Join(home, "runtime", "dead")
 	require.NoError(t, os.MkdirAll(rt, 0o711))
-	id := &identity{uid: 2000012399, gid: 2000012399, idmap: &idmapOwner{}}
-	m, err := mountIdmapped(ws, rt, id)
+	id := &uids.Identity{UID: 2000012399, GID: 2000012399, Idmap: &uids.IdmapOwner{}}
+	m, err := uids.MountIdmapped(ws, rt, id)
 	require.NoError(t, err)
-	defer m.release()
+	defer m.Release()
 	dead := exec.Command("sleep", "60")
 	require.NoError(t, dead.Start())
-	require.NoError(t, os.WriteFile(m.staging+".owner", []byte(procToken(dead.Process.Pid)), 0o600), "its owner...")
+	require.NoError(t, os.WriteFile(m.Staging+".owner", []byte(uids.ProcToken(dead.Process.Pid)), 0o600), "its owner...")
 	dead.Process.Kill()
 	dead.Wait() // ...is gone
 	b, _ := os.ReadFile("/proc/self/mountinfo")
-	require.Contains(t, string(b), m.staging, "mounted")
+	require.Contains(t, string(b), m.Staging, "mounted")
 
-	live, err := mountIdmapped(rootsProject(t), filepath.Join(home, "runtime"), id) // control: a live one stays
+	live, err := uids.MountIdmapped(rootsProject(t), filepath.Join(home, "runtime"), id) // control: a live one stays
 	require.NoError(t, err)
-	defer live.release()
-	sweepIdmapped(home)
+	defer live.Release()
+	uids.SweepIdmapped(home)
 	noMountUnder(t, rt)
 	b, _ = os.ReadFile("/proc/self/mountinfo")
-	assert.Contains(t, string(b), live.staging, "control: a live sandbox's mount is kept")
+	assert.Contains(t, string(b), live.Staging, "control: a live sandbox's mount is kept")
 }
 
 // gVisor (where it runs): runsc's gofer creates as root and chowns; the

@@ -18,6 +18,8 @@ import (
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/quota"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 func init() { driver.Register(driver.Local, New) }
@@ -35,18 +37,22 @@ type Sandbox struct {
 	runtimeDir string
 	ownRuntime bool
 	limits     Limits
-	ident      *identity   // the host uid commands run as; nil: the caller's own
-	umask      fs.FileMode // inside
+	ident      *uids.Identity // the host uid commands run as; nil: the caller's own
+	umask      fs.FileMode    // inside
 	iso        isolator
 	egress     *egressProxy // network allowlist only
 	network    driver.NetworkMode
-	quota      *diskQuota // the workspace's own file system; nil: none
+	quota      *quota.Disk // the workspace's own file system; nil: none
 	*hostkit.Background
 	py pythonEnv
 	// bgCPU: background task id -> *bgLimit (how a task's CPU budget ended)
 	bgCPU sync.Map
 	sess  sessionSlot  // the session sandbox, when enabled
 	ckpt  *checkpoints // the workspace's layers (checkpoints on); nil: off
+	// forkIn: a fork's hold on its parent's layers; forks: the forks of
+	// this one and its pool (fork.go).
+	forkIn *forkIn
+	forks  forkSide
 
 	closeOnce sync.Once
 	closeErr  error
@@ -54,7 +60,7 @@ type Sandbox struct {
 	// bindWS is the host path the isolation binds as the workspace:
 	// hostWS, or the idmapped mount of it (idmap_linux.go).
 	bindWS string
-	idmap  *idmapped // the workspace's idmapped mount; nil: none
+	idmap  *uids.IdmappedMount // the workspace's idmapped mount; nil: none
 }
 
 // isolator turns an invocation into the host process that runs it
@@ -127,7 +133,7 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	if cfg.Workspace == "" {
 		return nil, &driver.ConfigError{Field: "sandbox.workspace", Reason: "required in local mode"}
 	}
-	var id *identity
+	var id *uids.Identity
 	asRoot := switchUID && os.Geteuid() == 0 && usesBwrap(cfg)
 	ws, err := prepareWorkspace(cfg.Workspace, asRoot)
 	if err != nil {
@@ -137,14 +143,16 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 		return nil, &driver.ConfigError{Field: "sandbox.workspace", Value: cfg.Workspace,
 			Reason: fmt.Sprintf("covers SAGE_HOME (%s), which holds the session daemons' sockets and keys and every session's files; fix: use a workspace beside it (the default is SAGE_HOME/sessions/NAME/workspace)", home)}
 	}
-	if asRoot {
-		if id, err = sessionIdentity(cfg.Local.UIDRange, ws); err != nil {
+	if asRoot && opts.fork != nil {
+		id = opts.fork.ident // a fork runs as its parent's uid: the layers it stands on are that uid's
+	} else if asRoot {
+		if id, err = uids.ForSession(cfg.Local.UIDRange, ws); err != nil {
 			return nil, err
 		}
-		if id.idmapped() {
-			sweepIdmapped(sagehome.Dir()) // mounts left by sandboxes killed with theirs
-		} else if err := reachable(ws, id, needRead|needWrite|needExec); err != nil {
-			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; %s", ws, id.uid, err, reachFix(ws, err))
+		if id.Idmapped() {
+			uids.SweepIdmapped(sagehome.Dir()) // mounts left by sandboxes killed with theirs
+		} else if err := uids.Reachable(ws, id, uids.NeedRead|uids.NeedWrite|uids.NeedExec); err != nil {
+			return nil, fmt.Errorf("local: workspace %s: bwrap runs as the session's uid %d and cannot reach it: %w; %s", ws, id.UID, err, uids.ReachFix(ws, err))
 		}
 	}
 	if !opts.Session.Enabled && sessionByConfig(cfg) {
@@ -154,13 +162,13 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	if err := checkSession(cfg, opts.Session); err != nil {
 		return nil, err
 	}
-	quota, err := setupQuota(cfg, ws, id)
+	disk, err := quota.Setup(cfg, ws, id)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			quota.abandon()
+			disk.Abandon()
 		}
 	}()
 	if cfg.Mounts, err = checkMounts(cfg, ws, id); err != nil {
@@ -168,7 +176,7 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	}
 	umask, _ := driver.ParseUmask(cmp.Or(cfg.Local.Umask, DefaultUmask))
 	s := &Sandbox{id: cfg.SandboxID, hostWS: ws, bindWS: ws, timeout: cfg.Timeout, runtimeDir: cfg.RuntimeDir,
-		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: quota,
+		limits: ResolveLimits(cfg.Local), ident: id, umask: umask, quota: disk,
 		network: cmp.Or(cfg.Local.Network, driver.NetworkOff)}
 	if s.id == "" {
 		s.id = driver.NewID("local")
@@ -180,22 +188,22 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	if err := makePrivateDir(s.runtimeDir, id); err != nil {
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
 	}
-	if id.idmapped() {
-		if s.idmap, err = mountIdmapped(ws, s.runtimeDir, id); err != nil {
+	if id.Idmapped() {
+		if s.idmap, err = uids.MountIdmapped(ws, s.runtimeDir, id); err != nil {
 			s.removeOwnRuntime()
 			return nil, err
 		}
-		s.bindWS = s.idmap.staging
-		if err := reachable(s.bindWS, id, needRead|needWrite|needExec); err != nil {
-			s.idmap.release()
+		s.bindWS = s.idmap.Staging
+		if err := uids.Reachable(s.bindWS, id, uids.NeedRead|uids.NeedWrite|uids.NeedExec); err != nil {
+			s.idmap.Release()
 			s.removeOwnRuntime()
 			return nil, fmt.Errorf("local: workspace %s: the sandbox's uid %d cannot use its idmapped mount %s (the folder's owner has no rwx on it): %w; fix: chmod u+rwx %s",
-				ws, id.uid, s.bindWS, err, ws)
+				ws, id.UID, s.bindWS, err, ws)
 		}
 	}
 	if cfg.Local.Network == driver.NetworkAllowlist {
 		if s.egress, err = startEgress(cfg, opts, s); err != nil {
-			s.idmap.release()
+			s.idmap.Release()
 			s.removeOwnRuntime()
 			return nil, err
 		}
@@ -203,7 +211,7 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	s.sess.opts = opts.Session // the isolator sizes the session sandbox's pids cgroup by it
 	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
 		s.egress.close()
-		s.idmap.release()
+		s.idmap.Release()
 		s.removeOwnRuntime()
 		return nil, err
 	}
@@ -211,22 +219,26 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	if err != nil {
 		s.iso.close()
 		s.egress.close()
-		s.idmap.release()
+		s.idmap.Release()
 		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: %w", err)
 	}
-	s.HostFS = &hostkit.HostFS{Mapper: mapper, Owner: id.owner()}
+	s.HostFS = &hostkit.HostFS{Mapper: mapper, Owner: id.Owner()}
+	s.forkIn, s.forks.size, s.forks.cfg, s.forks.opts = opts.fork, opts.ForkPool, cfg, opts.Session
 	s.Background = hostkit.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	s.py = pythonEnv{dir: s.runtimeDir}
 	s.sess.opts = opts.Session
 	if err := s.setupCheckpoints(cfg); err != nil {
 		s.iso.close()
 		s.egress.close()
-		s.idmap.release()
+		s.idmap.Release()
 		s.removeOwnRuntime()
 		return nil, err
 	}
 	s.prestartSession()
+	if opts.ForkPool > 0 && s.ckpt != nil {
+		s.refill()
+	}
 	return s, nil
 }
 
@@ -265,6 +277,7 @@ func (s *Sandbox) Limits() Limits { return s.limits }
 // quota image. Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.closeFork(ctx)               // the pool's sandboxes; a fork's session started, to write its files back
 		err := s.Background.Close(ctx) // first: tasks in the session get their SIGTERM
 		s.stopSession()
 		if cerr := s.closeCheckpoints(); err == nil { // writes the live state back
@@ -276,13 +289,15 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		if eerr := s.egress.close(); err == nil {
 			err = eerr
 		}
-		if qerr := s.quota.release(); err == nil {
+		if qerr := s.quota.Release(); err == nil {
 			err = qerr
 		}
-		if ierr := s.idmap.release(); err == nil { // after the isolation: nothing binds it any more
+		if ierr := s.idmap.Release(); err == nil { // after the isolation: nothing binds it any more
 			err = ierr
 		}
+		s.closeForkEnd()
 		if s.ownRuntime {
+			evacuate(s.runtimeDir) // layers forks stand on outlive it
 			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {
 				err = fmt.Errorf("local: remove runtime dir: %w", rerr)
 			}
@@ -315,7 +330,7 @@ func (s *Sandbox) RuntimeDir() string { return s.runtimeDir }
 // SAGE_HOME or lie inside it outside a session's workspace: a session
 // daemon's socket accepts a connect on a read-only bind mount, and
 // SAGE_HOME holds other secrets (sandboxd's token).
-func checkMounts(cfg driver.Config, ws string, id *identity) ([]driver.VolumeMount, error) {
+func checkMounts(cfg driver.Config, ws string, id *uids.Identity) ([]driver.VolumeMount, error) {
 	home := resolvedHome()
 	virtual := cfg.VirtualWorkspace
 	if virtual == "" {
@@ -348,16 +363,16 @@ func checkMounts(cfg driver.Config, ws string, id *identity) ([]driver.VolumeMou
 			return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath,
 				Reason: "holds the workspace and is read-write; mount it read-only or mount a directory beside it"}
 		}
-		need := uint32(needRead | needExec)
+		need := uint32(uids.NeedRead | uids.NeedExec)
 		if !m.ReadOnly {
-			need |= needWrite
+			need |= uids.NeedWrite
 		}
 		if fi, err := os.Stat(host); err == nil && !fi.IsDir() {
-			need &^= needExec
+			need &^= uids.NeedExec
 		}
-		if err := reachable(host, id, need); err != nil {
+		if err := uids.Reachable(host, id, need); err != nil {
 			return nil, &driver.ConfigError{Field: field + ".host_path", Value: m.HostPath,
-				Reason: fmt.Sprintf("the sandbox runs as uid %d, which cannot use it: %v; fix: chown/chmod it for that uid, or mount it read-only", id.uid, err)}
+				Reason: fmt.Sprintf("the sandbox runs as uid %d, which cannot use it: %v; fix: chown/chmod it for that uid, or mount it read-only", id.UID, err)}
 		}
 	}
 	for i, m := range out {
@@ -448,7 +463,7 @@ func makeDirs(p string, asRoot bool) error {
 
 // makePrivateDir creates a runtime directory: 0700, or, for a session uid,
 // root's and 0711.
-func makePrivateDir(p string, id *identity) error {
+func makePrivateDir(p string, id *uids.Identity) error {
 	if err := makeDirs(p, id != nil); err != nil {
 		return err
 	}
@@ -466,8 +481,8 @@ func makePrivateDir(p string, id *identity) error {
 	if err := os.Chmod(p, 0o711); err != nil {
 		return err
 	}
-	if err := reachable(p, id, needExec); err != nil {
-		return fmt.Errorf("bwrap runs as the session's uid %d and cannot reach it: %w; fix: put it under a directory others may search", id.uid, err)
+	if err := uids.Reachable(p, id, uids.NeedExec); err != nil {
+		return fmt.Errorf("bwrap runs as the session's uid %d and cannot reach it: %w; fix: put it under a directory others may search", id.UID, err)
 	}
 	return nil
 }

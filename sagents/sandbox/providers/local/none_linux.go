@@ -9,6 +9,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
 // noIsolation runs commands on the host (isolation: none), still under
@@ -17,7 +18,7 @@ type noIsolation struct {
 	hostWS  string
 	prlimit string
 	limits  Limits
-	cg      *cgroupSet
+	cg      *limits.Cgroups
 }
 
 func newNoIsolation(s *Sandbox) (isolator, error) {
@@ -27,7 +28,7 @@ func newNoIsolation(s *Sandbox) (isolator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: prlimit (util-linux) not found; it applies the limits; fix: apt-get install util-linux", driver.ErrIsolationUnavailable)
 	}
-	cg, err := limitCgroups(s.id, s.limits)
+	cg, err := limits.NewCgroups(s.id, s.limits)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +39,7 @@ func (n *noIsolation) virtualWorkspace(_ driver.Config, hostWS string) string { 
 
 func (n *noIsolation) place(host, _ string) string { return host }
 
-func (n *noIsolation) close() error { return n.cg.remove() }
+func (n *noIsolation) close() error { return n.cg.Remove() }
 
 func (n *noIsolation) kind() string { return driver.IsolationNone }
 
@@ -51,25 +52,25 @@ func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 	if inv.venv != "" {
 		env = hostkit.Environ(nil, n.hostWS, withVenv(extra, inv.venv))
 	}
-	args := append([]string{n.prlimit}, n.limits.prlimitArgs(n.cg.memory())...)
+	args := append([]string{n.prlimit}, n.limits.PrlimitArgs(n.cg.Memory())...)
 	args = append(append(args, "--"), inv.argv...)
-	cmd, err := n.cg.command(n.limits.CPUTime)
+	cmd, err := n.cg.Command(n.limits.CPUTime)
 	if err != nil {
 		return nil, err
 	}
 	var own []string
 	if cmd != nil {
-		own = append(own, cmd.procs())
+		own = append(own, cmd.Procs())
 	}
-	path, argv, err := n.cg.trampoline(n.prlimit, args[1:], own...)
+	path, argv, err := n.cg.Trampoline(n.prlimit, args[1:], own...)
 	if err != nil {
-		cmd.release()
+		cmd.Release()
 		return nil, err
 	}
 	// The command joins its CPU cgroup itself (the trampoline); the
 	// watchdog starts with it.
 	return &wrapped{path: path, args: argv, dir: inv.workdir, env: env,
-		started: func(int) error { return cmd.start(0) }, done: cmd.release, report: cmd.end}, nil
+		started: func(int) error { return cmd.Start(0) }, done: cmd.Release, report: cmd.End}, nil
 }
 
 func withVenv(env map[string]string, venv string) map[string]string {
@@ -79,3 +80,5 @@ func withVenv(env map[string]string, venv string) map[string]string {
 	}
 	return out
 }
+
+func (n *noIsolation) limitsEnforced() driver.LimitsEnforced { return n.limits.Enforced(n.cg, false) }

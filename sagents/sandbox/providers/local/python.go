@@ -17,6 +17,7 @@ import (
 
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // Where the session's Python venv and code files appear inside the
@@ -108,7 +109,7 @@ func safePrefix(prefix string) bool {
 // must be one that uid can reach: python3 on PATH first, then the
 // system's (/usr/bin/python3, /usr/local/bin/python3); a pyenv build under
 // /root is passed over for them.
-func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
+func hostPython(ctx context.Context, id *uids.Identity) (*interpreter, error) {
 	var cands []string
 	if py, err := exec.LookPath("python3"); err == nil {
 		cands = append(cands, py)
@@ -134,11 +135,11 @@ func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
 			errs = append(errs, fmt.Errorf("%s answered %q", py, out))
 			continue
 		}
-		if err := reachable(in.Executable, id, needRead|needExec); err != nil {
+		if err := uids.Reachable(in.Executable, id, uids.NeedRead|uids.NeedExec); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", py, err))
 			continue
 		}
-		if err := reachable(in.BasePrefix, id, needRead|needExec); err != nil {
+		if err := uids.Reachable(in.BasePrefix, id, uids.NeedRead|uids.NeedExec); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", py, err))
 			continue
 		}
@@ -155,7 +156,7 @@ func hostPython(ctx context.Context, id *identity) (*interpreter, error) {
 // it once.
 // interpreter is the host python3 the session's venv is (or would be)
 // made from, found once.
-func (p *pythonEnv) interpreter(ctx context.Context, id *identity) (*interpreter, error) {
+func (p *pythonEnv) interpreter(ctx context.Context, id *uids.Identity) (*interpreter, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.base == nil {
@@ -192,7 +193,7 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts driver.PythonOptions) err
 		return fmt.Errorf("local: venv: %w", err)
 	}
 	if id := s.ident; id != nil { // made inside, by the session's uid
-		if err := os.Lchown(p.venvHost(), id.uid, id.gid); err != nil {
+		if err := os.Lchown(p.venvHost(), id.UID, id.GID); err != nil {
 			return fmt.Errorf("local: venv: %w", err)
 		}
 	}
@@ -343,7 +344,7 @@ func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts driver
 	}
 	defer os.Remove(f.Name())
 	if id := s.ident; id != nil { // read inside by the session's uid
-		err = f.Chown(id.uid, id.gid)
+		err = f.Chown(id.UID, id.GID)
 	}
 	if err == nil {
 		_, err = f.WriteString(code)

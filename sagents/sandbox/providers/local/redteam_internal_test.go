@@ -21,6 +21,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -140,7 +141,7 @@ func TestRedTeamSetuidCopyIsNotRoot(t *testing.T) {
 		return fi.Sys().(*syscall.Stat_t).Uid
 	}
 	uid := attack(t)
-	first, count, err := uidRange("")
+	first, count, err := uids.Range("")
 	require.NoError(t, err)
 	assert.True(t, uid >= first && uid < first+count, "owner %d is not a session uid", uid)
 	control(t, &switchUID, func(t *testing.T) { assert.Equal(t, uint32(0), attack(t)) })
@@ -300,7 +301,7 @@ func TestHostWritesBelongToTheSession(t *testing.T) {
 	assert.Equal(t, "v1v2\n", res.Stdout, res.Stderr)
 	fi, err := os.Stat(filepath.Join(s.HostWorkspacePath(), "dir"))
 	require.NoError(t, err)
-	assert.Equal(t, uint32(s.ident.uid), fi.Sys().(*syscall.Stat_t).Uid)
+	assert.Equal(t, uint32(s.ident.UID), fi.Sys().(*syscall.Stat_t).Uid)
 }
 
 // The seccomp filter is on every command: AF_VSOCK (not namespaced: with
@@ -367,7 +368,7 @@ func TestRedTeamUIDOfAnotherWorkspaceIsRefused(t *testing.T) {
 	a := rtSandbox(t, nil)
 	other := filepath.Join(sandboxtest.TempDir(t), "other")
 	require.NoError(t, os.Mkdir(other, 0o700))
-	require.NoError(t, os.Chown(other, a.ident.uid, a.ident.gid))
+	require.NoError(t, os.Chown(other, a.ident.UID, a.ident.GID))
 	_, err := NewWithOptions(context.Background(), sandbox.Config{Mode: sandbox.Local, Workspace: other, RuntimeDir: sandboxtest.TempDir(t)}, Options{})
 	require.ErrorIs(t, err, fs.ErrPermission)
 	assert.Contains(t, err.Error(), a.HostWorkspacePath())

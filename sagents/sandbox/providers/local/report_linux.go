@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -16,12 +17,12 @@ func RunAsSummary() (string, error) {
 	if os.Geteuid() != 0 {
 		return fmt.Sprintf("commands run as you (uid %d); uid 0 inside is you", os.Geteuid()), nil
 	}
-	first, count, err := uidRange(os.Getenv("SAGE_LOCAL_UID_RANGE"))
+	first, count, err := uids.Range(os.Getenv("SAGE_LOCAL_UID_RANGE"))
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("as root, never as root: each workspace's commands run as its own uid from %d..%d (uid 0 inside), registered in %s",
-		first, first+count-1, uidRegistry), nil
+		first, first+count-1, uids.Registry), nil
 }
 
 // SeccompSummary says what the seccomp filter on every command refuses.

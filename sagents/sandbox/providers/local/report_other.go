@@ -14,11 +14,6 @@ func SeccompSummary() (string, error) {
 	return "", fmt.Errorf("seccomp is Linux only")
 }
 
-// DiskQuotaSummary: no workspace quota is enforced.
-func DiskQuotaSummary() (enforced bool, detail string) {
-	return false, "not enforced: only each file's size (ulimit -f) is bounded"
-}
-
 // SessionIsolationSummary: there is no session sandbox off Linux.
 func SessionIsolationSummary() (holds bool, detail string) {
 	return false, "the session sandbox is Linux only"

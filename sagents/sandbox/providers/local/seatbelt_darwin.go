@@ -81,7 +81,7 @@ func (b *seatbeltIsolator) wrap(inv invocation) (*wrapped, error) {
 		extra[k] = v
 	}
 	env := hostkit.Environ(nil, b.hostWS, extra)
-	limited := append([]string{"/bin/sh", "-c", b.limits.ulimitScript() + ` && exec "$@"`, "sage-limits"}, inv.argv...)
+	limited := append([]string{"/bin/sh", "-c", b.limits.UlimitScript() + ` && exec "$@"`, "sage-limits"}, inv.argv...)
 	if b.none {
 		return &wrapped{path: limited[0], args: limited, dir: inv.workdir, env: env, done: func() {}}, nil
 	}
@@ -107,3 +107,8 @@ func (b *seatbeltIsolator) wrap(inv invocation) (*wrapped, error) {
 	args := append([]string{sandboxExec, "-p", profile}, limited...)
 	return &wrapped{path: sandboxExec, args: args, dir: inv.workdir, env: env, done: func() {}}, nil
 }
+
+// limitsEnforced: macOS has no cgroups; the shell's ulimit sets
+// per-process limits, and its process limit (ulimit -u) counts all the
+// user's processes.
+func (b *seatbeltIsolator) limitsEnforced() driver.LimitsEnforced { return b.limits.UlimitEnforced() }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -64,7 +65,7 @@ func pidfdHostPid(oob []byte) int {
 		}
 		for _, fd := range fds {
 			if pid == 0 {
-				b, _ := readSmall("/proc/self/fdinfo/" + strconv.Itoa(fd))
+				b, _ := limits.ReadSmall("/proc/self/fdinfo/" + strconv.Itoa(fd))
 				for _, line := range strings.Split(string(b), "\n") {
 					if v, ok := strings.CutPrefix(line, "Pid:"); ok {
 						pid, _ = strconv.Atoi(strings.TrimSpace(v))
@@ -131,7 +132,7 @@ func childPidfds(ppid int) []int {
 
 // parentOf is pid's parent pid (0: unknown).
 func parentOf(pid int) int {
-	b, err := readSmall("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := limits.ReadSmall("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0
 	}
@@ -212,11 +213,11 @@ const sessionUnresponsiveGrace = time.Second
 // Landlock domain, else its process group), and if the supervisor does
 // not report its end by sessionUnresponsiveGrace after that, the host
 // stops the session sandbox (the next command starts a new one).
-func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts driver.ExecOptions, timeout time.Duration, k *cmdCgroup) (res *driver.CommandResult, err error) {
+func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts driver.ExecOptions, timeout time.Duration, k *limits.CommandCgroup) (res *driver.CommandResult, err error) {
 	req.Gate = k != nil
 	req.Quiet = !req.Gate && !req.Pidfd // only "exited" is waited for
 	if k != nil {                       // RLIMIT_CPU: the per-process backstop, as in limits.go
-		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
+		req.CPUSeconds = int((k.Budget()+time.Second-1)/time.Second) + 1
 	}
 	defer l.idle()
 	var stdin *os.File
@@ -256,7 +257,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts dri
 						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
 						return nil, fmt.Errorf("local: session sandbox: no pid for the command's CPU cgroup: %s", r.Err)
 					}
-					if err := k.start(r.HostPid); err != nil {
+					if err := k.Start(r.HostPid); err != nil {
 						l.send(supervisor.Request{Op: "signal", ID: req.ID, Sig: int(syscall.SIGKILL)})
 						return nil, err
 					}
@@ -271,7 +272,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts dri
 			if r.Signal > 0 {
 				res.Signal = unix.SignalName(syscall.Signal(r.Signal))
 			}
-			k.end(res)
+			k.End(res)
 			if killed {
 				if ctx.Err() != nil {
 					return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
@@ -299,7 +300,7 @@ func (l *liveSession) exec(ctx context.Context, req supervisor.Request, opts dri
 			l.kill()
 			res := p.result(time.Since(start))
 			res.ExitCode, res.Signal = 128+int(syscall.SIGKILL), "SIGKILL"
-			k.end(res)
+			k.End(res)
 			if ctx.Err() != nil {
 				return res, fmt.Errorf("sandbox: command cancelled: %w", ctx.Err())
 			}

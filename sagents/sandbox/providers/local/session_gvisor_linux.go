@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -92,7 +93,7 @@ func (s *Sandbox) sessionEnvIso() *bwrapIsolator {
 // the command is put in before its first instruction; under gVisor its
 // RLIMIT_CPU, set with its RLIMIT_AS by a shell in front of it (see the
 // top of this file).
-func (s *Sandbox) commandBudget(req *supervisor.Request) (*cmdCgroup, error) {
+func (s *Sandbox) commandBudget(req *supervisor.Request) (*limits.CommandCgroup, error) {
 	if _, ok := s.iso.(*gvisorIsolator); ok {
 		req.Argv = gvisorCommandLimits(s.limits, req.Argv)
 		// Where bwrap's command cgroup takes the command's leftover
@@ -100,7 +101,7 @@ func (s *Sandbox) commandBudget(req *supervisor.Request) (*cmdCgroup, error) {
 		req.GroupDies = s.limits.CPUTime > 0
 		return nil, nil
 	}
-	return s.iso.(*bwrapIsolator).cg.command(s.limits.CPUTime)
+	return s.iso.(*bwrapIsolator).cg.Command(s.limits.CPUTime)
 }
 
 // gvisorCommandLimits puts a shell in front of argv that sets the limits

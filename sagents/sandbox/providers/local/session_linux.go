@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -67,7 +69,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.Ex
 	if err != nil {
 		return nil, err
 	}
-	defer k.release()
+	defer k.Release()
 	if opts.Resident { // checkpoints are taken beside it (quiet)
 		l.taskCount(1)
 		defer l.taskCount(-1)
@@ -88,7 +90,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.Ex
 // before its first instruction, removed (with what is left in it) by
 // k.release (under gVisor k is nil: its RLIMIT_CPU). The caller owns one
 // use of l, given back with l.idle; on error it owns nothing.
-func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *cmdCgroup, err error) {
+func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *limits.CommandCgroup, err error) {
 	l, restarted, err = s.session(ctx, inv.binds)
 	if err != nil {
 		return nil, false, req, nil, err
@@ -379,7 +381,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 // workspaceID identifies the workspace directory, opened as every
 // command's bind is (no symlink on its path, still the session uid's).
 func workspaceID(s *Sandbox) (dev, ino uint64, err error) {
-	f, err := openWorkspace(s.bindWS, s.ident)
+	f, err := uids.OpenWorkspace(s.bindWS, s.ident)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -31,7 +32,7 @@ func (s *Sandbox) sessionBinds(inv *invocation) error {
 		return fmt.Errorf("local: venv: %w", err)
 	}
 	if id := s.ident; id != nil { // the session's uid makes the venv inside
-		if err := os.Lchown(venv, id.uid, id.gid); err != nil {
+		if err := os.Lchown(venv, id.UID, id.GID); err != nil {
 			return fmt.Errorf("local: venv: %w", err)
 		}
 	}
@@ -132,7 +133,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*drive
 			hostPID = pid
 		}
 		if err != nil {
-			k.release()
+			k.Release()
 			l.idle()
 			return 0, nil, err
 		}
@@ -143,8 +144,8 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*drive
 			code, sig := wait()
 			close(ended)
 			res := &driver.CommandResult{ExitCode: code, Signal: sig}
-			k.end(res)
-			k.release()
+			k.End(res)
+			k.Release()
 			s.budgetEnd(res)
 			lim.exceeded = res.CPUTimeExceeded
 			return code, sig
@@ -172,7 +173,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*drive
 	task, err := s.Background.Start(ctx, launch)
 	if err != nil {
 		if !ran {
-			k.release()
+			k.Release()
 			l.idle()
 		}
 		return nil, err
@@ -188,10 +189,10 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*drive
 // leader (from the pidfd the supervisor sends), and k, if any, is the
 // cgroup it is put in before its first instruction; without (gVisor) it
 // is its pid inside the sandbox, only reported.
-func (l *liveSession) startTask(ctx context.Context, req supervisor.Request, log *os.File, k *cmdCgroup, hostPid bool) (uint64, int, func() (int, string), error) {
+func (l *liveSession) startTask(ctx context.Context, req supervisor.Request, log *os.File, k *limits.CommandCgroup, hostPid bool) (uint64, int, func() (int, string), error) {
 	req.Gate, req.Pidfd = k != nil, hostPid
 	if k != nil {
-		req.CPUSeconds = int((k.budget+time.Second-1)/time.Second) + 1
+		req.CPUSeconds = int((k.Budget()+time.Second-1)/time.Second) + 1
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
@@ -242,7 +243,7 @@ func (l *liveSession) startTask(ctx context.Context, req supervisor.Request, log
 		pid = r.HostPid
 	}
 	if k != nil {
-		if err := k.start(pid); err != nil {
+		if err := k.Start(pid); err != nil {
 			return fail(err)
 		}
 		l.send(supervisor.Request{Op: "release", ID: req.ID})

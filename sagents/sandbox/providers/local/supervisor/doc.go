@@ -17,7 +17,12 @@
 //
 // Each request is one message (Request, in the small binary encoding of
 // its MarshalBinary: no reflection on the way of a session's first
-// command), optionally carrying the command's stdin, stdout and stderr
+// command; not protowire, which would bring fmt and protobuf's detrand,
+// whose init reads this program's own executable at every start, into a
+// standard-library-only program on the path of every session's first
+// command: the format is one tag byte, the field number, and
+// encoding/binary varints; sage and its supervisor are one build and
+// Protocol is checked, so no deployed peer speaks another), optionally carrying the command's stdin, stdout and stderr
 // as SCM_RIGHTS descriptors made by the host: output flows from the
 // command to the host directly, never through the supervisor. The
 // supervisor starts each command in its own process group and answers

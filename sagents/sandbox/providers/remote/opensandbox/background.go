@@ -25,7 +25,7 @@ const maxLog = 16 << 20
 const bgWrapper = `echo $$ >"$SAGE_PIDFILE"; c=$SAGE_COMMAND; unset SAGE_COMMAND SAGE_PIDFILE; exec "$0" -c "$c"`
 
 // StartBackground starts command detached; execd keeps its output.
-func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driver.ExecOptions) (*driver.BackgroundTask, error) {
+func (s *osSandbox) StartBackground(ctx context.Context, command string, opts driver.ExecOptions) (*driver.BackgroundTask, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -41,11 +41,11 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driv
 	req.Envs["SAGE_PIDFILE"], req.Envs["SAGE_COMMAND"] = pidfile, command
 	req.Background = true
 	var id string
-	err = s.execd.RunCommand(ctx, req, func(ev Event) error {
+	err = s.execd.runCommand(ctx, req, func(ev event) error {
 		switch ev.Type {
-		case EventInit:
+		case eventInit:
 			id = ev.Text
-		case EventComplete, EventFailed:
+		case eventComplete, eventFailed:
 			return errFinal
 		}
 		return nil
@@ -65,10 +65,10 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driv
 
 // readPID waits up to 2 s for the wrapper's pid file; 0 when it never
 // comes (the task can then only be interrupted through execd).
-func (s *Sandbox) readPID(ctx context.Context, pidfile string) int {
-	defer func() { _ = s.execd.RemoveFiles(context.WithoutCancel(ctx), pidfile) }()
+func (s *osSandbox) readPID(ctx context.Context, pidfile string) int {
+	defer func() { _ = s.execd.removeFiles(context.WithoutCancel(ctx), pidfile) }()
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		b, err := s.execd.Download(ctx, pidfile, 64)
+		b, err := s.execd.download(ctx, pidfile, 64)
 		if err != nil {
 			continue
 		}
@@ -79,7 +79,7 @@ func (s *Sandbox) readPID(ctx context.Context, pidfile string) int {
 	return 0
 }
 
-func (s *Sandbox) known(id string) (int, error) {
+func (s *osSandbox) known(id string) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
@@ -94,7 +94,7 @@ func (s *Sandbox) known(id string) (int, error) {
 
 // ReadBackgroundOutput reads at most max bytes of the task's combined
 // output from byte offset on.
-func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (driver.BackgroundOutput, error) {
+func (s *osSandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offset int64, max int) (driver.BackgroundOutput, error) {
 	if _, err := s.known(taskID); err != nil {
 		return driver.BackgroundOutput{}, err
 	}
@@ -102,7 +102,7 @@ func (s *Sandbox) ReadBackgroundOutput(ctx context.Context, taskID string, offse
 		max = 64 << 10
 	}
 	offset = max64(offset, 0)
-	b, _, err := s.execd.Logs(ctx, taskID, offset, int64(min(max, maxLog)))
+	b, _, err := s.execd.logs(ctx, taskID, offset, int64(min(max, maxLog)))
 	if err != nil {
 		return driver.BackgroundOutput{}, s.gone(ctx, err)
 	}
@@ -120,11 +120,11 @@ func max64(a, b int64) int64 {
 // by a signal as exit code -1 with Go's "signal: killed"; it comes back
 // as 128+n with the signal's name, as an exit code 128+n of the shell
 // does.
-func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (driver.BackgroundState, error) {
+func (s *osSandbox) BackgroundStatus(ctx context.Context, taskID string) (driver.BackgroundState, error) {
 	if _, err := s.known(taskID); err != nil {
 		return driver.BackgroundState{}, err
 	}
-	st, err := s.execd.Status(ctx, taskID)
+	st, err := s.execd.status(ctx, taskID)
 	if err != nil {
 		return driver.BackgroundState{}, s.gone(ctx, err)
 	}
@@ -143,17 +143,17 @@ func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (driver.B
 // KillBackground ends the task: execd's interrupt, then SIGKILL to the
 // task's process group after DefaultKillGrace; with force, SIGKILL at
 // once. It returns when execd reports the task ended.
-func (s *Sandbox) KillBackground(ctx context.Context, taskID string, force bool) error {
+func (s *osSandbox) KillBackground(ctx context.Context, taskID string, force bool) error {
 	pid, err := s.known(taskID)
 	if err != nil {
 		return err
 	}
-	if st, err := s.execd.Status(ctx, taskID); err != nil || !st.Running {
+	if st, err := s.execd.status(ctx, taskID); err != nil || !st.Running {
 		return s.gone(ctx, err)
 	}
 	if force && pid > 0 {
 		s.killGroup(ctx, pid)
-	} else if err := s.execd.Interrupt(ctx, taskID); err != nil {
+	} else if err := s.execd.interrupt(ctx, taskID); err != nil {
 		return s.gone(ctx, err)
 	}
 	if s.waitEnded(ctx, taskID, driver.DefaultKillGrace) {
@@ -171,14 +171,14 @@ func (s *Sandbox) KillBackground(ctx context.Context, taskID string, force bool)
 	return fmt.Errorf("opensandbox: background task %s still runs after SIGKILL", taskID)
 }
 
-func (s *Sandbox) killGroup(ctx context.Context, pid int) {
+func (s *osSandbox) killGroup(ctx context.Context, pid int) {
 	_, _, _ = s.shell(ctx, `kill -KILL -- "-$SAGE_PID" 2>/dev/null || kill -KILL "$SAGE_PID"`,
 		map[string]string{"SAGE_PID": strconv.Itoa(pid)})
 }
 
-func (s *Sandbox) waitEnded(ctx context.Context, taskID string, d time.Duration) bool {
+func (s *osSandbox) waitEnded(ctx context.Context, taskID string, d time.Duration) bool {
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
-		st, err := s.execd.Status(ctx, taskID)
+		st, err := s.execd.status(ctx, taskID)
 		if err != nil || !st.Running {
 			return err == nil
 		}

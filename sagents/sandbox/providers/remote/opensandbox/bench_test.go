@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"context"
@@ -11,12 +11,11 @@ import (
 
 	"github.com/sage-go/sage/internal/benchpair"
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
-func benchSandbox(b *testing.B, c opensandbox.Config) *opensandbox.Sandbox {
-	s, err := opensandbox.Open(context.Background(), c)
+func benchSandbox(b *testing.B, c config) *osSandbox {
+	s, err := open(context.Background(), c)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -27,10 +26,10 @@ func benchSandbox(b *testing.B, c opensandbox.Config) *opensandbox.Sandbox {
 // bareTrue is the baseline: one POST /command of "true" that stops
 // reading at the command's last event, as a client that knows execd's
 // grace second would.
-func bareTrue(ctx context.Context, e *opensandbox.ExecdClient) error {
-	return e.RunCommand(ctx, opensandbox.RunCommandRequest{Command: "true"}, func(ev opensandbox.Event) error {
-		if ev.Type == opensandbox.EventComplete || ev.Type == opensandbox.EventFailed {
-			return opensandbox.StopStream
+func bareTrue(ctx context.Context, e *ExecdClient) error {
+	return e.runCommand(ctx, runCommandRequest{Command: "true"}, func(ev event) error {
+		if ev.Type == eventComplete || ev.Type == eventFailed {
+			return stopStream
 		}
 		return nil
 	})
@@ -44,24 +43,24 @@ func bareTrue(ctx context.Context, e *opensandbox.ExecdClient) error {
 // SAGE_OPENSANDBOX_EXECD_URL set it runs against that real execd.
 func BenchmarkOpenSandboxExecTrue(b *testing.B) {
 	srv := opensandboxtest.New(b)
-	c := config(srv)
+	c := testConfig(srv)
 	if url, token, tmp, work := benchReal(); url != "" {
 		srv.ExecdAddr, srv.ExecdToken, srv.ExecdTmp = url, token, tmp
-		c = config(srv)
+		c = testConfig(srv)
 		c.Workspace = work
 		// Close leaves a configured workspace (on a real server it goes
 		// with the sandbox's container); on a shared execd remove it.
 		b.Cleanup(func() {
-			if err := opensandbox.NewExecdClient("http://"+url, token, nil, nil).RemoveDirs(context.Background(), work); err != nil {
+			if err := NewExecdClient("http://"+url, token, nil, nil).RemoveDirs(context.Background(), work); err != nil {
 				b.Errorf("removing the benchmark's workspace %s: %v", work, err)
 			}
 		})
 	}
 	s := benchSandbox(b, c)
-	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &osDriver{osSandbox: s})
 	ctx := context.Background()
 	bare, provider := benchpair.Run(b, func() {
-		if err := bareTrue(ctx, s.Execd()); err != nil {
+		if err := bareTrue(ctx, s.execdClient()); err != nil {
 			b.Fatal(err)
 		}
 	}, func() {

@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"context"
@@ -14,60 +14,59 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
 func TestAPIErrorSentinels(t *testing.T) {
 	for status, want := range map[int]error{404: fs.ErrNotExist, 401: fs.ErrPermission, 403: fs.ErrPermission, 409: fs.ErrExist} {
-		assert.ErrorIs(t, &opensandbox.APIError{Status: status}, want, "HTTP %d", status)
+		assert.ErrorIs(t, &APIError{Status: status}, want, "HTTP %d", status)
 	}
-	assert.NotErrorIs(t, &opensandbox.APIError{Status: 500}, fs.ErrNotExist)
+	assert.NotErrorIs(t, &APIError{Status: 500}, fs.ErrNotExist)
 }
 
 func TestExecdClientAgainstFake(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	s, err := opensandbox.Open(context.Background(), config(srv))
+	s, err := open(context.Background(), testConfig(srv))
 	require.NoError(t, err)
 	defer s.Close(context.Background())
 	ctx := context.Background()
-	e := s.Execd()
+	e := s.execdClient()
 
-	m, err := e.Metrics(ctx)
+	m, err := e.metrics(ctx)
 	require.NoError(t, err)
 	assert.Positive(t, m.CPUCount)
 
 	var id string
-	require.NoError(t, e.RunCommand(ctx, opensandbox.RunCommandRequest{Command: "printf 'a\\nb\\nc\\n'", Background: true},
-		func(ev opensandbox.Event) error {
-			if ev.Type == opensandbox.EventInit {
+	require.NoError(t, e.runCommand(ctx, runCommandRequest{Command: "printf 'a\\nb\\nc\\n'", Background: true},
+		func(ev event) error {
+			if ev.Type == eventInit {
 				id = ev.Text
 			}
 			return nil
 		}))
 	require.NotEmpty(t, id)
-	require.Eventually(t, func() bool { st, err := e.Status(ctx, id); return err == nil && !st.Running }, 5*time.Second, 20*time.Millisecond)
-	all, tail, err := e.Logs(ctx, id, -1, 1<<20)
+	require.Eventually(t, func() bool { st, err := e.status(ctx, id); return err == nil && !st.Running }, 5*time.Second, 20*time.Millisecond)
+	all, tail, err := e.logs(ctx, id, -1, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, "a\nb\nc\n", string(all))
 	assert.EqualValues(t, 6, tail, "the tail cursor is the byte offset the log ends at")
-	rest, _, err := e.Logs(ctx, id, 2, 1<<20)
+	rest, _, err := e.logs(ctx, id, 2, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, "b\nc\n", string(rest), "a cursor is a byte offset")
-	part, _, err := e.Logs(ctx, id, 0, 3)
+	part, _, err := e.logs(ctx, id, 0, 3)
 	require.NoError(t, err)
 	assert.Equal(t, "a\nb", string(part), "at most max bytes")
 
-	_, err = e.Status(ctx, "no-such-command")
+	_, err = e.status(ctx, "no-such-command")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	_, err = e.Download(ctx, s.Workspace()+"/missing", 10)
+	_, err = e.download(ctx, s.workspace()+"/missing", 10)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	require.NoError(t, e.Upload(ctx, s.Workspace()+"/big", make([]byte, 100), 0o600))
-	_, err = e.Download(ctx, s.Workspace()+"/big", 99)
+	require.NoError(t, e.upload(ctx, s.workspace()+"/big", make([]byte, 100), 0o600))
+	_, err = e.download(ctx, s.workspace()+"/big", 99)
 	assert.ErrorContains(t, err, "larger than 99 bytes")
-	info, err := e.Info(ctx, s.Workspace()+"/big")
+	info, err := e.info(ctx, s.workspace()+"/big")
 	require.NoError(t, err)
-	assert.Equal(t, 600, info[s.Workspace()+"/big"].Mode, "modes travel as octal digits")
+	assert.Equal(t, 600, info[s.workspace()+"/big"].Mode, "modes travel as octal digits")
 }
 
 // TestSessions checks the session calls' requests and answers on the
@@ -77,7 +76,7 @@ func TestSessions(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(b))
-		assert.Equal(t, "tok", r.Header.Get(opensandbox.HeaderExecdToken))
+		assert.Equal(t, "tok", r.Header.Get(headerExecdToken))
 		switch r.URL.Path {
 		case "/session":
 			_ = json.NewEncoder(w).Encode(map[string]string{"session_id": "s1"})
@@ -87,24 +86,24 @@ func TestSessions(t *testing.T) {
 		}
 	}))
 	defer hs.Close()
-	e := opensandbox.NewExecdClient(hs.URL, "tok", nil, nil)
+	e := NewExecdClient(hs.URL, "tok", nil, nil)
 	ctx := context.Background()
-	id, err := e.CreateSession(ctx, "/tmp")
+	id, err := e.createSession(ctx, "/tmp")
 	require.NoError(t, err)
 	assert.Equal(t, "s1", id)
 	var out string
-	require.NoError(t, e.RunInSession(ctx, id, "pwd", time.Second, func(ev opensandbox.Event) error { out += ev.Text; return nil }))
+	require.NoError(t, e.runInSession(ctx, id, "pwd", time.Second, func(ev event) error { out += ev.Text; return nil }))
 	assert.Equal(t, "/tmp\n", out)
-	require.NoError(t, e.DeleteSession(ctx, id))
+	require.NoError(t, e.deleteSession(ctx, id))
 	assert.Equal(t, []string{`POST /session {"cwd":"/tmp"}`, `POST /session/s1/run {"command":"pwd","timeout":1000}`, "DELETE /session/s1 "}, seen)
 }
 
 func TestConfigFrom(t *testing.T) {
 	env := map[string]string{"SAGE_OPENSANDBOX_URL": "http://127.0.0.1:8080/v1", "MY_KEY": "k1", "SAGE_OPENSANDBOX_IMAGE": "py:3"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	c, err := opensandbox.ConfigFrom(sandbox.RemoteConfig{ProviderConfig: map[string]any{
-		opensandbox.KeyAPIKeyEnv: "MY_KEY", opensandbox.KeyThreadID: "t1", opensandbox.KeyEntrypoint: []any{"sleep", "inf"},
-		opensandbox.KeyEnv: map[string]any{"A": 1}, opensandbox.KeyTTLSeconds: 120, opensandbox.KeyMemory: "1Gi"}}, lookup)
+	c, err := configFrom(sandbox.RemoteConfig{ProviderConfig: map[string]any{
+		keyAPIKeyEnv: "MY_KEY", keyThreadID: "t1", keyEntrypoint: []any{"sleep", "inf"},
+		keyEnv: map[string]any{"A": 1}, keyTTLSeconds: 120, keyMemory: "1Gi"}}, lookup)
 	require.NoError(t, err)
 	assert.Equal(t, "http://127.0.0.1:8080/v1", c.URL)
 	assert.Equal(t, "k1", c.APIKey)
@@ -119,14 +118,14 @@ func TestConfigFrom(t *testing.T) {
 		pc    map[string]any
 		field string
 	}{
-		"no url":       {map[string]any{opensandbox.KeyURL: ""}, "sandbox.remote.server_url"},
-		"unset keyenv": {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyAPIKeyEnv: "NOPE"}, "sandbox.remote.provider_config.api_key_env"},
-		"short ttl":    {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyTTLSeconds: 5}, "sandbox.remote.provider_config.ttl_seconds"},
-		"bad policy":   {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyShutdownPolicy: "maybe"}, "sandbox.remote.provider_config.shutdown_policy"},
-		"bad env":      {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyEnv: map[string]any{"A=B": "x"}}, "sandbox.remote.provider_config.env"},
-		"relative ws":  {map[string]any{opensandbox.KeyURL: "http://x", opensandbox.KeyWorkspace: "ws"}, "sandbox.remote.provider_config.workspace"},
+		"no url":       {map[string]any{keyURL: ""}, "sandbox.remote.server_url"},
+		"unset keyenv": {map[string]any{keyURL: "http://x", keyAPIKeyEnv: "NOPE"}, "sandbox.remote.provider_config.api_key_env"},
+		"short ttl":    {map[string]any{keyURL: "http://x", keyTTLSeconds: 5}, "sandbox.remote.provider_config.ttl_seconds"},
+		"bad policy":   {map[string]any{keyURL: "http://x", keyShutdownPolicy: "maybe"}, "sandbox.remote.provider_config.shutdown_policy"},
+		"bad env":      {map[string]any{keyURL: "http://x", keyEnv: map[string]any{"A=B": "x"}}, "sandbox.remote.provider_config.env"},
+		"relative ws":  {map[string]any{keyURL: "http://x", keyWorkspace: "ws"}, "sandbox.remote.provider_config.workspace"},
 	} {
-		_, err := opensandbox.ConfigFrom(sandbox.RemoteConfig{ProviderConfig: tc.pc}, func(string) (string, bool) { return "", false })
+		_, err := configFrom(sandbox.RemoteConfig{ProviderConfig: tc.pc}, func(string) (string, bool) { return "", false })
 		var ce *sandbox.ConfigError
 		if assert.ErrorAs(t, err, &ce, name) {
 			assert.Equal(t, tc.field, ce.Field, name)
@@ -140,17 +139,17 @@ func TestConfigFrom(t *testing.T) {
 // as "an event without a type".
 func TestBusyCodeContextIsAnError(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	s, err := opensandbox.Open(context.Background(), config(srv))
+	s, err := open(context.Background(), testConfig(srv))
 	require.NoError(t, err)
 	defer s.Close(context.Background())
 	ctx := context.Background()
-	cc, err := s.Execd().CreateContext(ctx, "python")
+	cc, err := s.execdClient().createContext(ctx, "python")
 	require.NoError(t, err)
 	first := make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
-		first <- s.Execd().RunCode(ctx, cc, "import time; time.sleep(1.5)", func(ev opensandbox.Event) error {
-			if ev.Type == opensandbox.EventInit {
+		first <- s.execdClient().runCode(ctx, cc, "import time; time.sleep(1.5)", func(ev event) error {
+			if ev.Type == eventInit {
 				close(started)
 			}
 			return nil
@@ -158,8 +157,8 @@ func TestBusyCodeContextIsAnError(t *testing.T) {
 	}()
 	<-started
 	time.Sleep(100 * time.Millisecond)
-	err = s.Execd().RunCode(ctx, cc, "print(2)", func(opensandbox.Event) error { return nil })
-	var ae *opensandbox.APIError
+	err = s.execdClient().runCode(ctx, cc, "print(2)", func(event) error { return nil })
+	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "RUNTIME_ERROR", ae.Code)
 	assert.Contains(t, ae.Message, "session is busy")
@@ -172,7 +171,7 @@ func TestBusyCodeContextIsAnError(t *testing.T) {
 func TestPythonContextStartIsBounded(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	srv.CodeContextHangs = true
-	h := open(t, srv, nil)
+	h := openSandbox(t, srv, nil)
 	defer h.Close(context.Background())
 	start := time.Now()
 	_, err := h.ExecutePython(context.Background(), "1", sandbox.PythonOptions{ExecOptions: sandbox.ExecOptions{Timeout: time.Second}})
@@ -186,7 +185,7 @@ func TestPythonContextStartIsBounded(t *testing.T) {
 // every line gets "\n" back, the last one too.
 func TestOutputWithoutExecdFiles(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	h := open(t, srv, map[string]any{opensandbox.KeyExecdTmp: "/nonexistent-execd-tmp"})
+	h := openSandbox(t, srv, map[string]any{keyExecdTmp: "/nonexistent-execd-tmp"})
 	defer h.Close(context.Background())
 	res, err := h.ExecuteCommand(context.Background(), "echo a; echo; printf 'b\\r\\nc'; echo e >&2", sandbox.ExecOptions{})
 	require.NoError(t, err)

@@ -14,35 +14,35 @@ import (
 
 // The provider_config keys.
 const (
-	KeyURL            = "url"             // lifecycle base URL, e.g. http://host:8080/v1
-	KeyAPIKeyEnv      = "api_key_env"     // variable holding the API key
-	KeyExecdToken     = "execd_token"     // execd access token
-	KeyExecdTokenEnv  = "execd_token_env" // variable holding the execd token
-	KeyEntrypoint     = "entrypoint"      // list, or one string split on spaces
-	KeyEnv            = "env"             // map of variables for the sandbox
-	KeyCPU            = "cpu"             // e.g. "500m"
-	KeyMemory         = "memory"          // e.g. "512Mi"
-	KeyTTLSeconds     = "ttl_seconds"     // sandbox timeout, renewed while in use (0: no expiry)
-	KeyWorkspace      = "workspace"       // workspace path, or "auto": the sandbox's working directory
-	KeyThreadID       = "thread_id"       // thread whose sandbox to find again or create
-	KeyShutdownPolicy = "shutdown_policy" // keep or delete
-	KeyReadySeconds   = "ready_timeout_seconds"
-	KeyExecdTmp       = "execd_tmpdir" // execd's TMPDIR, where it keeps each command's output
+	keyURL            = "url"             // lifecycle base URL, e.g. http://host:8080/v1
+	keyAPIKeyEnv      = "api_key_env"     // variable holding the API key
+	keyExecdToken     = "execd_token"     // execd access token
+	keyExecdTokenEnv  = "execd_token_env" // variable holding the execd token
+	keyEntrypoint     = "entrypoint"      // list, or one string split on spaces
+	keyEnv            = "env"             // map of variables for the sandbox
+	keyCPU            = "cpu"             // e.g. "500m"
+	keyMemory         = "memory"          // e.g. "512Mi"
+	keyTTLSeconds     = "ttl_seconds"     // sandbox timeout, renewed while in use (0: no expiry)
+	keyWorkspace      = "workspace"       // workspace path, or "auto": the sandbox's working directory
+	keyThreadID       = "thread_id"       // thread whose sandbox to find again or create
+	keyShutdownPolicy = "shutdown_policy" // keep or delete
+	keyReadySeconds   = "ready_timeout_seconds"
+	keyExecdTmp       = "execd_tmpdir" // execd's TMPDIR, where it keeps each command's output
 )
 
 // Defaults.
 const (
-	DefaultImage     = "opensandbox/code-interpreter:v1.0.2"
-	DefaultWorkspace = "/workspace"
-	DefaultTTL       = 30 * time.Minute
-	DefaultReady     = 2 * time.Minute
-	DefaultExecdTmp  = "/tmp"
+	defaultImage     = "opensandbox/code-interpreter:v1.0.2"
+	defaultWorkspace = "/workspace"
+	defaultTTL       = 30 * time.Minute
+	defaultReady     = 2 * time.Minute
+	defaultExecdTmp  = "/tmp"
 	// LabelThread is the metadata label carrying the thread id.
 	LabelThread = "sage.thread"
 )
 
-// Config configures Open.
-type Config struct {
+// config configures Open.
+type config struct {
 	URL        string // lifecycle base URL
 	APIKey     string
 	ExecdToken string
@@ -72,40 +72,40 @@ type Config struct {
 	// sandbox across processes (the aio provider's FileStore or Redis
 	// store); without it two processes opening a new thread at once may
 	// each create a sandbox.
-	Locker Locker
+	Locker locker
 }
 
-// Locker takes a thread's cross-process lock; the returned function
+// locker takes a thread's cross-process lock; the returned function
 // releases it.
-type Locker interface {
+type locker interface {
 	Lock(ctx context.Context, threadID string) (release func(), err error)
 }
 
-// ConfigFrom reads a Config from the remote section of a sandbox config
+// configFrom reads a Config from the remote section of a sandbox config
 // and the SAGE_OPENSANDBOX_* variables (through lookup), the config
 // winning over the variables.
-func ConfigFrom(rc driver.RemoteConfig, lookup func(string) (string, bool)) (Config, error) {
+func configFrom(rc driver.RemoteConfig, lookup func(string) (string, bool)) (config, error) {
 	pc := rc.ProviderConfig
 	env := func(k string) string { v, _ := lookup(k); return v }
-	c := Config{URL: first(rc.ServerURL, str(pc, KeyURL), env("SAGE_OPENSANDBOX_URL")),
+	c := config{URL: first(rc.ServerURL, str(pc, keyURL), env("SAGE_OPENSANDBOX_URL")),
 		APIKey:     first(rc.APIKey, env("SAGE_OPENSANDBOX_API_KEY")),
-		Image:      first(rc.Image, env("SAGE_OPENSANDBOX_IMAGE"), DefaultImage),
-		ExecdToken: first(str(pc, KeyExecdToken), env("SAGE_OPENSANDBOX_EXECD_TOKEN")),
-		Workspace:  first(str(pc, KeyWorkspace), env("SAGE_OPENSANDBOX_WORKSPACE"), DefaultWorkspace),
-		ExecdTmp:   first(str(pc, KeyExecdTmp), env("SAGE_OPENSANDBOX_EXECD_TMPDIR"), DefaultExecdTmp),
-		Thread:     str(pc, KeyThreadID), Resources: map[string]string{"cpu": first(str(pc, KeyCPU), "1"),
-			"memory": first(str(pc, KeyMemory), "2Gi")}, TTL: DefaultTTL, ReadyTimeout: DefaultReady}
+		Image:      first(rc.Image, env("SAGE_OPENSANDBOX_IMAGE"), defaultImage),
+		ExecdToken: first(str(pc, keyExecdToken), env("SAGE_OPENSANDBOX_EXECD_TOKEN")),
+		Workspace:  first(str(pc, keyWorkspace), env("SAGE_OPENSANDBOX_WORKSPACE"), defaultWorkspace),
+		ExecdTmp:   first(str(pc, keyExecdTmp), env("SAGE_OPENSANDBOX_EXECD_TMPDIR"), defaultExecdTmp),
+		Thread:     str(pc, keyThreadID), Resources: map[string]string{"cpu": first(str(pc, keyCPU), "1"),
+			"memory": first(str(pc, keyMemory), "2Gi")}, TTL: defaultTTL, ReadyTimeout: defaultReady}
 	bad := func(key, val, reason string) error {
 		return &driver.ConfigError{Field: "sandbox.remote.provider_config." + key, Value: val, Reason: reason}
 	}
-	if k := str(pc, KeyAPIKeyEnv); k != "" {
+	if k := str(pc, keyAPIKeyEnv); k != "" {
 		if c.APIKey = env(k); c.APIKey == "" {
-			return c, bad(KeyAPIKeyEnv, k, "the variable is empty or unset; export it or name another one")
+			return c, bad(keyAPIKeyEnv, k, "the variable is empty or unset; export it or name another one")
 		}
 	}
-	if k := str(pc, KeyExecdTokenEnv); k != "" {
+	if k := str(pc, keyExecdTokenEnv); k != "" {
 		if c.ExecdToken = env(k); c.ExecdToken == "" {
-			return c, bad(KeyExecdTokenEnv, k, "the variable is empty or unset; export it or name another one")
+			return c, bad(keyExecdTokenEnv, k, "the variable is empty or unset; export it or name another one")
 		}
 	}
 	if c.URL == "" {
@@ -114,7 +114,7 @@ func ConfigFrom(rc driver.RemoteConfig, lookup func(string) (string, bool)) (Con
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return c, &driver.ConfigError{Field: "sandbox.remote.server_url", Value: c.URL, Reason: "want an http or https URL such as http://127.0.0.1:8080/v1"}
 	}
-	switch v := pc[KeyEntrypoint].(type) {
+	switch v := pc[keyEntrypoint].(type) {
 	case nil:
 		c.Entrypoint = []string{"tail", "-f", "/dev/null"}
 	case string:
@@ -123,46 +123,46 @@ func ConfigFrom(rc driver.RemoteConfig, lookup func(string) (string, bool)) (Con
 		for _, a := range v {
 			s, ok := a.(string)
 			if !ok {
-				return c, bad(KeyEntrypoint, fmt.Sprint(v), "want a list of strings")
+				return c, bad(keyEntrypoint, fmt.Sprint(v), "want a list of strings")
 			}
 			c.Entrypoint = append(c.Entrypoint, s)
 		}
 	default:
-		return c, bad(KeyEntrypoint, fmt.Sprint(v), "want a list of strings")
+		return c, bad(keyEntrypoint, fmt.Sprint(v), "want a list of strings")
 	}
 	if len(c.Entrypoint) == 0 {
-		return c, bad(KeyEntrypoint, "", "must not be empty")
+		return c, bad(keyEntrypoint, "", "must not be empty")
 	}
-	if m, ok := pc[KeyEnv].(map[string]any); ok {
+	if m, ok := pc[keyEnv].(map[string]any); ok {
 		c.Env = map[string]string{}
 		for k, v := range m {
 			if !driver.ValidEnvName(k) {
-				return c, bad(KeyEnv, k, "not a valid variable name")
+				return c, bad(keyEnv, k, "not a valid variable name")
 			}
 			c.Env[k] = fmt.Sprint(v)
 		}
-	} else if pc[KeyEnv] != nil {
-		return c, bad(KeyEnv, fmt.Sprint(pc[KeyEnv]), "want a map of variable names to values")
+	} else if pc[keyEnv] != nil {
+		return c, bad(keyEnv, fmt.Sprint(pc[keyEnv]), "want a map of variable names to values")
 	}
 	var err error
-	if c.TTL, err = seconds(pc, KeyTTLSeconds, c.TTL); err != nil || (c.TTL > 0 && c.TTL < time.Minute) {
-		return c, bad(KeyTTLSeconds, fmt.Sprint(pc[KeyTTLSeconds]), "want 0 (no expiry) or at least 60 seconds")
+	if c.TTL, err = seconds(pc, keyTTLSeconds, c.TTL); err != nil || (c.TTL > 0 && c.TTL < time.Minute) {
+		return c, bad(keyTTLSeconds, fmt.Sprint(pc[keyTTLSeconds]), "want 0 (no expiry) or at least 60 seconds")
 	}
-	if c.ReadyTimeout, err = seconds(pc, KeyReadySeconds, c.ReadyTimeout); err != nil || c.ReadyTimeout <= 0 {
-		return c, bad(KeyReadySeconds, fmt.Sprint(pc[KeyReadySeconds]), "want a positive number of seconds")
+	if c.ReadyTimeout, err = seconds(pc, keyReadySeconds, c.ReadyTimeout); err != nil || c.ReadyTimeout <= 0 {
+		return c, bad(keyReadySeconds, fmt.Sprint(pc[keyReadySeconds]), "want a positive number of seconds")
 	}
 	if !strings.HasPrefix(c.ExecdTmp, "/") {
-		return c, bad(KeyExecdTmp, c.ExecdTmp, "want an absolute path such as /tmp")
+		return c, bad(keyExecdTmp, c.ExecdTmp, "want an absolute path such as /tmp")
 	}
 	if c.Workspace != "auto" && (!strings.HasPrefix(c.Workspace, "/") || c.Workspace == "/") {
-		return c, bad(KeyWorkspace, c.Workspace, `want an absolute path other than "/", or "auto"`)
+		return c, bad(keyWorkspace, c.Workspace, `want an absolute path other than "/", or "auto"`)
 	}
-	switch p := str(pc, KeyShutdownPolicy); p {
+	switch p := str(pc, keyShutdownPolicy); p {
 	case "", "keep":
 		c.Keep = c.Thread != ""
 	case "delete":
 	default:
-		return c, bad(KeyShutdownPolicy, p, "want keep or delete")
+		return c, bad(keyShutdownPolicy, p, "want keep or delete")
 	}
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"context"
@@ -8,23 +8,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
 // remoteConfig is a sandbox config for the provider against srv.
 func remoteConfig(srv *opensandboxtest.Server, extra map[string]any) sandbox.Config {
-	pc := map[string]any{opensandbox.KeyWorkspace: "auto", opensandbox.KeyExecdToken: srv.ExecdToken,
-		opensandbox.KeyReadySeconds: 10, opensandbox.KeyExecdTmp: srv.ExecdTmp}
+	pc := map[string]any{keyWorkspace: "auto", keyExecdToken: srv.ExecdToken,
+		keyReadySeconds: 10, keyExecdTmp: srv.ExecdTmp}
 	for k, v := range extra {
 		pc[k] = v
 	}
-	return sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: opensandbox.ProviderName,
+	return sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{Provider: providerName,
 		ServerURL: srv.URL, APIKey: srv.APIKey, ProviderConfig: pc}}
 }
 
-func open(t *testing.T, srv *opensandboxtest.Server, extra map[string]any) *sandbox.Sandbox {
+func openSandbox(t *testing.T, srv *opensandboxtest.Server, extra map[string]any) *sandbox.Sandbox {
 	t.Helper()
 	h, err := sandbox.New(context.Background(), remoteConfig(srv, extra))
 	require.NoError(t, err)
@@ -37,7 +36,7 @@ func open(t *testing.T, srv *opensandboxtest.Server, extra map[string]any) *sand
 func TestContract(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	sandboxtest.Run(t, sandboxtest.Options{
-		New:           func(t *testing.T) *sandbox.Sandbox { return open(t, srv, nil) },
+		New:           func(t *testing.T) *sandbox.Sandbox { return openSandbox(t, srv, nil) },
 		HostProcesses: true,
 		PythonResults: true,
 	})
@@ -46,7 +45,7 @@ func TestContract(t *testing.T) {
 
 func TestHandleBasics(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	h := open(t, srv, nil)
+	h := openSandbox(t, srv, nil)
 	defer h.Close(context.Background())
 	assert.Equal(t, sandbox.Remote, h.Type())
 	assert.Empty(t, h.HostWorkspacePath())
@@ -54,7 +53,7 @@ func TestHandleBasics(t *testing.T) {
 	assert.ErrorIs(t, err, sandbox.ErrUnsupported)
 	sb := srv.Get(h.ID())
 	require.NotNil(t, sb)
-	assert.Equal(t, opensandbox.DefaultImage, sb.Image)
+	assert.Equal(t, defaultImage, sb.Image)
 	assert.Equal(t, "opensandbox", sb.Metadata["sage.provider"])
 	require.NoError(t, h.Close(context.Background()))
 	require.NoError(t, h.Close(context.Background()), "Close is idempotent")
@@ -65,7 +64,7 @@ func TestHandleBasics(t *testing.T) {
 
 func TestPythonStateLastsPerSandbox(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	h := open(t, srv, nil)
+	h := openSandbox(t, srv, nil)
 	defer h.Close(context.Background())
 	ctx := context.Background()
 	_, err := h.ExecutePython(ctx, "x = 20", sandbox.PythonOptions{})
@@ -78,7 +77,7 @@ func TestPythonStateLastsPerSandbox(t *testing.T) {
 	assert.Equal(t, 1, res.ExitCode)
 	assert.Contains(t, res.Stderr, "ZeroDivisionError")
 
-	other := open(t, srv, nil)
+	other := openSandbox(t, srv, nil)
 	defer other.Close(context.Background())
 	res, err = other.ExecutePython(ctx, "print('x' in globals())", sandbox.PythonOptions{})
 	require.NoError(t, err)

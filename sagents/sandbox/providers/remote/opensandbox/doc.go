@@ -11,24 +11,29 @@
 //     status and logs, interrupts, runs Python in code contexts, moves
 //     files and directories through the file API and reads metrics.
 //     Every response body is read with a bound.
-//   - the sandbox (sandbox.go, exec.go, files.go, background.go) and its
-//     driver.Driver (driver.go). lines.go rebuilds a command's output
-//     from execd's line events and its output files, the exact bytes.
-//   - configuration (config.go, provider.go): provider_config keys and
-//     SAGE_OPENSANDBOX_* variables, and remote.Register("opensandbox").
+//   - the sandbox (osSandbox: sandbox.go, exec.go, files.go,
+//     background.go) and its driver.Driver (osDriver, driver.go).
+//     lines.go rebuilds a command's output from execd's line events and
+//     its output files, the exact bytes.
+//   - configuration (config.go, provider.go): the provider_config keys
+//     (key*), their defaults and SAGE_OPENSANDBOX_* variables, read by
+//     configFrom, and remote.Register("opensandbox").
 //
 // One sandbox serves one thread id: it carries the metadata label
 // sage.thread=<id>, so another process finds it again with a filtered
 // list instead of creating a second one.
 //
-// The API: importing the package registers the provider (ProviderName);
-// its configuration is Config, read by ConfigFrom from provider_config
-// (the Key* names, Default* values) and the environment; Open gives the
-// Sandbox of a thread and Driver its driver.Driver; LifecycleClient and
-// ExecdClient (NewLifecycleClient, NewExecdClient) are the wire clients,
-// which cmd/sage's tests also drive, finding sandboxes by LabelThread.
-// execd's event stream (eventReader), command states and code contexts
-// are the package's own.
+// The API is small: importing the package registers the remote provider
+// "opensandbox", which a user reaches through sagents/sandbox (mode
+// remote, remote provider opensandbox, provider_config as docs/remote.md
+// lists it). Exported besides are the errors a caller matches
+// (ErrSandboxGone, *APIError) and, for tools and tests that inspect or
+// clean up a server's sandboxes (cmd/sage's tests do), the clients'
+// constructors NewLifecycleClient and NewExecdClient with the few
+// methods those callers use (List, Delete, RemoveDirs), SandboxInfo,
+// Status and LabelThread. Everything else (the sandbox, its
+// configuration, execd's events, requests and file descriptions) is the
+// package's own.
 //
 // Remote errors are *APIError values; 404 matches fs.ErrNotExist, 401
 // and 403 match fs.ErrPermission, 409 matches fs.ErrExist.

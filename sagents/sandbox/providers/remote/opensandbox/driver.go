@@ -9,29 +9,29 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-// Driver is the driver.Driver over a Sandbox: the Sandbox's own methods,
+// osDriver is the driver.Driver over a Sandbox: the Sandbox's own methods,
 // under the names the driver interfaces use. Capabilities it has:
 // background tasks, Python, file trees and copies from the host.
-type Driver struct{ *Sandbox }
+type osDriver struct{ *osSandbox }
 
 var (
-	_ driver.Driver           = (*Driver)(nil)
-	_ driver.BackgroundRunner = (*Driver)(nil)
-	_ driver.PythonRunner     = (*Driver)(nil)
-	_ driver.TreeWalker       = (*Driver)(nil)
-	_ driver.HostCopier       = (*Driver)(nil)
+	_ driver.Driver           = (*osDriver)(nil)
+	_ driver.BackgroundRunner = (*osDriver)(nil)
+	_ driver.PythonRunner     = (*osDriver)(nil)
+	_ driver.TreeWalker       = (*osDriver)(nil)
+	_ driver.HostCopier       = (*osDriver)(nil)
 )
 
 // WorkspacePath is the workspace inside the sandbox.
-func (d *Driver) WorkspacePath() string { return d.Workspace() }
+func (d *osDriver) WorkspacePath() string { return d.workspace() }
 
 // Exec runs spec.Command through execd.
-func (d *Driver) Exec(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error) {
-	return d.ExecuteCommand(ctx, spec.Command, spec.ExecOptions)
+func (d *osDriver) Exec(ctx context.Context, spec driver.ExecSpec) (*driver.CommandResult, error) {
+	return d.executeCommand(ctx, spec.Command, spec.ExecOptions)
 }
 
 // Stat describes p (a final symlink is not followed).
-func (d *Driver) Stat(ctx context.Context, p string) (driver.FileInfo, error) {
+func (d *osDriver) Stat(ctx context.Context, p string) (driver.FileInfo, error) {
 	if err := d.check(); err != nil {
 		return driver.FileInfo{}, err
 	}
@@ -47,8 +47,8 @@ func (d *Driver) Stat(ctx context.Context, p string) (driver.FileInfo, error) {
 }
 
 // ReadDir lists at most max entries (max > 0) of a directory.
-func (d *Driver) ReadDir(ctx context.Context, p string, max int) ([]driver.FileInfo, bool, error) {
-	list, err := d.ListDirectory(ctx, p)
+func (d *osDriver) ReadDir(ctx context.Context, p string, max int) ([]driver.FileInfo, bool, error) {
+	list, err := d.listDirectory(ctx, p)
 	if err != nil {
 		return nil, false, err
 	}
@@ -59,13 +59,13 @@ func (d *Driver) ReadDir(ctx context.Context, p string, max int) ([]driver.FileI
 }
 
 // Remove removes a file, a symlink or a directory tree.
-func (d *Driver) Remove(ctx context.Context, p string) error { return d.DeleteFile(ctx, p) }
+func (d *osDriver) Remove(ctx context.Context, p string) error { return d.deleteFile(ctx, p) }
 
 // MkdirAll creates a directory and its parents.
-func (d *Driver) MkdirAll(ctx context.Context, p string) error { return d.EnsureDirectory(ctx, p) }
+func (d *osDriver) MkdirAll(ctx context.Context, p string) error { return d.ensureDirectory(ctx, p) }
 
 // Open reads the file (bounded by maxFileSize) and streams it from memory.
-func (d *Driver) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
+func (d *osDriver) Open(ctx context.Context, p string) (io.ReadCloser, fs.FileInfo, error) {
 	b, err := d.ReadFile(ctx, p)
 	if err != nil {
 		return nil, nil, err

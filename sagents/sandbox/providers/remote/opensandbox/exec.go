@@ -34,9 +34,9 @@ type outcome struct {
 // ansi matches the terminal colour codes of IPython's tracebacks.
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
 
-func (o *outcome) event(ev Event) error {
+func (o *outcome) event(ev event) error {
 	switch ev.Type {
-	case EventInit:
+	case eventInit:
 		o.id = ev.Text
 	case eventStdout, eventStderr:
 		st := o.stdout
@@ -53,12 +53,12 @@ func (o *outcome) event(ev Event) error {
 		if t, ok := ev.Results["text"].(string); ok {
 			o.stdout.event(t + "\n")
 		}
-	case EventFailed:
+	case eventFailed:
 		o.failed(ev.Error)
 		if o.command {
 			return errFinal
 		}
-	case EventComplete:
+	case eventComplete:
 		if o.command {
 			return errFinal
 		}
@@ -131,8 +131,8 @@ func (o *outcome) result(d time.Duration) *driver.CommandResult {
 // runCommand runs req to its last event and then gives each stream the
 // exact bytes the command wrote, read from execd's output files (see
 // lines.go), which it schedules for removal.
-func (s *Sandbox) runCommand(ctx context.Context, req RunCommandRequest, o *outcome) error {
-	err := s.execd.RunCommand(ctx, req, o.event)
+func (s *osSandbox) runCommand(ctx context.Context, req runCommandRequest, o *outcome) error {
+	err := s.execd.runCommand(ctx, req, o.event)
 	if err != nil || o.id == "" {
 		return err
 	}
@@ -145,9 +145,9 @@ func (s *Sandbox) runCommand(ctx context.Context, req RunCommandRequest, o *outc
 		switch {
 		case st.l.events == 0:
 		case !st.l.over:
-			exact, _ = s.execd.Download(ctx, file, int64(2*st.l.kept.Len()+64))
+			exact, _ = s.execd.download(ctx, file, int64(2*st.l.kept.Len()+64))
 		case st.l.finishLarge(func(rng string, max int64) ([]byte, int64, error) {
-			return s.execd.DownloadRange(ctx, file, rng, max)
+			return s.execd.downloadRange(ctx, file, rng, max)
 		}):
 			s.dropLater(file)
 			continue
@@ -160,7 +160,7 @@ func (s *Sandbox) runCommand(ctx context.Context, req RunCommandRequest, o *outc
 
 // dropLater queues an execd output file for removal; they go in
 // batches (and at Close), so a command costs no extra round trip.
-func (s *Sandbox) dropLater(file string) {
+func (s *osSandbox) dropLater(file string) {
 	s.mu.Lock()
 	s.stale = append(s.stale, file)
 	var batch []string
@@ -176,19 +176,19 @@ func (s *Sandbox) dropLater(file string) {
 // staleBatch is how many execd output files are removed at once.
 const staleBatch = 64
 
-func (s *Sandbox) dropNow(files []string) {
+func (s *osSandbox) dropNow(files []string) {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_ = s.execd.RemoveFiles(c, files...)
+	_ = s.execd.removeFiles(c, files...)
 }
 
 // shell runs a short helper command and returns its stdout (bounded to
 // 64 KiB) and exit code.
-func (s *Sandbox) shell(ctx context.Context, command string, env map[string]string) (string, int, error) {
+func (s *osSandbox) shell(ctx context.Context, command string, env map[string]string) (string, int, error) {
 	o := newOutcome(128<<10, true, nil, nil)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	err := s.runCommand(ctx, RunCommandRequest{Command: command, Envs: env, TimeoutMS: 30000}, o)
+	err := s.runCommand(ctx, runCommandRequest{Command: command, Envs: env, TimeoutMS: 30000}, o)
 	if err != nil {
 		return "", 0, s.gone(ctx, err)
 	}
@@ -196,9 +196,9 @@ func (s *Sandbox) shell(ctx context.Context, command string, env map[string]stri
 	return r.Stdout, r.ExitCode, nil
 }
 
-// ExecuteCommand runs command through execd, which runs it with bash -c
+// executeCommand runs command through execd, which runs it with bash -c
 // (sh -c where the sandbox has no bash).
-func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts driver.ExecOptions) (*driver.CommandResult, error) {
+func (s *osSandbox) executeCommand(ctx context.Context, command string, opts driver.ExecOptions) (*driver.CommandResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -234,19 +234,19 @@ func (s *Sandbox) ExecuteCommand(ctx context.Context, command string, opts drive
 	return res, nil
 }
 
-func (s *Sandbox) interrupt(ctx context.Context, id string) {
+func (s *osSandbox) interrupt(ctx context.Context, id string) {
 	if id == "" {
 		return
 	}
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = s.execd.Interrupt(c, id)
+	_ = s.execd.interrupt(c, id)
 }
 
 // prepare checks the options and builds the request; cleanup removes
 // the uploaded stdin file.
-func (s *Sandbox) prepare(ctx context.Context, command string, opts driver.ExecOptions) (RunCommandRequest, func(), error) {
-	req := RunCommandRequest{Command: command, Envs: map[string]string{}}
+func (s *osSandbox) prepare(ctx context.Context, command string, opts driver.ExecOptions) (runCommandRequest, func(), error) {
+	req := runCommandRequest{Command: command, Envs: map[string]string{}}
 	nop := func() {}
 	for k, v := range opts.Env {
 		if !driver.ValidEnvName(k) {
@@ -279,19 +279,19 @@ func (s *Sandbox) prepare(ctx context.Context, command string, opts driver.ExecO
 		return req, nop, fmt.Errorf("opensandbox: stdin is larger than %d bytes; write it to a file instead", maxStdin)
 	}
 	f := "/tmp/.sage-stdin-" + driver.NewID("in")
-	if err := s.execd.Upload(ctx, f, data, 0o600); err != nil {
+	if err := s.execd.upload(ctx, f, data, 0o600); err != nil {
 		return req, nop, s.gone(ctx, err)
 	}
 	req.Envs["SAGE_STDIN_FILE"] = f
 	req.Command = "exec <\"$SAGE_STDIN_FILE\"\n" + command
-	return req, func() { _ = s.execd.RemoveFiles(context.WithoutCancel(ctx), f) }, nil
+	return req, func() { _ = s.execd.removeFiles(context.WithoutCancel(ctx), f) }, nil
 }
 
 // ExecutePython runs code in this Sandbox's Python code context, whose
 // state lasts from call to call; a SystemExit sets the exit code, any
 // other exception exits 1 with its traceback on stderr. Requirements are
 // installed with pip first. Workdir, Env and Stdin do not apply.
-func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.PythonOptions) (*driver.CommandResult, error) {
+func (s *osSandbox) ExecutePython(ctx context.Context, code string, opts driver.PythonOptions) (*driver.CommandResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -311,12 +311,12 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.Py
 	defer cancel()
 	o := newOutcome(opts.OutputLimit, false, opts.OnStdout, opts.OnStderr)
 	start := time.Now()
-	err = s.execd.RunCode(runCtx, cc, code, o.event)
+	err = s.execd.runCode(runCtx, cc, code, o.event)
 	res := o.result(time.Since(start))
 	if runCtx.Err() != nil {
 		c, cl := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = s.execd.InterruptCode(c, cc.ID)
-		_ = s.execd.DeleteContext(c, cc.ID)
+		_ = s.execd.interruptCode(c, cc.ID)
+		_ = s.execd.deleteContext(c, cc.ID)
 		cl()
 		s.mu.Lock()
 		s.py = nil
@@ -339,7 +339,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.Py
 // pyContext returns this Sandbox's code context, creating it first
 // within timeout: execd waits for its Jupyter server for minutes, and
 // for ever where the sandbox has none.
-func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts driver.PythonOptions) (codeContext, error) {
+func (s *osSandbox) pyContext(ctx context.Context, timeout time.Duration, opts driver.PythonOptions) (codeContext, error) {
 	s.mu.Lock()
 	py := s.py
 	s.mu.Unlock()
@@ -348,7 +348,7 @@ func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts dri
 	}
 	done := opts.Step("starting the sandbox's Python interpreter")
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	cc, err := s.execd.CreateContext(cctx, "python")
+	cc, err := s.execd.createContext(cctx, "python")
 	cancel()
 	done()
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
@@ -365,7 +365,7 @@ func (s *Sandbox) pyContext(ctx context.Context, timeout time.Duration, opts dri
 
 // pip installs requirements; each goes to pip as its own argument
 // through the environment, never inside the command string.
-func (s *Sandbox) pip(ctx context.Context, opts driver.PythonOptions) error {
+func (s *osSandbox) pip(ctx context.Context, opts driver.PythonOptions) error {
 	env := map[string]string{}
 	args := make([]string, 0, len(opts.Requirements))
 	for i, r := range opts.Requirements {
@@ -378,7 +378,7 @@ func (s *Sandbox) pip(ctx context.Context, opts driver.PythonOptions) error {
 	}
 	done := opts.Step("installing Python requirements")
 	defer done()
-	res, err := s.ExecuteCommand(ctx, "python3 -m pip install -q -- "+strings.Join(args, " "), driver.ExecOptions{Env: env, Timeout: 5 * time.Minute})
+	res, err := s.executeCommand(ctx, "python3 -m pip install -q -- "+strings.Join(args, " "), driver.ExecOptions{Env: env, Timeout: 5 * time.Minute})
 	if err != nil {
 		return err
 	}

@@ -12,17 +12,17 @@ import (
 	"time"
 )
 
-// ExecdPort is the port execd listens on inside a sandbox.
-const ExecdPort = 44772
+// execdPort is the port execd listens on inside a sandbox.
+const execdPort = 44772
 
-// HeaderExecdToken carries execd's access token.
-const HeaderExecdToken = "X-EXECD-ACCESS-TOKEN"
+// headerExecdToken carries execd's access token.
+const headerExecdToken = "X-EXECD-ACCESS-TOKEN"
 
 // headerTailCursor carries the byte offset a logs answer ends at.
 const headerTailCursor = "EXECD-COMMANDS-TAIL-CURSOR"
 
-// RunCommandRequest is what POST /command takes.
-type RunCommandRequest struct {
+// runCommandRequest is what POST /command takes.
+type runCommandRequest struct {
 	Command    string            `json:"command"`
 	Cwd        string            `json:"cwd,omitempty"`
 	Background bool              `json:"background,omitempty"`
@@ -48,8 +48,8 @@ type codeContext struct {
 	Language string `json:"language"`
 }
 
-// Metrics is what GET /metrics answers.
-type Metrics struct {
+// metrics is what GET /metrics answers.
+type metrics struct {
 	CPUCount    float64 `json:"cpu_count"`
 	CPUUsedPct  float64 `json:"cpu_used_pct"`
 	MemTotalMiB float64 `json:"mem_total_mib"`
@@ -73,21 +73,21 @@ func NewExecdClient(baseURL, token string, headers map[string]string, hc *http.C
 		h[k] = v
 	}
 	if token != "" {
-		h[HeaderExecdToken] = token
+		h[headerExecdToken] = token
 	}
 	return &ExecdClient{w: wire{base: strings.TrimRight(baseURL, "/"), headers: h, hc: hc}}
 }
 
-// Ping checks that execd answers.
-func (c *ExecdClient) Ping(ctx context.Context) error {
+// ping checks that execd answers.
+func (c *ExecdClient) ping(ctx context.Context) error {
 	return c.w.call(ctx, "ping execd", http.MethodGet, "/ping", nil, nil, nil, http.StatusOK)
 }
 
-// WaitReady pings every interval until execd answers or ctx ends. An
+// waitReady pings every interval until execd answers or ctx ends. An
 // answer that refuses the token (401, 403) ends the wait at once.
-func (c *ExecdClient) WaitReady(ctx context.Context, interval time.Duration) error {
+func (c *ExecdClient) waitReady(ctx context.Context, interval time.Duration) error {
 	for {
-		err := c.Ping(ctx)
+		err := c.ping(ctx)
 		var ae *APIError
 		if err == nil || (errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden)) {
 			return err
@@ -100,16 +100,16 @@ func (c *ExecdClient) WaitReady(ctx context.Context, interval time.Duration) err
 	}
 }
 
-// StopStream, returned by an event callback, stops reading a stream
+// stopStream, returned by an event callback, stops reading a stream
 // there: the call returns nil and the rest of the stream (execd keeps a
 // command's stream open for its grace second after the last event) is
 // drained in the background rather than cut. Cutting it was seen to make
 // the real execd kill a command running at that moment with SIGPIPE
 // (execd forwards every signal it gets to its running commands).
-var StopStream = errors.New("opensandbox: stop reading the stream")
+var stopStream = errors.New("opensandbox: stop reading the stream")
 
 // errFinal is StopStream under the name the provider uses.
-var errFinal = StopStream
+var errFinal = stopStream
 
 // maxDrain bounds the background read of a stopped stream.
 const maxDrain = 30 * time.Second
@@ -117,7 +117,7 @@ const maxDrain = 30 * time.Second
 // stream posts body to path and hands every event to on until the stream
 // ends; an error from on stops reading and is returned (StopStream: nil).
 // Cancelling ctx while the stream is read ends it.
-func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on func(Event) error) error {
+func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on func(event) error) error {
 	// The request outlives ctx when on stops the stream, so that its end
 	// can be drained; until then ctx's end cancels it.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -139,7 +139,7 @@ func (c *ExecdClient) stream(ctx context.Context, op, path string, body any, on 
 		}
 		if err == nil {
 			err = on(ev)
-			if errors.Is(err, StopStream) {
+			if errors.Is(err, stopStream) {
 				if !stop() { // ctx ended meanwhile: nothing to drain for
 					cancel()
 					resp.Body.Close()
@@ -180,7 +180,7 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// RunCommand runs a command and hands its events to on: "init" (Text is
+// runCommand runs a command and hands its events to on: "init" (Text is
 // the command id), "ping", one "stdout" or "stderr" event per line (see
 // lines.go), then either "error" (a failed command: Error.Value is the
 // exit code, or -1 with Go's "signal: killed" as the traceback) or
@@ -188,26 +188,26 @@ func ctxErr(ctx context.Context, err error) error {
 // "init" and "execution_complete". execd keeps every stream open for
 // another second after its last event (EXECD_API_GRACE_SHUTDOWN); on
 // returns errFinal to stop there.
-func (c *ExecdClient) RunCommand(ctx context.Context, r RunCommandRequest, on func(Event) error) error {
+func (c *ExecdClient) runCommand(ctx context.Context, r runCommandRequest, on func(event) error) error {
 	return c.stream(ctx, "run command", "/command", r, on)
 }
 
-// Interrupt stops a running command.
-func (c *ExecdClient) Interrupt(ctx context.Context, id string) error {
+// interrupt stops a running command.
+func (c *ExecdClient) interrupt(ctx context.Context, id string) error {
 	return c.w.call(ctx, "interrupt command "+id, http.MethodDelete, "/command", url.Values{"id": {id}}, nil, nil, http.StatusOK)
 }
 
-// Status reads a command's status; an unknown id matches fs.ErrNotExist.
-func (c *ExecdClient) Status(ctx context.Context, id string) (*commandStatus, error) {
+// status reads a command's status; an unknown id matches fs.ErrNotExist.
+func (c *ExecdClient) status(ctx context.Context, id string) (*commandStatus, error) {
 	var s commandStatus
 	err := c.w.call(ctx, "status of command "+id, http.MethodGet, "/command/status/"+url.PathEscape(id), nil, nil, &s, http.StatusOK)
 	return &s, err
 }
 
-// Logs reads at most max bytes of a background command's combined
+// logs reads at most max bytes of a background command's combined
 // output from byte offset cursor on, and returns them with the offset
 // execd says the log ends at (-1 when it does not say).
-func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int64) ([]byte, int64, error) {
+func (c *ExecdClient) logs(ctx context.Context, id string, cursor int64, max int64) ([]byte, int64, error) {
 	q := url.Values{}
 	if cursor > 0 {
 		q.Set("cursor", strconv.FormatInt(cursor, 10))
@@ -226,9 +226,9 @@ func (c *ExecdClient) Logs(ctx context.Context, id string, cursor int64, max int
 	return b, tail, nil
 }
 
-// CreateSession starts a bash session whose shell state (cwd, variables)
+// createSession starts a bash session whose shell state (cwd, variables)
 // lasts across RunInSession calls.
-func (c *ExecdClient) CreateSession(ctx context.Context, cwd string) (string, error) {
+func (c *ExecdClient) createSession(ctx context.Context, cwd string) (string, error) {
 	var r struct {
 		ID string `json:"session_id"`
 	}
@@ -243,8 +243,8 @@ func (c *ExecdClient) CreateSession(ctx context.Context, cwd string) (string, er
 	return r.ID, err
 }
 
-// RunInSession runs command in a session, streaming its events to on.
-func (c *ExecdClient) RunInSession(ctx context.Context, session, command string, timeout time.Duration, on func(Event) error) error {
+// runInSession runs command in a session, streaming its events to on.
+func (c *ExecdClient) runInSession(ctx context.Context, session, command string, timeout time.Duration, on func(event) error) error {
 	body := map[string]any{"command": command}
 	if timeout > 0 {
 		body["timeout"] = timeout.Milliseconds()
@@ -252,13 +252,13 @@ func (c *ExecdClient) RunInSession(ctx context.Context, session, command string,
 	return c.stream(ctx, "run in session "+session, "/session/"+url.PathEscape(session)+"/run", body, on)
 }
 
-// DeleteSession ends a session.
-func (c *ExecdClient) DeleteSession(ctx context.Context, session string) error {
+// deleteSession ends a session.
+func (c *ExecdClient) deleteSession(ctx context.Context, session string) error {
 	return c.w.call(ctx, "delete session "+session, http.MethodDelete, "/session/"+url.PathEscape(session), nil, nil, nil, http.StatusOK, http.StatusNoContent)
 }
 
-// CreateContext starts an interpreter for language (e.g. "python").
-func (c *ExecdClient) CreateContext(ctx context.Context, language string) (codeContext, error) {
+// createContext starts an interpreter for language (e.g. "python").
+func (c *ExecdClient) createContext(ctx context.Context, language string) (codeContext, error) {
 	var cc codeContext
 	err := c.w.call(ctx, "create "+language+" context", http.MethodPost, "/code/context", nil, codeContext{Language: language}, &cc, http.StatusOK, http.StatusCreated)
 	if err == nil && cc.ID == "" {
@@ -267,25 +267,25 @@ func (c *ExecdClient) CreateContext(ctx context.Context, language string) (codeC
 	return cc, err
 }
 
-// RunCode runs code in a context, streaming its events to on: "stdout",
+// runCode runs code in a context, streaming its events to on: "stdout",
 // "stderr", "result", "error" (an exception) and "execution_complete".
-func (c *ExecdClient) RunCode(ctx context.Context, cc codeContext, code string, on func(Event) error) error {
+func (c *ExecdClient) runCode(ctx context.Context, cc codeContext, code string, on func(event) error) error {
 	return c.stream(ctx, "run code", "/code", map[string]any{"context": cc, "code": code}, on)
 }
 
-// InterruptCode interrupts the code running in a context.
-func (c *ExecdClient) InterruptCode(ctx context.Context, contextID string) error {
+// interruptCode interrupts the code running in a context.
+func (c *ExecdClient) interruptCode(ctx context.Context, contextID string) error {
 	return c.w.call(ctx, "interrupt code "+contextID, http.MethodDelete, "/code", url.Values{"id": {contextID}}, nil, nil, http.StatusOK)
 }
 
-// DeleteContext ends an interpreter.
-func (c *ExecdClient) DeleteContext(ctx context.Context, id string) error {
+// deleteContext ends an interpreter.
+func (c *ExecdClient) deleteContext(ctx context.Context, id string) error {
 	return c.w.call(ctx, "delete context "+id, http.MethodDelete, "/code/contexts/"+url.PathEscape(id), nil, nil, nil, http.StatusOK, http.StatusNoContent)
 }
 
-// Metrics reads the sandbox's resource use.
-func (c *ExecdClient) Metrics(ctx context.Context) (*Metrics, error) {
-	var m Metrics
+// metrics reads the sandbox's resource use.
+func (c *ExecdClient) metrics(ctx context.Context) (*metrics, error) {
+	var m metrics
 	err := c.w.call(ctx, "metrics", http.MethodGet, "/metrics", nil, nil, &m, http.StatusOK)
 	return &m, err
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// FileInfo is execd's description of a file.
-type FileInfo struct {
+// fileInfo is execd's description of a file.
+type fileInfo struct {
 	Path       string    `json:"path"`
 	Type       string    `json:"type,omitempty"` // file, directory, symlink or other
 	Size       int64     `json:"size"`
@@ -26,9 +26,9 @@ type FileInfo struct {
 	Mode       int       `json:"mode"` // octal digits written as decimal: 644
 }
 
-// Permission is a mode (octal digits written as decimal, 755) with an
+// permission is a mode (octal digits written as decimal, 755) with an
 // optional owner and group.
-type Permission struct {
+type permission struct {
 	Owner string `json:"owner,omitempty"`
 	Group string `json:"group,omitempty"`
 	Mode  int    `json:"mode"`
@@ -48,8 +48,8 @@ type multipartBody struct {
 
 func (m multipartBody) ContentType() string { return m.ctype }
 
-// Upload writes data to path (replacing the file) with mode perm.
-func (c *ExecdClient) Upload(ctx context.Context, path string, data []byte, perm uint32) error {
+// upload writes data to path (replacing the file) with mode perm.
+func (c *ExecdClient) upload(ctx context.Context, path string, data []byte, perm uint32) error {
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	meta, _ := json.Marshal(map[string]any{"path": path, "mode": octalDigits(perm)})
@@ -79,9 +79,9 @@ func (c *ExecdClient) Upload(ctx context.Context, path string, data []byte, perm
 	return c.w.call(ctx, "upload "+path, http.MethodPost, "/files/upload", nil, body, nil, http.StatusOK)
 }
 
-// Download reads the file at path, at most max bytes; a longer file is
+// download reads the file at path, at most max bytes; a longer file is
 // an error.
-func (c *ExecdClient) Download(ctx context.Context, path string, max int64) ([]byte, error) {
+func (c *ExecdClient) download(ctx context.Context, path string, max int64) ([]byte, error) {
 	op := "download " + path
 	_, b, err := c.w.fetch(ctx, op, "/files/download", url.Values{"path": {path}}, max+1, http.StatusOK)
 	if err != nil {
@@ -93,10 +93,10 @@ func (c *ExecdClient) Download(ctx context.Context, path string, max int64) ([]b
 	return b, nil
 }
 
-// DownloadRange reads the bytes of path that rng (an HTTP byte range
+// downloadRange reads the bytes of path that rng (an HTTP byte range
 // such as "bytes=0-99" or "bytes=-100") names, at most max, and the
 // file's size.
-func (c *ExecdClient) DownloadRange(ctx context.Context, path, rng string, max int64) ([]byte, int64, error) {
+func (c *ExecdClient) downloadRange(ctx context.Context, path, rng string, max int64) ([]byte, int64, error) {
 	op := "download " + path
 	w := c.w
 	w.headers = map[string]string{"Range": rng}
@@ -117,26 +117,26 @@ func (c *ExecdClient) DownloadRange(ctx context.Context, path, rng string, max i
 	return b, size, nil
 }
 
-// Info describes the files at paths; a missing one matches
+// info describes the files at paths; a missing one matches
 // fs.ErrNotExist.
-func (c *ExecdClient) Info(ctx context.Context, paths ...string) (map[string]FileInfo, error) {
-	out := map[string]FileInfo{}
+func (c *ExecdClient) info(ctx context.Context, paths ...string) (map[string]fileInfo, error) {
+	out := map[string]fileInfo{}
 	err := c.w.call(ctx, fmt.Sprintf("info %q", paths), http.MethodGet, "/files/info", url.Values{"path": paths}, nil, &out, http.StatusOK)
 	return out, err
 }
 
-// RemoveFiles deletes files (not directories).
-func (c *ExecdClient) RemoveFiles(ctx context.Context, paths ...string) error {
+// removeFiles deletes files (not directories).
+func (c *ExecdClient) removeFiles(ctx context.Context, paths ...string) error {
 	return c.w.call(ctx, fmt.Sprintf("remove files %q", paths), http.MethodDelete, "/files", url.Values{"path": paths}, nil, nil, http.StatusOK)
 }
 
-// Move renames src to dest.
-func (c *ExecdClient) Move(ctx context.Context, src, dest string) error {
+// move renames src to dest.
+func (c *ExecdClient) move(ctx context.Context, src, dest string) error {
 	return c.w.call(ctx, "move "+src, http.MethodPost, "/files/mv", nil, []map[string]string{{"src": src, "dest": dest}}, nil, http.StatusOK)
 }
 
-// MakeDirs creates directories and their parents (mkdir -p).
-func (c *ExecdClient) MakeDirs(ctx context.Context, dirs map[string]Permission) error {
+// makeDirs creates directories and their parents (mkdir -p).
+func (c *ExecdClient) makeDirs(ctx context.Context, dirs map[string]permission) error {
 	return c.w.call(ctx, "make directories", http.MethodPost, "/directories", nil, dirs, nil, http.StatusOK)
 }
 
@@ -145,9 +145,9 @@ func (c *ExecdClient) RemoveDirs(ctx context.Context, paths ...string) error {
 	return c.w.call(ctx, fmt.Sprintf("remove directories %q", paths), http.MethodDelete, "/directories", url.Values{"path": paths}, nil, nil, http.StatusOK)
 }
 
-// ListDir lists the entries under dir, depth levels down (1: children).
-func (c *ExecdClient) ListDir(ctx context.Context, dir string, depth int) ([]FileInfo, error) {
-	var out []FileInfo
+// listDir lists the entries under dir, depth levels down (1: children).
+func (c *ExecdClient) listDir(ctx context.Context, dir string, depth int) ([]fileInfo, error) {
+	var out []fileInfo
 	err := c.w.call(ctx, "list "+dir, http.MethodGet, "/directories/list",
 		url.Values{"path": {dir}, "depth": {strconv.Itoa(depth)}}, nil, &out, http.StatusOK)
 	return out, err

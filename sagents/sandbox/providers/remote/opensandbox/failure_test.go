@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"context"
@@ -12,12 +12,11 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
-func config(srv *opensandboxtest.Server) opensandbox.Config {
-	return opensandbox.Config{URL: srv.URL, APIKey: srv.APIKey, ExecdToken: srv.ExecdToken, Image: "img:1",
+func testConfig(srv *opensandboxtest.Server) config {
+	return config{URL: srv.URL, APIKey: srv.APIKey, ExecdToken: srv.ExecdToken, Image: "img:1",
 		Entrypoint: []string{"tail", "-f", "/dev/null"}, Resources: map[string]string{"cpu": "1"},
 		Workspace: "auto", ReadyTimeout: 5 * time.Second, ExecdTmp: srv.ExecdTmp}
 }
@@ -25,8 +24,8 @@ func config(srv *opensandboxtest.Server) opensandbox.Config {
 func TestCreateFails(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	srv.FailCreate = true
-	_, err := opensandbox.Open(context.Background(), config(srv))
-	var ae *opensandbox.APIError
+	_, err := open(context.Background(), testConfig(srv))
+	var ae *APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, 500, ae.Status)
 	assert.Zero(t, srv.Live())
@@ -34,19 +33,19 @@ func TestCreateFails(t *testing.T) {
 
 func TestWrongAPIKey(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	c := config(srv)
+	c := testConfig(srv)
 	c.APIKey = "wrong"
-	_, err := opensandbox.Open(context.Background(), c)
+	_, err := open(context.Background(), c)
 	assert.ErrorIs(t, err, fs.ErrPermission)
 	assert.Zero(t, srv.Live())
 }
 
 func TestWrongExecdTokenLeavesNothing(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	c := config(srv)
+	c := testConfig(srv)
 	c.ExecdToken = "wrong"
 	start := time.Now()
-	_, err := opensandbox.Open(context.Background(), c)
+	_, err := open(context.Background(), c)
 	assert.ErrorIs(t, err, fs.ErrPermission)
 	assert.Less(t, time.Since(start), c.ReadyTimeout, "a refused token ends the wait at once")
 	assert.Zero(t, srv.Live(), "the sandbox created for the failed open is deleted")
@@ -55,9 +54,9 @@ func TestWrongExecdTokenLeavesNothing(t *testing.T) {
 func TestExecdNeverReady(t *testing.T) {
 	srv := opensandboxtest.New(t)
 	srv.ExecdDown = true
-	c := config(srv)
+	c := testConfig(srv)
 	c.ReadyTimeout = time.Second
-	_, err := opensandbox.Open(context.Background(), c)
+	_, err := open(context.Background(), c)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.ErrorContains(t, err, "never became ready")
 	assert.Zero(t, srv.Live())
@@ -65,42 +64,42 @@ func TestExecdNeverReady(t *testing.T) {
 
 func TestExpiredBehindOurBack(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	s, err := opensandbox.Open(context.Background(), config(srv))
+	s, err := open(context.Background(), testConfig(srv))
 	require.NoError(t, err)
-	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &osDriver{osSandbox: s})
 	defer h.Close(context.Background())
 	srv.Expire(h.ID())
 	_, err = h.ExecuteCommand(context.Background(), "true", sandbox.ExecOptions{})
-	assert.ErrorIs(t, err, opensandbox.ErrSandboxGone)
+	assert.ErrorIs(t, err, ErrSandboxGone)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = h.ReadFile(context.Background(), "x")
-	assert.ErrorIs(t, err, opensandbox.ErrSandboxGone)
+	assert.ErrorIs(t, err, ErrSandboxGone)
 	assert.NoError(t, h.Close(context.Background()), "closing a gone sandbox is not an error")
 }
 
 func TestThreadSandboxIsFoundAgain(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	c := config(srv)
+	c := testConfig(srv)
 	c.Thread, c.Keep = "thread-7", true
 	ctx := context.Background()
-	a, err := opensandbox.Open(ctx, c)
+	a, err := open(ctx, c)
 	require.NoError(t, err)
-	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: a})
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &osDriver{osSandbox: a})
 	require.NoError(t, h.WriteFile(ctx, "note.txt", []byte("kept"), sandbox.WriteOptions{}))
 	require.NoError(t, h.Close(ctx))
 	assert.Equal(t, "Running", srv.Get(a.ID()).State, "Close keeps a thread's sandbox")
-	assert.Equal(t, "thread-7", srv.Get(a.ID()).Metadata[opensandbox.LabelThread])
+	assert.Equal(t, "thread-7", srv.Get(a.ID()).Metadata[LabelThread])
 
-	require.NoError(t, a.Lifecycle().Pause(ctx, a.ID()))
-	b, err := opensandbox.Open(ctx, c)
+	require.NoError(t, a.lifecycle().pause(ctx, a.ID()))
+	b, err := open(ctx, c)
 	require.NoError(t, err)
 	assert.Equal(t, a.ID(), b.ID(), "the same thread finds its sandbox, resumed")
-	got, err := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: b}).ReadFile(ctx, "note.txt")
+	got, err := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &osDriver{osSandbox: b}).ReadFile(ctx, "note.txt")
 	require.NoError(t, err)
 	assert.Equal(t, "kept", string(got))
 
 	c.Thread, c.Keep = "thread-8", false
-	other, err := opensandbox.Open(ctx, c)
+	other, err := open(ctx, c)
 	require.NoError(t, err)
 	assert.NotEqual(t, a.ID(), other.ID(), "another thread gets its own sandbox")
 	require.NoError(t, other.Close(ctx))
@@ -110,9 +109,9 @@ func TestThreadSandboxIsFoundAgain(t *testing.T) {
 
 func TestTTLRenewedWhileOpen(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	c := config(srv)
+	c := testConfig(srv)
 	c.TTL, c.RenewEvery = 90*time.Second, 50*time.Millisecond
-	s, err := opensandbox.Open(context.Background(), c)
+	s, err := open(context.Background(), c)
 	require.NoError(t, err)
 	first := *srv.Get(s.ID()).ExpiresAt
 	time.Sleep(1200 * time.Millisecond)
@@ -130,7 +129,7 @@ func TestTTLRenewedWhileOpen(t *testing.T) {
 // sandboxes.
 func TestConcurrentOpensOfOneThreadShareASandbox(t *testing.T) {
 	srv := opensandboxtest.New(t)
-	c := config(srv)
+	c := testConfig(srv)
 	c.Thread, c.Keep = "busy", true
 	c.Locker = orchestrator.NewFileStore(t.TempDir())
 	ids := make(chan string, 4)
@@ -139,7 +138,7 @@ func TestConcurrentOpensOfOneThreadShareASandbox(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := opensandbox.Open(context.Background(), c)
+			s, err := open(context.Background(), c)
 			if assert.NoError(t, err) {
 				ids <- s.ID()
 				assert.NoError(t, s.Close(context.Background()))

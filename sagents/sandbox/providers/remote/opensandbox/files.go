@@ -18,7 +18,7 @@ import (
 const maxFileSize = 64 << 20
 
 // ReadFile downloads a file of the workspace.
-func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
+func (s *osSandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -33,12 +33,12 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 		// execd answers 200 and nothing for a directory.
 		return nil, &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
 	}
-	b, err := s.execd.Download(ctx, t.real, maxFileSize)
+	b, err := s.execd.download(ctx, t.real, maxFileSize)
 	return b, s.pathErr("read", p, s.gone(ctx, err))
 }
 
 // pathErr names the sandbox path in an error.
-func (s *Sandbox) pathErr(op, p string, err error) error {
+func (s *osSandbox) pathErr(op, p string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (s *Sandbox) pathErr(op, p string, err error) error {
 // symlink at the target is replaced, never followed. Append downloads,
 // appends and writes the whole again (not atomic against concurrent
 // writers), following a symlink that stays inside the workspace.
-func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts driver.WriteOptions) error {
+func (s *osSandbox) WriteFile(ctx context.Context, p string, data []byte, opts driver.WriteOptions) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -70,14 +70,14 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts dri
 		perm = 0o644
 	}
 	if opts.Append && t.info != nil {
-		old, err := s.execd.Download(ctx, t.real, maxFileSize)
+		old, err := s.execd.download(ctx, t.real, maxFileSize)
 		if err != nil && !isNotExist(err) {
 			return s.pathErr("write", p, s.gone(ctx, err))
 		}
 		data = append(old, data...)
 	}
 	tmp := path.Join(path.Dir(t.real), ".sage-tmp-"+driver.NewID("w"))
-	if err := s.execd.Upload(ctx, tmp, data, perm); err != nil {
+	if err := s.execd.upload(ctx, tmp, data, perm); err != nil {
 		return s.pathErr("write", p, s.gone(ctx, err))
 	}
 	exists := t.info != nil
@@ -86,27 +86,27 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, data []byte, opts dri
 			err = s.execd.RemoveDirs(ctx, t.real) // rm -rf: a symlink itself, never its target
 		}
 		if err == nil {
-			if err = s.execd.Move(ctx, tmp, t.real); err == nil {
+			if err = s.execd.move(ctx, tmp, t.real); err == nil {
 				return nil
 			}
 		}
 		// Moved onto a path that exists (execd's 500 "destination path
 		// already exists"), perhaps made meanwhile: remove it and retry.
-		infos, ierr := s.execd.Info(ctx, t.real)
+		infos, ierr := s.execd.info(ctx, t.real)
 		fi, found := infos[t.real]
 		if ierr != nil || !found || fi.Type == "directory" || try == 2 {
 			break
 		}
 		exists = true
 	}
-	_ = s.execd.RemoveFiles(context.WithoutCancel(ctx), tmp)
+	_ = s.execd.removeFiles(context.WithoutCancel(ctx), tmp)
 	return s.pathErr("write", p, s.gone(ctx, err))
 }
 
 func isNotExist(err error) bool { return err != nil && errors.Is(err, fs.ErrNotExist) }
 
-// FileExists says whether p exists (a dangling symlink inside counts).
-func (s *Sandbox) FileExists(ctx context.Context, p string) (bool, error) {
+// fileExists says whether p exists (a dangling symlink inside counts).
+func (s *osSandbox) fileExists(ctx context.Context, p string) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
 	}
@@ -117,8 +117,8 @@ func (s *Sandbox) FileExists(ctx context.Context, p string) (bool, error) {
 	return t.info != nil, nil
 }
 
-// ListDirectory lists the entries of a directory, sorted by name.
-func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]driver.FileInfo, error) {
+// listDirectory lists the entries of a directory, sorted by name.
+func (s *osSandbox) listDirectory(ctx context.Context, p string) ([]driver.FileInfo, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]driver.FileInf
 	if t.info == nil {
 		return nil, &fs.PathError{Op: "list", Path: p, Err: fs.ErrNotExist}
 	}
-	list, err := s.execd.ListDir(ctx, t.real, 1)
+	list, err := s.execd.listDir(ctx, t.real, 1)
 	if err != nil {
 		return nil, s.pathErr("list", p, s.gone(ctx, err))
 	}
@@ -140,14 +140,14 @@ func (s *Sandbox) ListDirectory(ctx context.Context, p string) ([]driver.FileInf
 	return out, nil
 }
 
-func (s *Sandbox) fileInfo(f FileInfo) driver.FileInfo {
+func (s *osSandbox) fileInfo(f fileInfo) driver.FileInfo {
 	return driver.FileInfo{Name: path.Base(f.Path), Path: f.Path, IsDir: f.Type == "directory",
 		Symlink: f.Type == "symlink", Size: f.Size, Mode: fmt.Sprintf("%04d", f.Mode), ModTime: f.ModifiedAt}
 }
 
-// EnsureDirectory creates a directory and its parents (mode 0755 less
+// ensureDirectory creates a directory and its parents (mode 0755 less
 // the sandbox's umask; an existing directory keeps its mode).
-func (s *Sandbox) EnsureDirectory(ctx context.Context, p string) error {
+func (s *osSandbox) ensureDirectory(ctx context.Context, p string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -159,12 +159,12 @@ func (s *Sandbox) EnsureDirectory(ctx context.Context, p string) error {
 		return nil
 	}
 	// Mode 0: execd's mkdir -p without a chmod afterwards.
-	return s.pathErr("mkdir", p, s.gone(ctx, s.execd.MakeDirs(ctx, map[string]Permission{t.real: {Mode: 0}})))
+	return s.pathErr("mkdir", p, s.gone(ctx, s.execd.makeDirs(ctx, map[string]permission{t.real: {Mode: 0}})))
 }
 
-// DeleteFile removes a file, a symlink (not its target) or a directory
+// deleteFile removes a file, a symlink (not its target) or a directory
 // tree. The workspace itself cannot be deleted.
-func (s *Sandbox) DeleteFile(ctx context.Context, p string) error {
+func (s *osSandbox) deleteFile(ctx context.Context, p string) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Sandbox) DeleteFile(ctx context.Context, p string) error {
 }
 
 // FileTree lists p down to MaxDepth with one listing call.
-func (s *Sandbox) FileTree(ctx context.Context, p string, opts driver.TreeOptions) (*driver.TreeNode, error) {
+func (s *osSandbox) FileTree(ctx context.Context, p string, opts driver.TreeOptions) (*driver.TreeNode, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts driver.TreeOption
 	}
 	real := t.real
 	// One level more than shown, to count what lies below MaxDepth.
-	list, err := s.execd.ListDir(ctx, real, opts.MaxDepth+1)
+	list, err := s.execd.listDir(ctx, real, opts.MaxDepth+1)
 	if err != nil {
 		return nil, s.pathErr("tree", p, s.gone(ctx, err))
 	}
@@ -230,7 +230,7 @@ func (s *Sandbox) FileTree(ctx context.Context, p string, opts driver.TreeOption
 }
 
 // CopyFromHost uploads a host file or tree; symlinks are skipped.
-func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts driver.CopyOptions) (driver.CopyResult, error) {
+func (s *osSandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string, opts driver.CopyOptions) (driver.CopyResult, error) {
 	var res driver.CopyResult
 	if err := s.check(); err != nil {
 		return res, err
@@ -243,7 +243,7 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 	err = hostkit.WalkCopy(ctx, hostPath, dst, opts.Ignore, &res, func(p, target string, d fs.DirEntry) error {
 		switch {
 		case d.IsDir():
-			return s.execd.MakeDirs(ctx, map[string]Permission{target: {Mode: 755}})
+			return s.execd.makeDirs(ctx, map[string]permission{target: {Mode: 755}})
 		case d.Type().IsRegular():
 			fi, err := d.Info()
 			if err != nil {
@@ -256,7 +256,7 @@ func (s *Sandbox) CopyFromHost(ctx context.Context, hostPath, sandboxPath string
 			if err != nil {
 				return err
 			}
-			if err := s.execd.Upload(ctx, target, b, uint32(fi.Mode().Perm())); err != nil {
+			if err := s.execd.upload(ctx, target, b, uint32(fi.Mode().Perm())); err != nil {
 				return err
 			}
 			res.Files++

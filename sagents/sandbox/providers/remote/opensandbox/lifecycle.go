@@ -25,9 +25,9 @@ const (
 	stateFailed     = "Failed"
 )
 
-// CreateRequest is what POST /sandboxes takes (the subset sage uses).
-type CreateRequest struct {
-	Image          ImageSpec         `json:"image"`
+// createRequest is what POST /sandboxes takes (the subset sage uses).
+type createRequest struct {
+	Image          imageSpec         `json:"image"`
 	Entrypoint     []string          `json:"entrypoint"`
 	Timeout        *int              `json:"timeout,omitempty"` // seconds, at least 60; nil: no expiry
 	ResourceLimits map[string]string `json:"resourceLimits"`
@@ -35,8 +35,8 @@ type CreateRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 }
 
-// ImageSpec names the image of a sandbox.
-type ImageSpec struct {
+// imageSpec names the image of a sandbox.
+type imageSpec struct {
 	URI string `json:"uri"`
 }
 
@@ -57,8 +57,8 @@ type SandboxInfo struct {
 	CreatedAt  time.Time         `json:"createdAt"`
 }
 
-// Endpoint is how to reach a port of a sandbox.
-type Endpoint struct {
+// endpoint is how to reach a port of a sandbox.
+type endpoint struct {
 	URL     string            `json:"endpoint"`
 	Headers map[string]string `json:"headers,omitempty"`
 }
@@ -80,8 +80,8 @@ func NewLifecycleClient(baseURL, apiKey string, hc *http.Client) *LifecycleClien
 	return &LifecycleClient{w: wire{base: strings.TrimRight(baseURL, "/"), headers: h, hc: hc}}
 }
 
-// Create asks for a new sandbox; it starts Pending.
-func (c *LifecycleClient) Create(ctx context.Context, r CreateRequest) (*SandboxInfo, error) {
+// create asks for a new sandbox; it starts Pending.
+func (c *LifecycleClient) create(ctx context.Context, r createRequest) (*SandboxInfo, error) {
 	var s SandboxInfo
 	if err := c.w.call(ctx, "create sandbox", http.MethodPost, "/sandboxes", nil, r, &s, http.StatusAccepted, http.StatusOK, http.StatusCreated); err != nil {
 		return nil, err
@@ -92,8 +92,8 @@ func (c *LifecycleClient) Create(ctx context.Context, r CreateRequest) (*Sandbox
 	return &s, nil
 }
 
-// Get reads one sandbox; a missing one matches fs.ErrNotExist.
-func (c *LifecycleClient) Get(ctx context.Context, id string) (*SandboxInfo, error) {
+// get reads one sandbox; a missing one matches fs.ErrNotExist.
+func (c *LifecycleClient) get(ctx context.Context, id string) (*SandboxInfo, error) {
 	var s SandboxInfo
 	err := c.w.call(ctx, "get sandbox "+id, http.MethodGet, "/sandboxes/"+url.PathEscape(id), nil, nil, &s, http.StatusOK)
 	return &s, err
@@ -140,18 +140,18 @@ func (c *LifecycleClient) Delete(ctx context.Context, id string) error {
 	return c.w.call(ctx, "delete sandbox "+id, http.MethodDelete, "/sandboxes/"+url.PathEscape(id), nil, nil, nil, http.StatusNoContent, http.StatusOK)
 }
 
-// Pause asks the server to pause a running sandbox (asynchronous).
-func (c *LifecycleClient) Pause(ctx context.Context, id string) error {
+// pause asks the server to pause a running sandbox (asynchronous).
+func (c *LifecycleClient) pause(ctx context.Context, id string) error {
 	return c.w.call(ctx, "pause sandbox "+id, http.MethodPost, "/sandboxes/"+url.PathEscape(id)+"/pause", nil, nil, nil, http.StatusAccepted, http.StatusOK, http.StatusNoContent)
 }
 
-// Resume asks the server to resume a paused sandbox (asynchronous).
-func (c *LifecycleClient) Resume(ctx context.Context, id string) error {
+// resume asks the server to resume a paused sandbox (asynchronous).
+func (c *LifecycleClient) resume(ctx context.Context, id string) error {
 	return c.w.call(ctx, "resume sandbox "+id, http.MethodPost, "/sandboxes/"+url.PathEscape(id)+"/resume", nil, nil, nil, http.StatusAccepted, http.StatusOK, http.StatusNoContent)
 }
 
-// Renew moves a sandbox's expiry to at and returns the new expiry.
-func (c *LifecycleClient) Renew(ctx context.Context, id string, at time.Time) (time.Time, error) {
+// renew moves a sandbox's expiry to at and returns the new expiry.
+func (c *LifecycleClient) renew(ctx context.Context, id string, at time.Time) (time.Time, error) {
 	var r struct {
 		ExpiresAt time.Time `json:"expiresAt"`
 	}
@@ -160,10 +160,10 @@ func (c *LifecycleClient) Renew(ctx context.Context, id string, at time.Time) (t
 	return r.ExpiresAt, err
 }
 
-// Endpoint returns how to reach port inside the sandbox. An endpoint
+// endpoint returns how to reach port inside the sandbox. An endpoint
 // without a scheme gets the lifecycle server's.
-func (c *LifecycleClient) Endpoint(ctx context.Context, id string, port int) (*Endpoint, error) {
-	var e Endpoint
+func (c *LifecycleClient) endpoint(ctx context.Context, id string, port int) (*endpoint, error) {
+	var e endpoint
 	p := fmt.Sprintf("/sandboxes/%s/endpoints/%d", url.PathEscape(id), port)
 	if err := c.w.call(ctx, fmt.Sprintf("endpoint of sandbox %s port %d", id, port), http.MethodGet, p, nil, nil, &e, http.StatusOK); err != nil {
 		return nil, err
@@ -181,11 +181,11 @@ func (c *LifecycleClient) Endpoint(ctx context.Context, id string, port int) (*E
 	return &e, nil
 }
 
-// WaitRunning polls the sandbox every interval until it is Running. A
+// waitRunning polls the sandbox every interval until it is Running. A
 // sandbox that fails or terminates first is an error naming its reason.
-func (c *LifecycleClient) WaitRunning(ctx context.Context, id string, interval time.Duration) (*SandboxInfo, error) {
+func (c *LifecycleClient) waitRunning(ctx context.Context, id string, interval time.Duration) (*SandboxInfo, error) {
 	for {
-		s, err := c.Get(ctx, id)
+		s, err := c.get(ctx, id)
 		if err != nil {
 			return nil, err
 		}

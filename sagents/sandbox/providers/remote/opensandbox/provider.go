@@ -11,10 +11,10 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// ProviderName is the remote provider name this package registers.
-const ProviderName = "opensandbox"
+// providerName is the remote provider name this package registers.
+const providerName = "opensandbox"
 
-func init() { remote.Register(ProviderName, newFromConfig) }
+func init() { remote.Register(providerName, newFromConfig) }
 
 // newFromConfig opens the sandbox of thread cfg.SandboxID (or
 // provider_config thread_id; none: an anonymous sandbox deleted at
@@ -23,13 +23,13 @@ func newFromConfig(ctx context.Context, cfg driver.Config) (driver.Driver, error
 	if len(cfg.Mounts) > 0 {
 		return nil, &driver.ConfigError{Field: "sandbox.mounts", Reason: "not supported by the opensandbox provider (the remote sandbox owns its mounts)"}
 	}
-	c, err := ConfigFrom(cfg.Remote, os.LookupEnv)
+	c, err := configFrom(cfg.Remote, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.SandboxID != "" {
 		c.Thread = cfg.SandboxID
-		if _, set := cfg.Remote.ProviderConfig[KeyShutdownPolicy]; !set {
+		if _, set := cfg.Remote.ProviderConfig[keyShutdownPolicy]; !set {
 			c.Keep = true
 		}
 	}
@@ -39,9 +39,9 @@ func newFromConfig(ctx context.Context, cfg driver.Config) (driver.Driver, error
 		// $SAGE_HOME/opensandbox/threads/<thread>.
 		c.Locker = orchestrator.NewFileStore(filepath.Join(sagehome.Dir(), "opensandbox"))
 	}
-	s, err := Open(ctx, c)
+	s, err := open(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{s}, nil
+	return &osDriver{s}, nil
 }

@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"bytes"
@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sage-go/sage/sagents/sandbox"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -106,7 +105,7 @@ func (r replayTarget) do(t *testing.T, st step, id string) (int, string, int64) 
 	}
 	req, err := http.NewRequest(st.Method, u, body)
 	require.NoError(t, err)
-	req.Header.Set(opensandbox.HeaderExecdToken, r.token)
+	req.Header.Set(headerExecdToken, r.token)
 	if st.Range != "" {
 		req.Header.Set("Range", st.Range)
 	}
@@ -295,14 +294,14 @@ func replay(t *testing.T, rec map[string]*recording, mk func(t *testing.T) repla
 // fakeTarget is one new sandbox's fake execd.
 func fakeTarget(t *testing.T) replayTarget {
 	srv := opensandboxtest.New(t)
-	life := opensandbox.NewLifecycleClient(srv.URL, srv.APIKey, nil)
+	life := NewLifecycleClient(srv.URL, srv.APIKey, nil)
 	ctx := context.Background()
-	sb, err := life.Create(ctx, opensandbox.CreateRequest{Image: opensandbox.ImageSpec{URI: "img:1"},
+	sb, err := life.create(ctx, createRequest{Image: imageSpec{URI: "img:1"},
 		Entrypoint: []string{"tail", "-f", "/dev/null"}, ResourceLimits: map[string]string{"cpu": "1"}})
 	require.NoError(t, err)
-	_, err = life.WaitRunning(ctx, sb.ID, 10*time.Millisecond)
+	_, err = life.waitRunning(ctx, sb.ID, 10*time.Millisecond)
 	require.NoError(t, err)
-	ep, err := life.Endpoint(ctx, sb.ID, opensandbox.ExecdPort)
+	ep, err := life.endpoint(ctx, sb.ID, execdPort)
 	require.NoError(t, err)
 	ws, err := filepath.EvalSymlinks(filepath.Join(srv.Get(sb.ID).Dir, "workspace"))
 	require.NoError(t, err)
@@ -348,9 +347,9 @@ func realExecd(t *testing.T) (url, token, tmp, work string) {
 // realTarget is a new workspace on the real execd.
 func realTarget(t *testing.T) replayTarget {
 	url, token, tmp, work := realExecd(t)
-	e := opensandbox.NewExecdClient(url, token, nil, nil)
+	e := NewExecdClient(url, token, nil, nil)
 	ws := filepath.Join(work, "sage-rec-"+strings.ReplaceAll(t.Name(), "/", "-")+fmt.Sprint(time.Now().UnixNano()))
-	require.NoError(t, e.MakeDirs(context.Background(), map[string]opensandbox.Permission{ws: {Mode: 755}}))
+	require.NoError(t, e.makeDirs(context.Background(), map[string]permission{ws: {Mode: 755}}))
 	t.Cleanup(func() { _ = e.RemoveDirs(context.Background(), ws) })
 	return replayTarget{url: url, token: token, ws: ws, tmp: tmp}
 }
@@ -374,9 +373,9 @@ func realServer(t *testing.T) (*opensandboxtest.Server, func(t *testing.T) *sand
 	return srv, func(t *testing.T) *sandbox.Sandbox {
 		n++
 		ws := filepath.Join(work, fmt.Sprintf("sage-real-%d-%d", time.Now().UnixNano(), n))
-		h := open(t, srv, map[string]any{opensandbox.KeyWorkspace: ws})
+		h := openSandbox(t, srv, map[string]any{keyWorkspace: ws})
 		t.Cleanup(func() {
-			_ = opensandbox.NewExecdClient(url, token, nil, nil).RemoveDirs(context.Background(), ws)
+			_ = NewExecdClient(url, token, nil, nil).RemoveDirs(context.Background(), ws)
 		})
 		return h
 	}
@@ -411,9 +410,9 @@ func TestRealServerContract(t *testing.T) {
 	if url == "" {
 		t.Skipf("no real OpenSandbox server: set %s (and %s, %s) to run against one", envServerURL, envServerKey, envServerImage)
 	}
-	pc := map[string]any{opensandbox.KeyReadySeconds: 120}
+	pc := map[string]any{keyReadySeconds: 120}
 	if ep := os.Getenv(envServerEntrypoint); ep != "" {
-		pc[opensandbox.KeyEntrypoint] = []any{"sh", "-c", ep}
+		pc[keyEntrypoint] = []any{"sh", "-c", ep}
 	}
 	if kv := os.Getenv(envServerEnv); kv != "" {
 		env := map[string]any{}
@@ -421,11 +420,11 @@ func TestRealServerContract(t *testing.T) {
 			k, v, _ := strings.Cut(p, "=")
 			env[k] = v
 		}
-		pc[opensandbox.KeyEnv] = env
+		pc[keyEnv] = env
 	}
 	sandboxtest.Run(t, sandboxtest.Options{New: func(t *testing.T) *sandbox.Sandbox {
 		h, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.Remote, Remote: sandbox.RemoteConfig{
-			Provider: opensandbox.ProviderName, ServerURL: url, APIKey: os.Getenv(envServerKey), Image: os.Getenv(envServerImage),
+			Provider: providerName, ServerURL: url, APIKey: os.Getenv(envServerKey), Image: os.Getenv(envServerImage),
 			ProviderConfig: pc}})
 		require.NoError(t, err)
 		return h

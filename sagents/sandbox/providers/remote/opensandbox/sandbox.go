@@ -19,11 +19,11 @@ import (
 // fs.ErrNotExist.
 var ErrSandboxGone = fmt.Errorf("opensandbox: the sandbox is gone (expired or deleted): %w", fs.ErrNotExist)
 
-// Sandbox is one OpenSandbox sandbox opened by this process: the
+// osSandbox is one OpenSandbox sandbox opened by this process: the
 // operations behind the Handle (handle.go) live in exec.go, files.go
 // and background.go.
-type Sandbox struct {
-	cfg     Config
+type osSandbox struct {
+	cfg     config
 	id      string
 	owned   bool // created by this process
 	life    *LifecycleClient
@@ -45,15 +45,15 @@ type Sandbox struct {
 	closeErr error
 }
 
-// Open finds the thread's sandbox (label sage.thread) or creates one,
+// open finds the thread's sandbox (label sage.thread) or creates one,
 // waits until its execd answers and returns it. Whatever Open created
 // is deleted again when it fails.
-func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
+func open(ctx context.Context, cfg config) (_ *osSandbox, err error) {
 	life := NewLifecycleClient(cfg.URL, cfg.APIKey, cfg.HTTPClient)
 	if cfg.ExecdTmp == "" {
-		cfg.ExecdTmp = DefaultExecdTmp
+		cfg.ExecdTmp = defaultExecdTmp
 	}
-	s := &Sandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
+	s := &osSandbox{cfg: cfg, life: life, tasks: map[string]int{}, timeout: cfg.Timeout}
 	if s.timeout <= 0 {
 		s.timeout = driver.DefaultTimeout
 	}
@@ -81,15 +81,15 @@ func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 	}()
 	rctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
-	if _, err := life.WaitRunning(rctx, s.id, 200*time.Millisecond); err != nil {
+	if _, err := life.waitRunning(rctx, s.id, 200*time.Millisecond); err != nil {
 		return nil, err
 	}
-	ep, err := life.Endpoint(rctx, s.id, ExecdPort)
+	ep, err := life.endpoint(rctx, s.id, execdPort)
 	if err != nil {
 		return nil, err
 	}
 	s.execd = NewExecdClient(ep.URL, cfg.ExecdToken, ep.Headers, cfg.HTTPClient)
-	if err := s.execd.WaitReady(rctx, 200*time.Millisecond); err != nil {
+	if err := s.execd.waitReady(rctx, 200*time.Millisecond); err != nil {
 		return nil, fmt.Errorf("opensandbox: execd of sandbox %s: %w", s.id, err)
 	}
 	if err := s.setWorkspace(rctx); err != nil {
@@ -102,7 +102,7 @@ func Open(ctx context.Context, cfg Config) (_ *Sandbox, err error) {
 }
 
 // find looks for the thread's sandbox and resumes it when paused.
-func (s *Sandbox) find(ctx context.Context) error {
+func (s *osSandbox) find(ctx context.Context) error {
 	list, err := s.life.List(ctx, map[string]string{LabelThread: s.cfg.Thread},
 		statePending, stateRunning, statePausing, statePaused, stateResuming)
 	if err != nil {
@@ -114,15 +114,15 @@ func (s *Sandbox) find(ctx context.Context) error {
 		}
 		s.id = sb.ID
 		if sb.Status.State == statePaused {
-			return s.life.Resume(ctx, sb.ID)
+			return s.life.resume(ctx, sb.ID)
 		}
 		return nil
 	}
 	return nil
 }
 
-func (s *Sandbox) create(ctx context.Context) error {
-	req := CreateRequest{Image: ImageSpec{URI: s.cfg.Image}, Entrypoint: s.cfg.Entrypoint,
+func (s *osSandbox) create(ctx context.Context) error {
+	req := createRequest{Image: imageSpec{URI: s.cfg.Image}, Entrypoint: s.cfg.Entrypoint,
 		ResourceLimits: s.cfg.Resources, Env: s.cfg.Env, Metadata: map[string]string{"sage.provider": "opensandbox"}}
 	if s.cfg.Thread != "" {
 		req.Metadata[LabelThread] = s.cfg.Thread
@@ -131,7 +131,7 @@ func (s *Sandbox) create(ctx context.Context) error {
 		sec := int(s.cfg.TTL / time.Second)
 		req.Timeout = &sec
 	}
-	sb, err := s.life.Create(ctx, req)
+	sb, err := s.life.create(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Sandbox) create(ctx context.Context) error {
 
 // setWorkspace creates the configured workspace, or with "auto" asks
 // the sandbox for its working directory, and resolves its symlinks.
-func (s *Sandbox) setWorkspace(ctx context.Context) error {
+func (s *osSandbox) setWorkspace(ctx context.Context) error {
 	if s.cfg.Workspace == "auto" {
 		out, code, err := s.shell(ctx, "pwd -P", nil)
 		if err != nil || code != 0 {
@@ -150,7 +150,7 @@ func (s *Sandbox) setWorkspace(ctx context.Context) error {
 		s.ws = strings.TrimSpace(out)
 	} else {
 		s.ws = s.cfg.Workspace
-		if err := s.execd.MakeDirs(ctx, map[string]Permission{s.ws: {Mode: 755}}); err != nil {
+		if err := s.execd.makeDirs(ctx, map[string]permission{s.ws: {Mode: 755}}); err != nil {
 			return err
 		}
 	}
@@ -163,7 +163,7 @@ func (s *Sandbox) setWorkspace(ctx context.Context) error {
 }
 
 // startRenewer moves the expiry forward every RenewEvery until Close.
-func (s *Sandbox) startRenewer() {
+func (s *osSandbox) startRenewer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopRenew, s.renewDone = cancel, make(chan struct{})
 	go func() {
@@ -180,7 +180,7 @@ func (s *Sandbox) startRenewer() {
 				return
 			case <-t.C:
 				rctx, c := context.WithTimeout(ctx, 30*time.Second)
-				_, _ = s.life.Renew(rctx, s.id, time.Now().Add(s.cfg.TTL))
+				_, _ = s.life.renew(rctx, s.id, time.Now().Add(s.cfg.TTL))
 				c()
 			}
 		}
@@ -188,19 +188,19 @@ func (s *Sandbox) startRenewer() {
 }
 
 // ID is the sandbox id.
-func (s *Sandbox) ID() string { return s.id }
+func (s *osSandbox) ID() string { return s.id }
 
-// Workspace is the workspace path inside the sandbox.
-func (s *Sandbox) Workspace() string { return s.ws }
+// workspace is the workspace path inside the sandbox.
+func (s *osSandbox) workspace() string { return s.ws }
 
-// Lifecycle is the lifecycle client.
-func (s *Sandbox) Lifecycle() *LifecycleClient { return s.life }
+// lifecycle is the lifecycle client.
+func (s *osSandbox) lifecycle() *LifecycleClient { return s.life }
 
-// Execd is the execd client.
-func (s *Sandbox) Execd() *ExecdClient { return s.execd }
+// execdClient is the execd client.
+func (s *osSandbox) execdClient() *ExecdClient { return s.execd }
 
 // check returns driver.ErrClosed after Close.
-func (s *Sandbox) check() error {
+func (s *osSandbox) check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -211,12 +211,12 @@ func (s *Sandbox) check() error {
 
 // gone turns a failure to reach execd into ErrSandboxGone when the
 // lifecycle server says the sandbox is no more.
-func (s *Sandbox) gone(ctx context.Context, err error) error {
+func (s *osSandbox) gone(ctx context.Context, err error) error {
 	var ae *APIError
 	if err == nil || ctx.Err() != nil || (errors.As(err, &ae) && ae.Status != http.StatusNotFound && ae.Status < 500) {
 		return err
 	}
-	sb, gerr := s.life.Get(context.WithoutCancel(ctx), s.id)
+	sb, gerr := s.life.get(context.WithoutCancel(ctx), s.id)
 	if errors.Is(gerr, fs.ErrNotExist) || (gerr == nil && (sb.Status.State == stateTerminated || sb.Status.State == stateStopping || sb.Status.State == stateFailed)) {
 		return fmt.Errorf("%w: sandbox %s: %w", ErrSandboxGone, s.id, err)
 	}
@@ -226,7 +226,7 @@ func (s *Sandbox) gone(ctx context.Context, err error) error {
 // Close stops the renewer, interrupts this process's background
 // commands and Python, and deletes the sandbox unless it is kept for
 // its thread. Only what this process started is released.
-func (s *Sandbox) Close(ctx context.Context) error {
+func (s *osSandbox) Close(ctx context.Context) error {
 	s.closeMu.Do(func() {
 		s.mu.Lock()
 		s.closed = true
@@ -249,12 +249,12 @@ func (s *Sandbox) Close(ctx context.Context) error {
 				s.dropNow(stale)
 			}
 			for id := range tasks {
-				if st, err := s.execd.Status(ctx, id); err == nil && st.Running {
-					errs = append(errs, ignoreGone(s.execd.Interrupt(ctx, id)))
+				if st, err := s.execd.status(ctx, id); err == nil && st.Running {
+					errs = append(errs, ignoreGone(s.execd.interrupt(ctx, id)))
 				}
 			}
 			if py != nil {
-				errs = append(errs, ignoreGone(s.execd.DeleteContext(ctx, py.ID)))
+				errs = append(errs, ignoreGone(s.execd.deleteContext(ctx, py.ID)))
 			}
 		} else {
 			errs = append(errs, ignoreGone(s.life.Delete(ctx, s.id)))
@@ -273,7 +273,7 @@ func ignoreGone(err error) error {
 
 // abs makes p absolute against the workspace and checks, without
 // asking the sandbox, that it stays inside.
-func (s *Sandbox) abs(op, p string) (string, error) {
+func (s *osSandbox) abs(op, p string) (string, error) {
 	if !path.IsAbs(p) {
 		p = path.Join(s.ws, p)
 	}
@@ -289,7 +289,7 @@ func (s *Sandbox) abs(op, p string) (string, error) {
 // resolve was asked to keep it).
 type target struct {
 	real string
-	info *FileInfo // nil: it does not exist
+	info *fileInfo // nil: it does not exist
 }
 
 // resolve maps p to its real path in the sandbox and checks that it stays
@@ -300,7 +300,7 @@ type target struct {
 // below the workspace says whether any is a symlink, and if none is, the
 // path is its own real path. Only a path through a symlink, or with more
 // than its last component missing, costs a command (realpath).
-func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (target, error) {
+func (s *osSandbox) resolve(ctx context.Context, op, p string, leaf bool) (target, error) {
 	a, err := s.abs(op, p)
 	if err != nil {
 		return target{}, err
@@ -311,9 +311,9 @@ func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (target,
 		chain = append(chain, q)
 	}
 	if len(chain) == 0 {
-		return target{real: s.realWS, info: &FileInfo{Path: s.realWS, Type: "directory"}}, nil
+		return target{real: s.realWS, info: &fileInfo{Path: s.realWS, Type: "directory"}}, nil
 	}
-	plain := func(infos map[string]FileInfo, paths []string, leafOK bool) bool {
+	plain := func(infos map[string]fileInfo, paths []string, leafOK bool) bool {
 		for _, q := range paths {
 			fi, ok := infos[q]
 			if !ok || (fi.Type == "symlink" && !(leafOK && q == cand)) {
@@ -322,14 +322,14 @@ func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (target,
 		}
 		return true
 	}
-	infos, err := s.execd.Info(ctx, chain...)
+	infos, err := s.execd.info(ctx, chain...)
 	switch {
 	case err == nil && plain(infos, chain, leaf):
 		fi := infos[cand]
 		return target{real: cand, info: &fi}, nil
 	case isNotExist(err) && len(chain) > 1:
 		// Maybe only the last component is missing.
-		if infos, err := s.execd.Info(ctx, chain[1:]...); err == nil && plain(infos, chain[1:], false) {
+		if infos, err := s.execd.info(ctx, chain[1:]...); err == nil && plain(infos, chain[1:], false) {
 			return target{real: cand}, nil
 		}
 	case len(chain) == 1 && isNotExist(err):
@@ -341,7 +341,7 @@ func (s *Sandbox) resolve(ctx context.Context, op, p string, leaf bool) (target,
 }
 
 // resolveSlow resolves a through the sandbox's realpath.
-func (s *Sandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (target, error) {
+func (s *osSandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (target, error) {
 	dir, name := a, ""
 	if leaf && a != s.ws {
 		dir, name = path.Dir(a), path.Base(a)
@@ -357,7 +357,7 @@ func (s *Sandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (
 		return target{}, driver.NewPathError(op, p, driver.ErrEscape, "resolves outside the workspace (through a symlink)")
 	}
 	t := target{real: real}
-	infos, err := s.execd.Info(ctx, real)
+	infos, err := s.execd.info(ctx, real)
 	switch {
 	case err == nil:
 		if fi, ok := infos[real]; ok {
@@ -371,7 +371,7 @@ func (s *Sandbox) resolveSlow(ctx context.Context, op, p, a string, leaf bool) (
 
 // realpath resolves symlinks in p inside the sandbox. The path goes
 // through the environment, never into the command string.
-func (s *Sandbox) realpath(ctx context.Context, p string) (string, error) {
+func (s *osSandbox) realpath(ctx context.Context, p string) (string, error) {
 	// The final echo ends the output with a line end of its own, so the
 	// output is the same whether or not execd's output file could be
 	// read (see lines.go).

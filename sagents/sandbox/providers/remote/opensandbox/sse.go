@@ -20,8 +20,8 @@ const maxEventSize = 1 << 20
 // with Oversize set, so one huge output line does not end the stream.
 var errEventTooLarge = errors.New("opensandbox: server-sent event larger than 1 MiB")
 
-// Event is one execd stream event.
-type Event struct {
+// event is one execd stream event.
+type event struct {
 	Type           string         `json:"type"`
 	Text           string         `json:"text,omitempty"`
 	ExecutionCount int            `json:"execution_count,omitempty"`
@@ -44,13 +44,13 @@ type eventError struct {
 
 // The event types execd sends.
 const (
-	EventInit     = "init"
+	eventInit     = "init"
 	eventStatus   = "status"
-	EventFailed   = "error"
+	eventFailed   = "error"
 	eventStdout   = "stdout"
 	eventStderr   = "stderr"
 	eventResult   = "result"
-	EventComplete = "execution_complete"
+	eventComplete = "execution_complete"
 	eventCount    = "execution_count"
 	eventPing     = "ping"
 )
@@ -76,20 +76,20 @@ func newEventReader(r io.Reader) *eventReader {
 // Next returns the next event, or io.EOF at the end of the stream. An
 // event over maxEventSize comes back as a placeholder with Oversize set
 // (the reader goes on after it).
-func (d *eventReader) Next() (Event, error) {
+func (d *eventReader) Next() (event, error) {
 	d.buf.Reset()
 	var over int64 // size of the data lines of an oversized event so far
 	var overType string
 	for {
 		line, size, err := d.line()
 		if err != nil && err != io.EOF {
-			return Event{}, err
+			return event{}, err
 		}
 		eof := err == io.EOF
 		switch {
 		case size == 0:
 			if over > 0 {
-				return Event{Type: overType, Oversize: over}, nil
+				return event{Type: overType, Oversize: over}, nil
 			}
 			if d.buf.Len() > 0 {
 				return d.decode()
@@ -112,26 +112,26 @@ func (d *eventReader) Next() (Event, error) {
 			d.buf.Write(v)
 		case line[0] == '{':
 			if d.buf.Len() > 0 || over > 0 {
-				return Event{}, errors.New("opensandbox: event stream mixes data: lines and bare JSON")
+				return event{}, errors.New("opensandbox: event stream mixes data: lines and bare JSON")
 			}
 			if size > maxEventSize {
-				return Event{Type: eventType(line), Oversize: size}, nil
+				return event{Type: eventType(line), Oversize: size}, nil
 			}
 			d.buf.Write(line)
 			return d.decode()
 		case bytes.HasPrefix(line, []byte("event:")), bytes.HasPrefix(line, []byte("id:")),
 			bytes.HasPrefix(line, []byte("retry:")):
 		default:
-			return Event{}, fmt.Errorf("opensandbox: bad event stream line %.40q", line)
+			return event{}, fmt.Errorf("opensandbox: bad event stream line %.40q", line)
 		}
 		if eof {
 			if over > 0 {
-				return Event{Type: overType, Oversize: over}, nil
+				return event{Type: overType, Oversize: over}, nil
 			}
 			if d.buf.Len() > 0 {
 				return d.decode()
 			}
-			return Event{}, io.EOF
+			return event{}, io.EOF
 		}
 	}
 }
@@ -177,17 +177,17 @@ func eventType(start []byte) string {
 	return ""
 }
 
-func (d *eventReader) decode() (Event, error) {
-	var ev Event
+func (d *eventReader) decode() (event, error) {
+	var ev event
 	if err := json.Unmarshal(d.buf.Bytes(), &ev); err != nil {
-		return Event{}, fmt.Errorf("opensandbox: bad event %.60q: %w", d.buf.Bytes(), err)
+		return event{}, fmt.Errorf("opensandbox: bad event %.60q: %w", d.buf.Bytes(), err)
 	}
 	if ev.Type == "" {
 		var e struct{ Code, Message string }
 		if json.Unmarshal(d.buf.Bytes(), &e) == nil && e.Code != "" {
-			return Event{}, &APIError{Op: "event stream", Status: http.StatusOK, Code: e.Code, Message: e.Message}
+			return event{}, &APIError{Op: "event stream", Status: http.StatusOK, Code: e.Code, Message: e.Message}
 		}
-		return Event{}, fmt.Errorf("opensandbox: event without a type: %.60q", d.buf.Bytes())
+		return event{}, fmt.Errorf("opensandbox: event without a type: %.60q", d.buf.Bytes())
 	}
 	return ev, nil
 }

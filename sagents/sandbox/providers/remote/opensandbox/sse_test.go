@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func readAll(t testing.TB, s string) ([]Event, error) {
+func readAll(t testing.TB, s string) ([]event, error) {
 	d := newEventReader(strings.NewReader(s))
-	var out []Event
+	var out []event
 	for i := 0; i < 10000; i++ {
 		ev, err := d.Next()
 		if err == io.EOF {
@@ -37,7 +37,7 @@ func TestEventReader(t *testing.T) {
 	evs, err := readAll(t, stream)
 	require.NoError(t, err)
 	require.Len(t, evs, 5)
-	assert.Equal(t, Event{Type: EventInit, Text: "cmd-1"}, evs[0])
+	assert.Equal(t, event{Type: eventInit, Text: "cmd-1"}, evs[0])
 	assert.Equal(t, "a\n", evs[1].Text, "data lines join with a newline")
 	assert.Equal(t, "bare", evs[2].Text)
 	assert.Equal(t, "7", evs[3].Error.Value)
@@ -82,7 +82,7 @@ func TestEventReaderBoundsEvents(t *testing.T) {
 	assert.Greater(t, evs[1].Oversize, int64(maxEventSize), "many data: lines over the bound together")
 	assert.Zero(t, evs[2].Oversize, "an event under the bound is decoded (the control)")
 	assert.Len(t, evs[2].Text, maxEventSize-100)
-	assert.Equal(t, EventComplete, evs[3].Type, "the stream goes on after an oversized event")
+	assert.Equal(t, eventComplete, evs[3].Type, "the stream goes on after an oversized event")
 }
 
 // TestEventReaderErrorObject: execd writes its JSON error object into a

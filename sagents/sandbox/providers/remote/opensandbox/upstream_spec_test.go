@@ -1,4 +1,4 @@
-package opensandbox_test
+package opensandbox
 
 import (
 	"bytes"
@@ -19,7 +19,6 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/internal/openapitest"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/opensandbox/opensandboxtest"
 )
 
@@ -138,13 +137,13 @@ func TestUpstreamSpec(t *testing.T) {
 // with hc as the HTTP client of both APIs.
 func exercise(t *testing.T, hc *http.Client) {
 	srv := opensandboxtest.New(t)
-	c := config(srv)
+	c := testConfig(srv)
 	c.HTTPClient = hc
 	c.Thread, c.TTL = "spec", 120e9
 	ctx := context.Background()
-	s, err := opensandbox.Open(ctx, c)
+	s, err := open(ctx, c)
 	require.NoError(t, err)
-	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &opensandbox.Driver{Sandbox: s})
+	h := sandbox.NewFromDriver(sandbox.Config{Mode: sandbox.Remote}, &osDriver{osSandbox: s})
 	res, err := h.ExecuteCommand(ctx, "echo hi; exit 2", sandbox.ExecOptions{Env: map[string]string{"A": "1"}, Workdir: "."})
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.ExitCode)
@@ -162,18 +161,18 @@ func exercise(t *testing.T, hc *http.Client) {
 	require.NoError(t, h.KillBackground(ctx, task.ID, false))
 	_, err = h.ExecutePython(ctx, "print(1)", sandbox.PythonOptions{})
 	require.NoError(t, err)
-	_, err = s.Execd().Metrics(ctx)
+	_, err = s.execdClient().metrics(ctx)
 	require.NoError(t, err)
-	cc, err := s.Execd().CreateContext(ctx, "python")
+	cc, err := s.execdClient().createContext(ctx, "python")
 	require.NoError(t, err)
-	require.NoError(t, s.Execd().InterruptCode(ctx, cc.ID))
-	require.NoError(t, s.Execd().DeleteContext(ctx, cc.ID))
-	_, err = s.Lifecycle().Renew(ctx, s.ID(), time.Now().Add(time.Hour))
+	require.NoError(t, s.execdClient().interruptCode(ctx, cc.ID))
+	require.NoError(t, s.execdClient().deleteContext(ctx, cc.ID))
+	_, err = s.lifecycle().renew(ctx, s.ID(), time.Now().Add(time.Hour))
 	require.NoError(t, err)
-	require.NoError(t, s.Lifecycle().Pause(ctx, s.ID()))
-	require.NoError(t, s.Lifecycle().Resume(ctx, s.ID()))
+	require.NoError(t, s.lifecycle().pause(ctx, s.ID()))
+	require.NoError(t, s.lifecycle().resume(ctx, s.ID()))
 	require.NoError(t, h.Close(ctx))
-	require.NoError(t, s.Lifecycle().Delete(ctx, s.ID()))
+	require.NoError(t, s.lifecycle().Delete(ctx, s.ID()))
 }
 
 // TestSubsetCoverage: one run of the provider through the fake exchanges

@@ -9,29 +9,29 @@ import (
 
 // Rules the checker applies.
 const (
-	RuleOneSandbox = "one-sandbox-per-thread"
-	RuleLostLease  = "no-use-after-lease-lost"
-	RuleStaleLock  = "no-backend-call-under-a-stale-lock"
-	RuleMax        = "max-sandboxes"
-	RuleLeftover   = "nothing-left-of-dead-owners"
+	ruleOneSandbox = "one-sandbox-per-thread"
+	ruleLostLease  = "no-use-after-lease-lost"
+	ruleStaleLock  = "no-backend-call-under-a-stale-lock"
+	ruleMax        = "max-sandboxes"
+	ruleLeftover   = "nothing-left-of-dead-owners"
 )
 
-// Violation is one thing the history proves went wrong.
-type Violation struct {
+// violation is one thing the history proves went wrong.
+type violation struct {
 	Rule   string
 	Detail string
 }
 
-// Report is what Check found.
-type Report struct {
-	Violations []Violation
+// report is what Check found.
+type report struct {
+	Violations []violation
 	// Counts of the history, for the test's log.
 	Commands, CommandsOK, Ops, Locks, Leases, Observations, Faults, Samples int
 	FaultsByOp                                                              map[string]int
 }
 
-// ByRule counts the violations of each rule.
-func (r Report) ByRule() map[string]int {
+// byRule counts the violations of each rule.
+func (r report) byRule() map[string]int {
 	out := map[string]int{}
 	for _, v := range r.Violations {
 		out[v.Rule]++
@@ -40,11 +40,11 @@ func (r Report) ByRule() map[string]int {
 }
 
 // String prints the counts and up to five violations of each rule.
-func (r Report) String() string {
+func (r report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "history: %d commands (%d ok), %d backend calls, %d lock grants, %d owner leases, %d lease observations, %d samples; faults %v\n",
 		r.Commands, r.CommandsOK, r.Ops, r.Locks, r.Leases, r.Observations, r.Samples, r.FaultsByOp)
-	by := r.ByRule()
+	by := r.byRule()
 	if len(by) == 0 {
 		b.WriteString("violations: none\n")
 		return b.String()
@@ -59,13 +59,13 @@ func (r Report) String() string {
 	return b.String()
 }
 
-// Check applies the rules to a history (events of every process, any
+// check applies the rules to a history (events of every process, any
 // order). max is the max_sandboxes bound (0: none). Only definite
 // violations count: an event's effect is known to lie between its
 // invocation and its completion, and a command that did not complete
 // successfully may or may not have run.
-func Check(events []Event, max int) Report {
-	r := Report{FaultsByOp: map[string]int{}}
+func check(events []Event, max int) report {
+	r := report{FaultsByOp: map[string]int{}}
 	evs := append([]Event(nil), events...)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Inv < evs[j].Inv })
 	for _, e := range evs {
@@ -83,10 +83,10 @@ func Check(events []Event, max int) Report {
 			r.Leases++
 		case KindObserve:
 			r.Observations++
-		case KindFault:
+		case kindFault:
 			r.Faults++
 			r.FaultsByOp[e.Op]++
-		case KindSample:
+		case kindSample:
 			r.Samples++
 		}
 	}
@@ -101,7 +101,7 @@ func Check(events []Event, max int) Report {
 // completed before a command answered by another container D began, and
 // one which began after that command completed, existed, serving, while
 // D served: two sandboxes at once.
-func oneSandbox(evs []Event) []Violation {
+func oneSandbox(evs []Event) []violation {
 	type span struct{ minComp, maxInv int64 }
 	byThread := map[string][]Event{}
 	for _, e := range evs {
@@ -109,7 +109,7 @@ func oneSandbox(evs []Event) []Violation {
 			byThread[e.Thread] = append(byThread[e.Thread], e)
 		}
 	}
-	var out []Violation
+	var out []violation
 	for thread, cmds := range byThread {
 		spans := map[string]*span{}
 		for _, c := range cmds {
@@ -128,7 +128,7 @@ func oneSandbox(evs []Event) []Violation {
 				}
 				if s.minComp < y.Inv && s.maxInv > y.Comp {
 					seen[[2]string{c, y.Answered}] = true
-					out = append(out, Violation{RuleOneSandbox, fmt.Sprintf("thread %s: container %s served before and after container %s served it at %s",
+					out = append(out, violation{ruleOneSandbox, fmt.Sprintf("thread %s: container %s served before and after container %s served it at %s",
 						thread, short(c), short(y.Answered), stamp(y.Inv))})
 				}
 			}
@@ -140,7 +140,7 @@ func oneSandbox(evs []Event) []Violation {
 // lostLease: once any process saw owner O's lease absent, O must not run
 // a command, create, adopt or claim again (a lost lease never comes
 // back: a process that lost one continues under a new owner id).
-func lostLease(evs []Event) []Violation {
+func lostLease(evs []Event) []violation {
 	lost := map[string]int64{}
 	for _, e := range evs {
 		if e.Kind != KindObserve {
@@ -152,7 +152,7 @@ func lostLease(evs []Event) []Violation {
 			}
 		}
 	}
-	var out []Violation
+	var out []violation
 	for _, e := range evs {
 		if !e.OK || e.Owner == "" {
 			continue
@@ -164,7 +164,7 @@ func lostLease(evs []Event) []Violation {
 			if e.Kind == KindOp {
 				what = e.Op
 			}
-			out = append(out, Violation{RuleLostLease, fmt.Sprintf("%s by %s in sandbox %s (thread %q) at %s, %s after its lease was seen gone",
+			out = append(out, violation{ruleLostLease, fmt.Sprintf("%s by %s in sandbox %s (thread %q) at %s, %s after its lease was seen gone",
 				what, e.Owner, e.Sandbox, e.Thread, stamp(e.Inv), time.Duration(e.Inv-t).Round(time.Millisecond))})
 		}
 	}
@@ -173,7 +173,7 @@ func lostLease(evs []Event) []Violation {
 
 // staleLock: a backend call under thread T's lock with token k must not
 // begin after T's lock was granted to a newer token.
-func staleLock(evs []Event) []Violation {
+func staleLock(evs []Event) []violation {
 	type grant struct{ token, comp int64 }
 	grants := map[string][]grant{}
 	for _, e := range evs {
@@ -181,14 +181,14 @@ func staleLock(evs []Event) []Violation {
 			grants[e.Thread] = append(grants[e.Thread], grant{e.Token, e.Comp})
 		}
 	}
-	var out []Violation
+	var out []violation
 	for _, e := range evs {
 		if e.Kind != KindOp || !e.OK || e.Token == 0 || e.Thread == "" {
 			continue
 		}
 		for _, g := range grants[e.Thread] {
 			if g.token > e.Token && e.Inv > g.comp {
-				out = append(out, Violation{RuleStaleLock, fmt.Sprintf("%s of %s (thread %s) by %s under token %d at %s, %s after token %d was granted",
+				out = append(out, violation{ruleStaleLock, fmt.Sprintf("%s of %s (thread %s) by %s under token %d at %s, %s after token %d was granted",
 					e.Op, e.Sandbox, e.Thread, e.Owner, e.Token, stamp(e.Inv), time.Duration(e.Inv-g.comp).Round(time.Millisecond), g.token)})
 				break
 			}
@@ -197,14 +197,14 @@ func staleLock(evs []Event) []Violation {
 	return out
 }
 
-func maxSandboxes(evs []Event, max int) []Violation {
+func maxSandboxes(evs []Event, max int) []violation {
 	if max <= 0 {
 		return nil
 	}
-	var out []Violation
+	var out []violation
 	for _, e := range evs {
-		if e.Kind == KindSample && e.N > max {
-			out = append(out, Violation{RuleMax, fmt.Sprintf("%d sandboxes ran at %s (max_sandboxes %d): %v", e.N, stamp(e.Inv), max, e.Names)})
+		if e.Kind == kindSample && e.N > max {
+			out = append(out, violation{ruleMax, fmt.Sprintf("%d sandboxes ran at %s (max_sandboxes %d): %v", e.N, stamp(e.Inv), max, e.Names)})
 		}
 	}
 	return out

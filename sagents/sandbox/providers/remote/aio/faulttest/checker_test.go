@@ -1,4 +1,4 @@
-package faulttest_test
+package faulttest
 
 import (
 	"os"
@@ -7,12 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/faulttest"
 )
 
-func cmd(thread, container, owner string, inv, comp int64) faulttest.Event {
-	return faulttest.Event{Kind: faulttest.KindCmd, Thread: thread, Answered: container, Owner: owner, Inv: inv, Comp: comp, OK: true}
+func cmd(thread, container, owner string, inv, comp int64) Event {
+	return Event{Kind: KindCmd, Thread: thread, Answered: container, Owner: owner, Inv: inv, Comp: comp, OK: true}
 }
 
 // A history where nothing goes wrong: a thread moves from one sandbox
@@ -20,19 +18,19 @@ func cmd(thread, container, owner string, inv, comp int64) faulttest.Event {
 // is seen gone does nothing afterwards, a lock holder calls the backend
 // before the next grant, and the sandboxes stay within the bound.
 func TestCheckerPassesACleanHistory(t *testing.T) {
-	h := []faulttest.Event{
+	h := []Event{
 		cmd("t", "c1", "a", 10, 20),
 		cmd("t", "c1", "a", 30, 40),
 		cmd("t", "c2", "b", 50, 60),
 		cmd("t", "c2", "b", 70, 80),
-		{Kind: faulttest.KindObserve, Absent: []string{"a"}, Inv: 45, Comp: 46},
-		{Kind: faulttest.KindLock, Thread: "t", Token: 1, Inv: 1, Comp: 2},
-		{Kind: faulttest.KindOp, Op: "create", Thread: "t", Token: 1, Owner: "a", Inv: 3, Comp: 9, OK: true},
-		{Kind: faulttest.KindLock, Thread: "t", Token: 2, Inv: 44, Comp: 47},
-		{Kind: faulttest.KindOp, Op: "destroy", Thread: "t", Token: 1, Owner: "a", Inv: 48, Comp: 49, OK: false},
-		{Kind: faulttest.KindSample, N: 2, Inv: 50},
+		{Kind: KindObserve, Absent: []string{"a"}, Inv: 45, Comp: 46},
+		{Kind: KindLock, Thread: "t", Token: 1, Inv: 1, Comp: 2},
+		{Kind: KindOp, Op: "create", Thread: "t", Token: 1, Owner: "a", Inv: 3, Comp: 9, OK: true},
+		{Kind: KindLock, Thread: "t", Token: 2, Inv: 44, Comp: 47},
+		{Kind: KindOp, Op: "destroy", Thread: "t", Token: 1, Owner: "a", Inv: 48, Comp: 49, OK: false},
+		{Kind: kindSample, N: 2, Inv: 50},
 	}
-	r := faulttest.Check(h, 2)
+	r := check(h, 2)
 	assert.Empty(t, r.Violations, r.String())
 }
 
@@ -40,32 +38,32 @@ func TestCheckerPassesACleanHistory(t *testing.T) {
 func TestCheckerFindsEachViolation(t *testing.T) {
 	for _, tc := range []struct {
 		rule string
-		h    []faulttest.Event
+		h    []Event
 	}{
-		{faulttest.RuleOneSandbox, []faulttest.Event{
+		{ruleOneSandbox, []Event{
 			cmd("t", "c1", "a", 10, 20), cmd("t", "c2", "b", 30, 40), cmd("t", "c1", "a", 50, 60)}},
-		{faulttest.RuleLostLease, []faulttest.Event{
-			{Kind: faulttest.KindObserve, Absent: []string{"a"}, Inv: 10, Comp: 11},
+		{ruleLostLease, []Event{
+			{Kind: KindObserve, Absent: []string{"a"}, Inv: 10, Comp: 11},
 			cmd("t", "c1", "a", 12, 20)}},
-		{faulttest.RuleLostLease, []faulttest.Event{
-			{Kind: faulttest.KindObserve, Absent: []string{"a"}, Inv: 10, Comp: 11},
-			{Kind: faulttest.KindOp, Op: "create", Owner: "a", Inv: 12, Comp: 13, OK: true}}},
-		{faulttest.RuleStaleLock, []faulttest.Event{
-			{Kind: faulttest.KindLock, Thread: "t", Token: 1, Inv: 1, Comp: 2},
-			{Kind: faulttest.KindLock, Thread: "t", Token: 2, Inv: 10, Comp: 11},
-			{Kind: faulttest.KindOp, Op: "destroy", Thread: "t", Token: 1, Owner: "a", Inv: 12, Comp: 13, OK: true}}},
-		{faulttest.RuleMax, []faulttest.Event{{Kind: faulttest.KindSample, N: 3, Inv: 1}}},
+		{ruleLostLease, []Event{
+			{Kind: KindObserve, Absent: []string{"a"}, Inv: 10, Comp: 11},
+			{Kind: KindOp, Op: "create", Owner: "a", Inv: 12, Comp: 13, OK: true}}},
+		{ruleStaleLock, []Event{
+			{Kind: KindLock, Thread: "t", Token: 1, Inv: 1, Comp: 2},
+			{Kind: KindLock, Thread: "t", Token: 2, Inv: 10, Comp: 11},
+			{Kind: KindOp, Op: "destroy", Thread: "t", Token: 1, Owner: "a", Inv: 12, Comp: 13, OK: true}}},
+		{ruleMax, []Event{{Kind: kindSample, N: 3, Inv: 1}}},
 	} {
-		r := faulttest.Check(tc.h, 2)
+		r := check(tc.h, 2)
 		require.Len(t, r.Violations, 1, "%s: %s", tc.rule, r.String())
 		assert.Equal(t, tc.rule, r.Violations[0].Rule)
 	}
 	// What is not definite is not a violation: a command that overlaps
 	// the observation, a failed one, an overlapping switch of sandboxes.
-	r := faulttest.Check([]faulttest.Event{
-		{Kind: faulttest.KindObserve, Absent: []string{"a"}, Inv: 10, Comp: 11},
+	r := check([]Event{
+		{Kind: KindObserve, Absent: []string{"a"}, Inv: 10, Comp: 11},
 		cmd("t", "c1", "a", 9, 20),
-		{Kind: faulttest.KindCmd, Thread: "t", Answered: "c1", Owner: "a", Inv: 30, Comp: 31},
+		{Kind: KindCmd, Thread: "t", Answered: "c1", Owner: "a", Inv: 30, Comp: 31},
 		cmd("u", "c3", "b", 10, 50), cmd("u", "c4", "b", 20, 30), cmd("u", "c3", "b", 40, 60),
 	}, 0)
 	assert.Empty(t, r.Violations, r.String())
@@ -75,7 +73,7 @@ func TestCheckerFindsEachViolation(t *testing.T) {
 // line (a process killed while writing) skipped.
 func TestHistoriesRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	rec, err := faulttest.NewRecorder(filepath.Join(dir, "a.jsonl"))
+	rec, err := NewRecorder(filepath.Join(dir, "a.jsonl"))
 	require.NoError(t, err)
 	rec.Add(cmd("t", "c1", "a", 2, 3))
 	rec.Add(cmd("t", "c1", "a", 1, 2))
@@ -84,7 +82,7 @@ func TestHistoriesRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = f.WriteString(`{"kind":"cmd","thr`)
 	f.Close()
-	evs, err := faulttest.ReadHistories(dir)
+	evs, err := readHistories(dir)
 	require.NoError(t, err)
 	require.Len(t, evs, 2)
 	assert.EqualValues(t, 1, evs[0].Inv, "sorted by invocation")

@@ -5,7 +5,7 @@
 // one Redis and the Docker Engine, while a nemesis partitions a host from
 // Redis, pauses it longer than a lease, kills its processes with SIGKILL
 // and restarts Redis. Every process appends what it did and saw to a
-// history (Event, one JSON object a line); Check reads the histories and
+// history (Event, one JSON object a line); check reads the histories and
 // reports the violations it finds:
 //
 //   - at every moment at most one sandbox serves a thread;
@@ -22,4 +22,9 @@
 // libraries it links; the sandbox image), runs once fenced, where it must
 // find nothing, and once with fencing off (the control), where it must
 // find violations, so the checker is known to see them.
+//
+// The API is what the faulthost program needs to write a history:
+// Recorder (NewRecorder), Event, Now and the Kind* values of the events a
+// host records. Reading histories back and checking them (check, the
+// rules) is this package's own, used by its test.
 package faulttest

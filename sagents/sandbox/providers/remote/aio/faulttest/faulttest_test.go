@@ -1,4 +1,4 @@
-package faulttest_test
+package faulttest
 
 import (
 	"context"
@@ -26,20 +26,19 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/dockerbackend"
-	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/faulttest"
 )
 
 // The shape of a run: three hosts of two worker processes each (the
 // first with a warm pool of one), four shared threads, leases and locks
 // of two seconds, at most eight sandboxes.
 const (
-	ttl            = 2 * time.Second
-	hostCount      = 3
-	workersPerHost = 2
-	maxSandboxes   = 8
-	poolSize       = 1
-	labelRun       = "sage.faulttest"
-	dockerSocket   = "/var/run/docker.sock"
+	ttl              = 2 * time.Second
+	hostCount        = 3
+	workersPerHost   = 2
+	testMaxSandboxes = 8
+	poolSize         = 1
+	labelRun         = "sage.faulttest"
+	dockerSocket     = "/var/run/docker.sock"
 )
 
 var threads = []string{"th-a", "th-b", "th-c", "th-d"}
@@ -163,7 +162,7 @@ func bg() (context.Context, context.CancelFunc) {
 // runCluster runs the hosts under the nemesis for d, kills them, lets
 // the leases expire, runs one sweep, and checks the history and what is
 // left.
-func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration) faulttest.Report {
+func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration) report {
 	c := &cluster{cli: cli, rid: "sage-ft-" + randomID(), unfenced: unfenced}
 	c.prefix = c.rid
 	c.dir = t.TempDir()
@@ -173,8 +172,8 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 	t.Cleanup(func() { c.removeAll(t) })
 	c.start(t)
 
-	rec := func(name string) *faulttest.Recorder {
-		r, err := faulttest.NewRecorder(filepath.Join(c.history, name+".jsonl"))
+	rec := func(name string) *Recorder {
+		r, err := NewRecorder(filepath.Join(c.history, name+".jsonl"))
 		require.NoError(t, err)
 		t.Cleanup(func() { r.Close() })
 		return r
@@ -197,7 +196,7 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 			require.NoError(t, err)
 		}
 	}
-	c.killed = faulttest.Now()
+	c.killed = Now()
 	c.settle(t)         // what the dead asked of the engine has landed
 	time.Sleep(2 * ttl) // their leases expire
 	before := c.containerIDs(t)
@@ -213,9 +212,9 @@ func runCluster(t *testing.T, cli *client.Client, unfenced bool, d time.Duration
 	}
 	stopMonitor()
 
-	events, err := faulttest.ReadHistories(c.history)
+	events, err := readHistories(c.history)
 	require.NoError(t, err)
-	r := faulttest.Check(events, maxSandboxes)
+	r := check(events, testMaxSandboxes)
 	r.Violations = append(r.Violations, c.leftovers(t, events)...)
 	mode := "fenced"
 	if unfenced {
@@ -288,7 +287,7 @@ func (c *cluster) runHost(t *testing.T, name string, entrypoint []string, extra 
 	env := []string{"FAULT_HOST=" + name, "FAULT_REDIS=redis://" + c.rid + "-redis:6379/0", "FAULT_KEY_PREFIX=" + c.keyPrefix(),
 		"FAULT_PREFIX=" + c.prefix, "FAULT_INSTALLATION=" + c.rid, "FAULT_HOME=" + c.home, "FAULT_NETWORK=" + c.sbxNet,
 		"FAULT_IMAGE=" + sandboxImage, "FAULT_HISTORY=" + c.history, "FAULT_THREADS=" + strings.Join(threads, ","),
-		"FAULT_WORKERS=" + strconv.Itoa(workersPerHost), "FAULT_MAX=" + strconv.Itoa(maxSandboxes), "FAULT_POOL=" + strconv.Itoa(poolSize),
+		"FAULT_WORKERS=" + strconv.Itoa(workersPerHost), "FAULT_MAX=" + strconv.Itoa(testMaxSandboxes), "FAULT_POOL=" + strconv.Itoa(poolSize),
 		"FAULT_TTL_MS=" + strconv.FormatInt(ttl.Milliseconds(), 10), "FAULT_UNFENCED=" + fenced}
 	resp, err := c.cli.ContainerCreate(ctx, &container.Config{Image: hostImage, Entrypoint: entrypoint, Env: env, Labels: c.labels()},
 		&container.HostConfig{NetworkMode: container.NetworkMode(c.redisNet),
@@ -303,16 +302,16 @@ func (c *cluster) keyPrefix() string { return "sage:faulttest:" + c.rid + ":" }
 
 // monitor samples, every 200 ms, how many of the run's sandbox
 // containers run; the returned func stops it.
-func (c *cluster) monitor(rec *faulttest.Recorder) func() {
+func (c *cluster) monitor(rec *Recorder) func() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		f := filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))
 		for ctx.Err() == nil {
-			at := faulttest.Now()
+			at := Now()
 			if cs, err := c.cli.ContainerList(ctx, container.ListOptions{Filters: f}); err == nil {
-				e := faulttest.Event{Kind: faulttest.KindSample, N: len(cs), Inv: at}
+				e := Event{Kind: kindSample, N: len(cs), Inv: at}
 				for _, ct := range cs {
 					e.Names = append(e.Names, strings.TrimPrefix(ct.Names[0], "/"+c.prefix+"-"))
 				}
@@ -329,7 +328,7 @@ func (c *cluster) monitor(rec *faulttest.Recorder) func() {
 
 // nemesis injects one fault at a time, at random points, until ctx ends;
 // the channel closes once the last fault is healed.
-func (c *cluster) nemesis(ctx context.Context, t *testing.T, rec *faulttest.Recorder) <-chan struct{} {
+func (c *cluster) nemesis(ctx context.Context, t *testing.T, rec *Recorder) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -347,7 +346,7 @@ func (c *cluster) nemesis(ctx context.Context, t *testing.T, rec *faulttest.Reco
 			order = order[1:]
 			hi := rand.IntN(len(c.hosts))
 			host := c.hosts[hi]
-			e := faulttest.Event{Kind: faulttest.KindFault, Host: fmt.Sprintf("h%d", hi), Inv: faulttest.Now()}
+			e := Event{Kind: kindFault, Host: fmt.Sprintf("h%d", hi), Inv: Now()}
 			long := time.Duration(float64(ttl) * (1.5 + rand.Float64()))
 			actx, cancel := bg()
 			var err error
@@ -374,7 +373,7 @@ func (c *cluster) nemesis(ctx context.Context, t *testing.T, rec *faulttest.Reco
 				}
 			}
 			cancel()
-			e.Comp, e.OK = faulttest.Now(), err == nil
+			e.Comp, e.OK = Now(), err == nil
 			if err != nil {
 				e.Err = err.Error()
 				t.Logf("nemesis: %s %s: %v", e.Op, e.Host, err)
@@ -438,12 +437,12 @@ func containerLogOptions() container.LogsOptions {
 // leftovers lists what the sweep left of the dead owners: containers,
 // Redis keys (records, locks, leases, counts), pool slot directories,
 // threads' files still in a slot, and the sandboxes' cgroups.
-func (c *cluster) leftovers(t *testing.T, events []faulttest.Event) []faulttest.Violation {
+func (c *cluster) leftovers(t *testing.T, events []Event) []violation {
 	ctx, cancel := bg()
 	defer cancel()
-	var out []faulttest.Violation
+	var out []violation
 	left := func(format string, args ...any) {
-		out = append(out, faulttest.Violation{Rule: faulttest.RuleLeftover, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, violation{Rule: ruleLeftover, Detail: fmt.Sprintf(format, args...)})
 	}
 	cs, err := c.cli.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", dockerbackend.LabelPrefix+"="+c.prefix))})
@@ -452,11 +451,11 @@ func (c *cluster) leftovers(t *testing.T, events []faulttest.Event) []faulttest.
 		id := ct.Labels[dockerbackend.LabelID]
 		made := "no create of it in the history"
 		for _, e := range events {
-			if e.Kind == faulttest.KindOp && e.Op == "create-invoked" && e.Sandbox == id {
+			if e.Kind == KindOp && e.Op == "create-invoked" && e.Sandbox == id {
 				made = fmt.Sprintf("created by %s, asked %s before every host was dead, never answered", e.Owner,
 					time.Duration(c.killed-e.Inv).Round(time.Millisecond))
 			}
-			if e.Kind == faulttest.KindOp && e.Op == "create" && e.Sandbox == id {
+			if e.Kind == KindOp && e.Op == "create" && e.Sandbox == id {
 				made = fmt.Sprintf("created by %s, asked %s before every host was dead, answered %s before (ok %v: %s)",
 					e.Owner, time.Duration(c.killed-e.Inv).Round(time.Millisecond), time.Duration(c.killed-e.Comp).Round(time.Millisecond), e.OK, e.Err)
 			}
@@ -496,7 +495,7 @@ func (c *cluster) leftovers(t *testing.T, events []faulttest.Event) []faulttest.
 	}
 	seen := map[string]bool{}
 	for _, e := range events {
-		if e.Kind == faulttest.KindOp && e.Op == "create" && e.OK && len(e.Container) == 64 && !seen[e.Container] {
+		if e.Kind == KindOp && e.Op == "create" && e.OK && len(e.Container) == 64 && !seen[e.Container] {
 			seen[e.Container] = true
 			for _, h := range []string{"memory", "pids", "cpu", "cpuacct"} {
 				for _, p := range []string{filepath.Join("/sys/fs/cgroup", h, "docker", e.Container),

@@ -29,11 +29,11 @@ const (
 	// Owner; Answered is the hostname the sandbox printed (its
 	// container's id).
 	KindCmd = "cmd"
-	// KindFault: the nemesis did Op (partition, pause, kill, restart) to
+	// kindFault: the nemesis did Op (partition, pause, kill, restart) to
 	// Host between Inv and Comp (partition and pause: until healed).
-	KindFault = "fault"
-	// KindSample: N sandbox containers ran at Inv.
-	KindSample = "sample"
+	kindFault = "fault"
+	// kindSample: N sandbox containers ran at Inv.
+	kindSample = "sample"
 	// KindSweep: a sweep collected N sandboxes.
 	KindSweep = "sweep"
 	// KindCount: a max_sandboxes count (Op: reserve, unreserve) of
@@ -96,9 +96,9 @@ func (r *Recorder) Close() error { return r.f.Close() }
 // which every process on one machine shares (containers included).
 func Now() int64 { return time.Now().UnixNano() }
 
-// ReadHistories reads every *.jsonl file of dir, skipping a torn last
+// readHistories reads every *.jsonl file of dir, skipping a torn last
 // line; events come back sorted by Inv.
-func ReadHistories(dir string) ([]Event, error) {
+func readHistories(dir string) ([]Event, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil {
 		return nil, err

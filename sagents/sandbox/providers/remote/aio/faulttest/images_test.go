@@ -1,4 +1,4 @@
-package faulttest_test
+package faulttest
 
 import (
 	"archive/tar"

@@ -18,6 +18,19 @@
 // Acquire with it): the provider never falls back to creating a second
 // sandbox.
 //
+// Hand-written rather than github.com/bsm/redislock (not a dependency): a
+// redislock Lock (v0.10.0: Obtain, Refresh, Release, a random token) is
+// the compare-and-delete lock above and no more. What this store needs
+// besides lives in Lua scripts that read the lock's own key: the fencing
+// token taken atomically with the lock and kept monotonic per thread
+// across holders (sage:sandbox:<thread>:fence), writes of the thread's
+// saved state that Redis itself refuses unless the writer still holds
+// the lock (fencedSet, fencedDel: checking the token in Go and
+// then writing would let a paused holder write after losing it), owner
+// leases, and the max_sandboxes count reserved and released in one
+// script. A library lock would leave all of that to write here anyway,
+// as a second set of keys and scripts beside its own.
+//
 // Its API: Open (a redis:// URL) and New (a client of your own) with
 // Options, and *Store, an orchestrator.StateStore with the Leaser, Counter
 // and FencedLocker capabilities.

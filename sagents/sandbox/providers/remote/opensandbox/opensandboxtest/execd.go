@@ -183,16 +183,19 @@ func (s *sse) failLate(code, msg string) {
 	_, _ = s.w.Write(b)
 }
 
-// pinger sends execd's "ping" events: one at once, then every 3 s.
+// pinger sends execd's "ping" events: one at once, before pinger returns
+// (from a goroutine, a loaded machine could end a short stream before the
+// first one went out, and the recordings always have it), then every 3 s.
 func (s *sse) pinger(stop <-chan struct{}) {
+	s.send(event{Type: "ping", Text: "pong"})
 	go func() {
 		for {
-			s.send(event{Type: "ping", Text: "pong"})
 			select {
 			case <-stop:
 				return
 			case <-time.After(3 * time.Second):
 			}
+			s.send(event{Type: "ping", Text: "pong"})
 		}
 	}()
 }

@@ -115,7 +115,7 @@ func (b *Backend) waitPodIP(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, 
 func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest, token int64) (*corev1.Pod, bool, error) {
 	want := b.buildPod(req)
 	if token > 0 {
-		want.Annotations[AnnotationFence] = strconv.FormatInt(token, 10)
+		want.Annotations[annotationFence] = strconv.FormatInt(token, 10)
 	}
 	pod, err := b.pods().Create(ctx, want, metav1.CreateOptions{})
 	if err == nil {
@@ -144,7 +144,7 @@ func (b *Backend) createPod(ctx context.Context, req orchestrator.CreateRequest,
 
 // fenceOf reads a Pod's fencing annotation (0: none).
 func fenceOf(pod *corev1.Pod) int64 {
-	n, _ := strconv.ParseInt(pod.Annotations[AnnotationFence], 10, 64)
+	n, _ := strconv.ParseInt(pod.Annotations[annotationFence], 10, 64)
 	return n
 }
 
@@ -163,7 +163,7 @@ func (b *Backend) stampFence(ctx context.Context, pod *corev1.Pod, token int64) 
 		return nil, fmt.Errorf("kube: adopt %s: %w", pod.Name, err)
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pod.ResourceVersion,
-		"annotations": map[string]string{AnnotationFence: strconv.FormatInt(token, 10)}}})
+		"annotations": map[string]string{annotationFence: strconv.FormatInt(token, 10)}}})
 	out, err := b.pods().Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("kube: adopt %s: changed while it was adopted: %w", pod.Name, orchestrator.ErrStaleFence)
@@ -222,7 +222,7 @@ func (b *Backend) createService(ctx context.Context, req orchestrator.CreateRequ
 
 // adoptable refuses objects of the same name that are not this sandbox's.
 func (b *Backend) adoptable(m *metav1.ObjectMeta, sandboxID string) error {
-	if m.Labels[LabelManagedBy] != ManagedBy || m.Annotations[AnnotationSandboxID] != sandboxID {
+	if m.Labels[labelManagedBy] != managedBy || m.Annotations[annotationSandboxID] != sandboxID {
 		return fmt.Errorf("kube: %s/%s exists and is not sandbox %q's (labels %v): %w", m.Namespace, m.Name, sandboxID, m.Labels, fs.ErrExist)
 	}
 	if m.DeletionTimestamp != nil {
@@ -326,7 +326,7 @@ func (b *Backend) findPod(ctx context.Context, sandboxID string) (*corev1.Pod, e
 	}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.Annotations[AnnotationSandboxID] == sandboxID && alive(p) {
+		if p.Annotations[annotationSandboxID] == sandboxID && alive(p) {
 			return p, nil
 		}
 	}
@@ -382,9 +382,9 @@ func (b *Backend) ListStopped(ctx context.Context) ([]orchestrator.SandboxInfo, 
 		if p.DeletionTimestamp != nil || (served[p.Name] && alive(p)) {
 			continue
 		}
-		out = append(out, orchestrator.SandboxInfo{SandboxID: p.Annotations[AnnotationSandboxID],
-			ThreadID: p.Annotations[AnnotationThreadID], ContainerName: p.Name, ContainerID: string(p.UID),
-			Owner: p.Annotations[AnnotationOwner], CreatedAt: p.CreationTimestamp.Time, Fence: fenceOf(p)})
+		out = append(out, orchestrator.SandboxInfo{SandboxID: p.Annotations[annotationSandboxID],
+			ThreadID: p.Annotations[annotationThreadID], ContainerName: p.Name, ContainerID: string(p.UID),
+			Owner: p.Annotations[annotationOwner], CreatedAt: p.CreationTimestamp.Time, Fence: fenceOf(p)})
 	}
 	return out, nil
 }
@@ -418,9 +418,9 @@ func (b *Backend) info(pod *corev1.Pod, svc *corev1.Service) (orchestrator.Sandb
 	if err != nil {
 		return orchestrator.SandboxInfo{}, err
 	}
-	return orchestrator.SandboxInfo{SandboxID: pod.Annotations[AnnotationSandboxID], ThreadID: pod.Annotations[AnnotationThreadID],
-		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[AnnotationOwner],
-		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod), PoolSlot: pod.Labels[LabelPool]}, nil
+	return orchestrator.SandboxInfo{SandboxID: pod.Annotations[annotationSandboxID], ThreadID: pod.Annotations[annotationThreadID],
+		URL: u, ContainerName: pod.Name, ContainerID: string(pod.UID), Owner: pod.Annotations[annotationOwner],
+		CreatedAt: pod.CreationTimestamp.Time, Fence: fenceOf(pod), PoolSlot: pod.Labels[labelPool]}, nil
 }
 
 // alive: not deleting, not failed or finished.

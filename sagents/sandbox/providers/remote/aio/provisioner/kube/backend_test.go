@@ -79,13 +79,13 @@ func TestCreatePodSpec(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 	p := getPod(t, cs, name)
-	wantLabels := map[string]string{LabelManagedBy: ManagedBy, LabelName: AppName, LabelSandbox: "0123456789abcdef", LabelThread: "thread-1"}
+	wantLabels := map[string]string{labelManagedBy: managedBy, labelName: appName, labelSandbox: "0123456789abcdef", labelThread: "thread-1"}
 	for k, v := range wantLabels {
 		if p.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, p.Labels[k], v)
 		}
 	}
-	if p.Annotations[AnnotationSandboxID] != "0123456789abcdef" || p.Annotations[AnnotationThreadID] != "thread-1" || p.Annotations[AnnotationActivity] == "" {
+	if p.Annotations[annotationSandboxID] != "0123456789abcdef" || p.Annotations[annotationThreadID] != "thread-1" || p.Annotations[annotationActivity] == "" {
 		t.Errorf("annotations %v", p.Annotations)
 	}
 	checkSpec(t, p)
@@ -98,11 +98,11 @@ func checkSpec(t *testing.T, p *corev1.Pod) {
 		t.Fatalf("pod spec %+v", s)
 	}
 	c := s.Containers[0]
-	if c.Image != "sage-sandbox:test" || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != PortName {
+	if c.Image != "sage-sandbox:test" || c.Ports[0].ContainerPort != 8080 || c.Ports[0].Name != portName {
 		t.Errorf("container %+v", c)
 	}
 	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
-		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/v1/sandbox" || pr.HTTPGet.Port.StrVal != PortName ||
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/v1/sandbox" || pr.HTTPGet.Port.StrVal != portName ||
 			len(pr.HTTPGet.HTTPHeaders) != 1 || pr.HTTPGet.HTTPHeaders[0].Value != "Bearer tok" {
 			t.Errorf("probe %+v", pr)
 		}
@@ -138,14 +138,14 @@ func TestCreateServiceClusterIP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Selector[LabelSandbox] != "abc" || svc.Spec.Ports[0].Port != 8080 ||
-		svc.Spec.Ports[0].TargetPort.StrVal != PortName || svc.Labels[LabelManagedBy] != ManagedBy {
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Selector[labelSandbox] != "abc" || svc.Spec.Ports[0].Port != 8080 ||
+		svc.Spec.Ports[0].TargetPort.StrVal != portName || svc.Labels[labelManagedBy] != managedBy {
 		t.Fatalf("service %+v", svc)
 	}
 	if len(svc.OwnerReferences) != 1 || svc.OwnerReferences[0].Kind != "Pod" || svc.OwnerReferences[0].Name != "sage-sandbox-abc" {
 		t.Fatalf("owner refs %+v", svc.OwnerReferences)
 	}
-	if _, ok := svc.Labels[LabelThread]; ok {
+	if _, ok := svc.Labels[labelThread]; ok {
 		t.Fatal("anonymous sandbox has a thread label")
 	}
 }
@@ -181,7 +181,7 @@ func TestNamesAndLabelsForAwkwardIDs(t *testing.T) {
 		t.Fatalf("name %q", info.ContainerName)
 	}
 	p := getPod(t, cs, info.ContainerName)
-	for _, v := range []string{p.Labels[LabelSandbox], p.Labels[LabelThread]} {
+	for _, v := range []string{p.Labels[labelSandbox], p.Labels[labelThread]} {
 		if !labelValue.MatchString(v) || len(v) > 63 {
 			t.Fatalf("label value %q", v)
 		}

@@ -50,6 +50,14 @@
 // finished. Deletion uses the Pod's resourceVersion as a precondition, so
 // a touch that lands between the scan and the delete saves the sandbox.
 //
+// The API: Connect and DefaultNamespace find the cluster; New (with
+// Options) gives the Backend that cmd/sage-provisioner serves, an
+// orchestrator.Backend and orchestrator.Pooler, whose RunReaper (Reap is
+// one pass) takes ReapOptions; ErrNoPod is what Adopt returns for a
+// sandbox whose Pod is gone. The label and annotation names above are
+// the package's own constants: they are a contract with the cluster (the
+// manifests and kubectl selectors spell them), not with Go callers.
+//
 // Tests. Most use client-go's fake clientset. TestRealAPIServer runs a
 // real kube-apiserver (built by `make kube` at the client-go's release)
 // and etcd on loopback: the deploy/kubernetes manifests applied with

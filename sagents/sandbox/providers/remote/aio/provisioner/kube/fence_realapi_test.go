@@ -30,8 +30,8 @@ func testFence(t *testing.T, e *realEnv) {
 		t.Fatalf("adopt under a newer token: %v", err)
 	}
 	p, err := e.pod(t, info.ContainerName)
-	if err != nil || p.Annotations[AnnotationFence] != "20" {
-		t.Fatalf("after the adoption the pod carries %q (%v), want 20", p.Annotations[AnnotationFence], err)
+	if err != nil || p.Annotations[annotationFence] != "20" {
+		t.Fatalf("after the adoption the pod carries %q (%v), want 20", p.Annotations[annotationFence], err)
 	}
 	if err := b.Destroy(orchestrator.WithFence(ctx, 10), info); !errors.Is(err, orchestrator.ErrStaleFence) {
 		t.Fatalf("the creator's token after an adoption: %v, want ErrStaleFence", err)

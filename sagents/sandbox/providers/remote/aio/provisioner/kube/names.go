@@ -8,23 +8,23 @@ import (
 
 // Labels and annotations on the objects this backend creates.
 const (
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	LabelName           = "app.kubernetes.io/name"
-	LabelSandbox        = "sage.dev/sandbox"
-	LabelThread         = "sage.dev/thread"
-	AnnotationSandboxID = "sage.dev/sandbox-id"
-	AnnotationThreadID  = "sage.dev/thread-id"
-	AnnotationOwner     = "sage.dev/owner"
-	AnnotationActivity  = "sage.dev/last-activity"
-	// AnnotationFence is the fencing token of the thread lock the Pod
+	labelManagedBy      = "app.kubernetes.io/managed-by"
+	labelName           = "app.kubernetes.io/name"
+	labelSandbox        = "sage.dev/sandbox"
+	labelThread         = "sage.dev/thread"
+	annotationSandboxID = "sage.dev/sandbox-id"
+	annotationThreadID  = "sage.dev/thread-id"
+	annotationOwner     = "sage.dev/owner"
+	annotationActivity  = "sage.dev/last-activity"
+	// annotationFence is the fencing token of the thread lock the Pod
 	// was created or last adopted under (orchestrator.Fence); a call
 	// under an older token may not delete or adopt it.
-	AnnotationFence = "sage.dev/fence"
+	annotationFence = "sage.dev/fence"
 
-	ManagedBy   = "sage-provisioner"
-	AppName     = "sage-sandbox"
-	PortName    = "http"
-	ContainerNm = "sandbox"
+	managedBy   = "sage-provisioner"
+	appName     = "sage-sandbox"
+	portName    = "http"
+	containerNm = "sandbox"
 )
 
 var (

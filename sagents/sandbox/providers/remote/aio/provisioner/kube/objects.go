@@ -20,31 +20,31 @@ import (
 )
 
 // selectorAll matches every object this backend manages.
-var selectorAll = LabelManagedBy + "=" + ManagedBy
+var selectorAll = labelManagedBy + "=" + managedBy
 
 func sandboxSelector(id string) string {
-	return selectorAll + "," + LabelSandbox + "=" + labelFor(id)
+	return selectorAll + "," + labelSandbox + "=" + labelFor(id)
 }
 
 func (b *Backend) meta(req orchestrator.CreateRequest) metav1.ObjectMeta {
-	labels := map[string]string{LabelManagedBy: ManagedBy, LabelName: AppName, LabelSandbox: labelFor(req.SandboxID)}
-	ann := map[string]string{AnnotationSandboxID: req.SandboxID}
+	labels := map[string]string{labelManagedBy: managedBy, labelName: appName, labelSandbox: labelFor(req.SandboxID)}
+	ann := map[string]string{annotationSandboxID: req.SandboxID}
 	if req.ThreadID != "" {
-		labels[LabelThread] = labelFor(req.ThreadID)
-		ann[AnnotationThreadID] = req.ThreadID
+		labels[labelThread] = labelFor(req.ThreadID)
+		ann[annotationThreadID] = req.ThreadID
 	}
 	if req.Owner != "" {
-		ann[AnnotationOwner] = req.Owner
+		ann[annotationOwner] = req.Owner
 	}
 	if req.PoolSlot != "" {
-		labels[LabelPool] = labelFor(req.PoolSlot)
+		labels[labelPool] = labelFor(req.PoolSlot)
 	}
 	return metav1.ObjectMeta{Name: objectName(b.o.NamePrefix, req.SandboxID), Namespace: b.o.Namespace, Labels: labels, Annotations: ann}
 }
 
 func (b *Backend) buildPod(req orchestrator.CreateRequest) *corev1.Pod {
 	meta := b.meta(req)
-	meta.Annotations[AnnotationActivity] = b.o.Now().UTC().Format(time.RFC3339Nano)
+	meta.Annotations[annotationActivity] = b.o.Now().UTC().Format(time.RFC3339Nano)
 	vols, mounts := volumes(req)
 	return &corev1.Pod{
 		ObjectMeta: meta,
@@ -69,10 +69,10 @@ func runtimeClass(name string) *string {
 
 func (b *Backend) container(req orchestrator.CreateRequest, mounts []corev1.VolumeMount) corev1.Container {
 	return corev1.Container{
-		Name:            ContainerNm,
+		Name:            containerNm,
 		Image:           req.Image,
 		ImagePullPolicy: b.o.PullPolicy,
-		Ports:           []corev1.ContainerPort{{Name: PortName, ContainerPort: int32(req.Port), Protocol: corev1.ProtocolTCP}},
+		Ports:           []corev1.ContainerPort{{Name: portName, ContainerPort: int32(req.Port), Protocol: corev1.ProtocolTCP}},
 		Env:             append(envVars(req.Env), b.allowedHostsEnv(req)),
 		ReadinessProbe:  probe(req.Token, 1, 2, 3),
 		LivenessProbe:   probe(req.Token, 10, 10, 3),
@@ -100,7 +100,7 @@ func (b *Backend) podSecurity() *corev1.PodSecurityContext {
 // probe is an HTTP GET of /v1/sandbox on the named port, with the bearer
 // token when the sandbox requires one.
 func probe(token string, initialDelay, period, failures int32) *corev1.Probe {
-	get := &corev1.HTTPGetAction{Path: "/v1/sandbox", Port: intstr.FromString(PortName)}
+	get := &corev1.HTTPGetAction{Path: "/v1/sandbox", Port: intstr.FromString(portName)}
 	if token != "" {
 		get.HTTPHeaders = []corev1.HTTPHeader{{Name: "Authorization", Value: "Bearer " + token}}
 	}
@@ -190,8 +190,8 @@ func (b *Backend) buildService(req orchestrator.CreateRequest, owner *corev1.Pod
 		Spec: corev1.ServiceSpec{
 			Type:     b.o.ServiceType,
 			Selector: b.serviceSelector(req),
-			Ports: []corev1.ServicePort{{Name: PortName, Port: int32(req.Port), Protocol: corev1.ProtocolTCP,
-				TargetPort: intstr.FromString(PortName)}},
+			Ports: []corev1.ServicePort{{Name: portName, Port: int32(req.Port), Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromString(portName)}},
 		},
 	}
 }
@@ -201,9 +201,9 @@ func (b *Backend) buildService(req orchestrator.CreateRequest, owner *corev1.Pod
 // its sandbox id.
 func (b *Backend) serviceSelector(req orchestrator.CreateRequest) map[string]string {
 	if req.PoolSlot != "" {
-		return map[string]string{LabelManagedBy: ManagedBy, LabelPool: labelFor(req.PoolSlot)}
+		return map[string]string{labelManagedBy: managedBy, labelPool: labelFor(req.PoolSlot)}
 	}
-	return map[string]string{LabelManagedBy: ManagedBy, LabelSandbox: labelFor(req.SandboxID)}
+	return map[string]string{labelManagedBy: managedBy, labelSandbox: labelFor(req.SandboxID)}
 }
 
 // sandboxURL is the URL clients use for the sandbox of pod and svc: the
@@ -218,13 +218,13 @@ func (b *Backend) sandboxURL(pod *corev1.Pod, svc *corev1.Service) (string, erro
 	var port int32
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
-			if p.Name == PortName {
+			if p.Name == portName {
 				port = p.ContainerPort
 			}
 		}
 	}
 	if port == 0 {
-		return "", fmt.Errorf("kube: pod %s has no %q container port", pod.Name, PortName)
+		return "", fmt.Errorf("kube: pod %s has no %q container port", pod.Name, portName)
 	}
 	return "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))), nil
 }
@@ -233,12 +233,12 @@ func (b *Backend) sandboxURL(pod *corev1.Pod, svc *corev1.Service) (string, erro
 func (b *Backend) serviceURL(svc *corev1.Service) (string, error) {
 	var port corev1.ServicePort
 	for _, p := range svc.Spec.Ports {
-		if p.Name == PortName {
+		if p.Name == portName {
 			port = p
 		}
 	}
 	if port.Port == 0 {
-		return "", fmt.Errorf("kube: service %s has no %q port", svc.Name, PortName)
+		return "", fmt.Errorf("kube: service %s has no %q port", svc.Name, portName)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeNodePort {
 		if port.NodePort == 0 {

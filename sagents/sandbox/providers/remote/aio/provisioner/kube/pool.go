@@ -16,18 +16,18 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
 
-// LabelPool marks a warm-pool Pod and its Service with the pool slot id
+// labelPool marks a warm-pool Pod and its Service with the pool slot id
 // the Pod was created under (CreateRequest.PoolSlot). It never changes:
 // the pool Service selects its Pod by it, so a claim, which relabels the
 // Pod's sandbox and thread, does not move the Service off it.
-const LabelPool = "sage.dev/pool"
+const labelPool = "sage.dev/pool"
 
 var _ orchestrator.Pooler = (*Backend)(nil)
 
 // unclaimedPod: a pool Pod whose sandbox id is still its slot id.
 func unclaimedPod(p *corev1.Pod) bool {
-	slot := p.Labels[LabelPool]
-	return slot != "" && p.Annotations[AnnotationSandboxID] == slot
+	slot := p.Labels[labelPool]
+	return slot != "" && p.Annotations[annotationSandboxID] == slot
 }
 
 // podName is the Pod (and Service) name of a sandbox: that of its pool
@@ -66,9 +66,9 @@ func (b *Backend) Claim(ctx context.Context, pooled orchestrator.SandboxInfo, sa
 	if err != nil {
 		return orchestrator.SandboxInfo{}, fmt.Errorf("kube: claim %s: %w", name, err)
 	}
-	if pod.Labels[LabelManagedBy] != ManagedBy || pod.Labels[LabelPool] != slot || !unclaimedPod(pod) || !alive(pod) {
+	if pod.Labels[labelManagedBy] != managedBy || pod.Labels[labelPool] != slot || !unclaimedPod(pod) || !alive(pod) {
 		return orchestrator.SandboxInfo{}, fmt.Errorf("kube: claim %s: not an unclaimed live pool pod (%s, sandbox %q): %w",
-			name, podState(pod), pod.Annotations[AnnotationSandboxID], fs.ErrExist)
+			name, podState(pod), pod.Annotations[annotationSandboxID], fs.ErrExist)
 	}
 	if other, err := b.findPod(ctx, sandboxID); err != nil {
 		return orchestrator.SandboxInfo{}, err
@@ -82,14 +82,14 @@ func (b *Backend) Claim(ctx context.Context, pooled orchestrator.SandboxInfo, sa
 	if _, err := orchestrator.Fence(ctx); err != nil { // the lock may have gone while we read
 		return orchestrator.SandboxInfo{}, fmt.Errorf("kube: claim %s: %w", name, err)
 	}
-	labels := map[string]any{LabelSandbox: labelFor(sandboxID), LabelThread: nil}
-	ann := map[string]any{AnnotationSandboxID: sandboxID, AnnotationThreadID: nil,
-		AnnotationActivity: b.o.Now().UTC().Format(time.RFC3339Nano)}
+	labels := map[string]any{labelSandbox: labelFor(sandboxID), labelThread: nil}
+	ann := map[string]any{annotationSandboxID: sandboxID, annotationThreadID: nil,
+		annotationActivity: b.o.Now().UTC().Format(time.RFC3339Nano)}
 	if threadID != "" {
-		labels[LabelThread], ann[AnnotationThreadID] = labelFor(threadID), threadID
+		labels[labelThread], ann[annotationThreadID] = labelFor(threadID), threadID
 	}
 	if token > 0 {
-		ann[AnnotationFence] = strconv.FormatInt(token, 10)
+		ann[annotationFence] = strconv.FormatInt(token, 10)
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pod.ResourceVersion,
 		"labels": labels, "annotations": ann}})

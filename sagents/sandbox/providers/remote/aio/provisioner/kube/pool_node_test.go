@@ -35,7 +35,7 @@ func (e *nodeEnv) pooledProvider(t testing.TB, size int) *orchestrator.Provider 
 // deleted.
 func (e *nodeEnv) poolPods(t testing.TB) []corev1.Pod {
 	t.Helper()
-	l, err := e.n.admin.CoreV1().Pods(manifestNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: selectorAll + "," + LabelPool})
+	l, err := e.n.admin.CoreV1().Pods(manifestNamespace).List(context.Background(), metav1.ListOptions{LabelSelector: selectorAll + "," + labelPool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,8 @@ func testNodeWarmPool(t *testing.T, e *nodeEnv, st *stepState) {
 	t.Logf("pooled acquire of a new thread: %s", time.Since(t0).Round(time.Millisecond))
 	info, _ := p1.Info(sid)
 	pod := e.onePod(t, "thread-pool")
-	if info.PoolSlot == "" || pod.Labels[LabelPool] != info.PoolSlot || pod.Annotations[AnnotationSandboxID] != sid ||
-		pod.Annotations[AnnotationThreadID] != "thread-pool" {
+	if info.PoolSlot == "" || pod.Labels[labelPool] != info.PoolSlot || pod.Annotations[annotationSandboxID] != sid ||
+		pod.Annotations[annotationThreadID] != "thread-pool" {
 		t.Fatalf("thread-pool's sandbox %+v, pod %s labels %v annotations %v: want a claimed pool pod", info, pod.Name, pod.Labels, pod.Annotations)
 	}
 	sb, _ := p1.Get(sid)
@@ -170,7 +170,7 @@ func testNodeWarmPool(t *testing.T, e *nodeEnv, st *stepState) {
 		return len(left) == 0, fmt.Sprint(podNames(left))
 	})
 	waitFor(t, "the pool pods' services removed", 2*time.Minute, func() (bool, string) {
-		l, err := e.n.admin.CoreV1().Services(manifestNamespace).List(ctx, metav1.ListOptions{LabelSelector: selectorAll + "," + LabelPool})
+		l, err := e.n.admin.CoreV1().Services(manifestNamespace).List(ctx, metav1.ListOptions{LabelSelector: selectorAll + "," + labelPool})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -287,8 +287,8 @@ func testNodePoolProcesses(t *testing.T, e *nodeEnv, _ *stepState) {
 	var leaked []string
 	for _, p := range left {
 		if unclaimedPod(&p) {
-			if !dead[p.Annotations[AnnotationOwner]] {
-				t.Errorf("unclaimed pool pod %s of owner %s outlived its owner's shutdown", p.Name, p.Annotations[AnnotationOwner])
+			if !dead[p.Annotations[annotationOwner]] {
+				t.Errorf("unclaimed pool pod %s of owner %s outlived its owner's shutdown", p.Name, p.Annotations[annotationOwner])
 			}
 			leaked = append(leaked, p.Name)
 		}

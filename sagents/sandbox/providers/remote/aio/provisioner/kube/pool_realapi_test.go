@@ -110,8 +110,8 @@ func testPoolClaimRace(t *testing.T, e *realEnv) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pod.Annotations[AnnotationSandboxID] != w[0] || pod.Labels[LabelSandbox] != w[0] ||
-			pod.Labels[LabelThread] != "thread"+strings.TrimPrefix(w[0], "claim") || pod.Labels[LabelPool] != slot.PoolSlot {
+		if pod.Annotations[annotationSandboxID] != w[0] || pod.Labels[labelSandbox] != w[0] ||
+			pod.Labels[labelThread] != "thread"+strings.TrimPrefix(w[0], "claim") || pod.Labels[labelPool] != slot.PoolSlot {
 			t.Errorf("pod %s after its claim by %s: labels %v annotations %v", pod.Name, w[0], pod.Labels, pod.Annotations)
 		}
 		found, ok, err := client.Discover(ctx, w[0])
@@ -151,7 +151,7 @@ func testPoolClaimRace(t *testing.T, e *realEnv) {
 		}
 		e.gone(t, slot.ContainerName)
 	}
-	l, err := e.admin.CoreV1().Pods(manifestNamespace).List(ctx, metav1.ListOptions{LabelSelector: LabelPool})
+	l, err := e.admin.CoreV1().Pods(manifestNamespace).List(ctx, metav1.ListOptions{LabelSelector: labelPool})
 	if err != nil || len(l.Items) != 0 {
 		t.Fatalf("pool pods left: %d, %v", len(l.Items), err)
 	}

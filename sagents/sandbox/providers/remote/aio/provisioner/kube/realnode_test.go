@@ -72,7 +72,7 @@ func (e *nodeEnv) provider(t testing.TB) *orchestrator.Provider {
 func (e *nodeEnv) threadPods(t testing.TB, thread string) []corev1.Pod {
 	t.Helper()
 	l, err := e.n.admin.CoreV1().Pods(manifestNamespace).List(context.Background(),
-		metav1.ListOptions{LabelSelector: selectorAll + "," + LabelThread + "=" + labelFor(thread)})
+		metav1.ListOptions{LabelSelector: selectorAll + "," + labelThread + "=" + labelFor(thread)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func (b *Backend) touch(ctx context.Context, pod *corev1.Pod) {
 		return
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{AnnotationActivity: now.UTC().Format(time.RFC3339Nano)}}})
+		"annotations": map[string]string{annotationActivity: now.UTC().Format(time.RFC3339Nano)}}})
 	_, err := b.pods().Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		b.o.Logger.Warn("kube: recording activity failed", "pod", pod.Name, "err", err)
@@ -29,7 +29,7 @@ func (b *Backend) touch(ctx context.Context, pod *corev1.Pod) {
 
 // lastActivity is the annotation's time, else the Pod's creation time.
 func lastActivity(pod *corev1.Pod) (time.Time, bool) {
-	if t, err := time.Parse(time.RFC3339Nano, pod.Annotations[AnnotationActivity]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, pod.Annotations[annotationActivity]); err == nil {
 		return t, true
 	}
 	return pod.CreationTimestamp.Time, !pod.CreationTimestamp.IsZero()
@@ -69,7 +69,7 @@ func (b *Backend) Reap(ctx context.Context, o ReapOptions) ([]string, error) {
 		if err != nil {
 			return reaped, fmt.Errorf("kube: reaper: %w", err)
 		}
-		b.o.Logger.Info("kube: reaped sandbox", "pod", p.Name, "sandbox", p.Annotations[AnnotationSandboxID], "reason", why)
+		b.o.Logger.Info("kube: reaped sandbox", "pod", p.Name, "sandbox", p.Annotations[annotationSandboxID], "reason", why)
 		reaped = append(reaped, p.Name)
 	}
 	return reaped, nil

@@ -54,15 +54,15 @@ func TestReaperTouchThrottled(t *testing.T) {
 	if _, err := b.Create(ctx, req("abc", "t")); err != nil {
 		t.Fatal(err)
 	}
-	before := getPod(t, cs, "sage-sandbox-abc").Annotations[AnnotationActivity]
+	before := getPod(t, cs, "sage-sandbox-abc").Annotations[annotationActivity]
 	clock.Add(10 * time.Second)
 	b.Discover(ctx, "abc")
-	if got := getPod(t, cs, "sage-sandbox-abc").Annotations[AnnotationActivity]; got != before {
+	if got := getPod(t, cs, "sage-sandbox-abc").Annotations[annotationActivity]; got != before {
 		t.Fatalf("touched within TouchEvery: %s -> %s", before, got)
 	}
 	clock.Add(30 * time.Second)
 	b.Discover(ctx, "abc")
-	got := getPod(t, cs, "sage-sandbox-abc").Annotations[AnnotationActivity]
+	got := getPod(t, cs, "sage-sandbox-abc").Annotations[annotationActivity]
 	if want := clock.Now().UTC().Format(time.RFC3339Nano); got != want {
 		t.Fatalf("activity %s, want %s", got, want)
 	}
@@ -79,7 +79,7 @@ func TestReaperFailedPodsAndMissingAnnotation(t *testing.T) {
 	setPhase(t, cs, "sage-sandbox-dead", corev1.PodFailed)
 	// Without the annotation the creation time counts.
 	p := getPod(t, cs, "sage-sandbox-legacy")
-	delete(p.Annotations, AnnotationActivity)
+	delete(p.Annotations, annotationActivity)
 	p.CreationTimestamp = metav1.NewTime(clock.Now().Add(-time.Hour))
 	if _, err := cs.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

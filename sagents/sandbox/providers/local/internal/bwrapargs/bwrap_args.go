@@ -1,4 +1,4 @@
-package local
+package bwrapargs
 
 import (
 	"maps"
@@ -18,9 +18,9 @@ type SystemPath struct {
 	Symlink string
 }
 
-// BwrapOptions is everything BwrapArgs needs; it holds no machine state,
+// Options is everything Args needs; it holds no machine state,
 // so the argument list is a pure function of it.
-type BwrapOptions struct {
+type Options struct {
 	Network   bool              // share the host network (network: open; allowlist keeps the empty namespace)
 	Env       map[string]string // the whole environment inside
 	System    []SystemPath      // /usr, /bin, /lib*, ... as found on the host
@@ -55,7 +55,7 @@ type BwrapOptions struct {
 // VolumeBind binds a host path at a path inside.
 type VolumeBind struct{ Host, Inside string }
 
-// BwrapArgs builds the bwrap argument list (without the bwrap binary
+// Args builds the bwrap argument list (without the bwrap binary
 // itself and without the command). The order is fixed, and later mounts
 // win over earlier ones:
 //
@@ -80,7 +80,7 @@ type VolumeBind struct{ Host, Inside string }
 //     not counted by RLIMIT_AS, so none may be unbounded)
 //  12. --chdir
 //  13. [--seccomp N]
-func BwrapArgs(o BwrapOptions) []string {
+func Args(o Options) []string {
 	a := []string{"--unshare-all", "--unshare-user"}
 	if o.Network {
 		a = append(a, "--share-net")
@@ -160,19 +160,4 @@ func shallowFirst(ms []driver.VolumeMount) []driver.VolumeMount {
 		return strings.Count(out[i].SandboxPath, "/") < strings.Count(out[j].SandboxPath, "/")
 	})
 	return out
-}
-
-// bindMounts adds an invocation's binds to what the sandbox shows: one
-// read-only at its own host path to ro (shown as the system directories
-// are), any other as a mount after the configured ones (left unchanged).
-func bindMounts(ro []string, configured []driver.VolumeMount, binds []bind) ([]string, []driver.VolumeMount) {
-	mounts := append([]driver.VolumeMount{}, configured...)
-	for _, x := range binds {
-		if x.readOnly && x.host == x.inside {
-			ro = append(ro, x.host)
-		} else {
-			mounts = append(mounts, driver.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
-		}
-	}
-	return ro, mounts
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package limits
 
 import (
 	"bytes"
@@ -24,12 +24,12 @@ import (
 // n times this.
 const cpuPollInterval = 50 * time.Millisecond
 
-// cmdCgroup is the CPU-accounting cgroup of one command (each foreground
+// CommandCgroup is the CPU-accounting cgroup of one command (each foreground
 // command and each background task has its own, under the sandbox's),
 // with the watchdog that kills the command once all its processes
 // together used up the CPU time budget. RLIMIT_CPU stays as a
 // per-process backstop, one second above the budget.
-type cmdCgroup struct {
+type CommandCgroup struct {
 	dir    string
 	v2     bool
 	budget time.Duration
@@ -39,9 +39,9 @@ type cmdCgroup struct {
 	fired                           atomic.Bool
 }
 
-// command creates the CPU cgroup of a new command: nil when the sandbox
+// Command creates the CPU cgroup of a new command: nil when the sandbox
 // has no CPU time limit.
-func (c *cgroupSet) command(budget time.Duration) (*cmdCgroup, error) {
+func (c *Cgroups) Command(budget time.Duration) (*CommandCgroup, error) {
 	if c == nil || budget <= 0 {
 		return nil, nil
 	}
@@ -58,20 +58,23 @@ func (c *cgroupSet) command(budget time.Duration) (*cmdCgroup, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("local: command cgroup: %w", err)
 	}
-	return &cmdCgroup{dir: dir, v2: c.cpuV2, budget: budget, stop: make(chan struct{}), stopped: make(chan struct{})}, nil
+	return &CommandCgroup{dir: dir, v2: c.cpuV2, budget: budget, stop: make(chan struct{}), stopped: make(chan struct{})}, nil
 }
 
-// procs is the cgroup.procs file the command joins.
-func (k *cmdCgroup) procs() string { return filepath.Join(k.dir, "cgroup.procs") }
+// Budget is the command's CPU time budget.
+func (k *CommandCgroup) Budget() time.Duration { return k.budget }
 
-// start puts pid into the command's cgroup (pid 0: the command joins
+// Procs is the cgroup.procs file the command joins.
+func (k *CommandCgroup) Procs() string { return filepath.Join(k.dir, "cgroup.procs") }
+
+// Start puts pid into the command's cgroup (pid 0: the command joins
 // itself, see trampoline) and starts the watchdog.
-func (k *cmdCgroup) start(pid int) error {
+func (k *CommandCgroup) Start(pid int) error {
 	if k == nil {
 		return nil
 	}
 	if pid > 0 {
-		if err := os.WriteFile(k.procs(), []byte(strconv.Itoa(pid)), 0); err != nil {
+		if err := os.WriteFile(k.Procs(), []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("local: join the command's CPU cgroup: %w", err)
 		}
 	}
@@ -79,7 +82,7 @@ func (k *cmdCgroup) start(pid int) error {
 	return nil
 }
 
-func (k *cmdCgroup) watch() {
+func (k *CommandCgroup) watch() {
 	defer close(k.stopped)
 	t := time.NewTicker(cpuPollInterval)
 	defer t.Stop()
@@ -98,9 +101,9 @@ func (k *cmdCgroup) watch() {
 }
 
 // used is the CPU time all the command's processes used so far.
-func (k *cmdCgroup) used() (time.Duration, error) {
+func (k *CommandCgroup) used() (time.Duration, error) {
 	if k.v2 {
-		b, err := readSmall(filepath.Join(k.dir, "cpu.stat"))
+		b, err := ReadSmall(filepath.Join(k.dir, "cpu.stat"))
 		if err != nil {
 			return 0, err
 		}
@@ -112,7 +115,7 @@ func (k *cmdCgroup) used() (time.Duration, error) {
 		}
 		return 0, errors.New("local: cpu.stat has no usage_usec")
 	}
-	b, err := readSmall(filepath.Join(k.dir, "cpuacct.usage"))
+	b, err := ReadSmall(filepath.Join(k.dir, "cpuacct.usage"))
 	if err != nil {
 		return 0, err
 	}
@@ -124,12 +127,12 @@ func (k *cmdCgroup) used() (time.Duration, error) {
 // period, which would let the command burn more CPU. With bwrap the
 // sandbox's init is among them, and its death takes the whole pid
 // namespace down.
-func (k *cmdCgroup) kill() {
+func (k *CommandCgroup) kill() {
 	if k.v2 && os.WriteFile(filepath.Join(k.dir, "cgroup.kill"), []byte("1"), 0) == nil {
 		return
 	}
 	for range 50 {
-		b, err := readSmall(k.procs())
+		b, err := ReadSmall(k.Procs())
 		if err != nil || len(bytes.TrimSpace(b)) == 0 {
 			return
 		}
@@ -142,10 +145,10 @@ func (k *cmdCgroup) kill() {
 	}
 }
 
-// end stops the watchdog and, when res is given, says in it whether the
+// End stops the watchdog and, when res is given, says in it whether the
 // command was killed for its CPU budget: by the watchdog, or by
 // RLIMIT_CPU with the budget used up.
-func (k *cmdCgroup) end(res *driver.CommandResult) {
+func (k *CommandCgroup) End(res *driver.CommandResult) {
 	if k == nil {
 		return
 	}
@@ -158,7 +161,7 @@ func (k *cmdCgroup) end(res *driver.CommandResult) {
 		return
 	}
 	exceeded := k.fired.Load()
-	if !exceeded && res.ExitCode == sigxcpuExit {
+	if !exceeded && res.ExitCode == SIGXCPUExit {
 		// RLIMIT_CPU (the budget plus a second) fired first: it counts
 		// whole clock ticks, so may run ahead of the cgroup's exact count.
 		used, err := k.used()
@@ -166,17 +169,17 @@ func (k *cmdCgroup) end(res *driver.CommandResult) {
 	}
 	if exceeded {
 		res.CPUTimeExceeded, res.Success = true, false
-		res.ExitCode, res.Signal = sigxcpuExit, "SIGXCPU"
+		res.ExitCode, res.Signal = SIGXCPUExit, "SIGXCPU"
 	}
 }
 
-// release stops the watchdog and removes the cgroup, killing what is
+// Release stops the watchdog and removes the cgroup, killing what is
 // left in it. Idempotent.
-func (k *cmdCgroup) release() {
+func (k *CommandCgroup) Release() {
 	if k == nil {
 		return
 	}
-	k.end(nil)
+	k.End(nil)
 	k.releaseOnce.Do(func() {
 		if err := removeCgroup(k.dir); err != nil {
 			slog.Warn("local sandbox: command cgroup left behind", "err", err)
@@ -184,8 +187,8 @@ func (k *cmdCgroup) release() {
 	})
 }
 
-// readSmall reads a cgroup file of at most 4 KiB.
-func readSmall(path string) ([]byte, error) {
+// ReadSmall reads a cgroup file of at most 4 KiB.
+func ReadSmall(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

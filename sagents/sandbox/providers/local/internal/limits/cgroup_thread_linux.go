@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package limits
 
 import (
 	"errors"
@@ -43,7 +43,7 @@ import (
 // they are removed, since cgroup.procs then lists this process: remove
 // ends the thread first, and removeCgroup never kills this process.
 
-// cgroupThread is a locked OS thread in a cgroupSet's hierarchies that
+// cgroupThread is a locked OS thread in a Cgroups's hierarchies that
 // runs the functions sent on work.
 type cgroupThread struct {
 	work  chan func()
@@ -53,13 +53,13 @@ type cgroupThread struct {
 	left  chan struct{} // closed as the thread ends
 }
 
-// threadJoinTimeout bounds the thread's join and its end.
-const threadJoinTimeout = 10 * time.Second
+// ThreadJoinTimeout bounds the thread's join and its end.
+const ThreadJoinTimeout = 10 * time.Second
 
-// startThread starts the cgroup thread of a v1 set (nothing for v2, or
+// StartThread starts the cgroup thread of a v1 set (nothing for v2, or
 // with nothing to join). The join happens in the background: until it is
 // done, start forks from any thread and the gate joins.
-func (c *cgroupSet) startThread() {
+func (c *Cgroups) StartThread() {
 	if c == nil || len(c.procs) == 0 || fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
 		return
 	}
@@ -101,7 +101,7 @@ func (t *cgroupThread) run(procs []string, pidsMax int) {
 		}
 	}
 	if err == nil {
-		err = inCgroups("/proc/thread-self/cgroup", procs)
+		err = InCgroups("/proc/thread-self/cgroup", procs)
 	}
 	t.in, t.err = err == nil, err
 	if !t.in {
@@ -124,10 +124,10 @@ func hierarchyOf(file string) string {
 	return ctl
 }
 
-// inCgroups fails unless the task whose /proc cgroup file is file
+// InCgroups fails unless the task whose /proc cgroup file is file
 // ("/proc/thread-self/cgroup", "/proc/PID/cgroup") is in the cgroup of
 // each of procs.
-func inCgroups(file string, procs []string) error {
+func InCgroups(file string, procs []string) error {
 	own, err := readCgroups(file)
 	if err != nil {
 		return err
@@ -141,9 +141,9 @@ func inCgroups(file string, procs []string) error {
 	return nil
 }
 
-// start starts cmd born in the cgroups when the cgroup thread is in them
+// Start starts cmd born in the cgroups when the cgroup thread is in them
 // (born true), else as usual (born false: the gate must join).
-func (c *cgroupSet) start(cmd *exec.Cmd) (born bool, err error) {
+func (c *Cgroups) Start(cmd *exec.Cmd) (born bool, err error) {
 	if c == nil {
 		return false, cmd.Start()
 	}
@@ -160,7 +160,7 @@ func (c *cgroupSet) start(cmd *exec.Cmd) (born bool, err error) {
 
 // threadIn says, with mu held, whether the cgroup thread is in the
 // cgroups: bwrap started now is born there.
-func (c *cgroupSet) threadIn() bool {
+func (c *Cgroups) threadIn() bool {
 	if c.thread == nil {
 		return false
 	}
@@ -174,7 +174,7 @@ func (c *cgroupSet) threadIn() bool {
 
 // stopThread ends the cgroup thread (remove, with mu held); an error
 // means it may still be in the cgroups.
-func (c *cgroupSet) stopThread() error {
+func (c *Cgroups) stopThread() error {
 	t := c.thread
 	if t == nil {
 		return nil
@@ -182,14 +182,42 @@ func (c *cgroupSet) stopThread() error {
 	c.thread = nil
 	select {
 	case <-t.ready:
-	case <-time.After(threadJoinTimeout):
+	case <-time.After(ThreadJoinTimeout):
 		return errors.New("local: cgroup thread: its join did not end")
 	}
 	close(t.work)
 	select {
 	case <-t.left:
-	case <-time.After(threadJoinTimeout):
+	case <-time.After(ThreadJoinTimeout):
 		return errors.New("local: cgroup thread: it did not end")
 	}
 	return nil
+}
+
+// WaitThread waits up to timeout for the cgroup thread to be in the
+// cgroups or to fail joining them: started is false when the set has no
+// thread (cgroup v2, or nothing to join); err says why the join failed,
+// or that it did not end in time.
+func (c *Cgroups) WaitThread(timeout time.Duration) (started bool, err error) {
+	c.mu.Lock()
+	t := c.thread
+	c.mu.Unlock()
+	if t == nil {
+		return false, nil
+	}
+	select {
+	case <-t.ready:
+		return true, t.err
+	case <-time.After(timeout):
+		return true, errors.New("local: cgroup thread: its join did not end within " + timeout.String())
+	}
+}
+
+// StopThread ends the cgroup thread, as Remove does first; commands
+// started afterwards join at the gate. An error means the thread may
+// still be in the cgroups.
+func (c *Cgroups) StopThread() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopThread()
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package limits
 
 import (
 	"os"
@@ -23,10 +23,10 @@ import (
 // a sandbox starts, so the wait overlaps bwrap's start and mounts instead
 // of following them.
 
-// prime starts the wait the next join pays, in the background. It is an
+// Prime starts the wait the next join pays, in the background. It is an
 // optimisation only: every error is ignored, and join stays the move
 // that puts the sandbox into its cgroups.
-func (c *cgroupSet) prime() {
+func (c *Cgroups) Prime() {
 	if c == nil {
 		return
 	}

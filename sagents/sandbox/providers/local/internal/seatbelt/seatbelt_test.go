@@ -1,4 +1,4 @@
-package local
+package seatbelt
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestSeatbeltProfileGolden(t *testing.T) {
-	cases := map[string]SeatbeltOptions{
+	cases := map[string]Options{
 		"basic": {Workspace: "/Users/me/.sage/sessions/s1/workspace", Tmp: "/Users/me/.sage/sessions/s1/runtime/tmp"},
 		"mounts_network": {Workspace: "/w", Tmp: "/t", ReadWrite: []string{"/data/out"},
 			ReadOnly: []string{"/data/in", "/opt/python3.12"}, Network: true},
@@ -24,7 +24,7 @@ func TestSeatbeltProfileGolden(t *testing.T) {
 	}
 	for name, o := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := SeatbeltProfile(o)
+			got, err := Profile(o)
 			require.NoError(t, err)
 			golden := filepath.Join("testdata", "seatbelt", name+".sb")
 			if *update {
@@ -39,10 +39,10 @@ func TestSeatbeltProfileGolden(t *testing.T) {
 
 func TestSeatbeltRejectsBadPaths(t *testing.T) {
 	for _, p := range []string{"relative", "/new\nline", "/nul\x00", ""} {
-		_, err := SeatbeltProfile(SeatbeltOptions{Workspace: p, Tmp: "/t"})
+		_, err := Profile(Options{Workspace: p, Tmp: "/t"})
 		assert.Error(t, err, "%q", p)
 	}
-	_, err := SeatbeltProfile(SeatbeltOptions{Workspace: "/w", Tmp: "/t", ReadOnly: []string{"/x\"); (allow default) (\""}})
+	_, err := Profile(Options{Workspace: "/w", Tmp: "/t", ReadOnly: []string{"/x\"); (allow default) (\""}})
 	assert.NoError(t, err, "quotes are escaped, not rejected")
 }
 
@@ -167,9 +167,9 @@ type sbProfile struct {
 	rules   []rule
 }
 
-func compile(t *testing.T, o SeatbeltOptions) sbProfile {
+func compile(t *testing.T, o Options) sbProfile {
 	t.Helper()
-	src, err := SeatbeltProfile(o)
+	src, err := Profile(o)
 	require.NoError(t, err)
 	var prof sbProfile
 	for _, f := range parseSBPL(t, src) {
@@ -249,7 +249,7 @@ func (p sbProfile) allowed(t *testing.T, op, arg string) bool {
 }
 
 func TestSeatbeltProfileDeniesByDefault(t *testing.T) {
-	p := compile(t, SeatbeltOptions{Workspace: "/w", Tmp: "/t"})
+	p := compile(t, Options{Workspace: "/w", Tmp: "/t"})
 	assert.Equal(t, "1", p.version)
 	require.NotEmpty(t, p.rules)
 	assert.Equal(t, rule{action: "deny", op: "default", filters: nil}, rule{action: p.rules[0].action, op: p.rules[0].op, filters: nil},
@@ -271,7 +271,7 @@ func TestSeatbeltProfileDeniesByDefault(t *testing.T) {
 }
 
 func TestSeatbeltProfileFileRules(t *testing.T) {
-	o := SeatbeltOptions{Workspace: "/Users/me/.sage/sessions/s1/workspace", Tmp: "/Users/me/.sage/sessions/s1/runtime/tmp",
+	o := Options{Workspace: "/Users/me/.sage/sessions/s1/workspace", Tmp: "/Users/me/.sage/sessions/s1/runtime/tmp",
 		ReadWrite: []string{"/data/out"}, ReadOnly: []string{"/data/in"}}
 	p := compile(t, o)
 	write := func(path string) bool { return p.allowed(t, "file-write-data", path) }
@@ -306,7 +306,7 @@ func TestSeatbeltProfileFileRules(t *testing.T) {
 func TestSeatbeltProfileNetworkRules(t *testing.T) {
 	ops := []string{"network-outbound", "network-inbound", "network-bind"}
 	t.Run("off", func(t *testing.T) {
-		p := compile(t, SeatbeltOptions{Workspace: "/w", Tmp: "/t"})
+		p := compile(t, Options{Workspace: "/w", Tmp: "/t"})
 		for _, op := range ops {
 			for _, addr := range []string{"localhost:53", "localhost:3128", "93.184.216.34:443", "*:*"} {
 				assert.False(t, p.allowed(t, op, addr), "%s %s", op, addr)
@@ -315,7 +315,7 @@ func TestSeatbeltProfileNetworkRules(t *testing.T) {
 		assert.False(t, p.allowed(t, "system-socket", ""))
 	})
 	t.Run("allowlist: only the proxy ports", func(t *testing.T) {
-		p := compile(t, SeatbeltOptions{Workspace: "/w", Tmp: "/t", ProxyPorts: []int{53128, 51080}})
+		p := compile(t, Options{Workspace: "/w", Tmp: "/t", ProxyPorts: []int{53128, 51080}})
 		assert.True(t, p.allowed(t, "network-outbound", "localhost:53128"))
 		assert.True(t, p.allowed(t, "network-outbound", "localhost:51080"))
 		for _, addr := range []string{"localhost:53", "localhost:80", "localhost:5312", "localhost:531280", "127.0.0.1:22",
@@ -327,7 +327,7 @@ func TestSeatbeltProfileNetworkRules(t *testing.T) {
 		assert.False(t, p.allowed(t, "mach-lookup", "com.apple.dnssd.service"), "no DNS: the proxy resolves")
 	})
 	t.Run("open", func(t *testing.T) {
-		p := compile(t, SeatbeltOptions{Workspace: "/w", Tmp: "/t", Network: true, ProxyPorts: []int{53128}})
+		p := compile(t, Options{Workspace: "/w", Tmp: "/t", Network: true, ProxyPorts: []int{53128}})
 		for _, op := range ops {
 			assert.True(t, p.allowed(t, op, "93.184.216.34:443"), op)
 		}
@@ -338,7 +338,7 @@ func TestSeatbeltProfileQuotingKeepsMeaning(t *testing.T) {
 	ws := `/Users/me/my "quoted" dir`
 	tmp := `/tmp/back\slash`
 	evil := `/x"); (allow default) (allow file-write* (subpath "/`
-	p := compile(t, SeatbeltOptions{Workspace: ws, Tmp: tmp, ReadOnly: []string{evil}})
+	p := compile(t, Options{Workspace: ws, Tmp: tmp, ReadOnly: []string{evil}})
 	assert.True(t, p.allowed(t, "file-write-data", ws+"/f"))
 	assert.True(t, p.allowed(t, "file-write-data", tmp+"/f"))
 	assert.False(t, p.allowed(t, "file-write-data", `/Users/me/my `))

@@ -1,4 +1,4 @@
-package local
+package seatbelt
 
 import (
 	"fmt"
@@ -8,19 +8,19 @@ import (
 
 // Limits on macOS. Seatbelt confines what a command may touch, not how
 // much it may use; the limits come from the shell's ulimit run before the
-// command (Limits.ulimitScript), so they are per-process rlimits. One of
+// command (limits.Limits.UlimitScript), so they are per-process rlimits. One of
 // them is weaker than its name: `ulimit -u` sets RLIMIT_NPROC, which macOS
 // checks against every process of the user, not of the sandbox. It caps
 // the user's total (a sandbox may be refused a fork because of unrelated
 // processes, and sandboxes of one user share the budget), so the pids
-// limit is NOT enforced per sandbox on macOS. SeatbeltLimitsNote says so
+// limit is NOT enforced per sandbox on macOS. LimitsNote says so
 // wherever limits are reported.
 
-// SeatbeltLimitsNote is the one-line caveat for reports of macOS limits.
-const SeatbeltLimitsNote = "pids limit not enforced per sandbox on macOS: ulimit -u (RLIMIT_NPROC) counts every process of the user"
+// LimitsNote is the one-line caveat for reports of macOS limits.
+const LimitsNote = "pids limit not enforced per sandbox on macOS: ulimit -u (RLIMIT_NPROC) counts every process of the user"
 
-// SeatbeltOptions describe a Seatbelt profile.
-type SeatbeltOptions struct {
+// Options describe a Seatbelt profile.
+type Options struct {
 	Workspace string   // read-write
 	Tmp       string   // the session's private tmp, read-write
 	ReadWrite []string // read-write mounts
@@ -41,13 +41,13 @@ var seatbeltSystemRead = []string{
 // seatbeltExec are where programs may be executed from.
 var seatbeltExec = []string{"/bin", "/opt/homebrew", "/sbin", "/usr"}
 
-// SeatbeltProfile generates the profile: deny by default; read system
+// Profile generates the profile: deny by default; read system
 // paths; read and write only the workspace, the session tmp and the
 // read-write mounts; execute only system programs and what lives in the
 // sandbox's own directories; no network unless enabled, or, with
 // ProxyPorts, outbound TCP to those localhost ports only. Every path is
 // escaped; a path with a control character is an error.
-func SeatbeltProfile(o SeatbeltOptions) (string, error) {
+func Profile(o Options) (string, error) {
 	var b strings.Builder
 	b.WriteString("(version 1)\n(deny default)\n")
 	b.WriteString("(allow process-fork)\n(allow signal (target same-sandbox))\n")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package limits
 
 import (
 	"os"
@@ -9,9 +9,9 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-// enforced says how each limit holds, given the sandbox's cgroups; userns
+// Enforced says how each limit holds, given the sandbox's cgroups; userns
 // is true when commands run in their own user namespace (bwrap).
-func (l Limits) enforced(cg *cgroupSet, userns bool) driver.LimitsEnforced {
+func (l Limits) Enforced(cg *Cgroups, userns bool) driver.LimitsEnforced {
 	e := driver.LimitsEnforced{CPUTime: driver.EnforcedNone, Memory: driver.EnforcedNone,
 		Pids: driver.EnforcedNone, FileSize: driver.EnforcedNone}
 	if l.CPUTime > 0 {
@@ -22,7 +22,7 @@ func (l Limits) enforced(cg *cgroupSet, userns bool) driver.LimitsEnforced {
 	}
 	if l.MemoryBytes > 0 {
 		e.Memory = driver.EnforcedPerProcess
-		if cg.memory() {
+		if cg.Memory() {
 			e.Memory = driver.EnforcedCgroup
 		}
 	}
@@ -43,19 +43,15 @@ func (l Limits) enforced(cg *cgroupSet, userns bool) driver.LimitsEnforced {
 	return e
 }
 
-func (b *bwrapIsolator) limitsEnforced() driver.LimitsEnforced { return b.limits.enforced(b.cg, true) }
-
-func (n *noIsolation) limitsEnforced() driver.LimitsEnforced { return n.limits.enforced(n.cg, false) }
-
-// ProbeLimits says how the limits of a bwrap sandbox would hold for the
+// Probe says how the limits of a bwrap sandbox would hold for the
 // current user on this machine: the default limits, with a CPU time
 // budget asked for ("none" there means --cpu-time is refused). It creates
 // the cgroups the limits use and removes them again.
-func ProbeLimits() driver.LimitsEnforced {
-	l := ResolveLimits(driver.LocalConfig{CPUTimeLimit: time.Second})
-	cg, _ := createCgroups("sage-probe-"+randomSuffix(), l)
-	defer cg.remove()
-	e := l.enforced(cg, true)
+func Probe() driver.LimitsEnforced {
+	l := Resolve(driver.LocalConfig{CPUTimeLimit: time.Second})
+	cg, _ := ProbeCgroups(l)
+	defer cg.Remove()
+	e := l.Enforced(cg, true)
 	if cg.cpuParent == "" {
 		e.CPUTime = driver.EnforcedNone
 	}

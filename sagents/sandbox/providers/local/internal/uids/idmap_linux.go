@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package uids
 
 import (
 	"bufio"
@@ -34,16 +34,16 @@ import (
 // behind. Only the owner's uid and gid are mapped: files of other owners
 // show as nobody.
 
-// stagingName is the idmapped mount's directory in the runtime dir.
-const stagingName = "workspace-idmapped"
+// StagingName is the idmapped mount's directory in the runtime dir.
+const StagingName = "workspace-idmapped"
 
-// idmapOwner is the folder's owner on disk, which the sandbox's uid
+// IdmapOwner is the folder's owner on disk, which the sandbox's uid
 // stands for through the idmapped mount.
-type idmapOwner struct{ uid, gid uint32 }
+type IdmapOwner struct{ UID, GID uint32 }
 
-// idmapped is an attached idmapped mount of a workspace.
-type idmapped struct {
-	staging string
+// IdmappedMount is an attached idmapped mount of a workspace.
+type IdmappedMount struct {
+	Staging string // the directory the workspace is mounted on
 	once    sync.Once
 	err     error
 }
@@ -70,17 +70,17 @@ func standIn(owner uint32) int {
 // (rootStandIn), as an open descriptor: the mapping mount_setattr gives
 // the mount. It is held by a short-lived /bin/sh that waits on a pipe;
 // the namespace lives on in the descriptor after it exits.
-func idmapUserns(from idmapOwner, to *identity) (*os.File, error) {
+func idmapUserns(from IdmapOwner, to *Identity) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close()
-	cmd := exec.Command(shell, "-c", "read _")
+	cmd := exec.Command("/bin/sh", "-c", "read _")
 	cmd.Stdin, cmd.Env, cmd.Dir = r, []string{}, "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, Pdeathsig: syscall.SIGKILL,
-		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(from.uid), HostID: to.uid, Size: 1}, {ContainerID: standIn(from.uid), HostID: 0, Size: 1}},
-		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(from.gid), HostID: to.gid, Size: 1}, {ContainerID: standIn(from.gid), HostID: 0, Size: 1}}}
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(from.UID), HostID: to.UID, Size: 1}, {ContainerID: standIn(from.UID), HostID: 0, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(from.GID), HostID: to.GID, Size: 1}, {ContainerID: standIn(from.GID), HostID: 0, Size: 1}}}
 	err = cmd.Start()
 	r.Close()
 	if err != nil {
@@ -96,7 +96,7 @@ func idmapUserns(from idmapOwner, to *identity) (*os.File, error) {
 
 // idmapClone returns a detached idmapped clone of dir's mount at dir
 // (not its submounts), nosuid and nodev, mapping from to to.
-func idmapClone(dir string, from idmapOwner, to *identity) (*os.File, error) {
+func idmapClone(dir string, from IdmapOwner, to *Identity) (*os.File, error) {
 	ns, err := idmapUserns(from, to)
 	if err != nil {
 		return nil, err
@@ -119,10 +119,10 @@ func idmapClone(dir string, from idmapOwner, to *identity) (*os.File, error) {
 // idmapped mount.
 var idmapProbes sync.Map
 
-// idmapAvailable says whether dir's file system takes an idmapped mount
+// IdmapAvailable says whether dir's file system takes an idmapped mount
 // here, or why not (the kernel, the file system, privileges).
-func idmapAvailable(dir string) error {
-	if !useIdmap {
+func IdmapAvailable(dir string) error {
+	if !UseIdmap {
 		return errors.New("idmapped workspaces are switched off")
 	}
 	if os.Geteuid() != 0 {
@@ -136,7 +136,7 @@ func idmapAvailable(dir string) error {
 		err, _ := v.(error)
 		return err
 	}
-	tree, err := idmapClone(dir, idmapOwner{uid: st.Uid, gid: st.Gid}, &identity{uid: 65534, gid: 65534})
+	tree, err := idmapClone(dir, IdmapOwner{UID: st.Uid, GID: st.Gid}, &Identity{UID: 65534, GID: 65534})
 	if err == nil {
 		tree.Close() // never attached: closing it frees it
 	} else {
@@ -157,16 +157,16 @@ func idmapUnavailable(err error) error {
 	return err
 }
 
-// useIdmap is switched off only by tests of the refusal that stands
+// UseIdmap is switched off only by tests of the refusal that stands
 // where idmapped mounts are unavailable.
-var useIdmap = true
+var UseIdmap = true
 
-// mountIdmapped attaches the idmapped clone of ws on the staging
+// MountIdmapped attaches the idmapped clone of ws on the staging
 // directory of runtimeDir and records the owning process beside it (so a
 // later sandbox can remove it, should this process die with it mounted).
-func mountIdmapped(ws, runtimeDir string, to *identity) (*idmapped, error) {
-	from := *to.idmap
-	staging := filepath.Join(runtimeDir, stagingName)
+func MountIdmapped(ws, runtimeDir string, to *Identity) (*IdmappedMount, error) {
+	from := *to.Idmap
+	staging := filepath.Join(runtimeDir, StagingName)
 	releaseStale(staging)
 	if err := os.Mkdir(staging, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("local: idmapped workspace: %w", err)
@@ -177,7 +177,7 @@ func mountIdmapped(ws, runtimeDir string, to *identity) (*idmapped, error) {
 		return nil, fmt.Errorf("local: idmapped workspace: %w", idmapUnavailable(err))
 	}
 	defer tree.Close()
-	if err := os.WriteFile(staging+".owner", []byte(procToken(os.Getpid())), 0o600); err != nil {
+	if err := os.WriteFile(staging+".owner", []byte(ProcToken(os.Getpid())), 0o600); err != nil {
 		os.Remove(staging)
 		return nil, fmt.Errorf("local: idmapped workspace: %w", err)
 	}
@@ -186,29 +186,29 @@ func mountIdmapped(ws, runtimeDir string, to *identity) (*idmapped, error) {
 		os.Remove(staging + ".owner")
 		return nil, fmt.Errorf("local: idmapped workspace: move_mount onto %s: %w", staging, err)
 	}
-	return &idmapped{staging: staging}, nil
+	return &IdmappedMount{Staging: staging}, nil
 }
 
-// release unmounts the staging mount and removes its directory; a nil
+// Release unmounts the staging mount and removes its directory; a nil
 // m is a no-op. Idempotent.
-func (m *idmapped) release() error {
+func (m *IdmappedMount) Release() error {
 	if m == nil {
 		return nil
 	}
 	m.once.Do(func() {
-		if err := unix.Unmount(m.staging, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			m.err = fmt.Errorf("local: unmount the idmapped workspace %s: %w", m.staging, err)
+		if err := unix.Unmount(m.Staging, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			m.err = fmt.Errorf("local: unmount the idmapped workspace %s: %w", m.Staging, err)
 			return
 		}
-		os.Remove(m.staging)
-		os.Remove(m.staging + ".owner")
+		os.Remove(m.Staging)
+		os.Remove(m.Staging + ".owner")
 	})
 	return m.err
 }
 
-// procToken identifies a live process across pid reuse: its pid and
+// ProcToken identifies a live process across pid reuse: its pid and
 // start time.
-func procToken(pid int) string {
+func ProcToken(pid int) string {
 	f, ok := procfs.Stat(pid)
 	start := "gone"
 	if ok && len(f) > 19 && f[0] != "Z" && f[0] != "X" {
@@ -225,15 +225,15 @@ func releaseStale(staging string) {
 		return
 	}
 	pid, _ := strconv.Atoi(strings.Fields(string(b) + " 0")[0])
-	if tok := strings.TrimSpace(string(b)); pid > 0 && !strings.HasSuffix(tok, " gone") && procToken(pid) == tok {
+	if tok := strings.TrimSpace(string(b)); pid > 0 && !strings.HasSuffix(tok, " gone") && ProcToken(pid) == tok {
 		return // its owner lives
 	}
-	(&idmapped{staging: staging}).release()
+	(&IdmappedMount{Staging: staging}).Release()
 }
 
-// sweepIdmapped releases the stale staging mounts of sandboxes under
+// SweepIdmapped releases the stale staging mounts of sandboxes under
 // home that died with theirs mounted (SIGKILL), found in mountinfo.
-func sweepIdmapped(home string) {
+func SweepIdmapped(home string) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return
@@ -246,8 +246,8 @@ func sweepIdmapped(home string) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMount(fields[4])
-		if strings.HasPrefix(mp, prefix) && filepath.Base(mp) == stagingName {
+		mp := UnescapeMount(fields[4])
+		if strings.HasPrefix(mp, prefix) && filepath.Base(mp) == StagingName {
 			releaseStale(mp)
 		}
 	}
@@ -280,8 +280,28 @@ func IdmapSummary(dir string) (string, error) {
 			break
 		}
 	}
-	if err := idmapAvailable(dir); err != nil {
+	if err := IdmapAvailable(dir); err != nil {
 		return "", fmt.Errorf("%s (%s): %v; a non-empty folder of another owner is refused as a workspace (fix: chown it to the sandbox's uid, or use a new workspace)", dir, fsName(dir), err)
 	}
 	return fmt.Sprintf("%s (%s) takes idmapped mounts: a folder of another owner (a root user's project) works as a workspace, its owner shown as the sandbox's uid and its files still its owner's", dir, fsName(dir)), nil
+}
+
+// UnescapeMount decodes a path field of /proc/self/mountinfo, where
+// space, tab, newline and backslash are written as octal escapes (\040).
+func UnescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }

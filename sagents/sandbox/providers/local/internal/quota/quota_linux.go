@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package quota
 
 import (
 	"bufio"
@@ -20,16 +20,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
-// diskQuota is a workspace's own size-bounded file system: an ext4 image
+// Disk is a workspace's own size-bounded file system: an ext4 image
 // beside the workspace (<workspace>.img, root's, 0600), loop-mounted on
 // the workspace (nosuid, nodev) for the sandbox's life. Writes past its
 // size or inode count fail with ENOSPC, inside and through the host file
 // API alike (-m 0: root has no reserved blocks either). The image is
 // locked (flock) while mounted, so two sandboxes never mount one
 // workspace twice.
-type diskQuota struct {
+type Disk struct {
 	ws, img string
 	lock    *os.File // the image, flock'd while the sandbox lives
 	remove  bool     // an anonymous sandbox's image goes with it
@@ -54,9 +55,9 @@ func quotaProbe() error {
 	return nil
 }
 
-// DiskQuotaSummary says whether this process can enforce a workspace disk
+// Summary says whether this process can enforce a workspace disk
 // quota (sandbox.local.disk_quota_mb, opt-in).
-func DiskQuotaSummary() (enforced bool, detail string) {
+func Summary() (enforced bool, detail string) {
 	if err := quotaProbe(); err != nil {
 		return false, "not enforced: a command may fill the workspace's file system (" + err.Error() +
 			"); only each file's size (RLIMIT_FSIZE, file_size_limit_mb) and /tmp and /dev/shm (tmpfs sizes) are bounded"
@@ -64,15 +65,15 @@ func DiskQuotaSummary() (enforced bool, detail string) {
 	return true, "enforceable, opt-in: sandbox.local.disk_quota_mb (and disk_quota_inodes) gives each workspace its own loop-mounted ext4 file system of that size (<workspace>.img)"
 }
 
-// setupQuota mounts the workspace's file system when cfg asks for a
+// Setup mounts the workspace's file system when cfg asks for a
 // quota, creating its image on first use; nil when it does not. A quota
 // that cannot be enforced is refused. On error nothing is left behind.
-func setupQuota(cfg driver.Config, ws string, id *identity) (_ *diskQuota, err error) {
+func Setup(cfg driver.Config, ws string, id *uids.Identity) (_ *Disk, err error) {
 	mb, inodes := cfg.Local.DiskQuotaMB, cfg.Local.DiskQuotaInodes
 	if mb == 0 && inodes == 0 {
 		return nil, nil
 	}
-	if id.idmapped() {
+	if id.Idmapped() {
 		return nil, &driver.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
 			Reason: "a quota gives the workspace a file system of its own, which a folder of another owner (shown through an idmapped mount) cannot have; fix: set it to 0, or use a new workspace"}
 	}
@@ -84,7 +85,7 @@ func setupQuota(cfg driver.Config, ws string, id *identity) (_ *diskQuota, err e
 		return nil, &driver.ConfigError{Field: "sandbox.local.disk_quota_mb", Value: strconv.Itoa(mb),
 			Reason: fmt.Sprintf("must be at least %d", driver.MinDiskQuotaMB)}
 	}
-	q := &diskQuota{ws: ws, img: ws + ".img", remove: cfg.SandboxID == ""}
+	q := &Disk{ws: ws, img: ws + ".img", remove: cfg.SandboxID == ""}
 	created, err := q.ensureImage(mb, inodes, id)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func setupQuota(cfg driver.Config, ws string, id *identity) (_ *diskQuota, err e
 		}
 	}
 	if id != nil {
-		if err = os.Lchown(ws, id.uid, id.gid); err == nil {
+		if err = os.Lchown(ws, id.UID, id.GID); err == nil {
 			err = os.Chmod(ws, 0o700)
 		}
 		if err != nil {
@@ -123,7 +124,7 @@ func setupQuota(cfg driver.Config, ws string, id *identity) (_ *diskQuota, err e
 // (under a temporary name, linked into place once complete, so a crash
 // never leaves a half-made image under the real name). created says it
 // was made now.
-func (q *diskQuota) ensureImage(mb, inodes int, id *identity) (created bool, err error) {
+func (q *Disk) ensureImage(mb, inodes int, id *uids.Identity) (created bool, err error) {
 	size := int64(mb) << 20
 	if _, err := os.Lstat(q.img); errors.Is(err, fs.ErrNotExist) {
 		if created, err = q.makeImage(size, inodes, id); err != nil {
@@ -163,7 +164,7 @@ func (q *diskQuota) ensureImage(mb, inodes int, id *identity) (created bool, err
 
 // makeImage makes a sparse image of size bytes with an ext4 file system
 // whose root belongs to id, and links it to q.img.
-func (q *diskQuota) makeImage(size int64, inodes int, id *identity) (linked bool, err error) {
+func (q *Disk) makeImage(size int64, inodes int, id *uids.Identity) (linked bool, err error) {
 	tmp := fmt.Sprintf("%s.tmp-%d", q.img, os.Getpid())
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -179,7 +180,7 @@ func (q *diskQuota) makeImage(size int64, inodes int, id *identity) (linked bool
 	}
 	owner := "0:0"
 	if id != nil {
-		owner = fmt.Sprintf("%d:%d", id.uid, id.gid)
+		owner = fmt.Sprintf("%d:%d", id.UID, id.GID)
 	}
 	args := []string{"-q", "-F", "-m", "0", "-E", "root_owner=" + owner}
 	if inodes > 0 {
@@ -206,7 +207,7 @@ func (q *diskQuota) makeImage(size int64, inodes int, id *identity) (linked bool
 // mount attaches the image to a free loop device (autoclear: it detaches
 // when the file system is unmounted) and mounts it on the workspace,
 // through a descriptor that refuses symlinks.
-func (q *diskQuota) mount(id *identity, fresh bool) error {
+func (q *Disk) mount(id *uids.Identity, fresh bool) error {
 	ents, err := os.ReadDir(q.ws)
 	if err != nil {
 		return fmt.Errorf("local: workspace: %w", err)
@@ -228,7 +229,7 @@ func (q *diskQuota) mount(id *identity, fresh bool) error {
 		return fmt.Errorf("local: workspace quota: %w", err)
 	}
 	defer loop.Close() // the mount holds the device from here on
-	dir, err := openWorkspace(q.ws, id)
+	dir, err := uids.OpenWorkspace(q.ws, id)
 	if err != nil {
 		unix.IoctlSetInt(int(loop.Fd()), unix.LOOP_CLR_FD, 0)
 		return err
@@ -251,7 +252,7 @@ func (q *diskQuota) mount(id *identity, fresh bool) error {
 // mountedHere reports whether the workspace already has the image's file
 // system mounted on it (left by a sandbox that died); anything else
 // mounted there is refused.
-func (q *diskQuota) mountedHere() (bool, error) {
+func (q *Disk) mountedHere() (bool, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return false, fmt.Errorf("local: workspace quota: %w", err)
@@ -261,7 +262,7 @@ func (q *diskQuota) mountedHere() (bool, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || unescapeMount(fields[4]) != q.ws {
+		if len(fields) < 10 || uids.UnescapeMount(fields[4]) != q.ws {
 			continue
 		}
 		src := ""
@@ -289,27 +290,9 @@ func loopBacking(dev string) (string, error) {
 	return strings.TrimSuffix(string(b), "\n"), err
 }
 
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
 // unmount takes the file system off the workspace: lazily when it stays
 // busy. The loop device detaches itself once the file system is gone.
-func (q *diskQuota) unmount() error {
+func (q *Disk) unmount() error {
 	var err error
 	for range 20 {
 		if err = unix.Unmount(q.ws, unix.UMOUNT_NOFOLLOW); !errors.Is(err, unix.EBUSY) {
@@ -326,9 +309,9 @@ func (q *diskQuota) unmount() error {
 	return nil
 }
 
-// release unmounts the workspace's file system, unlocks its image and,
+// Release unmounts the workspace's file system, unlocks its image and,
 // for an anonymous sandbox, removes it. Nil-safe.
-func (q *diskQuota) release() error {
+func (q *Disk) Release() error {
 	if q == nil {
 		return nil
 	}
@@ -342,10 +325,10 @@ func (q *diskQuota) release() error {
 	return err
 }
 
-// abandon is release when the sandbox could not be made: an image made
+// Abandon is Release when the sandbox could not be made: an image made
 // for it goes too.
-func (q *diskQuota) abandon() {
-	if q != nil && q.release() == nil && q.created {
+func (q *Disk) Abandon() {
+	if q != nil && q.Release() == nil && q.created {
 		os.Remove(q.img)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package limits
 
 import (
 	"bufio"
@@ -22,10 +22,10 @@ import (
 // cgroupRoot is where cgroup hierarchies are mounted.
 var cgroupRoot = "/sys/fs/cgroup"
 
-// cgroupSet is the per-sandbox cgroups that enforce the pids and memory
+// Cgroups is the per-sandbox cgroups that enforce the pids and memory
 // limits when rlimits cannot (the host's root ignores RLIMIT_NPROC). A nil
 // set means rlimits only.
-type cgroupSet struct {
+type Cgroups struct {
 	mu        sync.Mutex
 	dirs      []string
 	procs     []string // cgroup.procs files a command joins
@@ -33,7 +33,7 @@ type cgroupSet struct {
 	pidsMax   int // the pids limit, 0 without a pids cgroup
 	removed   bool
 	thread    *cgroupThread // a host thread in the cgroups, forking bwrap (v1)
-	// cpuParent holds one CPU-accounting cgroup per command (cmdCgroup),
+	// cpuParent holds one CPU-accounting cgroup per command (CommandCgroup),
 	// for the CPU time budget: the cpuacct hierarchy's in v1, the
 	// sandbox's own cgroup in v2. Empty when there is no CPU limit.
 	cpuParent string
@@ -43,7 +43,7 @@ type cgroupSet struct {
 }
 
 // fail notes why the v1 hierarchy ctl could not be used; it returns err.
-func (c *cgroupSet) fail(ctl string, err error) error {
+func (c *Cgroups) fail(ctl string, err error) error {
 	if err != nil {
 		if c.failed == nil {
 			c.failed = map[string]error{}
@@ -53,10 +53,10 @@ func (c *cgroupSet) fail(ctl string, err error) error {
 	return err
 }
 
-// memory reports whether a cgroup bounds memory. It stays true after
+// Memory reports whether a cgroup bounds memory. It stays true after
 // remove, so a command racing with Close is refused by join rather than
 // started without RLIMIT_AS.
-func (c *cgroupSet) memory() bool {
+func (c *Cgroups) Memory() bool {
 	if c == nil {
 		return false
 	}
@@ -65,12 +65,12 @@ func (c *cgroupSet) memory() bool {
 	return c.mem
 }
 
-// limitCgroups creates the cgroups the limits need, where the cgroup tree
+// NewCgroups creates the cgroups the limits need, where the cgroup tree
 // is writable. A limit that would not hold for the whole command is an
 // error: the pids limit as root (the kernel ignores RLIMIT_NPROC for the
 // host's root), a CPU time limit, and a memory limit the config asked for
 // (the default one falls back to RLIMIT_AS, reported as per process).
-func limitCgroups(id string, l Limits) (*cgroupSet, error) {
+func NewCgroups(id string, l Limits) (*Cgroups, error) {
 	if l.Pids <= 0 && l.MemoryBytes <= 0 && l.CPUTime <= 0 {
 		return nil, nil
 	}
@@ -99,11 +99,11 @@ func limitCgroups(id string, l Limits) (*cgroupSet, error) {
 			driver.ErrIsolationUnavailable, l.MemoryBytes>>20, why("no writable cgroup memory controller", "memory"))
 	}
 	if err != nil {
-		c.remove()
+		c.Remove()
 		return nil, err
 	}
 	if !c.pids && !c.mem && c.cpuParent == "" {
-		c.remove()
+		c.Remove()
 		return nil, nil
 	}
 	return c, nil
@@ -213,11 +213,36 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
+// ProbeCgroups creates the cgroups limits l would use, under a name of
+// their own ("sage-probe-..."), to see what this machine allows; the
+// caller removes them.
+func ProbeCgroups(l Limits) (*Cgroups, error) {
+	return createCgroups("sage-probe-"+randomSuffix(), l)
+}
+
+// V2 reports whether the unified (v2) cgroup hierarchy is mounted at the
+// cgroup root.
+func V2() bool { return fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) }
+
+// PidsAndMemory reports whether the set has both a pids and a memory
+// cgroup.
+func (c *Cgroups) PidsAndMemory() bool { return c != nil && c.pids && c.mem }
+
+// Procs are the cgroup.procs files a command of the sandbox joins.
+func (c *Cgroups) Procs() []string { return append([]string{}, c.procs...) }
+
+// Dirs are the directories of the set's cgroups, which Remove removes.
+func (c *Cgroups) Dirs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string{}, c.dirs...)
+}
+
 // createCgroups makes the cgroups under this process's own, in cgroup v2
 // if the unified hierarchy is mounted at cgroupRoot, else in the v1 pids
 // and memory hierarchies. What fails is left out and reported.
-func createCgroups(name string, l Limits) (*cgroupSet, error) {
-	c := &cgroupSet{}
+func createCgroups(name string, l Limits) (*Cgroups, error) {
+	c := &Cgroups{}
 	own, err := ownCgroups()
 	if err != nil {
 		return c, err
@@ -258,7 +283,7 @@ func createCgroups(name string, l Limits) (*cgroupSet, error) {
 	return c, errors.Join(errs...)
 }
 
-func (c *cgroupSet) createV2(parent, name string, l Limits) error {
+func (c *Cgroups) createV2(parent, name string, l Limits) error {
 	want := map[string]string{}
 	var ctrls []string
 	if l.Pids > 0 {
@@ -287,7 +312,7 @@ func (c *cgroupSet) createV2(parent, name string, l Limits) error {
 
 // add creates dir and writes its limit files; on success it sets *ok.
 // Commands join it.
-func (c *cgroupSet) add(dir string, files map[string]string, ok *bool) error {
+func (c *Cgroups) add(dir string, files map[string]string, ok *bool) error {
 	if err := c.addDir(dir, files, ok); err != nil {
 		return err
 	}
@@ -297,7 +322,7 @@ func (c *cgroupSet) add(dir string, files map[string]string, ok *bool) error {
 
 // addDir is add for a cgroup commands do not join themselves (the parent
 // of the command cgroups).
-func (c *cgroupSet) addDir(dir string, files map[string]string, ok *bool) error {
+func (c *Cgroups) addDir(dir string, files map[string]string, ok *bool) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return fmt.Errorf("cgroup %s: %w", dir, err)
 	}
@@ -337,8 +362,8 @@ func readCgroups(file string) (map[string]string, error) {
 	return out, sc.Err()
 }
 
-// join puts a process into the cgroups.
-func (c *cgroupSet) join(pid int) error {
+// Join puts a process into the cgroups.
+func (c *Cgroups) Join(pid int) error {
 	if c == nil {
 		return nil
 	}
@@ -355,11 +380,11 @@ func (c *cgroupSet) join(pid int) error {
 	return nil
 }
 
-// trampoline returns the command that joins the cgroups (and the
+// Trampoline returns the command that joins the cgroups (and the
 // command's own, extra) and then execs the program: a one-line /bin/sh
 // script, so every process is born inside them (isolation none, where no
 // gate holds the command).
-func (c *cgroupSet) trampoline(prog string, args []string, extra ...string) (string, []string, error) {
+func (c *Cgroups) Trampoline(prog string, args []string, extra ...string) (string, []string, error) {
 	if c == nil {
 		return prog, append([]string{prog}, args...), nil
 	}
@@ -382,8 +407,8 @@ func (c *cgroupSet) trampoline(prog string, args []string, extra ...string) (str
 	return "/bin/sh", append(argv, args...), nil
 }
 
-// remove kills what is left in the cgroups and removes them.
-func (c *cgroupSet) remove() error {
+// Remove kills what is left in the cgroups and removes them.
+func (c *Cgroups) Remove() error {
 	if c == nil {
 		return nil
 	}
@@ -434,3 +459,6 @@ func removeCgroup(dir string) error {
 	}
 	return fmt.Errorf("local: remove cgroup %s: %w", dir, err)
 }
+
+// fileExists reports whether p exists.
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

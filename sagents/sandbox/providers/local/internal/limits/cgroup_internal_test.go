@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package limits
 
 import (
 	"errors"
@@ -30,18 +30,18 @@ func TestRootWithoutCgroupsRefusesAPidsLimit(t *testing.T) {
 	saved := cgroupRoot
 	cgroupRoot = sandboxtest.TempDir(t) // no hierarchy here
 	defer func() { cgroupRoot = saved }()
-	_, err := limitCgroups("t1", Limits{Pids: 10})
+	_, err := NewCgroups("t1", Limits{Pids: 10})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, sandbox.ErrIsolationUnavailable))
 	assert.Contains(t, err.Error(), "pids_limit: -1")
-	c, err := limitCgroups("t1", Limits{MemoryBytes: 1 << 20})
+	c, err := NewCgroups("t1", Limits{MemoryBytes: 1 << 20})
 	require.NoError(t, err, "memory falls back to RLIMIT_AS")
 	assert.Nil(t, c)
-	assert.False(t, c.memory())
+	assert.False(t, c.Memory())
 }
 
 func TestCgroupsAreRemovedOnClose(t *testing.T) {
-	c, err := limitCgroups("t2", Limits{Pids: 10, MemoryBytes: 64 << 20})
+	c, err := NewCgroups("t2", Limits{Pids: 10, MemoryBytes: 64 << 20})
 	if err != nil || c == nil {
 		t.Skipf("no writable cgroups here (%v)", err)
 	}
@@ -51,23 +51,23 @@ func TestCgroupsAreRemovedOnClose(t *testing.T) {
 		assert.True(t, strings.Contains(d, "sage-t2-"), d)
 		assert.DirExists(t, d)
 	}
-	require.NoError(t, c.remove())
-	require.NoError(t, c.remove(), "remove is idempotent")
-	assert.ErrorIs(t, c.join(os.Getpid()), sandbox.ErrClosed, "a command racing with Close is refused")
-	assert.True(t, c.memory(), "and is not started without RLIMIT_AS either")
+	require.NoError(t, c.Remove())
+	require.NoError(t, c.Remove(), "remove is idempotent")
+	assert.ErrorIs(t, c.Join(os.Getpid()), sandbox.ErrClosed, "a command racing with Close is refused")
+	assert.True(t, c.Memory(), "and is not started without RLIMIT_AS either")
 	for _, d := range dirs {
 		assert.NoDirExists(t, d)
 	}
 }
 
 func TestTrampoline(t *testing.T) {
-	var none *cgroupSet
-	path, argv, err := none.trampoline("/usr/bin/bwrap", []string{"--a", "b"})
+	var none *Cgroups
+	path, argv, err := none.Trampoline("/usr/bin/bwrap", []string{"--a", "b"})
 	assert.NoError(t, err)
 	assert.Equal(t, "/usr/bin/bwrap", path)
 	assert.Equal(t, []string{"/usr/bin/bwrap", "--a", "b"}, argv)
-	c := &cgroupSet{procs: []string{"/cg/p/cgroup.procs", "/cg/m/cgroup.procs"}}
-	path, argv, err = c.trampoline("/usr/bin/bwrap", []string{"--a"})
+	c := &Cgroups{procs: []string{"/cg/p/cgroup.procs", "/cg/m/cgroup.procs"}}
+	path, argv, err = c.Trampoline("/usr/bin/bwrap", []string{"--a"})
 	assert.NoError(t, err)
 	assert.Equal(t, "/bin/sh", path)
 	assert.Equal(t, []string{"sh", "-c",
@@ -82,20 +82,20 @@ func TestNoCgroupRefusesWholeCommandLimits(t *testing.T) {
 	saved := cgroupRoot
 	cgroupRoot = sandboxtest.TempDir(t) // no hierarchy here
 	defer func() { cgroupRoot = saved }()
-	_, err := limitCgroups("t3", Limits{CPUTime: time.Second})
+	_, err := NewCgroups("t3", Limits{CPUTime: time.Second})
 	require.Error(t, err)
 	assert.ErrorIs(t, err, sandbox.ErrIsolationUnavailable)
 	assert.Contains(t, err.Error(), "cpu_time_limit: 0")
-	l := ResolveLimits(sandbox.LocalConfig{MemoryLimitMB: 64, PidsLimit: -1})
-	_, err = limitCgroups("t3", l)
+	l := Resolve(sandbox.LocalConfig{MemoryLimitMB: 64, PidsLimit: -1})
+	_, err = NewCgroups("t3", l)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "memory_limit_mb: -1")
-	l = ResolveLimits(sandbox.LocalConfig{PidsLimit: -1})
-	c, err := limitCgroups("t3", l)
+	l = Resolve(sandbox.LocalConfig{PidsLimit: -1})
+	c, err := NewCgroups("t3", l)
 	require.NoError(t, err, "the default memory limit falls back to RLIMIT_AS")
 	assert.Nil(t, c)
-	assert.Equal(t, driver.EnforcedPerProcess, l.enforced(c, true).Memory, "and says so")
-	assert.Equal(t, driver.EnforcedNone, l.enforced(c, true).CPUTime)
+	assert.Equal(t, driver.EnforcedPerProcess, l.Enforced(c, true).Memory, "and says so")
+	assert.Equal(t, driver.EnforcedNone, l.Enforced(c, true).CPUTime)
 }
 
 // The CPU budget in cgroup v2 (cpu.stat, cgroup.kill), on the unified
@@ -112,15 +112,15 @@ func TestCPUBudgetCgroupV2(t *testing.T) {
 	saved := cgroupRoot
 	cgroupRoot = unified
 	defer func() { cgroupRoot = saved }()
-	c, err := limitCgroups("t4", Limits{CPUTime: 300 * time.Millisecond})
+	c, err := NewCgroups("t4", Limits{CPUTime: 300 * time.Millisecond})
 	require.NoError(t, err)
 	require.NotNil(t, c)
 	require.True(t, c.cpuV2)
-	k, err := c.command(300 * time.Millisecond)
+	k, err := c.Command(300 * time.Millisecond)
 	require.NoError(t, err)
 	busy := exec.Command("sh", "-c", "while :; do :; done")
 	require.NoError(t, busy.Start())
-	require.NoError(t, k.start(busy.Process.Pid))
+	require.NoError(t, k.Start(busy.Process.Pid))
 	done := make(chan error, 1)
 	go func() { done <- busy.Wait() }()
 	select {
@@ -130,16 +130,16 @@ func TestCPUBudgetCgroupV2(t *testing.T) {
 		t.Fatal("the busy loop outlived its 300 ms budget")
 	}
 	res := &sandbox.CommandResult{ExitCode: 137}
-	k.end(res)
+	k.End(res)
 	assert.True(t, res.CPUTimeExceeded)
 	assert.Equal(t, 152, res.ExitCode)
 	used, err := k.used()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, used, 300*time.Millisecond)
 	assert.Less(t, used, 2*time.Second)
-	k.release()
+	k.Release()
 	assert.NoDirExists(t, k.dir)
-	require.NoError(t, c.remove())
+	require.NoError(t, c.Remove())
 	assert.NoDirExists(t, c.cpuParent)
 }
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package uids
 
 import (
 	"bufio"
@@ -17,53 +17,54 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 )
 
-// identity is the host uid and gid a sandbox's processes run as when sage
+// Identity is the host uid and gid a sandbox's processes run as when sage
 // runs as root: never root itself. Each workspace has its own uid, so
 // sessions cannot touch each other's files even through a bug, and what a
 // sandbox leaves behind (a setuid copy of an interpreter, say) belongs to
 // an unprivileged uid.
-type identity struct {
-	uid, gid int
+type Identity struct {
+	UID, GID int
 	// idmap, when set, is the owner on disk of a workspace sage shows
 	// through an idmapped mount (idmap_linux.go) instead of chowning it:
 	// uid stands for it inside.
-	idmap *idmapOwner
+	Idmap *IdmapOwner
 }
 
-// owner is who owns what sage creates in the workspace from the host:
+// Owner is who owns what sage creates in the workspace from the host:
 // the sandbox's uid, or, for an idmapped workspace, the folder's owner
 // (whom the sandbox's uid stands for).
-func (id *identity) owner() *hostkit.FileOwner {
+func (id *Identity) Owner() *hostkit.FileOwner {
 	switch {
 	case id == nil:
 		return nil
-	case id.idmap != nil:
-		return &hostkit.FileOwner{UID: int(id.idmap.uid), GID: int(id.idmap.gid)}
+	case id.Idmap != nil:
+		return &hostkit.FileOwner{UID: int(id.Idmap.UID), GID: int(id.Idmap.GID)}
 	}
-	return &hostkit.FileOwner{UID: id.uid, GID: id.gid}
+	return &hostkit.FileOwner{UID: id.UID, GID: id.GID}
 }
 
-// idmapped says the workspace is shown through an idmapped mount.
-func (id *identity) idmapped() bool { return id != nil && id.idmap != nil }
+// Idmapped says the workspace is shown through an idmapped mount.
+func (id *Identity) Idmapped() bool { return id != nil && id.Idmap != nil }
 
-// uidRegistry records which workspace holds which uid (one file per uid,
+// Registry records which workspace holds which uid (one file per uid,
 // holding the workspace's path). It is machine-wide, whatever SAGE_HOME a
 // process uses, so two homes never hand out the same uid.
-var uidRegistry = "/var/lib/sage/uids"
+var Registry = "/var/lib/sage/uids"
 
 // subuidFile is where named ranges come from.
 var subuidFile = "/etc/subuid"
 
-// uidRange resolves sandbox.local.uid_range: "FIRST:COUNT", a user name
+// Range resolves sandbox.local.uid_range: "FIRST:COUNT", a user name
 // whose /etc/subuid range to use, or empty for the range of user "sage"
 // when /etc/subuid has one, else driver.DefaultUIDRange.
-func uidRange(spec string) (first, count uint32, err error) {
+func Range(spec string) (first, count uint32, err error) {
 	switch {
 	case strings.Contains(spec, ":"):
 		return driver.ParseUIDRange(spec)
@@ -109,13 +110,13 @@ func subuidRange(name string) (first, count uint32, ok bool, err error) {
 	return 0, 0, false, sc.Err()
 }
 
-// sessionIdentity returns the uid the workspace ws runs under, and gives
+// ForSession returns the uid the workspace ws runs under, and gives
 // the workspace to it (adoptWorkspace), under the registry's lock: the
 // one that already owns it when that is in the range and no other live
 // workspace holds it, else a free one from the registry (a uid whose
 // recorded workspace is gone, or no longer belongs to it, is free again).
-func sessionIdentity(spec, ws string) (*identity, error) {
-	first, count, err := uidRange(spec)
+func ForSession(spec, ws string) (*Identity, error) {
+	first, count, err := Range(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +126,10 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 	}
 	owner := fi.Sys().(*syscall.Stat_t).Uid
 	inRange := func(u uint32) bool { return u >= first && u-first < count }
-	if err := os.MkdirAll(uidRegistry, 0o700); err != nil {
+	if err := os.MkdirAll(Registry, 0o700); err != nil {
 		return nil, fmt.Errorf("local: uid registry: %w", err)
 	}
-	lock := flock.New(filepath.Join(uidRegistry, ".lock"))
+	lock := flock.New(filepath.Join(Registry, ".lock"))
 	if err := lock.Lock(); err != nil {
 		return nil, fmt.Errorf("local: uid registry lock: %w", err)
 	}
@@ -137,7 +138,7 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		// Owned by a session uid already: that uid, unless the registry
 		// gives it to another live workspace (a directory chowned to it,
 		// or made by that session in a shared mount).
-		if data, err := os.ReadFile(filepath.Join(uidRegistry, strconv.FormatUint(uint64(owner), 10))); err == nil &&
+		if data, err := os.ReadFile(filepath.Join(Registry, strconv.FormatUint(uint64(owner), 10))); err == nil &&
 			registered(data) != ws && !staleUID(string(data), owner) {
 			return nil, fmt.Errorf("local: workspace %s belongs to uid %d, which is the session uid of %s; fix: use a new workspace, or chown -R it to another owner: %w",
 				ws, owner, data, fs.ErrPermission)
@@ -145,7 +146,7 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		if err := recordUID(owner, ws); err != nil {
 			return nil, err
 		}
-		id := &identity{uid: int(owner), gid: int(owner)}
+		id := &Identity{UID: int(owner), GID: int(owner)}
 		return id, adoptWorkspace(ws, id)
 	}
 	h := fnv.New32a()
@@ -153,7 +154,7 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 	start := h.Sum32() % count
 	for i := uint32(0); i < count; i++ {
 		u := first + (start+i)%count
-		data, err := os.ReadFile(filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10)))
+		data, err := os.ReadFile(filepath.Join(Registry, strconv.FormatUint(uint64(u), 10)))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -161,16 +162,16 @@ func sessionIdentity(spec, ws string) (*identity, error) {
 		case registered(data) != ws && !staleUID(string(data), u):
 			continue
 		}
-		p := filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10))
+		p := filepath.Join(Registry, strconv.FormatUint(uint64(u), 10))
 		prev, _ := os.ReadFile(p)
 		if err := recordUID(u, ws); err != nil {
 			return nil, err
 		}
 		// Chowned under the lock: until then the entry would look stale
 		// (its workspace not yet the uid's) to another process.
-		id := &identity{uid: int(u), gid: int(u)}
+		id := &Identity{UID: int(u), GID: int(u)}
 		err = adoptWorkspace(ws, id)
-		if err == nil && id.idmapped() {
+		if err == nil && id.Idmapped() {
 			// Not chowned: the registry says so, or the entry would look
 			// stale (the workspace not the uid's on disk).
 			err = recordUID(u, ws+idmappedMark)
@@ -213,7 +214,7 @@ func staleUID(entry string, u uint32) bool {
 }
 
 func recordUID(u uint32, ws string) error {
-	p := filepath.Join(uidRegistry, strconv.FormatUint(uint64(u), 10))
+	p := filepath.Join(Registry, strconv.FormatUint(uint64(u), 10))
 	if data, err := os.ReadFile(p); err == nil && string(data) == ws {
 		return nil
 	}
@@ -231,32 +232,32 @@ func recordUID(u uint32, ws string) error {
 // adoptWorkspace gives ws to id: a new or empty workspace is chowned to
 // it; one that holds files of another owner (a user's project) is shown
 // through an idmapped mount where the kernel and its file system allow
-// one (id.idmap: its files stay their owner's), and refused elsewhere
+// one (id.Idmap: its files stay their owner's), and refused elsewhere
 // (its files would be unwritable inside, and chowning someone's tree
 // silently is worse). A chowned workspace is made 0700; an idmapped one
 // keeps its owner's mode.
-func adoptWorkspace(ws string, id *identity) error {
+func adoptWorkspace(ws string, id *Identity) error {
 	fi, err := os.Lstat(ws)
 	if err != nil {
 		return fmt.Errorf("local: workspace: %w", err)
 	}
-	if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != id.uid {
+	if uid := int(fi.Sys().(*syscall.Stat_t).Uid); uid != id.UID {
 		entries, err := os.ReadDir(ws)
 		if err != nil {
 			return fmt.Errorf("local: workspace: %w", err)
 		}
 		if len(entries) > 0 {
-			ierr := idmapAvailable(ws)
+			ierr := IdmapAvailable(ws)
 			if ierr == nil {
 				st := fi.Sys().(*syscall.Stat_t)
-				id.idmap = &idmapOwner{uid: st.Uid, gid: st.Gid}
+				id.Idmap = &IdmapOwner{UID: st.Uid, GID: st.Gid}
 				return nil
 			}
 			return fmt.Errorf("local: workspace %s belongs to uid %d and is not empty, but its sandbox runs as uid %d (sage never runs sandboxed commands as host root), "+
 				"and an idmapped mount that would keep its files uid %d's is not available (%v); fix: chown -R %d:%d %s, or use a new workspace: %w",
-				ws, uid, id.uid, uid, ierr, id.uid, id.gid, ws, fs.ErrPermission)
+				ws, uid, id.UID, uid, ierr, id.UID, id.GID, ws, fs.ErrPermission)
 		}
-		if err := os.Lchown(ws, id.uid, id.gid); err != nil {
+		if err := os.Lchown(ws, id.UID, id.GID); err != nil {
 			return fmt.Errorf("local: workspace: %w", err)
 		}
 	}
@@ -268,36 +269,36 @@ func adoptWorkspace(ws string, id *identity) error {
 
 // access bits for reachable.
 const (
-	needRead  = 4
-	needWrite = 2
-	needExec  = 1
+	NeedRead  = 4
+	NeedWrite = 2
+	NeedExec  = 1
 )
 
 // closedError is a directory (or file) reachable found closed to a uid.
 type closedError struct {
 	dir         string
 	mode, owner uint32
-	uid         int
+	UID         int
 }
 
 func (e *closedError) Error() string {
-	return fmt.Sprintf("%s (mode %03o, owner %d) is closed to uid %d", e.dir, e.mode, e.owner, e.uid)
+	return fmt.Sprintf("%s (mode %03o, owner %d) is closed to uid %d", e.dir, e.mode, e.owner, e.UID)
 }
 
 func (e *closedError) Unwrap() error { return fs.ErrPermission }
 
-// reachFix is the fix of a workspace ws that reachable found closed
+// ReachFix is the fix of a workspace ws that reachable found closed
 // (err): open the directory it names for search, or, for a workspace
 // outside SAGE_HOME, move it under SAGE_HOME, whose directories sage
 // opens for search itself.
-func reachFix(ws string, err error) string {
+func ReachFix(ws string, err error) string {
 	var ce *closedError
 	if !errors.As(err, &ce) {
 		return "fix: make every directory above it searchable by that uid (chmod o+x)"
 	}
 	fix := "fix: chmod o+x " + ce.dir
 	if ce.dir == ws {
-		fix = fmt.Sprintf("fix: chown %d %s, or use a new workspace", ce.uid, ws)
+		fix = fmt.Sprintf("fix: chown %d %s, or use a new workspace", ce.UID, ws)
 	}
 	if home := sagehome.Dir(); !within(home, ws) {
 		fix += ", or put the workspace under SAGE_HOME (" + home + ")"
@@ -305,10 +306,10 @@ func reachFix(ws string, err error) string {
 	return fix
 }
 
-// reachable checks, from the permission bits, that id can reach p (search
+// Reachable checks, from the permission bits, that id can reach p (search
 // permission on every directory above it) and has need on p itself. bwrap
 // runs as id, so it resolves every bind source as id.
-func reachable(p string, id *identity, need uint32) error {
+func Reachable(p string, id *Identity, need uint32) error {
 	if id == nil {
 		return nil
 	}
@@ -324,20 +325,20 @@ func reachable(p string, id *identity, need uint32) error {
 		mode := st.Mode & 0o777
 		var have uint32
 		switch {
-		case int(st.Uid) == id.uid:
+		case int(st.Uid) == id.UID:
 			have = mode >> 6
-		case int(st.Gid) == id.gid:
+		case int(st.Gid) == id.GID:
 			have = mode >> 3 & 7
 		default:
 			have = mode & 7
 		}
 		if have&bits != bits {
-			return &closedError{dir: dir, mode: mode, owner: st.Uid, uid: id.uid}
+			return &closedError{dir: dir, mode: mode, owner: st.Uid, UID: id.UID}
 		}
 		return nil
 	}
 	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
-		if err := check(dir, needExec); err != nil {
+		if err := check(dir, NeedExec); err != nil {
 			return err
 		}
 		if filepath.Dir(dir) == dir { // the root
@@ -345,4 +346,42 @@ func reachable(p string, id *identity, need uint32) error {
 		}
 	}
 	return check(p, need)
+}
+
+// Credential runs bwrap as the session's uid, with no supplementary
+// groups.
+func (id *Identity) Credential() *syscall.Credential {
+	if id == nil {
+		return nil
+	}
+	return &syscall.Credential{Uid: uint32(id.UID), Gid: uint32(id.GID), Groups: []uint32{}}
+}
+
+// OpenWorkspace opens the workspace for --bind-fd, refusing a symlink
+// anywhere on its path (openat2 RESOLVE_NO_SYMLINKS), and, when bwrap runs
+// as the session's uid, a workspace that is no longer that uid's. It runs
+// before every command, so a workspace swapped between commands is caught.
+func OpenWorkspace(ws string, id *Identity) (*os.File, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, ws, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if errors.Is(err, unix.ENOSYS) { // kernels before 5.6: O_NOFOLLOW on the last component
+		fd, err = unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open workspace", Path: ws, Err: fmt.Errorf("%w (a symlink on its path, or it is gone): %w", fs.ErrPermission, err)}
+	}
+	f := os.NewFile(uintptr(fd), ws)
+	if id != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || int(st.Uid) != id.UID {
+			f.Close()
+			return nil, &fs.PathError{Op: "open workspace", Path: ws, Err: fmt.Errorf("%w: no longer owned by the session's uid %d", fs.ErrPermission, id.UID)}
+		}
+	}
+	return f, nil
+}
+
+// within reports whether p is dir or a path below it.
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
