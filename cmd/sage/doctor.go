@@ -33,7 +33,11 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) int {
 	r.Checks = append(r.Checks, limitsCheck(le))
 	r.Checks = append(r.Checks, isolationChecks()...)
 	if runtime.GOOS == "linux" {
-		r.Checks = append(r.Checks, gvisorCheck(ctx))
+		g := gvisorCheck(ctx)
+		r.Checks = append(r.Checks, g)
+		if g.Status == doctor.OK {
+			r.Checks = append(r.Checks, gvisorCheckpointsCheck(ctx))
+		}
 	}
 	r.Checks = append(r.Checks, checkpointsCheck())
 	var err error
@@ -147,6 +151,23 @@ func idmapCheck() doctor.Check {
 		return c
 	}
 	return summaryCheck(c, func() (string, error) { return local.IdmapSummary(sandbox.Home()) })
+}
+
+// gvisorCheckpointsCheck says what runsc checkpoint and restore do here
+// with a sandbox shaped as a gVisor session's (a probe of about a
+// second), and so why isolation gvisor has no checkpoints: a warning,
+// since only checkpoints under gVisor need it.
+func gvisorCheckpointsCheck(ctx context.Context) doctor.Check {
+	c := doctor.Check{Name: "gvisor checkpoints", Status: doctor.Warn,
+		Fix: "use isolation bwrap (the default) for sandbox.local.checkpoints"}
+	d, err := local.GvisorCheckpointsSummary(ctx)
+	if err != nil {
+		detail, _, _ := strings.Cut(err.Error(), "; fix: ")
+		c.Detail = detail
+		return c
+	}
+	c.Detail = d
+	return c
 }
 
 // checkpointsCheck says whether sandbox.local.checkpoints can work here and

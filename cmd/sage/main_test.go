@@ -289,6 +289,15 @@ func TestDoctorJSON(t *testing.T) {
 			assert.Contains(t, c.Detail, "Landlock domain of its own")
 		}
 	}
+	for _, c := range rep.Checks {
+		if c.Name == "gvisor" && c.Status == "ok" {
+			assert.True(t, names["gvisor checkpoints"], "runsc works: doctor probes its checkpoint and restore")
+		}
+		if c.Name == "gvisor checkpoints" {
+			assert.Contains(t, c.Detail, "runsc checkpoint", c.Detail)
+			assert.NotContains(t, c.Detail, "\n", "one line")
+		}
+	}
 	assert.Equal(t, rep.OK, r.code == 0)
 	for _, k := range []string{"cpu_time", "memory", "pids", "file_size"} {
 		assert.Contains(t, []string{"cgroup", "userns", "rlimit-per-user", "rlimit-per-process", "none"}, rep.LimitsEnforced[k], k)

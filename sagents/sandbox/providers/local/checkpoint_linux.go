@@ -87,9 +87,12 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil
 	}
+	if _, ok := s.iso.(*gvisorIsolator); ok {
+		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on", Reason: gvisorCheckpointsReason}
+	}
 	if _, ok := s.iso.(*bwrapIsolator); !ok || !s.sess.opts.Enabled {
 		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
-			Reason: "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false); gVisor and fresh sandboxes have none yet"}
+			Reason: "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false); fresh sandboxes have none yet"}
 	}
 	if cfg.Local.DiskQuotaMB > 0 || cfg.Local.DiskQuotaInodes > 0 {
 		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",

@@ -1,0 +1,93 @@
+//go:build linux
+
+package local_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local"
+)
+
+// TestGvisorCheckpointsRefused: checkpoints on with isolation gvisor (the
+// session sandbox and fresh_per_command) is a config error that names
+// the field and says why: runsc restore cannot hand back the session
+// sandbox's donated control socket.
+func TestGvisorCheckpointsRefused(t *testing.T) {
+	for _, freshPer := range []*bool{nil, &fresh} {
+		_, err := newLocalErr(t, func(c *sandbox.Config) {
+			c.Local.Isolation.Linux = sandbox.IsolationGvisor
+			c.Local.FreshPerCommand = freshPer
+			c.Local.Checkpoints = true
+			requireGvisor(t)
+		})
+		var ce *driver.ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "sandbox.local.checkpoints", ce.Field)
+		assert.Contains(t, ce.Reason, "runsc restore cannot hand back")
+		assert.Contains(t, ce.Reason, "fix: use isolation bwrap with checkpoints")
+		assert.NotContains(t, err.Error(), "\n", "one line")
+	}
+}
+
+// TestGvisorCheckpointProbe runs runsc checkpoint and restore on a sandbox
+// of the session sandbox's shape, as sage doctor does: the checkpoint
+// works, and the restore fails on the donated control socket, which is
+// why gVisor checkpoints are refused; with the socket on the sandbox's
+// stdin and stdout the restore works and the restored process answers
+// on a new socket. A runsc whose restore hands it back
+// fails this test: then gVisor process checkpoints can be offered. The
+// probe leaves no directory, mount or sandbox behind.
+func TestGvisorCheckpointProbe(t *testing.T) {
+	requireGvisor(t)
+	runsc, err := exec.LookPath("runsc")
+	require.NoError(t, err)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	res, err := local.GvisorCheckpointProbe(context.Background(), runsc)
+	require.NoError(t, err)
+	assert.Positive(t, res.Checkpoint)
+	t.Logf("--pass-fd: runsc checkpoint %v, restore %v (%v); stdio: checkpoint %v, restore %v (%v)", res.Checkpoint, res.Restore,
+		res.RestoreErr, res.StdioCheckpoint, res.StdioRestore, res.StdioErr)
+	require.Error(t, res.RestoreErr, "runsc restore now restores a sandbox with a descriptor donated by --pass-fd: "+
+		"gVisor checkpoints can be offered; update gvisorCheckpointsReason and docs/checkpoints.md")
+	assert.Contains(t, res.RestoreErr.Error(), "no host FD available")
+	assert.Less(t, len(res.RestoreErr.Error()), 500, "the runsc error is cut to its telling line")
+	// With the control socket on stdin and stdout, runsc restore hands it
+	// back: the restored shell echoes on the new socket (docs/checkpoints.md).
+	require.NoError(t, res.StdioErr)
+	assert.Positive(t, res.StdioCheckpoint)
+	assert.Positive(t, res.StdioRestore)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the probe's directory is removed")
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	assert.NotContains(t, string(mounts), tmp, "no null-netns mount is left")
+	out, _ := exec.Command("pgrep", "-f", "sage-ckpt-probe").Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "no runsc process of the probe is left")
+
+	sum, err := local.GvisorCheckpointsSummary(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, sum, "not offered under isolation gvisor")
+	assert.Contains(t, sum, "no host FD available")
+}
+
+// TestGvisorCheckpointProbeNoRunsc: a runsc that cannot run is the
+// probe's error, not a finding.
+func TestGvisorCheckpointProbeNoRunsc(t *testing.T) {
+	requireGvisor(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	_, err := local.GvisorCheckpointProbe(context.Background(), "/nonexistent/runsc")
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "runsc run"), err.Error())
+}
