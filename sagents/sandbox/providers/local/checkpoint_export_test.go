@@ -13,3 +13,7 @@ func SetMaxLayersForTest(n int) func() {
 // ForkSeedForTest is where Export leaves the /tmp of a fork into the
 // folder ws (resolved).
 func ForkSeedForTest(ws string) string { return forkSeed(ws) }
+
+// LayersFreedForTest waits until the layers s dropped are removed and its
+// spare layer is made (in the background).
+func LayersFreedForTest(s *Sandbox) { s.ckpt.bg.Wait() }

@@ -251,15 +251,10 @@ func (c *checkpoints) mergeTmp(n int) error {
 		return fmt.Errorf("local: merge the layers of /tmp: %w", err)
 	}
 	// The live mount is rebuilt on the new base (its upper kept).
-	if err := c.freeze("checkpoint", tmpTarget); err != nil {
-		c.freeTmpLayer(nb)
-		return err
-	}
 	oldBase, merged, old := t.base, append([]int{}, t.layers[:n]...), t.upper
 	t.base, t.layers = filepath.Join(strconv.Itoa(nb), "u"), t.layers[n:]
-	if err := c.remount(false, 0, true, len(t.layers)); err != nil {
+	if err := c.remount("checkpoint", false, 0, true, len(t.layers), []string{tmpTarget}); err != nil {
 		t.base, t.layers, t.upper = oldBase, append(merged, t.layers...), old
-		c.thaw(tmpTarget)
 		c.freeTmpLayer(nb)
 		return err
 	}

@@ -186,7 +186,7 @@ func (sp *Sandbox) adopt(ctx context.Context, in *forkIn, ws string) error {
 		// The checkpoint's /tmp too: both mounts in one request.
 		oldTmpUp, oldTmpBase, oldTmpLayers := c.tmp.upper, c.tmp.base, c.tmp.layers
 		c.tmp.base, c.tmp.layers = "b", nil
-		if err := c.remount(true, 0, true, 0); err != nil {
+		if err := c.remount("fork", true, 0, true, 0, nil); err != nil {
 			c.m.Upper = oldUp
 			c.tmp.base, c.tmp.layers, c.tmp.upper = oldTmpBase, oldTmpLayers, oldTmpUp
 			c.freeTmpBase("b")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"runtime"
@@ -47,6 +48,10 @@ type request struct {
 	// Mounts are what "mount" attaches: all are built before the first
 	// is attached, so that a bad layer changes nothing.
 	Mounts []mountSpec `json:"mounts,omitempty"`
+	// Freeze are the mounts "mount" makes read-only first (all or none),
+	// before it builds the new ones: a checkpoint or a rollback in one
+	// request. Should it fail before the first attach, they are thawed.
+	Freeze []string `json:"freeze,omitempty"`
 	// Targets are the mounts "freeze" and "thaw" act on, inside the
 	// sandbox; Target is the directory "store" copies the mode of.
 	Targets []string `json:"targets,omitempty"`
@@ -124,7 +129,13 @@ func serve(ns *nsThread, cur map[string]int, req request) (reply, []int, error) 
 		}
 		return reply{}, []int{fd}, nil
 	case "mount":
+		if err := setRDONLY(ns, cur, req.Freeze, true); err != nil {
+			return reply{}, nil, err
+		}
 		fds, err := mountAll(ns, cur, req.Mounts)
+		if err != nil && !errors.Is(err, unix.ENOTRECOVERABLE) {
+			setRDONLY(ns, cur, req.Freeze, false)
+		}
 		return reply{}, fds, err
 	case "freeze", "thaw":
 		return reply{}, nil, setRDONLY(ns, cur, req.Targets, req.Op == "freeze")
@@ -208,13 +219,24 @@ func setRDONLY(ns *nsThread, cur map[string]int, targets []string, rdonly bool) 
 // mounts under it: an overlay put there would hide them.
 func store(ns *nsThread, req request) (reply, []int, error) {
 	var st unix.Stat_t
-	var tid int
-	if err := ns.do(func() error { tid = unix.Gettid(); return unix.Stat(req.Target, &st) }); err != nil {
+	if err := ns.do(func() error { return unix.Stat(req.Target, &st) }); err != nil {
 		return reply{}, nil, &os.SyscallError{Syscall: "stat " + req.Target, Err: err}
 	}
-	// The thread's mounts, read through this namespace's /proc (the
-	// sandbox's shows its own pids only); paths are from its root.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", tid))
+	// The thread's mounts in the sandbox's namespace, through the agent's
+	// /proc (the sandbox's shows its own pids only), opened while the
+	// thread is in it: the file shows the namespace of its opening.
+	// Paths are from the sandbox's root.
+	var b []byte
+	err := ns.do(func() error {
+		fd, err := unix.Openat(ns.proc, "thread-self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.SyscallError{Syscall: "open mountinfo", Err: err}
+		}
+		f := os.NewFile(uintptr(fd), "mountinfo")
+		defer f.Close()
+		b, err = io.ReadAll(io.LimitReader(f, maxMessage))
+		return err
+	})
 	if err != nil {
 		return reply{}, nil, err
 	}
@@ -346,36 +368,54 @@ func errnoOf(err error) int {
 	return 0
 }
 
-// nsThread is one OS thread in the sandbox's mount namespace, running
-// the functions given to do, one at a time.
+// nsThread is the agent's one OS thread (its requests are served on it,
+// locked): do runs a function with the thread in the sandbox's mount
+// namespace and brings it back to the agent's own, where the layers'
+// paths resolve. Switching costs two setns calls; handing work to another
+// thread cost two wake-ups, which a loaded machine makes slow.
 type nsThread struct {
-	err  error
-	jobs chan func() error
-	errs chan error
+	err     error
+	sandbox int // the sandbox's mount namespace
+	own     int // the agent's
+	proc    int // the agent's /proc
 }
 
+// newNSThread locks the calling goroutine to its thread for good and
+// gives the thread a file-system context of its own (unshare CLONE_FS),
+// which setns of a mount namespace needs.
 func newNSThread(mntFD int) *nsThread {
-	t := &nsThread{jobs: make(chan func() error), errs: make(chan error)}
-	ready := make(chan error)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the agent
-		err := unix.Unshare(unix.CLONE_FS)
-		if err == nil {
-			err = unix.Setns(mntFD, unix.CLONE_NEWNS)
-		}
-		ready <- err
-		if err != nil {
-			return
-		}
-		for f := range t.jobs {
-			t.errs <- f()
-		}
-	}()
-	t.err = <-ready
+	runtime.LockOSThread() // never unlocked: the thread ends with the agent
+	t := &nsThread{sandbox: mntFD, own: -1, proc: -1}
+	if t.err = unix.Unshare(unix.CLONE_FS); t.err != nil {
+		return t
+	}
+	if t.own, t.err = unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0); t.err != nil {
+		return t
+	}
+	if t.proc, t.err = unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); t.err != nil {
+		return t
+	}
+	// Enter once, to fail here rather than at the first request.
+	if t.err = unix.Setns(t.sandbox, unix.CLONE_NEWNS); t.err != nil {
+		return t
+	}
+	if err := unix.Setns(t.own, unix.CLONE_NEWNS); err != nil {
+		fmt.Fprintln(os.Stderr, "sage-layers: back to its own mount namespace:", err)
+		os.Exit(1)
+	}
 	return t
 }
 
 func (t *nsThread) do(f func() error) error {
-	t.jobs <- f
-	return <-t.errs
+	if err := unix.Setns(t.sandbox, unix.CLONE_NEWNS); err != nil {
+		return &os.SyscallError{Syscall: "setns", Err: err}
+	}
+	err := f()
+	if err := unix.Setns(t.own, unix.CLONE_NEWNS); err != nil {
+		// Its next request would resolve the layers' paths in the
+		// sandbox: the agent ends, and the host hears it gone.
+		fmt.Fprintln(os.Stderr, "sage-layers: back to its own mount namespace:", err)
+		os.Exit(1)
+	}
+	return err
 }

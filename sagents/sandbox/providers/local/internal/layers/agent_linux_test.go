@@ -178,3 +178,66 @@ func openTempDir(t *testing.T) string {
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }
+
+// TestSwapInSandbox: a swap freezes the live mount and mounts a new
+// overlay on top in one request; while a file is open for writing it is
+// EBUSY, and a bad layer fails, both leaving the live mount as it was and
+// writable; then the frozen upper is a lower of the new mount, whose
+// writes go to the new upper.
+func TestSwapInSandbox(t *testing.T) {
+	root := openTempDir(t)
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}
+	}
+	dirs := map[string]string{}
+	for _, d := range []string{"base", "u1", "w1", "u2", "w2"} {
+		dirs[d] = filepath.Join(root, d)
+		os.Mkdir(dirs[d], 0o755)
+		if cred != nil {
+			os.Chown(dirs[d], 65534, 65534)
+		}
+	}
+	sh := startShell(t, dirs["base"], cred)
+	bw, _ := exec.LookPath("bwrap")
+	a, err := Start(StartOptions{Bwrap: bw, Exe: agentExe(t), Pid: sh.pid(t), Cred: cred, Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ms, err := a.Mount(Layout{Lowers: []string{dirs["base"]}, Upper: dirs["u1"], Work: dirs["w1"], Target: "/workspace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeFiles(ms)
+	sh.run(t, "echo one > /workspace/a")
+	next := Layout{Lowers: []string{dirs["u1"], dirs["base"]}, Upper: dirs["u2"], Work: dirs["w2"], Target: "/workspace"}
+	sh.run(t, "sleep 30 >> /workspace/a & w=$!; echo $w > /tmp/writer; i=0; "+
+		"until ls -l /proc/$w/fd 2>/dev/null | grep -q /workspace/a || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done")
+	if _, err := a.Swap([]string{"/workspace"}, next); !errors.Is(err, syscall.EBUSY) {
+		t.Fatalf("swap with a writer: %v, want EBUSY", err)
+	}
+	sh.run(t, "kill $(cat /tmp/writer); while kill -0 $(cat /tmp/writer) 2>/dev/null; do sleep 0.01; done")
+	bad := next
+	bad.Lowers = []string{filepath.Join(root, "missing"), dirs["base"]}
+	if _, err := a.Swap([]string{"/workspace"}, bad); err == nil {
+		t.Fatal("swap with a missing layer worked")
+	}
+	if got := sh.run(t, "echo two >> /workspace/a && cat /workspace/a"); got != "one\ntwo\n" {
+		t.Fatalf("after the failed swaps the mount is not the writable old one: %q", got)
+	}
+	ms, err = a.Swap([]string{"/workspace"}, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeFiles(ms)
+	if got := sh.run(t, "echo three >> /workspace/a && cat /workspace/a"); got != "one\ntwo\nthree\n" {
+		t.Fatalf("after the swap: %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dirs["u1"], "a")); string(b) != "one\ntwo\n" {
+		t.Fatalf("the frozen upper changed: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dirs["u2"], "a")); string(b) != "one\ntwo\nthree\n" {
+		t.Fatalf("the new upper: %q", b)
+	}
+}

@@ -151,7 +151,14 @@ type Layout struct {
 // layer changes nothing; an attach failing after an earlier one worked is
 // ENOTRECOVERABLE (the earlier targets have their new mounts).
 func (a *Agent) Mount(ls ...Layout) ([]*os.File, error) {
-	req := request{Op: "mount"}
+	return a.Swap(nil, ls...)
+}
+
+// Swap is Freeze of the mounts at freeze, then Mount of ls, in one
+// request (a checkpoint: the upper frozen, a new overlay on top). An
+// error before the first attach leaves everything as it was, thawed.
+func (a *Agent) Swap(freeze []string, ls ...Layout) ([]*os.File, error) {
+	req := request{Op: "mount", Freeze: freeze}
 	for _, l := range ls {
 		req.Mounts = append(req.Mounts, mountSpec{Lowers: l.Lowers, Upper: l.Upper, Work: l.Work, Target: l.Target})
 	}

@@ -12,18 +12,21 @@
 // the agent with A's capabilities in a mount namespace of its own where
 // the host's tree is bound. The agent builds each overlay there, where the
 // layers' host paths resolve (fsopen, fsconfig lowerdir+, fsmount: a
-// detached mount), and attaches it from one OS thread that entered the
-// sandbox's mount namespace (unshare(CLONE_FS), setns(CLONE_NEWNS)):
+// detached mount), and attaches it in the sandbox's mount namespace:
 // beneath the current workspace mount (MOVE_MOUNT_BENEATH), which it then
-// detaches, so the workspace is never missing. It hands every mount it
+// detaches, so the workspace is never missing. The agent serves on one OS
+// thread with a file-system context of its own (unshare(CLONE_FS)), which
+// enters the sandbox's mount namespace for each freeze and attach and
+// comes back to the agent's for each build (setns(CLONE_NEWNS)). It hands every mount it
 // makes to the host as a descriptor (SCM_RIGHTS), through which the host's
 // file operations reach the same state as commands.
 //
 // A sandbox's /tmp is layered the same way, its layers in memory: Store
 // mounts a tmpfs of /tmp's size in the agent's own mount namespace (the
 // sandbox never sees it), whose root the host reaches by a descriptor;
-// Mount attaches the workspace's and /tmp's overlays in one request, and
-// Freeze and Thaw name the targets they act on.
+// Mount attaches the workspace's and /tmp's overlays in one request, Swap
+// freezes the live ones first in the same request (a checkpoint, a
+// rollback), and Freeze and Thaw name the targets they act on.
 //
 // Apply and Copy work on the host side: Apply writes one overlay upper
 // layer (whiteouts, opaque directories) onto a directory, Copy copies a
