@@ -111,11 +111,15 @@ func (p *Provider) touchBackend(e *entry) {
 	if now-last < int64(p.o.TouchInterval) || !e.act.touched.CompareAndSwap(last, now) {
 		return
 	}
+	// The id is read here, not in the goroutine: the first touch comes
+	// from the open's own request, and a recovery then rewrites e.info
+	// (a data race that -race caught on the real node).
+	sid := e.info.SandboxID
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := t.Touch(ctx, e.info.SandboxID); err != nil {
-			p.o.Logger.Debug("aio: touch sandbox", "sandbox", e.info.SandboxID, "err", err)
+		if err := t.Touch(ctx, sid); err != nil {
+			p.o.Logger.Debug("aio: touch sandbox", "sandbox", sid, "err", err)
 		}
 	}()
 }
