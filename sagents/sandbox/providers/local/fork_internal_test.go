@@ -25,9 +25,7 @@ import (
 // sets aside there can be looked for), with pool as Options.ForkPool.
 func forkParent(t *testing.T, pool int) (*Sandbox, driver.Config) {
 	t.Helper()
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Fatal("bwrap is missing; fix: apt-get install bubblewrap")
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	fresh := false
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: filepath.Join(sandboxtest.TempDir(t), "rt"),
 		Local: sandbox.LocalConfig{Checkpoints: true, FreshPerCommand: &fresh, Isolation: sandbox.Isolation{Linux: sandbox.IsolationBwrap}}}
@@ -272,9 +270,7 @@ func TestForkUnprivileged(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("already unprivileged")
 	}
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Fatal("bwrap is missing; fix: apt-get install bubblewrap")
-	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed)$", "-test.count=1", "-test.v"})
 	require.NoError(t, err)
 }
