@@ -1,0 +1,159 @@
+//go:build linux
+
+package local_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// newGvisorCheckpointed is a gVisor session sandbox with checkpoints on
+// over new temporary ws and rt.
+func newGvisorCheckpointed(t *testing.T) (s *sandbox.Sandbox, ws, rt string) {
+	t.Helper()
+	requireGvisor(t)
+	ws, rt = sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: rt, SandboxID: "gckpt-test",
+		Local: sandbox.LocalConfig{Checkpoints: true, Isolation: sandbox.Isolation{Linux: sandbox.IsolationGvisor}}}
+	s, err := sandbox.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s, ws, rt
+}
+
+// counter is a background loop counting in /tmp/n every 50 ms, its pid in
+// /tmp/pid; its stdio is the sandbox's own (/dev/null), not the command's
+// pipes from the host.
+const counter = `sh -c 'echo $$ > /tmp/pid; i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done' </dev/null >/dev/null 2>&1 &`
+
+func readCount(t *testing.T, s *sandbox.Sandbox) int {
+	t.Helper()
+	n, err := strconv.Atoi(strings.TrimSpace(ckRun(t, s, "cat /tmp/n")))
+	require.NoError(t, err)
+	return n
+}
+
+// TestGvisorCheckpointRollback: a checkpoint of a gVisor session saves
+// the workspace and every process with its memory and /tmp; after an rm
+// -rf of the workspace, /tmp changed and the background loop killed, a
+// rollback restores the exact bytes, modes and links, /tmp, and the loop,
+// which counts on from where it was at the checkpoint. Commands work
+// after it; the later checkpoint is dropped (its id unknown).
+func TestGvisorCheckpointRollback(t *testing.T) {
+	s, ws, _ := newGvisorCheckpointed(t)
+	ctx := context.Background()
+	ckRun(t, s, populate)
+	ckRun(t, s, "echo secret > /tmp/t && chmod 0600 /tmp/t && "+counter)
+	want := ckRun(t, s, listing)
+	require.Contains(t, want, "./link l 777")
+	require.Eventually(t, func() bool { return readCount(t, s) > 3 }, 10*time.Second, 50*time.Millisecond)
+
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	atCkpt := readCount(t, s)
+	assert.Equal(t, "files+processes", cp.Covers)
+	assert.Equal(t, []string{"gvisor: all processes (the session sandbox's memory, /tmp included)"}, cp.Processes)
+	assert.Positive(t, cp.Duration, "its cost is in the result")
+	assert.Positive(t, cp.Size)
+	t.Logf("checkpoint %v, %d bytes", cp.Duration, cp.Size)
+
+	time.Sleep(time.Second) // the loop counts on: about 20 more
+	ckRun(t, s, "cd /workspace && rm -rf ./* ./.hidden && echo wrong > new; rm /tmp/t; kill $(cat /tmp/pid)")
+	killedAt := readCount(t, s)
+	require.Greater(t, killedAt, atCkpt+5)
+	later, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(ws, "new"))
+	require.NoError(t, err, "the host folder is the live state")
+
+	start := time.Now()
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	t.Logf("rollback %v", time.Since(start))
+	assert.Equal(t, want, ckRun(t, s, listing), "rollback restores every byte, mode and link")
+	assert.Equal(t, "secret\n600\n", ckRun(t, s, "cat /tmp/t; stat -c %a /tmp/t"), "/tmp is the checkpoint's")
+	n := readCount(t, s)
+	assert.GreaterOrEqual(t, n, atCkpt-1)
+	assert.Less(t, n, killedAt, "the loop was restored from the checkpoint, not left running")
+	assert.Eventually(t, func() bool { return readCount(t, s) > n+3 }, 10*time.Second, 50*time.Millisecond,
+		"the restored loop counts on")
+	got, err := s.ReadFile(ctx, "src/main.go")
+	require.NoError(t, err, "the host's file operations see the rolled-back state")
+	assert.Equal(t, "package main\n", string(got))
+	_, err = os.Stat(filepath.Join(ws, "new"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	err = s.Rollback(ctx, later.ID)
+	assert.ErrorIs(t, err, driver.ErrUnknownCheckpoint, "the rollback dropped the later checkpoint")
+	list, err := s.Checkpoints(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	assert.Equal(t, cp.ID, list[0].ID)
+
+	// The same checkpoint again, after new changes: the image is reused.
+	ckRun(t, s, "rm -rf /workspace/src; kill $(cat /tmp/pid)")
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	assert.Equal(t, want, ckRun(t, s, listing))
+	n = readCount(t, s)
+	assert.Eventually(t, func() bool { return readCount(t, s) > n+3 }, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestGvisorCheckpointBadInput: an unknown id, a checkpoint while a
+// background task runs, a rollback of a closed sandbox: clear errors;
+// the oldest checkpoint is dropped past the bound; Close leaves no runsc
+// sandbox or process, no mount, no image or copy.
+func TestGvisorCheckpointBadInput(t *testing.T) {
+	s, _, rt := newGvisorCheckpointed(t)
+	ctx := context.Background()
+	ckRun(t, s, "echo a > /workspace/a")
+	err := s.Rollback(ctx, "ck-nope")
+	assert.ErrorIs(t, err, driver.ErrUnknownCheckpoint)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	task, err := s.StartBackground(ctx, "sleep 30", sandbox.ExecOptions{})
+	require.NoError(t, err)
+	_, err = s.Checkpoint(ctx)
+	assert.ErrorIs(t, err, driver.ErrCommandRunning, "a task's stdio is the host's: it cannot be restored")
+	require.NoError(t, s.KillBackground(ctx, task.ID, true))
+	require.Eventually(t, func() bool {
+		_, err = s.Checkpoint(ctx)
+		return err == nil
+	}, 20*time.Second, 100*time.Millisecond, "once it ended: %v", err)
+
+	var ids []sandbox.CheckpointID
+	for range 9 {
+		cp, err := s.Checkpoint(ctx)
+		require.NoError(t, err)
+		ids = append(ids, cp.ID)
+	}
+	list, err := s.Checkpoints(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 8, "at most 8 are kept")
+	assert.Equal(t, ids[1], list[0].ID, "the oldest were dropped")
+	dirs, err := os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
+	require.NoError(t, err)
+	assert.Len(t, dirs, 8, "a dropped checkpoint's image and copy are removed")
+
+	require.NoError(t, s.Close(ctx))
+	err = s.Rollback(ctx, ids[8])
+	assert.ErrorIs(t, err, driver.ErrClosed)
+	_, err = os.Stat(filepath.Join(rt, "gvisor"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "runsc's state, the images and copies are removed")
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	assert.NotContains(t, string(mounts), rt, "no mount is left")
+	out, _ := exec.Command("pgrep", "-f", "gckpt-test").Output()
+	assert.Empty(t, strings.TrimSpace(string(out)), "no runsc process is left")
+}
