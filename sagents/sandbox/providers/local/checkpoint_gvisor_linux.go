@@ -30,7 +30,7 @@ import (
 // and stderr to its own, but has no --pass-fd: a descriptor donated by
 // runsc run --pass-fd cannot be restored ("no host FD available for
 // ...host:3"), which is why a gVisor session with checkpoints has its
-// control socket on stdin and stdout (checkpoint_gvisor_session_linux.go).
+// control socket on stdin (checkpoint_gvisor_session_linux.go).
 
 // GvisorCheckpoint is what GvisorCheckpointProbe measured.
 type GvisorCheckpoint struct {
@@ -276,6 +276,6 @@ func GvisorCheckpointsSummary(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("offered under isolation gvisor (the session sandbox, network off): a checkpoint is files+processes "+
 		"(every process, its memory and /tmp, with a copy of the workspace); an idle session-shaped sandbox here: runsc checkpoint %s, "+
-		"runsc restore %s (the control socket on the sandbox's stdin and stdout; %s); "+
+		"runsc restore %s (the control socket on the sandbox's stdin; %s); "+
 		"not with fresh_per_command or the network on, nor while a command or background task runs", ms(res.StdioCheckpoint), ms(res.StdioRestore), passFD), nil
 }

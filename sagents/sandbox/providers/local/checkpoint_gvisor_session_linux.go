@@ -35,8 +35,8 @@ import (
 // state again (layers.Mirror: what matches stays, the rest is rewritten or
 // removed), and starts the sandbox again from the image with runsc
 // restore, under a new container id, on a new control socket: runsc
-// restore hands the sandbox its own stdin and stdout, which is why the
-// control socket of such a session is runsc's stdin and stdout and not a
+// restore hands the sandbox its own stdin, which is why the
+// control socket of such a session is runsc's stdin and not a
 // descriptor donated with --pass-fd, which restore cannot hand back
 // (gvisorSessionLaunch). The processes go on from the checkpoint: a
 // shell's loop counts on from where it was, a Python's variables are
@@ -328,7 +328,7 @@ func (c *gvisorCheckpoints) restore(ctx context.Context, e gvisorCkpt) (*liveSes
 		return nil, err
 	}
 	defer log.w.Close()
-	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: inside, Stdout: inside, Stderr: log.w}
+	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: inside, Stdout: log.w, Stderr: log.w}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {

@@ -30,7 +30,13 @@ func newGvisorCheckpointed(t *testing.T) (s *sandbox.Sandbox, ws, rt string) {
 		Local: sandbox.LocalConfig{Checkpoints: true, Isolation: sandbox.Isolation{Linux: sandbox.IsolationGvisor}}}
 	s, err := sandbox.New(context.Background(), cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { s.Close(context.Background()) })
+	t.Cleanup(func() {
+		s.Close(context.Background())
+		if t.Failed() { // what runsc and the supervisor said
+			b, _ := os.ReadFile(filepath.Join(rt, "session.log"))
+			t.Logf("session.log:\n%s", b)
+		}
+	})
 	return s, ws, rt
 }
 
@@ -39,11 +45,18 @@ func newGvisorCheckpointed(t *testing.T) (s *sandbox.Sandbox, ws, rt string) {
 // pipes from the host.
 const counter = `sh -c 'echo $$ > /tmp/pid; i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done' </dev/null >/dev/null 2>&1 &`
 
+// readCount is the loop's count in /tmp/n (read again while the loop is
+// between its truncation and its write).
 func readCount(t *testing.T, s *sandbox.Sandbox) int {
 	t.Helper()
-	n, err := strconv.Atoi(strings.TrimSpace(ckRun(t, s, "cat /tmp/n")))
-	require.NoError(t, err)
-	return n
+	for range 50 {
+		if n, err := strconv.Atoi(strings.TrimSpace(ckRun(t, s, "cat /tmp/n"))); err == nil {
+			return n
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("/tmp/n holds no count")
+	return 0
 }
 
 // TestGvisorCheckpointRollback: a checkpoint of a gVisor session saves

@@ -266,7 +266,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 // restoreWrap is wrap's counterpart for runsc restore: a session sandbox
 // started again from the checkpoint image in image, under spec (the
 // config.json of the sandbox checkpointed, saved with the image) and a
-// new container id, with its control socket on stdin and stdout
+// new container id, with its control socket on stdin
 // (stdioControl); it runs attached, in the cgroups, as runsc run does.
 func (g *gvisorIsolator) restoreWrap(spec []byte, image string) (_ *wrapped, err error) {
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))

@@ -66,8 +66,8 @@ const gvisorControlFD = 3
 // network bridge's exec of it keeps them; no command keeps them.
 //
 // With checkpoints on (stdioControl), the control socket is runsc's stdin
-// and stdout instead, the sandbox's own, which runsc restore hands back
-// (its own stdio): the supervisor takes it from its stdin (--fd 0).
+// instead, the sandbox's own, which runsc restore hands back (its own
+// stdin): the supervisor takes it from its stdin (--fd 0).
 func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
 	fd := gvisorControlFD
 	if g.stdioControl {

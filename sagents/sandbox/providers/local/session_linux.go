@@ -225,8 +225,8 @@ type sessionLaunch struct {
 	argv      []string
 	virtualWS string
 	wrap      func(invocation) (*wrapped, error)
-	// stdio: the control socket is the process's stdin and stdout, not
-	// an extra descriptor (a gVisor session with checkpoints).
+	// stdio: the control socket is the process's stdin, not an extra
+	// descriptor (a gVisor session with checkpoints).
 	stdio bool
 }
 
@@ -350,7 +350,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	defer log.w.Close()
 	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: log.w, Stderr: log.w, ExtraFiles: files}
 	if sl.stdio {
-		cmd.Stdin, cmd.Stdout = inside, inside
+		cmd.Stdin = inside
 	}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true

@@ -240,7 +240,9 @@ func Main(args []string) int {
 // stdioChannel takes the control channel from stdin (--fd 0), where
 // runsc restore can hand a sandbox's channel back (it restores stdio, not
 // descriptors donated with --pass-fd): it is moved above 2 and /dev/null
-// put on stdin and stdout, stdout being the same socket.
+// put on stdin. (Under gVisor, stdout must not be the same socket: each
+// stdio descriptor is a file of its own there, and closing one shuts the
+// host socket down for both.)
 func stdioChannel() (int, error) {
 	fd, err := fcntlDup(0)
 	if err != nil {
@@ -251,14 +253,12 @@ func stdioChannel() (int, error) {
 		syscall.Close(fd)
 		return -1, err
 	}
-	for _, to := range []int{0, 1} {
-		if err := syscall.Dup3(null, to, 0); err != nil {
-			syscall.Close(fd)
-			syscall.Close(null)
-			return -1, err
-		}
-	}
+	err = syscall.Dup3(null, 0, 0)
 	syscall.Close(null)
+	if err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
 	return fd, nil
 }
 
