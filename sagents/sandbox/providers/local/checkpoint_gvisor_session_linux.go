@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,13 +48,14 @@ import (
 // state: host file operations work on it as without checkpoints, and
 // Sync has nothing to do.
 //
-// Limits: a process holding a descriptor the host sent in (a command's
-// stdio pipes, of a command still running or left in the background
-// without redirecting them) cannot be restored (gVisor has no host
-// descriptor to give it back), so a checkpoint is refused while a command
-// or a background task runs (ErrCommandRunning), and a rollback whose
-// restore fails starts a fresh session sandbox over the restored files and
-// says so. The network must be off (no host socket in the sandbox). At
+// Limits: gVisor saves no file backed by a host descriptor, and a
+// command's stdio pipes are (the host sends them in): a checkpoint is
+// refused while a command or a background task runs (ErrCommandRunning),
+// and runsc checkpoint itself fails, nothing changed, while a process
+// left in the background ("cmd &") holds them (ErrCommandRunning too,
+// with the fix: redirect its stdio). A rollback whose restore fails leaves
+// the restored files and no session sandbox (the next command starts a
+// fresh one), and says so. The network must be off (no host socket in the sandbox). At
 // most maxGvisorCheckpoints are kept: an image holds the sandbox's memory
 // (0.3 MB for an idle shell, 80 MB for a Python holding 80 MB), and the
 // oldest is dropped past it.
@@ -236,6 +238,12 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: copy the workspace: %w", err)
 	}
 	if _, err := c.runsc(ctx, "checkpoint", "--leave-running", "--image-path="+filepath.Join(dir, "image"), l.w.container); err != nil {
+		if strings.Contains(err.Error(), "not savable") {
+			// gVisor saves no file backed by a host descriptor: a command's
+			// stdio pipes, held by a process it left in the background.
+			return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w: a process left in the background holds a command's stdio from the host, which gVisor cannot save (%v); nothing changed; fix: start background processes with their stdio redirected (cmd </dev/null >/tmp/log 2>&1 &) or as background tasks, or stop it",
+				driver.ErrCommandRunning, err)
+		}
 		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
 	}
 	if err := resume(); err != nil {

@@ -124,6 +124,7 @@ func TestGvisorCheckpointRollback(t *testing.T) {
 }
 
 // TestGvisorCheckpointBadInput: an unknown id, a checkpoint while a
+// process left in the background holds its command's stdio or while a
 // background task runs, a rollback of a closed sandbox: clear errors;
 // the oldest checkpoint is dropped past the bound; Close leaves no runsc
 // sandbox or process, no mount, no image or copy.
@@ -134,6 +135,18 @@ func TestGvisorCheckpointBadInput(t *testing.T) {
 	err := s.Rollback(ctx, "ck-nope")
 	assert.ErrorIs(t, err, driver.ErrUnknownCheckpoint)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	// A process left in the background with the command's stdio (pipes
+	// from the host): runsc checkpoint cannot save it; nothing changes,
+	// the session goes on, and once it ended the checkpoint works.
+	ckRun(t, s, `sh -c 'echo $$ > /tmp/p; while :; do date > /tmp/d; sleep 0.1; done' &`)
+	_, err = s.Checkpoint(ctx)
+	assert.ErrorIs(t, err, driver.ErrCommandRunning)
+	assert.Contains(t, err.Error(), "fix: start background processes with their stdio redirected")
+	dirs, err := os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
+	require.NoError(t, err)
+	assert.Empty(t, dirs, "the failed checkpoint left no image or copy")
+	ckRun(t, s, "kill $(cat /tmp/p)")
 
 	task, err := s.StartBackground(ctx, "sleep 30", sandbox.ExecOptions{})
 	require.NoError(t, err)
@@ -155,7 +168,7 @@ func TestGvisorCheckpointBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 8, "at most 8 are kept")
 	assert.Equal(t, ids[1], list[0].ID, "the oldest were dropped")
-	dirs, err := os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
+	dirs, err = os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
 	require.NoError(t, err)
 	assert.Len(t, dirs, 8, "a dropped checkpoint's image and copy are removed")
 
