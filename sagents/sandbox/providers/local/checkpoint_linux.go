@@ -1111,7 +1111,8 @@ func CheckpointsSummary() (string, error) {
 	return "the workspace's files and the session's /tmp are saved and restored (bwrap session sandbox, Linux " + rel +
 		"; /tmp only while the session sandbox that took the checkpoint runs: a restart empties /tmp, and older checkpoints then cover the workspace only); " +
 		"process state: only the Python kernels of sage sandboxd's /v1/jupyter and /v1/code (fork template; a rollback stops the kernels it cannot restore); " +
-		"not restored: background tasks and other processes (they run on), Node kernels (stopped)", nil
+		"not restored: background tasks and other processes (they run on), Node kernels (stopped); " +
+		"under isolation gvisor a checkpoint saves every process instead (see gvisor checkpoints)", nil
 }
 
 // taskCount counts the background tasks among l's uses.
