@@ -183,3 +183,24 @@ func TestGvisorCheckpointBadInput(t *testing.T) {
 	out, _ := exec.Command("pgrep", "-f", "gckpt-test").Output()
 	assert.Empty(t, strings.TrimSpace(string(out)), "no runsc process is left")
 }
+
+// TestGvisorCheckpointFork: a fork of a gVisor checkpoint is a new
+// session whose workspace is a copy of the checkpoint's files (files
+// only: its processes are its own); its writes are never the parent's.
+func TestGvisorCheckpointFork(t *testing.T) {
+	s, _, _ := newGvisorCheckpointed(t)
+	ctx := context.Background()
+	ckRun(t, s, "echo one > /workspace/f && ln -s f /workspace/l")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	ckRun(t, s, "echo two > /workspace/f")
+	dir := filepath.Join(sandboxtest.TempDir(t), "fork")
+	f, err := s.Fork(ctx, cp.ID, dir)
+	require.NoError(t, err)
+	defer f.Close(ctx)
+	assert.Equal(t, "one\nf\n", ckRun(t, f, "cat /workspace/f; readlink /workspace/l"))
+	ckRun(t, f, "echo fork > /workspace/f")
+	assert.Equal(t, "two\n", ckRun(t, s, "cat /workspace/f"), "the parent never sees the fork's writes")
+	_, err = f.Checkpoint(ctx)
+	require.NoError(t, err, "the fork has checkpoints of its own")
+}
