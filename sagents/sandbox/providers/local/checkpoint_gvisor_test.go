@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
@@ -98,4 +99,25 @@ func TestGvisorCheckpointProbeNoRunsc(t *testing.T) {
 	_, err := local.GvisorCheckpointProbe(context.Background(), "/nonexistent/runsc")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "runsc run"), err.Error())
+}
+
+// TestGvisorCheckpointsNotRoot: as an ordinary user, checkpoints under
+// isolation gvisor are one config error naming the field and the fix (as
+// root, the test re-runs itself as an ordinary user).
+func TestGvisorCheckpointsNotRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		requireBwrap(t)
+		_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestGvisorCheckpointsNotRoot$", "-test.count=1"})
+		require.NoError(t, err, "as an ordinary user")
+		return
+	}
+	_, err := newLocalErr(t, func(c *sandbox.Config) {
+		c.Local.Isolation.Linux = sandbox.IsolationGvisor
+		c.Local.Checkpoints = true
+	})
+	var ce *driver.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "sandbox.local.checkpoints", ce.Field)
+	assert.Contains(t, ce.Reason, "run runsc checkpoint and restore as root")
+	assert.Contains(t, ce.Reason, "fix: run sage as root, or use isolation bwrap")
 }
