@@ -88,9 +88,10 @@ func runCheckpoint(ctx context.Context, env *cliEnv, args []string) int {
 			return printJSON(env, r.Checkpoints)
 		}
 		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTIME\tSIZE\tTURN\tLAYERS")
+		fmt.Fprintln(tw, "ID\tTIME\tSIZE\tTURN\tLAYERS\tCOST")
 		for _, c := range r.Checkpoints {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", c.ID, c.Time.Local().Format(time.DateTime), c.Size, turnsText(c.Turns), c.Layers)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", c.ID, c.Time.Local().Format(time.DateTime), c.Size, turnsText(c.Turns), c.Layers,
+				costText(c.Duration))
 		}
 		tw.Flush()
 	case "rollback":
@@ -169,4 +170,13 @@ func checkpointFailed(env *cliEnv, name, session string, err error) int {
 	}
 	fmt.Fprintf(env.stderr, "%s: session %s: %s\n", name, session, oneLine(err.Error()))
 	return exitSandboxError
+}
+
+// costText is what taking a checkpoint cost, in milliseconds ("-": not
+// known, a checkpoint of an older daemon).
+func costText(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 }

@@ -98,8 +98,8 @@ func TestAgentCheckpointTurns(t *testing.T) {
 	assert.Equal(t, "fib.py\nfib_output.txt\n", r.stdout)
 	r = sage(t, home, "", "session", "checkpoints", "ag")
 	require.Zero(t, r.code, r.stderr)
-	assert.Regexp(t, `ID +TIME +SIZE +TURN +LAYERS\n`, r.stdout)
-	assert.Regexp(t, `ck-[0-9a-f]+ .* 2-3 +2\n`, r.stdout)
+	assert.Regexp(t, `ID +TIME +SIZE +TURN +LAYERS +COST\n`, r.stdout)
+	assert.Regexp(t, `ck-[0-9a-f]+ .* 2-3 +2 +[0-9]+\.[0-9]ms\n`, r.stdout)
 	r = sage(t, home, "", "session", "checkpoints", "ag", "--json")
 	require.Zero(t, r.code, r.stderr)
 	var list []struct {

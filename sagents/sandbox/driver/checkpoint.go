@@ -35,6 +35,10 @@ type Checkpoint struct {
 	// after the first changed no file (they cost no new checkpoint).
 	// Empty for a checkpoint taken otherwise.
 	Turns []int `json:"turns,omitempty"`
+	// Duration is what taking it cost, as the caller waited for it
+	// (sub-millisecond for bwrap's layers; runsc's pause, checkpoint and
+	// resume and a copy of the workspace under gVisor).
+	Duration time.Duration `json:"duration_ns"`
 }
 
 var (

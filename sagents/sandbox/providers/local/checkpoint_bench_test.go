@@ -172,3 +172,53 @@ func BenchmarkCheckpointPaired(b *testing.B) {
 	b.ReportMetric(ms(cp1k), "cp-a-1k-ms")
 	b.ReportMetric(ms(cp50k), "cp-a-50k-ms")
 }
+
+// BenchmarkGvisorCheckpointPaired is BenchmarkCheckpointPaired's
+// checkpoint and rollback for a gVisor session sandbox (runsc checkpoint
+// and restore of the whole sandbox, a copy of the workspace), alternating
+// in one loop against a warm `true` in the same session: checkpoint/exec
+// and rollback/exec, and their medians in ms. The session runs a
+// background loop (its state is in every image) and /tmp holds a file.
+func BenchmarkGvisorCheckpointPaired(b *testing.B) {
+	requireGvisorBench(b)
+	ctx := context.Background()
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(b), RuntimeDir: sandboxtest.TempDir(b)}
+	cfg.Local.Checkpoints = true
+	cfg.Local.Isolation.Linux = sandbox.IsolationGvisor
+	s, err := NewWithOptions(ctx, cfg, Options{Session: SessionOptions{Enabled: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close(context.Background()) })
+	benchExec(b, s, "echo 0 > /workspace/f; echo t > /tmp/t; "+
+		"sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.05; done' </dev/null >/dev/null 2>&1 &")
+	var tExec, tCkpt, tRb []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		tExec = append(tExec, timed(func() { benchExec(b, s, "true") }))
+		benchExec(b, s, "echo "+strconv.Itoa(i)+" > /workspace/f")
+		var cp driver.Checkpoint
+		tCkpt = append(tCkpt, timed(func() {
+			var err error
+			if cp, err = s.Checkpoint(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		benchExec(b, s, "echo changed > /workspace/f; echo more > /workspace/g")
+		tRb = append(tRb, timed(func() {
+			if err := s.Rollback(ctx, cp.ID); err != nil {
+				b.Fatal(err)
+			}
+		}))
+	}
+	ms := func(d []time.Duration) float64 { return float64(benchpair.Median(d).Nanoseconds()) / 1e6 }
+	ratio := func(a, c []time.Duration) float64 {
+		return float64(benchpair.Median(a)) / float64(max(benchpair.Median(c), 1))
+	}
+	b.ReportMetric(ratio(tCkpt, tExec), "checkpoint/exec")
+	b.ReportMetric(ratio(tRb, tExec), "rollback/exec")
+	b.ReportMetric(ms(tExec), "exec-ms")
+	b.ReportMetric(ms(tCkpt), "checkpoint-ms")
+	b.ReportMetric(ms(tRb), "rollback-ms")
+}

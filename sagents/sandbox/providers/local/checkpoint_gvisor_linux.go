@@ -19,27 +19,18 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
-// Checkpoints under gVisor (issue 33). runsc checkpoint saves a whole
-// sandbox (its processes, their memory and gVisor's in-memory root
-// overlay, the session's /tmp included) into an image, and runsc restore
-// starts it again from one, under the same container id once the first
-// is deleted. What the image does not hold is the host: the workspace is
-// a bind served by the gofer, read afresh at restore, and the host
-// descriptors the sandbox holds must be handed to it again. runsc restore
-// re-binds the sandbox's stdin, stdout and stderr to its own, but has no
-// --pass-fd: a descriptor donated to the sandbox by runsc run --pass-fd,
-// as the session sandbox's control socket is (gvisorControlFD), cannot be
-// restored ("no host FD available for ...host:3"). So sage offers no
-// checkpoints under gVisor yet (setupCheckpoints refuses them with
-// gvisorCheckpointsReason), and sage doctor runs GvisorCheckpointProbe to
-// say what this machine's runsc does.
-
-// gvisorCheckpointsReason is why sandbox.local.checkpoints is refused with
-// isolation gvisor.
-const gvisorCheckpointsReason = "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false): " +
-	"under gVisor the session sandbox's control socket is a descriptor donated by runsc run --pass-fd, which runsc restore cannot hand back " +
-	"(no host FD available), and a bind mount changed under the running gofer is not seen, so neither processes nor layered files can be " +
-	"rolled back yet ('sage doctor' runs runsc checkpoint and restore here); fix: use isolation bwrap with checkpoints, or turn checkpoints off"
+// GvisorCheckpointProbe, for sage doctor: what runsc checkpoint and
+// restore do here with a sandbox shaped as a gVisor session's. runsc
+// checkpoint saves a whole sandbox (its processes, their memory and
+// gVisor's in-memory root overlay, the session's /tmp included) into an
+// image, and runsc restore starts it again from one. What the image does
+// not hold is the host: the workspace is a bind served by the gofer, read
+// afresh at restore, and the host descriptors the sandbox holds must be
+// handed to it again. runsc restore re-binds the sandbox's stdin, stdout
+// and stderr to its own, but has no --pass-fd: a descriptor donated by
+// runsc run --pass-fd cannot be restored ("no host FD available for
+// ...host:3"), which is why a gVisor session with checkpoints has its
+// control socket on stdin (checkpoint_gvisor_session_linux.go).
 
 // GvisorCheckpoint is what GvisorCheckpointProbe measured.
 type GvisorCheckpoint struct {
@@ -256,11 +247,12 @@ func runscErrorLine(out string) string {
 	return line
 }
 
-// GvisorCheckpointsSummary says, for sage doctor, what runsc checkpoint
-// and restore do here with a sandbox of the session sandbox's shape, and
-// so why isolation gvisor has no checkpoints. Its error is a probe that
-// could not run (no runsc, not root); a restore that fails is the
-// summary's finding.
+// GvisorCheckpointsSummary says, for sage doctor, whether checkpoints
+// work under isolation gvisor here (runsc checkpoint and restore of a
+// sandbox of the session sandbox's shape, its control socket on its stdin
+// and stdout) and what they cost. Its error is a probe that could not run
+// (no runsc, not root) or a restore that fails: then gVisor checkpoints
+// would fail here too.
 func GvisorCheckpointsSummary(ctx context.Context) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", errors.New("isolation gvisor runs runsc as root here; fix: run sage doctor as root to probe runsc checkpoint")
@@ -271,20 +263,19 @@ func GvisorCheckpointsSummary(ctx context.Context) (string, error) {
 	}
 	res, err := GvisorCheckpointProbe(ctx, runsc)
 	if err != nil {
-		return "", fmt.Errorf("%w; fix: gVisor checkpoints are not offered anyway: use isolation bwrap with checkpoints", err)
+		return "", fmt.Errorf("%w; fix: use isolation bwrap with checkpoints", err)
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-	stdio := fmt.Sprintf("; with the control socket on the sandbox's stdin and stdout instead, checkpoint %s, restore %s, and the restored "+
-		"process answers on a new socket (the way to gVisor process checkpoints; not built)", ms(res.StdioCheckpoint), ms(res.StdioRestore))
 	if res.StdioErr != nil {
-		stdio = fmt.Sprintf("; with the control socket on the sandbox's stdin and stdout instead, the restore fails too (%v)", res.StdioErr)
+		return "", fmt.Errorf("this runsc cannot restore a session-shaped sandbox (checkpoint %s, then %v), so checkpoints under isolation gvisor would fail; fix: use isolation bwrap with checkpoints, or a runsc that restores (bash .ci/setup.d/50-runsc.sh)",
+			ms(res.StdioCheckpoint), res.StdioErr)
 	}
+	passFD := "a socket donated with --pass-fd is restored too"
 	if res.RestoreErr != nil {
-		return fmt.Sprintf("not offered under isolation gvisor (sandbox.local.checkpoints is refused there): runsc checkpoint of an idle "+
-			"session-shaped sandbox took %s, but restoring it fails, since runsc restore cannot hand back the control socket "+
-			"donated with --pass-fd (%v)%s; checkpoints work with isolation bwrap", ms(res.Checkpoint), res.RestoreErr, stdio), nil
+		passFD = "a socket donated with --pass-fd is not restored, hence the stdio socket"
 	}
-	return fmt.Sprintf("not offered under isolation gvisor yet (sandbox.local.checkpoints is refused there), though this runsc "+
-		"restores a session-shaped sandbox: checkpoint %s, restore %s%s; checkpoints work with isolation bwrap",
-		ms(res.Checkpoint), ms(res.Restore), stdio), nil
+	return fmt.Sprintf("offered under isolation gvisor (the session sandbox, network off): a checkpoint is files+processes "+
+		"(every process, its memory and /tmp, with a copy of the workspace); an idle session-shaped sandbox here: runsc checkpoint %s, "+
+		"runsc restore %s (the control socket on the sandbox's stdin; %s); "+
+		"not with fresh_per_command or the network on, nor while a command or background task runs", ms(res.StdioCheckpoint), ms(res.StdioRestore), passFD), nil
 }

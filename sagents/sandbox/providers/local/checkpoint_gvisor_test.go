@@ -13,40 +13,49 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local"
 )
 
-// TestGvisorCheckpointsRefused: checkpoints on with isolation gvisor (the
-// session sandbox and fresh_per_command) is a config error that names
-// the field and says why: runsc restore cannot hand back the session
-// sandbox's donated control socket.
+// TestGvisorCheckpointsRefused: what gVisor checkpoints still cannot do
+// is one config error naming the field, the setting and the fix: with
+// fresh_per_command (a sandbox per command, none to checkpoint) and with
+// the network on (host sockets in the sandbox, which runsc restore cannot
+// hand back).
 func TestGvisorCheckpointsRefused(t *testing.T) {
-	for _, freshPer := range []*bool{nil, &fresh} {
-		_, err := newLocalErr(t, func(c *sandbox.Config) {
-			c.Local.Isolation.Linux = sandbox.IsolationGvisor
-			c.Local.FreshPerCommand = freshPer
-			c.Local.Checkpoints = true
-			requireGvisor(t)
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*sandbox.Config)
+	}{
+		{"FreshPerCommand", "fresh_per_command gives each command a sandbox of its own", func(c *sandbox.Config) { c.Local.FreshPerCommand = &fresh }},
+		{"NetworkOpen", "need network off (network open", func(c *sandbox.Config) { c.Local.Network = sandbox.NetworkOpen }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := newLocalErr(t, func(c *sandbox.Config) {
+				c.Local.Isolation.Linux = sandbox.IsolationGvisor
+				c.Local.Checkpoints = true
+				tc.edit(c)
+				requireGvisor(t)
+			})
+			var ce *driver.ConfigError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, "sandbox.local.checkpoints", ce.Field)
+			assert.Contains(t, ce.Reason, tc.want)
+			assert.Contains(t, ce.Reason, "fix: ")
+			assert.NotContains(t, err.Error(), "\n", "one line")
 		})
-		var ce *driver.ConfigError
-		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, "sandbox.local.checkpoints", ce.Field)
-		assert.Contains(t, ce.Reason, "runsc restore cannot hand back")
-		assert.Contains(t, ce.Reason, "fix: use isolation bwrap with checkpoints")
-		assert.NotContains(t, err.Error(), "\n", "one line")
 	}
 }
 
 // TestGvisorCheckpointProbe runs runsc checkpoint and restore on a sandbox
 // of the session sandbox's shape, as sage doctor does: the checkpoint
-// works, and the restore fails on the donated control socket, which is
-// why gVisor checkpoints are refused; with the socket on the sandbox's
-// stdin and stdout the restore works and the restored process answers
-// on a new socket. A runsc whose restore hands it back
-// fails this test: then gVisor process checkpoints can be offered. The
-// probe leaves no directory, mount or sandbox behind.
+// works, and the restore fails on a control socket donated with
+// --pass-fd, which is why a gVisor session with checkpoints has its
+// socket on the sandbox's stdin and stdout: there the restore works and
+// the restored process answers on a new socket. The probe leaves no
+// directory, mount or sandbox behind.
 func TestGvisorCheckpointProbe(t *testing.T) {
 	requireGvisor(t)
 	runsc, err := exec.LookPath("runsc")
@@ -59,7 +68,7 @@ func TestGvisorCheckpointProbe(t *testing.T) {
 	t.Logf("--pass-fd: runsc checkpoint %v, restore %v (%v); stdio: checkpoint %v, restore %v (%v)", res.Checkpoint, res.Restore,
 		res.RestoreErr, res.StdioCheckpoint, res.StdioRestore, res.StdioErr)
 	require.Error(t, res.RestoreErr, "runsc restore now restores a sandbox with a descriptor donated by --pass-fd: "+
-		"gVisor checkpoints can be offered; update gvisorCheckpointsReason and docs/checkpoints.md")
+		"every gVisor session could keep --pass-fd; update docs/checkpoints.md")
 	assert.Contains(t, res.RestoreErr.Error(), "no host FD available")
 	assert.Less(t, len(res.RestoreErr.Error()), 500, "the runsc error is cut to its telling line")
 	// With the control socket on stdin and stdout, runsc restore hands it
@@ -78,8 +87,8 @@ func TestGvisorCheckpointProbe(t *testing.T) {
 
 	sum, err := local.GvisorCheckpointsSummary(context.Background())
 	require.NoError(t, err)
-	assert.Contains(t, sum, "not offered under isolation gvisor")
-	assert.Contains(t, sum, "no host FD available")
+	assert.Contains(t, sum, "offered under isolation gvisor")
+	assert.Contains(t, sum, "files+processes")
 }
 
 // TestGvisorCheckpointProbeNoRunsc: a runsc that cannot run is the
@@ -90,4 +99,25 @@ func TestGvisorCheckpointProbeNoRunsc(t *testing.T) {
 	_, err := local.GvisorCheckpointProbe(context.Background(), "/nonexistent/runsc")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, os.ErrNotExist) || strings.Contains(err.Error(), "runsc run"), err.Error())
+}
+
+// TestGvisorCheckpointsNotRoot: as an ordinary user, checkpoints under
+// isolation gvisor are one config error naming the field and the fix (as
+// root, the test re-runs itself as an ordinary user).
+func TestGvisorCheckpointsNotRoot(t *testing.T) {
+	if os.Geteuid() == 0 {
+		requireBwrap(t)
+		_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestGvisorCheckpointsNotRoot$", "-test.count=1"})
+		require.NoError(t, err, "as an ordinary user")
+		return
+	}
+	_, err := newLocalErr(t, func(c *sandbox.Config) {
+		c.Local.Isolation.Linux = sandbox.IsolationGvisor
+		c.Local.Checkpoints = true
+	})
+	var ce *driver.ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "sandbox.local.checkpoints", ce.Field)
+	assert.Contains(t, ce.Reason, "run runsc checkpoint and restore as root")
+	assert.Contains(t, ce.Reason, "fix: run sage as root, or use isolation bwrap")
 }

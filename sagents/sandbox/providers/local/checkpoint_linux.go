@@ -78,6 +78,8 @@ type ckptEntry struct {
 	Size int64     `json:"size"`
 	// Turns: the agent turns whose end state it is (CheckpointTurn).
 	Turns []int `json:"turns,omitempty"`
+	// Duration: what taking it cost (driver.Checkpoint.Duration).
+	Duration time.Duration `json:"duration_ns,omitempty"`
 }
 
 // setupCheckpoints turns checkpoints on for s (NewWithOptions, once
@@ -87,8 +89,8 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil
 	}
-	if _, ok := s.iso.(*gvisorIsolator); ok {
-		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on", Reason: gvisorCheckpointsReason}
+	if g, ok := s.iso.(*gvisorIsolator); ok {
+		return s.setupGvisorCheckpoints(cfg, g)
 	}
 	if _, ok := s.iso.(*bwrapIsolator); !ok || !s.sess.opts.Enabled {
 		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
@@ -617,6 +619,10 @@ func (s *Sandbox) CheckpointTurn(ctx context.Context, turn int) (driver.Checkpoi
 
 // checkpoint is Checkpoint with turn (-1: none).
 func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, error) {
+	if s.gckpt != nil {
+		return s.gckpt.checkpoint(ctx, turn)
+	}
+	start := time.Now()
 	if err := s.checkpointsOn("checkpoint"); err != nil {
 		return driver.Checkpoint{}, err
 	}
@@ -643,7 +649,9 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 		if err := c.save(); err != nil {
 			return driver.Checkpoint{}, err
 		}
-		return c.info(*e), nil
+		info := c.info(*e)
+		info.Duration = time.Since(start)
+		return info, nil
 	}
 	if !wsSame || !tmpSame {
 		// One request freezes the uppers that changed and mounts new
@@ -699,6 +707,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 	if err := c.save(); err != nil {
 		return driver.Checkpoint{}, err
 	}
+	c.m.Checkpoints[len(c.m.Checkpoints)-1].Duration = time.Since(start)
 	return c.info(c.m.Checkpoints[len(c.m.Checkpoints)-1]), nil
 }
 
@@ -713,7 +722,7 @@ func (c *checkpoints) info(e ckptEntry) driver.Checkpoint {
 		covers = "files"
 	}
 	return driver.Checkpoint{ID: driver.CheckpointID(e.ID), Time: e.Time, Size: e.Size, Layers: e.N, Covers: covers,
-		Turns: slices.Clone(e.Turns)}
+		Turns: slices.Clone(e.Turns), Duration: e.Duration}
 }
 
 // covers says whether checkpoint e saved the session's /tmp too (taken
@@ -754,6 +763,9 @@ func (c *checkpoints) find(id driver.CheckpointID) (int, error) {
 // Rollback makes the workspace checkpoint id's state: a new upper over
 // its layers; the later layers and checkpoints are dropped and freed.
 func (s *Sandbox) Rollback(ctx context.Context, id driver.CheckpointID) error {
+	if s.gckpt != nil {
+		return s.gckpt.rollback(ctx, id)
+	}
 	c, i, release, err := s.quietAt(ctx, "rollback", id)
 	if err != nil {
 		return err
@@ -818,6 +830,9 @@ func (s *Sandbox) quietAt(ctx context.Context, op string, id driver.CheckpointID
 
 // Checkpoints lists the checkpoints, oldest first.
 func (s *Sandbox) Checkpoints(context.Context) ([]driver.Checkpoint, error) {
+	if s.gckpt != nil {
+		return s.gckpt.checkpoints(), nil
+	}
 	if err := s.checkpointsOn("checkpoints"); err != nil {
 		return nil, err
 	}
@@ -834,6 +849,9 @@ func (s *Sandbox) Checkpoints(context.Context) ([]driver.Checkpoint, error) {
 // Export copies checkpoint id's files into dir (empty or missing), for a
 // fork: a read-only overlay of its layers, copied.
 func (s *Sandbox) Export(ctx context.Context, id driver.CheckpointID, dir string) error {
+	if s.gckpt != nil {
+		return s.gckpt.export(ctx, id, dir)
+	}
 	if err := s.checkpointsOn("fork"); err != nil {
 		return err
 	}
@@ -923,6 +941,9 @@ func (c *checkpoints) merge(n int) error {
 // Sync writes the live state into the host workspace folder
 // (driver.Checkpointer), between commands, the mount frozen meanwhile.
 func (s *Sandbox) Sync(ctx context.Context) error {
+	if s.gckpt != nil { // the host folder is the live state already
+		return nil
+	}
 	if err := s.checkpointsOn("sync"); err != nil {
 		return err
 	}
@@ -969,6 +990,9 @@ func (c *checkpoints) writeBack() error {
 // the checkpoints go. Without a Close (the process killed) all stay, and
 // the next start mounts them again.
 func (s *Sandbox) closeCheckpoints() error {
+	if s.gckpt != nil {
+		return s.gckpt.close()
+	}
 	c := s.ckpt
 	if c == nil {
 		return nil
@@ -1087,7 +1111,8 @@ func CheckpointsSummary() (string, error) {
 	return "the workspace's files and the session's /tmp are saved and restored (bwrap session sandbox, Linux " + rel +
 		"; /tmp only while the session sandbox that took the checkpoint runs: a restart empties /tmp, and older checkpoints then cover the workspace only); " +
 		"process state: only the Python kernels of sage sandboxd's /v1/jupyter and /v1/code (fork template; a rollback stops the kernels it cannot restore); " +
-		"not restored: background tasks and other processes (they run on), Node kernels (stopped)", nil
+		"not restored: background tasks and other processes (they run on), Node kernels (stopped); " +
+		"under isolation gvisor a checkpoint saves every process instead (see gvisor checkpoints)", nil
 }
 
 // taskCount counts the background tasks among l's uses.

@@ -11,6 +11,9 @@ import (
 // checkpoints exist on Linux only (checkpoint_linux.go).
 type checkpoints struct{}
 
+// gvisorCheckpoints exist on Linux only (checkpoint_gvisor_session_linux.go).
+type gvisorCheckpoints struct{}
+
 func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil

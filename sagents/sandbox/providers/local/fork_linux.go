@@ -185,6 +185,15 @@ func (s *Sandbox) ForkDriver(ctx context.Context, id driver.CheckpointID, cfg dr
 
 // fork is ForkDriver; pooled false never takes a pre-started sandbox.
 func (s *Sandbox) fork(ctx context.Context, id driver.CheckpointID, cfg driver.Config, pooled bool) (*Sandbox, error) {
+	if s.gckpt != nil { // under gVisor: the files copied, a new session
+		if cfg.Workspace == "" {
+			return nil, errors.New("local: fork: the new workspace folder is required; fix: name an empty or missing folder")
+		}
+		if err := s.Export(ctx, id, cfg.Workspace); err != nil {
+			return nil, err
+		}
+		return NewWithOptions(ctx, cfg, Options{Session: s.sess.opts})
+	}
 	if err := s.checkpointsOn("fork"); err != nil {
 		return nil, err
 	}

@@ -61,9 +61,17 @@ type gvisorIsolator struct {
 	umaskCmd  string
 	prefix    string // container ids: prefix-N
 	seq       atomic.Int64
+	// stdioControl: the session sandbox's control socket is runsc's stdin
+	// and stdout, not a descriptor donated with --pass-fd, so that runsc
+	// restore can hand it back (checkpoints on; checkpoint_gvisor_session_linux.go).
+	stdioControl bool
 }
 
 func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, err error) {
+	if os.Geteuid() != 0 && cfg.Local.Checkpoints {
+		return nil, &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
+			Reason: fmt.Sprintf("checkpoints under isolation gvisor run runsc checkpoint and restore as root; sage runs as uid %d; fix: run sage as root, or use isolation bwrap (its checkpoints work unprivileged)", os.Geteuid())}
+	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", driver.ErrIsolationUnavailable)
 	}
@@ -237,7 +245,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 		own = append(own, cmd.Procs())
 	}
 	args := append(g.flags(), "run", "--bundle="+bundle, id)
-	if inv.session { // the control socket: the caller's first extra file, the supervisor's fd 3
+	if inv.session && !g.stdioControl { // the control socket: the caller's first extra file, the supervisor's fd 3
 		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(gvisorControlFD), "--bundle="+bundle, id)
 	}
 	path, argv, err := g.cg.Trampoline(g.runsc, args, own...)
@@ -252,7 +260,36 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	// runsc, and its sandbox dies with it (runsc run is attached).
 	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
 		started: func(int) error { return cmd.Start(0) }, terminate: func() { g.signal(id, "TERM") },
-		done: func() { cmd.Release(); g.delete(id) }, report: cmd.End}, nil
+		done: func() { cmd.Release(); g.delete(id) }, report: cmd.End, container: id}, nil
+}
+
+// restoreWrap is wrap's counterpart for runsc restore: a session sandbox
+// started again from the checkpoint image in image, under spec (the
+// config.json of the sandbox checkpointed, saved with the image) and a
+// new container id, with its control socket on stdin
+// (stdioControl); it runs attached, in the cgroups, as runsc run does.
+func (g *gvisorIsolator) restoreWrap(spec []byte, image string) (_ *wrapped, err error) {
+	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
+	bundle := filepath.Join(g.bundles, id)
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(bundle)
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), spec, 0o600); err != nil {
+		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
+	}
+	args := append(g.flags(), "restore", "--image-path="+image, "--bundle="+bundle, id)
+	path, argv, err := g.cg.Trampoline(g.runsc, args)
+	if err != nil {
+		return nil, err
+	}
+	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
+		started: func(int) error { return nil }, terminate: func() { g.signal(id, "TERM") },
+		done: func() { g.delete(id) }, container: id}, nil
 }
 
 // signal sends sig to every process of a command's sandbox.

@@ -49,6 +49,9 @@ type Sandbox struct {
 	bgCPU sync.Map
 	sess  sessionSlot  // the session sandbox, when enabled
 	ckpt  *checkpoints // the workspace's layers (checkpoints on); nil: off
+	// gckpt: checkpoints of a gVisor session (runsc checkpoint images and
+	// workspace copies; checkpoint_gvisor_session_linux.go); nil: off.
+	gckpt *gvisorCheckpoints
 	// forkIn: a fork's hold on its parent's layers; forks: the forks of
 	// this one and its pool (fork.go).
 	forkIn *forkIn
@@ -114,6 +117,9 @@ type wrapped struct {
 	// report, when set, says in the result why the command died (the CPU
 	// budget); it runs before done.
 	report func(*driver.CommandResult)
+	// container is runsc's id of the sandbox (isolation gvisor): its
+	// checkpoints name it.
+	container string
 }
 
 // New creates a local sandbox. It fails, naming the cause and the fix,

@@ -64,9 +64,17 @@ const gvisorControlFD = 3
 // share with it (a fork bomb would keep the Go runtime from making a
 // thread, and kill the supervisor), both in its ambient set so that the
 // network bridge's exec of it keeps them; no command keeps them.
+//
+// With checkpoints on (stdioControl), the control socket is runsc's stdin
+// instead, the sandbox's own, which runsc restore hands back (its own
+// stdin): the supervisor takes it from its stdin (--fd 0).
 func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
-	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap,
-		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD), "--protocol", strconv.Itoa(supervisor.Protocol),
+	fd := gvisorControlFD
+	if g.stdioControl {
+		fd = 0
+	}
+	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap, stdio: g.stdioControl,
+		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(fd), "--protocol", strconv.Itoa(supervisor.Protocol),
 			"--group-tags", onOff(commandDomains)}}
 }
 

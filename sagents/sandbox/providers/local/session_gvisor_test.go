@@ -33,6 +33,20 @@ func useGvisorSessions(t *testing.T) {
 	t.Cleanup(func() { sessionIsolation = "" })
 }
 
+// sessionCheckpoints, with sessionIsolation gvisor, turns checkpoints on
+// in every session sandbox newSession makes (TestGvisorSessionCheckpointsOn).
+var sessionCheckpoints bool
+
+// TestGvisorSessionCheckpointsOn reruns the session tests with a gVisor
+// session sandbox whose control socket is runsc's stdin (checkpoints on),
+// not a descriptor donated with --pass-fd: the session behaves the same.
+func TestGvisorSessionCheckpointsOn(t *testing.T) {
+	useGvisorSessions(t)
+	sessionCheckpoints = true
+	t.Cleanup(func() { sessionCheckpoints = false })
+	runSessionTests(t, sessionTests)
+}
+
 // TestGvisorSession reruns the session tests with a gVisor session
 // sandbox: one runsc sandbox per session whose init is the supervisor.
 func TestGvisorSession(t *testing.T) {

@@ -225,6 +225,9 @@ type sessionLaunch struct {
 	argv      []string
 	virtualWS string
 	wrap      func(invocation) (*wrapped, error)
+	// stdio: the control socket is the process's stdin, not an extra
+	// descriptor (a gVisor session with checkpoints).
+	stdio bool
 }
 
 // bwrapSessionLaunch starts bwrap with the supervisor as its command,
@@ -328,7 +331,10 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	if err != nil {
 		return nil, err
 	}
-	files := append(append([]*os.File{}, w.extraFiles...), inside)
+	files := append([]*os.File{}, w.extraFiles...)
+	if !sl.stdio {
+		files = append(files, inside)
+	}
 	for i := len(w.args) - 1; i > 0; i-- { // the supervisor's --fd, at the end
 		if w.args[i-1] == "--fd" && w.args[i] == "?" {
 			w.args[i] = strconv.Itoa(2 + len(files))
@@ -343,6 +349,9 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	}
 	defer log.w.Close()
 	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: log.w, Stderr: log.w, ExtraFiles: files}
+	if sl.stdio {
+		cmd.Stdin = inside
+	}
 	cmd.SysProcAttr = sysProcAttr(w.cred)
 	cmd.SysProcAttr.Setpgid = true
 	if w.start != nil {

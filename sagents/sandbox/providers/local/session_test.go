@@ -33,6 +33,7 @@ func newSession(t testing.TB, so local.SessionOptions, mutate func(*sandbox.Conf
 	if sessionIsolation != "" { // the session tests rerun under gVisor (session_gvisor_test.go)
 		requireGvisor(t)
 		cfg.Local.Isolation.Linux = sessionIsolation
+		cfg.Local.Checkpoints = sessionCheckpoints
 	}
 	so.Enabled = true
 	if so.Supervisor == "" { // the session tests rerun with cmd/sage-supervisor (session_supervisor_test.go)

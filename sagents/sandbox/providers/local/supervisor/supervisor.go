@@ -156,8 +156,11 @@ func Main(args []string) int {
 		return ExitFailed
 	}
 	fd, err := strconv.Atoi(args[1])
+	if err == nil && fd == 0 {
+		fd, err = stdioChannel()
+	}
 	if err != nil || fd < 3 {
-		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2\n")
+		os.Stderr.WriteString(Name + ": --fd wants a descriptor above 2, or 0 for a channel on stdin and stdout\n")
 		return ExitFailed
 	}
 	domains, tags, nproc, signals := true, false, 0, "on"
@@ -232,6 +235,40 @@ func Main(args []string) int {
 	s.serve()
 	s.killAll()
 	return 0
+}
+
+// stdioChannel takes the control channel from stdin (--fd 0), where
+// runsc restore can hand a sandbox's channel back (it restores stdio, not
+// descriptors donated with --pass-fd): it is moved above 2 and /dev/null
+// put on stdin. (Under gVisor, stdout must not be the same socket: each
+// stdio descriptor is a file of its own there, and closing one shuts the
+// host socket down for both.)
+func stdioChannel() (int, error) {
+	fd, err := fcntlDup(0)
+	if err != nil {
+		return -1, err
+	}
+	null, err := syscall.Open(os.DevNull, syscall.O_RDWR, 0)
+	if err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	err = syscall.Dup3(null, 0, 0)
+	syscall.Close(null)
+	if err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// fcntlDup duplicates fd to the lowest free descriptor above 2.
+func fcntlDup(fd int) (int, error) {
+	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 3)
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
 }
 
 func (s *server) serve() {

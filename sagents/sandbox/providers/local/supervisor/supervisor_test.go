@@ -108,3 +108,47 @@ func TestMainUmask(t *testing.T) {
 		t.Errorf("Main with --protocol %d = %d, want 0", Protocol, got)
 	}
 }
+
+// TestMainChannelOnStdin: --fd 0 serves the channel on stdin (a gVisor
+// session with checkpoints: runsc restore hands stdin back), moved above
+// 2, with /dev/null left on stdin; a ping is answered there.
+func TestMainChannelOnStdin(t *testing.T) {
+	sp, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old supervisor refused --fd 0: no answer, not a hang.
+	syscall.SetsockoptTimeval(sp[0], syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &syscall.Timeval{Sec: 10})
+	saved, err := fcntlDup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syscall.Dup3(saved, 0, 0); syscall.Close(saved) }()
+	if err := syscall.Dup3(sp[1], 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(sp[1])
+	done := make(chan int, 1)
+	go func() { done <- Main([]string{"--fd", "0", "--protocol", strconv.Itoa(Protocol)}) }()
+	b, _ := Request{Op: "ping", ID: 1}.MarshalBinary()
+	if _, err := syscall.Write(sp[0], b); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, err := syscall.Read(sp[0], buf)
+	if err != nil {
+		t.Fatalf("no answer on the channel: %v (Main: %v)", err, done)
+	}
+	var r Reply
+	if err := r.UnmarshalBinary(buf[:n]); err != nil || r.Op != "pong" {
+		t.Fatalf("reply %+v, %v; want a pong", r, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(0, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR {
+		t.Errorf("stdin after --fd 0: mode %o, %v; want /dev/null", st.Mode, err)
+	}
+	syscall.Close(sp[0]) // the host is gone: Main returns
+	if got := <-done; got != 0 {
+		t.Errorf("Main = %d, want 0", got)
+	}
+}

@@ -1,0 +1,405 @@
+//go:build linux
+
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
+)
+
+// Checkpoints of a gVisor session sandbox (isolation gvisor, checkpoints
+// on). A checkpoint is taken between commands, with the sandbox paused
+// (runsc pause: no process inside runs): a copy of the host workspace
+// folder (bytes, modes, links, modification times), then runsc checkpoint
+// --leave-running of the whole sandbox (every process, its memory,
+// gVisor's memory-backed root overlay, the session's /tmp included) into
+// an image, then runsc resume. The two are so of the same instant.
+//
+// A rollback stops the session sandbox, makes the host folder the copy's
+// state again (layers.Mirror: what matches stays, the rest is rewritten or
+// removed), and starts the sandbox again from the image with runsc
+// restore, under a new container id, on a new control socket: runsc
+// restore hands the sandbox its own stdin, which is why the
+// control socket of such a session is runsc's stdin and not a
+// descriptor donated with --pass-fd, which restore cannot hand back
+// (gvisorSessionLaunch). The processes go on from the checkpoint: a
+// shell's loop counts on from where it was, a Python's variables are
+// there, /tmp is the checkpoint's.
+//
+// The workspace is not in the image (the gofer serves it from the host
+// folder, read afresh at restore), and the host folder stays the live
+// state: host file operations work on it as without checkpoints, and
+// Sync has nothing to do.
+//
+// Limits: gVisor saves no file backed by a host descriptor, and a
+// command's stdio pipes are (the host sends them in): a checkpoint is
+// refused while a command or a background task runs (ErrCommandRunning),
+// and runsc checkpoint itself fails, nothing changed, while a process
+// left in the background ("cmd &") holds them (ErrCommandRunning too,
+// with the fix: redirect its stdio). A rollback whose restore fails leaves
+// the restored files and no session sandbox (the next command starts a
+// fresh one), and says so. The network must be off (no host socket in the sandbox). At
+// most maxGvisorCheckpoints are kept: an image holds the sandbox's memory
+// (0.3 MB for an idle shell, 80 MB for a Python holding 80 MB), and the
+// oldest is dropped past it.
+
+// maxGvisorCheckpoints bounds the live checkpoints of a gVisor session;
+// past it the oldest is dropped (a test lowers it).
+var maxGvisorCheckpoints = 8
+
+type gvisorCheckpoints struct {
+	mu   sync.Mutex
+	s    *Sandbox
+	g    *gvisorIsolator
+	dir  string // runtimeDir/gvisor/checkpoints: one directory per checkpoint
+	list []gvisorCkpt
+}
+
+// gvisorCkpt is one checkpoint: in dir, ws (the workspace's copy), image
+// (runsc's) and the spec of the sandbox it was taken of.
+type gvisorCkpt struct {
+	info  driver.Checkpoint
+	dir   string
+	spec  []byte
+	binds []bind // the session sandbox's extra binds (its spec has them)
+	next  uint64 // the session's next command id: the restored supervisor remembers the earlier ones
+}
+
+// gvisorProcesses is what a gVisor checkpoint saves besides the files.
+const gvisorProcesses = "gvisor: all processes (the session sandbox's memory, /tmp included)"
+
+// setupGvisorCheckpoints turns checkpoints on for a gVisor session
+// sandbox, or says which setting stops them.
+func (s *Sandbox) setupGvisorCheckpoints(cfg driver.Config, g *gvisorIsolator) error {
+	refuse := func(reason string) error {
+		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on", Reason: reason}
+	}
+	if !s.sess.opts.Enabled {
+		return refuse("checkpoints under isolation gvisor need its session sandbox (runsc checkpoint saves one sandbox); " +
+			"fresh_per_command gives each command a sandbox of its own; fix: drop fresh_per_command, or turn checkpoints off")
+	}
+	if g.network != driver.NetworkOff {
+		return refuse(fmt.Sprintf("checkpoints under isolation gvisor need network off (network %s puts host sockets in the sandbox, "+
+			"which runsc restore cannot hand back); fix: sandbox.local.network: off, isolation bwrap, or turn checkpoints off", g.network))
+	}
+	c := &gvisorCheckpoints{s: s, g: g, dir: filepath.Join(filepath.Dir(g.state), "checkpoints")}
+	if err := os.Mkdir(c.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("local: gvisor checkpoints: %w", err)
+	}
+	g.stdioControl = true
+	s.gckpt = c
+	return nil
+}
+
+// runsc runs one runsc command on the session's state and says how long
+// it took; its error quotes runsc's telling line.
+func (c *gvisorCheckpoints) runsc(ctx context.Context, args ...string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, c.g.runsc, append(c.g.flags(), args...)...)
+	cmd.Stdout, cmd.Stderr = &limitedBuffer{b: &out, n: 64 << 10}, &limitedBuffer{b: &out, n: 64 << 10}
+	start := time.Now()
+	err := cmd.Run()
+	if err != nil {
+		return time.Since(start), fmt.Errorf("local: runsc %s: %w: %s", args[0], err, runscErrorLine(out.String()))
+	}
+	return time.Since(start), nil
+}
+
+// limitedBuffer keeps the first n bytes written to it.
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (w *limitedBuffer) Write(p []byte) (int, error) {
+	if left := w.n - w.b.Len(); left > 0 {
+		w.b.Write(p[:min(len(p), left)])
+	}
+	return len(p), nil
+}
+
+// gquiet takes the gVisor session between commands: the slot's lock is
+// held until release, no command or background task runs. l is the
+// running session sandbox (started when start is set), nil when none
+// runs.
+func (s *Sandbox) gquiet(ctx context.Context, op string, start bool) (l *liveSession, release func(), err error) {
+	if start {
+		ls, _, err := s.session(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		ls.idle()
+	}
+	s.sess.mu.Lock()
+	if s.sess.closed {
+		s.sess.mu.Unlock()
+		return nil, nil, fmt.Errorf("local: %s: %w", op, driver.ErrClosed)
+	}
+	l = s.sess.live
+	if l != nil {
+		select {
+		case <-l.gone():
+			l.stop()
+			s.sess.live, l = nil, nil
+		default:
+		}
+	}
+	if l == nil && start {
+		s.sess.mu.Unlock()
+		return nil, nil, fmt.Errorf("local: %s: the gVisor session sandbox ended as it started; see session.log in %s", op, s.runtimeDir)
+	}
+	if l != nil {
+		l.mu.Lock()
+		busy := l.busy
+		l.mu.Unlock()
+		if busy > 0 {
+			s.sess.mu.Unlock()
+			return nil, nil, fmt.Errorf("local: %s: %w (under gVisor a background task counts: its descriptors from the host cannot be restored); fix: wait for it to end or stop it",
+				op, driver.ErrCommandRunning)
+		}
+	}
+	c := s.gckpt
+	c.mu.Lock()
+	return l, func() { c.mu.Unlock(); s.sess.mu.Unlock() }, nil
+}
+
+// checkpoint is Checkpoint under gVisor (turn -1: none).
+func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.Checkpoint, err error) {
+	start := time.Now()
+	l, release, err := c.s.gquiet(ctx, "checkpoint", true)
+	if err != nil {
+		return driver.Checkpoint{}, err
+	}
+	defer release()
+	id := newCheckpointID()
+	dir := filepath.Join(c.dir, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	spec, err := os.ReadFile(filepath.Join(c.g.bundles, l.w.container, "config.json"))
+	if err != nil {
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: the session sandbox's spec: %w", err)
+	}
+	for _, d := range []string{"ws", "image"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+		}
+	}
+	// Paused, nothing inside changes the workspace or its memory: the
+	// copy and the image are of one instant.
+	if _, err := c.runsc(ctx, "pause", l.w.container); err != nil {
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+	}
+	resumed := false
+	resume := func() error {
+		if resumed {
+			return nil
+		}
+		resumed = true
+		_, err := c.runsc(context.WithoutCancel(ctx), "resume", l.w.container)
+		return err
+	}
+	defer func() {
+		if rerr := resume(); rerr != nil {
+			// A sandbox that cannot go on is stopped: the next command
+			// starts a new one.
+			c.s.sess.live = nil
+			l.stop()
+			if err == nil {
+				err = fmt.Errorf("local: checkpoint: %w; the session sandbox was stopped", rerr)
+			}
+		}
+	}()
+	if err := layers.Copy(filepath.Join(dir, "ws"), c.s.bindWS, nil); err != nil {
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: copy the workspace: %w", err)
+	}
+	if _, err := c.runsc(ctx, "checkpoint", "--leave-running", "--image-path="+filepath.Join(dir, "image"), l.w.container); err != nil {
+		if strings.Contains(err.Error(), "not savable") {
+			// gVisor saves no file backed by a host descriptor: a command's
+			// stdio pipes, held by a process it left in the background.
+			return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w: a process left in the background holds a command's stdio from the host, which gVisor cannot save (%v); nothing changed; fix: start background processes with their stdio redirected (cmd </dev/null >/tmp/log 2>&1 &) or as background tasks, or stop it",
+				driver.ErrCommandRunning, err)
+		}
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+	}
+	if err := resume(); err != nil {
+		return driver.Checkpoint{}, err // the deferred resume stops it
+	}
+	l.mu.Lock()
+	next := l.next
+	l.mu.Unlock()
+	info := driver.Checkpoint{ID: driver.CheckpointID(id), Time: time.Now().UTC(), Size: treeSize(dir), Covers: "files+processes",
+		Processes: []string{gvisorProcesses}}
+	if turn >= 0 {
+		info.Turns = []int{turn}
+	}
+	info.Duration = time.Since(start)
+	c.list = append(c.list, gvisorCkpt{info: info, dir: dir, spec: spec, binds: slices.Clone(l.binds), next: next})
+	for len(c.list) > maxGvisorCheckpoints {
+		os.RemoveAll(c.list[0].dir)
+		c.list = slices.Delete(c.list, 0, 1)
+	}
+	return info, nil
+}
+
+func (c *gvisorCheckpoints) find(id driver.CheckpointID) (int, error) {
+	i := slices.IndexFunc(c.list, func(e gvisorCkpt) bool { return e.info.ID == id })
+	if i < 0 {
+		return 0, fmt.Errorf("local: checkpoint %q: %w; fix: pick one from sage session checkpoints", id, driver.ErrUnknownCheckpoint)
+	}
+	return i, nil
+}
+
+// rollback is Rollback under gVisor: the session sandbox stopped, the
+// workspace made the checkpoint's copy again, the sandbox restored from
+// its image on a new control socket.
+func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID) error {
+	l, release, err := c.s.gquiet(ctx, "rollback", false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	i, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	e := c.list[i]
+	if l != nil {
+		c.s.sess.live = nil
+		l.stop()
+	}
+	var own *layers.Owner
+	if o := c.s.ident.Owner(); o != nil {
+		own = &layers.Owner{UID: o.UID, GID: o.GID}
+	}
+	if err := layers.Mirror(c.s.bindWS, filepath.Join(e.dir, "ws"), own); err != nil {
+		return fmt.Errorf("local: rollback: the workspace: %w; the session sandbox was stopped (its next command starts a new one)", err)
+	}
+	for _, d := range c.list[i+1:] {
+		os.RemoveAll(d.dir)
+	}
+	c.list = c.list[:i+1]
+	nl, err := c.restore(ctx, e)
+	if err != nil {
+		return fmt.Errorf("local: rollback: the files are the checkpoint's, the processes are not: %w; the next command starts a new session sandbox", err)
+	}
+	c.s.sess.live = nl
+	c.s.sess.started++
+	if d := c.s.sess.opts.idle(); d > 0 {
+		c.s.armIdle(nl, d)
+	}
+	return nil
+}
+
+// restore starts the session sandbox again from e's image (runsc
+// restore) and waits until its supervisor answers on the new socket.
+func (c *gvisorCheckpoints) restore(ctx context.Context, e gvisorCkpt) (*liveSession, error) {
+	w, err := c.g.restoreWrap(e.spec, filepath.Join(e.dir, "image"))
+	if err != nil {
+		return nil, err
+	}
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		w.done()
+		return nil, fmt.Errorf("local: session control socket: %w", err)
+	}
+	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
+	defer host.Close()
+	defer inside.Close()
+	log, err := openSessionLog(filepath.Join(c.s.runtimeDir, "session.log"))
+	if err != nil {
+		w.done()
+		return nil, err
+	}
+	defer log.w.Close()
+	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: inside, Stdout: log.w, Stderr: log.w}
+	cmd.SysProcAttr = sysProcAttr(w.cred)
+	cmd.SysProcAttr.Setpgid = true
+	if err := cmd.Start(); err != nil {
+		log.abandon()
+		w.done()
+		return nil, fmt.Errorf("local: runsc restore: %w", err)
+	}
+	log.start()
+	conn, err := net.FileConn(host)
+	if err != nil {
+		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		cmd.Wait()
+		w.done()
+		return nil, fmt.Errorf("local: session control socket: %w", err)
+	}
+	nl := &liveSession{cmd: cmd, w: w, conn: conn.(*net.UnixConn), binds: slices.Clone(e.binds), used: time.Now(), log: log,
+		waits: map[uint64]chan supervisor.Reply{}, dead: make(chan struct{}), next: e.next}
+	nl.wsDev, nl.wsIno, _ = workspaceID(c.s)
+	go nl.read()
+	if err := nl.pong(); err != nil {
+		nl.stop()
+		return nil, fmt.Errorf("local: runsc restore: %w", err)
+	}
+	return nl, nil
+}
+
+// list is Checkpoints under gVisor.
+func (c *gvisorCheckpoints) checkpoints() []driver.Checkpoint {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]driver.Checkpoint, 0, len(c.list))
+	for _, e := range c.list {
+		out = append(out, e.info)
+	}
+	return out
+}
+
+// export copies checkpoint id's workspace into dir (a fork's: its files
+// only; the fork starts its own processes).
+func (c *gvisorCheckpoints) export(ctx context.Context, id driver.CheckpointID, dir string) error {
+	if err := emptyTarget(dir); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, err := c.find(id)
+	if err != nil {
+		return err
+	}
+	if err := layers.Copy(dir, filepath.Join(c.list[i].dir, "ws"), nil); err != nil {
+		return fmt.Errorf("local: fork: copy checkpoint %s: %w", id, err)
+	}
+	return nil
+}
+
+// close removes every checkpoint (Close, once the session sandbox
+// stopped): their images and copies.
+func (c *gvisorCheckpoints) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.list = nil
+	if err := os.RemoveAll(c.dir); err != nil {
+		return fmt.Errorf("local: remove the gVisor checkpoints: %w", err)
+	}
+	return nil
+}
