@@ -3,7 +3,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -113,28 +112,15 @@ func (s *Sandbox) setupGvisorCheckpoints(cfg driver.Config, g *gvisorIsolator) e
 func (c *gvisorCheckpoints) runsc(ctx context.Context, args ...string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	var out bytes.Buffer
+	out := driver.NewBoundedBuffer(128 << 10) // runsc's head and tail: its telling line is among them
 	cmd := exec.CommandContext(ctx, c.g.runsc, append(c.g.flags(), args...)...)
-	cmd.Stdout, cmd.Stderr = &limitedBuffer{b: &out, n: 64 << 10}, &limitedBuffer{b: &out, n: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	err := cmd.Run()
 	if err != nil {
-		return time.Since(start), fmt.Errorf("local: runsc %s: %w: %s", args[0], err, runscErrorLine(out.String()))
+		return time.Since(start), fmt.Errorf("local: runsc %s: %w: %s", args[0], err, runscErrorLine(string(out.Bytes())))
 	}
 	return time.Since(start), nil
-}
-
-// limitedBuffer keeps the first n bytes written to it.
-type limitedBuffer struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (w *limitedBuffer) Write(p []byte) (int, error) {
-	if left := w.n - w.b.Len(); left > 0 {
-		w.b.Write(p[:min(len(p), left)])
-	}
-	return len(p), nil
 }
 
 // gquiet takes the gVisor session between commands: the slot's lock is
