@@ -200,6 +200,7 @@ func (sp *Sandbox) adopt(ctx context.Context, in *forkIn, ws string) error {
 	} else {
 		// The workspace only, on the upper made ahead.
 		d := c.layerDir(old.upper)
+		c.dropAhead() // (a spare prepares none; the agent would drop them)
 		ms, err := c.agent.Mount(layers.Layout{Lowers: c.stack(0), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target})
 		if err != nil {
 			return undo(fmt.Errorf("local: fork: %w", err))
