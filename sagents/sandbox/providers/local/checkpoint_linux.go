@@ -54,6 +54,7 @@ type checkpoints struct {
 	slots  manifestSlots
 	spare  spareLayer
 	ahead  *aheadMounts   // the overlays the agent builds ahead (prepareAhead); nil: none
+	base   *baseCopy      // the host folder copied ahead for the first fork (startBaseCopy); nil: none
 	bg     sync.WaitGroup // layer directories being made (prepareSpare, prepareAhead) or removed (freeLayer)
 }
 
@@ -792,6 +793,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 		}
 	}
 	c.prepareAhead()
+	c.startBaseCopy()
 	if err := c.save(); err != nil {
 		return driver.Checkpoint{}, err
 	}
@@ -1014,6 +1016,7 @@ func (c *checkpoints) merge(n int) error {
 	} else {
 		c.s.dropShared() // a fork: the new base is its own
 	}
+	c.dropBaseCopy() // the base is a layer now
 	return nil
 }
 
@@ -1032,6 +1035,7 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	defer s.ckpt.thaw(s.ckpt.target)
+	s.ckpt.dropBaseCopy() // a copy of the folder as it was
 	if err := s.ckpt.writeBack(); err != nil {
 		return err
 	}
@@ -1077,6 +1081,7 @@ func (s *Sandbox) closeCheckpoints() error {
 	if keep {
 		err = c.ownBase()
 	}
+	c.dropBaseCopy() // (unless ownBase took it) the folder is written now
 	if c.served != nil && err == nil {
 		err = c.writeBack()
 	}
@@ -1224,9 +1229,14 @@ func (c *checkpoints) baseLayer(n int) (int, error) {
 
 // ownBase gives the layers a base of their own, a copy of the host folder
 // they stand on, before the folder receives the live state (Close keeping
-// the agent's turns). A base that is a layer already costs nothing.
+// the agent's turns) or a fork stands on them. A base that is a layer
+// already costs nothing, nor one copied ahead (startBaseCopy).
 func (c *checkpoints) ownBase() error {
 	if c.m.Base != 0 {
+		return nil
+	}
+	if n, ok := c.takeBaseCopy(); ok {
+		c.m.Base = n
 		return nil
 	}
 	nb, err := c.baseLayer(0)
@@ -1283,4 +1293,69 @@ func folderPrint(dir string) (string, error) {
 		return "", fmt.Errorf("local: the workspace folder %s: %w", dir, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// baseCopy is the host folder being copied into a layer in the
+// background, for the first fork (which must not stand on the folder,
+// written at Close and Sync): made after the first checkpoint of a
+// sandbox that asked for a fork pool (Options.ForkPool > 0), so that the
+// first fork costs a mount rather than a copy of the workspace.
+type baseCopy struct {
+	n    int
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// startBaseCopy starts copying the host folder into a new layer, unless
+// the base is one already, a copy runs, or no fork pool was asked for.
+// The folder is not written while the sandbox runs but by Sync and
+// Close, which wait for the copy and drop it first (dropBaseCopy).
+func (c *checkpoints) startBaseCopy() {
+	if c.m.Base != 0 || c.base != nil || c.s.shared() || c.s.forks.size <= 0 || c.s.spareUntaken() {
+		return
+	}
+	bc := &baseCopy{n: c.m.Next, done: make(chan struct{})}
+	c.m.Next++
+	c.base = bc
+	src, id := c.s.bindWS, c.s.ident
+	c.bg.Go(func() {
+		defer close(bc.done)
+		if bc.err = c.makeLayer(bc.n); bc.err != nil {
+			return
+		}
+		u := filepath.Join(c.layerDir(bc.n), "u")
+		if bc.err = layers.Copy(u, src, nil); bc.err != nil {
+			return
+		}
+		if id != nil {
+			filepath.WalkDir(u, func(p string, _ fs.DirEntry, _ error) error {
+				os.Lchown(p, id.UID, id.GID)
+				return nil
+			})
+		}
+	})
+}
+
+// takeBaseCopy is the layer the host folder was copied into ahead, once
+// copied (ok false: none, or the copy failed and is freed).
+func (c *checkpoints) takeBaseCopy() (n int, ok bool) {
+	bc := c.base
+	if bc == nil {
+		return 0, false
+	}
+	c.base = nil
+	<-bc.done
+	if bc.err != nil {
+		c.freeLayer(bc.n)
+		return 0, false
+	}
+	return bc.n, true
+}
+
+// dropBaseCopy frees the copy made ahead (the folder is about to change,
+// or the base is a layer now).
+func (c *checkpoints) dropBaseCopy() {
+	if n, ok := c.takeBaseCopy(); ok {
+		c.freeLayer(n)
+	}
 }
