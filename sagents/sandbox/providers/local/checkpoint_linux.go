@@ -53,7 +53,9 @@ type checkpoints struct {
 	tmp    tmpLayers    // the session's /tmp (checkpoint_tmp_linux.go)
 	slots  manifestSlots
 	spare  spareLayer
-	bg     sync.WaitGroup // layer directories being made (prepareSpare) or removed (freeLayer)
+	ahead  *aheadMounts   // the overlays the agent builds ahead (prepareAhead); nil: none
+	base   *baseCopy      // the host folder copied ahead for the first fork (startBaseCopy); nil: none
+	bg     sync.WaitGroup // layer directories being made (prepareSpare, prepareAhead) or removed (freeLayer)
 }
 
 // manifest is what survives the process (manifest.json and
@@ -327,6 +329,90 @@ func removeLayer(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// aheadMounts are the workspace overlays the agent builds after an
+// operation for the next one (layers.Agent.Prepare): one for a
+// checkpoint (the live upper frozen on top of the layers) and one for a
+// rollback to the latest checkpoint (the layers alone), each with an
+// upper of its own. The operation whose mount is one of them takes its
+// upper, and the agent attaches the overlay built ahead; the others'
+// uppers are freed. Building an overlay with an upper (overlayfs sets up
+// its work directory: 0.5-4 ms on ext4, more while the file system
+// commits its journal) is then no part of a checkpoint or a rollback.
+type aheadMounts struct {
+	done  chan struct{} // closed once the agent answered (or the directories failed)
+	items []aheadItem
+	err   error // set before done is closed: nothing was built
+}
+
+type aheadItem struct {
+	lowers []string
+	upper  int
+}
+
+// prepareAhead has the agent build the next checkpoint's and the next
+// rollback's overlays in the background, unless it does already. The
+// next operation waits for it (takeAhead): the agent serves one request
+// at a time.
+func (c *checkpoints) prepareAhead() {
+	if c.agent == nil || c.ahead != nil || c.m.Upper == 0 || c.s.spareUntaken() {
+		return
+	}
+	live := c.stack(len(c.m.Layers))
+	items := []aheadItem{{lowers: append([]string{filepath.Join(c.layerDir(c.m.Upper), "u")}, live...)}}
+	if last := len(c.m.Checkpoints) - 1; last >= 0 && c.m.Checkpoints[last].N == len(c.m.Layers) {
+		items = append(items, aheadItem{lowers: live})
+	}
+	ls := make([]layers.Layout, len(items))
+	for i := range items {
+		items[i].upper = c.m.Next
+		c.m.Next++
+		d := c.layerDir(items[i].upper)
+		ls[i] = layers.Layout{Lowers: items[i].lowers, Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target}
+	}
+	ah := &aheadMounts{done: make(chan struct{}), items: items}
+	c.ahead = ah
+	a := c.agent
+	c.bg.Go(func() {
+		defer close(ah.done)
+		for _, it := range items {
+			if ah.err = c.makeLayer(it.upper); ah.err != nil {
+				return
+			}
+		}
+		ah.err = a.Prepare(ls...)
+	})
+}
+
+// takeAhead is the upper of the overlay built ahead over lowers, once
+// the agent built it (ok false: none); the other layers made ahead are
+// freed, as the agent drops their overlays at the next mount.
+func (c *checkpoints) takeAhead(lowers []string) (upper int, ok bool) {
+	ah := c.ahead
+	if ah == nil {
+		return 0, false
+	}
+	c.ahead = nil
+	<-ah.done
+	for _, it := range ah.items {
+		if !ok && ah.err == nil && slices.Equal(it.lowers, lowers) {
+			upper, ok = it.upper, true
+			continue
+		}
+		c.freeLayer(it.upper)
+	}
+	return upper, ok
+}
+
+// dropAhead frees what prepareAhead made (the agent goes, or the mount
+// request is another's).
+func (c *checkpoints) dropAhead() { c.takeAhead(nil) }
+
+// spareUntaken says whether s is a pre-started sandbox of a fork pool
+// no fork took yet: its layers are replaced whole at the take.
+func (s *Sandbox) spareUntaken() bool {
+	return s.forkIn != nil && s.forkIn.placeholder != "" && s.forkIn.layers == nil
+}
+
 // save records the manifest (checkpoint_manifest_linux.go): in the page
 // cache when it returns, which a kill -9 of the daemon does not lose.
 func (c *checkpoints) save() error { return c.slots.write(&c.m) }
@@ -337,6 +423,7 @@ func (c *checkpoints) save() error { return c.slots.write(&c.m) }
 func (c *checkpoints) attach(l *liveSession) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.dropAhead()
 	if c.agent != nil {
 		c.agent.Close()
 		c.agent = nil
@@ -424,14 +511,21 @@ func (c *checkpoints) agentExecutable() (string, error) {
 func (c *checkpoints) remount(op string, ws bool, n int, tmp bool, tn int, freeze []string) error {
 	var ls []layers.Layout
 	wsUp, tmpUp := 0, 0
+	fromAhead := false // wsUp is the upper of an overlay the agent built ahead
 	if ws {
-		up, err := c.newLayer()
-		if err != nil {
-			return err
+		lowers := c.stack(n)
+		up, ok := c.takeAhead(lowers)
+		if fromAhead = ok; !ok {
+			var err error
+			if up, err = c.newLayer(); err != nil {
+				return err
+			}
 		}
 		d := c.layerDir(up)
-		ls = append(ls, layers.Layout{Lowers: c.stack(n), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target})
+		ls = append(ls, layers.Layout{Lowers: lowers, Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target})
 		wsUp = up
+	} else {
+		c.dropAhead() // the agent drops them at this mount
 	}
 	if tmp {
 		up, err := c.newTmpLayer()
@@ -460,8 +554,10 @@ func (c *checkpoints) remount(op string, ws bool, n int, tmp bool, tn int, freez
 	}
 	if err != nil {
 		refused := errors.Is(err, syscall.EBUSY) && len(freeze) > 0 // the freeze: no mount was built
-		if ws && refused {
+		if ws && refused && !fromAhead {
 			c.putSpare(wsUp)
+		} else if ws && fromAhead {
+			c.freeLayer(wsUp) // the agent closes its overlay meanwhile: not one to reuse at once
 		} else if ws {
 			removeLayer(c.layerDir(wsUp)) // at once: nothing changed
 		}
@@ -704,6 +800,8 @@ func (s *Sandbox) checkpoint(ctx context.Context, turn int) (driver.Checkpoint, 
 			return driver.Checkpoint{}, err
 		}
 	}
+	c.prepareAhead()
+	c.startBaseCopy()
 	if err := c.save(); err != nil {
 		return driver.Checkpoint{}, err
 	}
@@ -799,6 +897,7 @@ func (s *Sandbox) Rollback(ctx context.Context, id driver.CheckpointID) error {
 		c.setTmpBase(e, oldTmp)
 	}
 	c.dropAfter(i)
+	c.prepareAhead()
 	return c.save()
 }
 
@@ -935,6 +1034,7 @@ func (c *checkpoints) merge(n int) error {
 	} else {
 		c.s.dropShared() // a fork: the new base is its own
 	}
+	c.dropBaseCopy() // the base is a layer now
 	return nil
 }
 
@@ -956,6 +1056,7 @@ func (s *Sandbox) Sync(ctx context.Context) error {
 		return err
 	}
 	defer s.ckpt.thaw(s.ckpt.target)
+	s.ckpt.dropBaseCopy() // a copy of the folder as it was
 	if err := s.ckpt.writeBack(); err != nil {
 		return err
 	}
@@ -1004,9 +1105,11 @@ func (s *Sandbox) closeCheckpoints() error {
 	if keep {
 		err = c.ownBase()
 	}
+	c.dropBaseCopy() // (unless ownBase took it) the folder is written now
 	if c.served != nil && err == nil {
 		err = c.writeBack()
 	}
+	c.dropAhead()
 	if c.agent != nil {
 		c.agent.Close()
 		c.agent = nil
@@ -1151,9 +1254,14 @@ func (c *checkpoints) baseLayer(n int) (int, error) {
 
 // ownBase gives the layers a base of their own, a copy of the host folder
 // they stand on, before the folder receives the live state (Close keeping
-// the agent's turns). A base that is a layer already costs nothing.
+// the agent's turns) or a fork stands on them. A base that is a layer
+// already costs nothing, nor one copied ahead (startBaseCopy).
 func (c *checkpoints) ownBase() error {
 	if c.m.Base != 0 {
+		return nil
+	}
+	if n, ok := c.takeBaseCopy(); ok {
+		c.m.Base = n
 		return nil
 	}
 	nb, err := c.baseLayer(0)
@@ -1210,4 +1318,69 @@ func folderPrint(dir string) (string, error) {
 		return "", fmt.Errorf("local: the workspace folder %s: %w", dir, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// baseCopy is the host folder being copied into a layer in the
+// background, for the first fork (which must not stand on the folder,
+// written at Close and Sync): made after the first checkpoint of a
+// sandbox that asked for a fork pool (Options.ForkPool > 0), so that the
+// first fork costs a mount rather than a copy of the workspace.
+type baseCopy struct {
+	n    int
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// startBaseCopy starts copying the host folder into a new layer, unless
+// the base is one already, a copy runs, or no fork pool was asked for.
+// The folder is not written while the sandbox runs but by Sync and
+// Close, which wait for the copy and drop it first (dropBaseCopy).
+func (c *checkpoints) startBaseCopy() {
+	if c.m.Base != 0 || c.base != nil || c.s.shared() || c.s.forks.size <= 0 || c.s.spareUntaken() {
+		return
+	}
+	bc := &baseCopy{n: c.m.Next, done: make(chan struct{})}
+	c.m.Next++
+	c.base = bc
+	src, id := c.s.bindWS, c.s.ident
+	c.bg.Go(func() {
+		defer close(bc.done)
+		if bc.err = c.makeLayer(bc.n); bc.err != nil {
+			return
+		}
+		u := filepath.Join(c.layerDir(bc.n), "u")
+		if bc.err = layers.Copy(u, src, nil); bc.err != nil {
+			return
+		}
+		if id != nil {
+			filepath.WalkDir(u, func(p string, _ fs.DirEntry, _ error) error {
+				os.Lchown(p, id.UID, id.GID)
+				return nil
+			})
+		}
+	})
+}
+
+// takeBaseCopy is the layer the host folder was copied into ahead, once
+// copied (ok false: none, or the copy failed and is freed).
+func (c *checkpoints) takeBaseCopy() (n int, ok bool) {
+	bc := c.base
+	if bc == nil {
+		return 0, false
+	}
+	c.base = nil
+	<-bc.done
+	if bc.err != nil {
+		c.freeLayer(bc.n)
+		return 0, false
+	}
+	return bc.n, true
+}
+
+// dropBaseCopy frees the copy made ahead (the folder is about to change,
+// or the base is a layer now).
+func (c *checkpoints) dropBaseCopy() {
+	if n, ok := c.takeBaseCopy(); ok {
+		c.freeLayer(n)
+	}
 }

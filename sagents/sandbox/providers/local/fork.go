@@ -1,6 +1,7 @@
 package local
 
 import (
+	"os"
 	"sync"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
@@ -22,6 +23,11 @@ type forkIn struct {
 	// placeholder is a pooled sandbox's empty folder, bound at the
 	// workspace under the overlay; removed at Close.
 	placeholder string
+	// lock is held (flock) while a pooled sandbox (or the fork that took
+	// it) lives: its placeholder, runtime directory and lock file, side by
+	// side in SAGE_HOME/runtime, are swept by a later process once no one
+	// holds it (sweepSpares: a daemon killed with -9).
+	lock *os.File
 	// upper is a pooled sandbox's layer made ahead for the fork's writes
 	// (adopt); 0: none.
 	upper int

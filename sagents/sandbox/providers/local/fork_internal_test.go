@@ -271,6 +271,53 @@ func TestForkUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged")
 	}
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
-	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed)$", "-test.count=1", "-test.v"})
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed|BaseCopiedAhead)$", "-test.count=1", "-test.v"})
 	require.NoError(t, err)
+}
+
+// TestForkBaseCopiedAhead: a sandbox that asked for a fork pool copies
+// its host folder into a base layer in the background after its first
+// checkpoint; the first fork stands on that copy (no copy in the fork),
+// with the checkpoint's files. A Sync, which writes the folder, drops
+// such a copy first.
+func TestForkBaseCopiedAhead(t *testing.T) {
+	ctx := context.Background()
+	s, cfg := forkParent(t, 1)
+	require.NoError(t, os.WriteFile(filepath.Join(cfg.Workspace, "host"), []byte("in the folder\n"), 0o644))
+	fkRun(t, s, "echo a > /workspace/a")
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	s.ckpt.mu.Lock()
+	bc := s.ckpt.base
+	s.ckpt.mu.Unlock()
+	require.NotNil(t, bc, "the folder is copied ahead after the first checkpoint")
+	<-bc.done
+	require.NoError(t, bc.err)
+	assert.FileExists(t, filepath.Join(s.ckpt.layerDir(bc.n), "u", "host"))
+	f, err := s.fork(ctx, cp.ID, forkCfg(t, cfg), false)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close(ctx) })
+	s.ckpt.mu.Lock()
+	base := s.ckpt.m.Base
+	s.ckpt.mu.Unlock()
+	assert.Equal(t, bc.n, base, "the fork stands on the copy made ahead")
+	assert.Equal(t, "in the folder\na\n", fkRun(t, f, "cat /workspace/host /workspace/a"))
+
+	// A sandbox whose copy is still there at a Sync drops it.
+	s2, cfg2 := forkParent(t, 1)
+	fkRun(t, s2, "echo b > /workspace/b")
+	_, err = s2.Checkpoint(ctx)
+	require.NoError(t, err)
+	s2.ckpt.mu.Lock()
+	bc2 := s2.ckpt.base
+	s2.ckpt.mu.Unlock()
+	require.NotNil(t, bc2)
+	require.NoError(t, s2.Sync(ctx))
+	s2.ckpt.mu.Lock()
+	assert.Nil(t, s2.ckpt.base, "dropped by the Sync")
+	assert.Zero(t, s2.ckpt.m.Base)
+	s2.ckpt.mu.Unlock()
+	s2.ckpt.bg.Wait()
+	assert.NoDirExists(t, s2.ckpt.layerDir(bc2.n), "and freed")
+	assert.FileExists(t, filepath.Join(cfg2.Workspace, "b"), "the folder got the live state")
 }

@@ -332,14 +332,18 @@ func (s *Sandbox) closeFork(ctx context.Context) {
 }
 
 // closeForkEnd runs last in Close: the parent's layers are let go (the
-// fork's files are in its folder, or lost with an error), the
-// placeholder folder of a pooled sandbox is removed.
+// fork's files are in its folder, or lost with an error), the files of
+// a pooled sandbox (its placeholder folder, its runtime directory, its
+// lock) are removed.
 func (s *Sandbox) closeForkEnd() {
 	if s.forkIn != nil {
 		forkFolders.Delete(s.hostWS) // (an untaken spare's placeholder is none)
 	}
 	s.dropShared()
-	if s.forkIn != nil && s.forkIn.placeholder != "" {
-		os.RemoveAll(s.forkIn.placeholder)
+	if in := s.forkIn; in != nil && in.lock != nil {
+		evacuate(s.runtimeDir) // layers forks stand on outlive it
+		in.removeSpare()
+	} else if in != nil && in.placeholder != "" {
+		os.RemoveAll(in.placeholder)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -80,29 +82,48 @@ func (s *Sandbox) refill() {
 	}
 }
 
+// A pooled sandbox's files lie side by side in SAGE_HOME/runtime:
+// spare-ID (its placeholder folder), spare-ID.run (its runtime
+// directory, the layers of the fork that takes it) and spare-ID.lock,
+// which the process holds locked (flock) from before the others exist
+// until after they are removed at Close. A process killed with -9 leaves
+// all three; the next process that fills a pool in that SAGE_HOME removes
+// those whose lock no one holds (sweepSpares).
+const (
+	spareRunSuffix  = ".run"
+	spareLockSuffix = ".lock"
+)
+
 // newSpare opens an empty sandbox of s's configuration, as s's uid, over
 // a placeholder folder of its own, and starts its session sandbox with
 // its (empty) layers mounted: a fork takes it and mounts its own layers
 // beneath (adopt).
 func (s *Sandbox) newSpare() (*Sandbox, error) {
-	dir := filepath.Join(sagehome.Dir(), "runtime", driver.NewID("spare"))
+	root := filepath.Join(sagehome.Dir(), "runtime")
+	sweepSpares(root)
+	dir := filepath.Join(root, driver.NewID("spare"))
 	if err := makeDirs(dir, s.ident != nil); err != nil {
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
+	lock, err := lockSpare(dir)
+	if err != nil {
+		os.Remove(dir)
+		return nil, fmt.Errorf("local: fork pool: %w", err)
+	}
+	in := &forkIn{ident: s.ident, placeholder: dir, lock: lock}
 	if id := s.ident; id != nil {
 		if err := os.Lchown(dir, id.UID, id.GID); err != nil {
-			os.Remove(dir)
+			in.removeSpare()
 			return nil, fmt.Errorf("local: fork pool: %w", err)
 		}
 	}
 	cfg := s.forks.cfg
-	cfg.Workspace, cfg.SandboxID, cfg.RuntimeDir = dir, "", ""
+	cfg.Workspace, cfg.SandboxID, cfg.RuntimeDir = dir, "", dir+spareRunSuffix
 	opts := s.forks.opts
 	opts.Prestart = false
-	sp, err := NewWithOptions(context.Background(), cfg, Options{Session: opts, ForkPool: -1,
-		fork: &forkIn{ident: s.ident, placeholder: dir}})
+	sp, err := NewWithOptions(context.Background(), cfg, Options{Session: opts, ForkPool: -1, fork: in})
 	if err != nil {
-		os.RemoveAll(dir)
+		in.removeSpare()
 		return nil, err
 	}
 	// Started, layered and warm: a first command ran (it writes
@@ -161,11 +182,11 @@ func (sp *Sandbox) adopt(ctx context.Context, in *forkIn, ws string) error {
 	defer release()
 	c := sp.ckpt
 	old, oldWS := sp.forkIn, sp.hostWS
-	in.placeholder = old.placeholder
+	in.placeholder, in.lock = old.placeholder, old.lock
 	sp.forkIn, sp.hostWS, sp.forks.size = in, ws, 0 // its own forks get a pool as any sandbox's
 	undo := func(err error) error {
 		sp.forkIn, sp.hostWS, sp.forks.size = old, oldWS, -1
-		in.placeholder = ""
+		in.placeholder, in.lock = "", nil
 		return err
 	}
 	c.takeSeed()
@@ -200,6 +221,7 @@ func (sp *Sandbox) adopt(ctx context.Context, in *forkIn, ws string) error {
 	} else {
 		// The workspace only, on the upper made ahead.
 		d := c.layerDir(old.upper)
+		c.dropAhead() // (a spare prepares none; the agent would drop them)
 		ms, err := c.agent.Mount(layers.Layout{Lowers: c.stack(0), Upper: filepath.Join(d, "u"), Work: filepath.Join(d, "w"), Target: c.target})
 		if err != nil {
 			return undo(fmt.Errorf("local: fork: %w", err))
@@ -252,4 +274,76 @@ func (sl *sessionSlot) closedNow() bool {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	return sl.closed
+}
+
+// lockSpare makes and locks the lock file of the pooled sandbox whose
+// placeholder is dir: made under a temporary name and renamed once
+// locked, so that a sweep never sees it unlocked.
+func lockSpare(dir string) (*os.File, error) {
+	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+spareLockSuffix)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, &os.PathError{Op: "flock", Path: tmp, Err: err}
+	}
+	if err := os.Rename(tmp, dir+spareLockSuffix); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	return f, nil
+}
+
+// removeSpare removes a pooled sandbox's files (Close, or its opening
+// failed): the runtime directory and the placeholder, then the lock.
+func (in *forkIn) removeSpare() {
+	if in.lock == nil {
+		return
+	}
+	removeLayer(in.placeholder + spareRunSuffix) // overlayfs's work directories are mode 0
+	os.RemoveAll(in.placeholder)
+	os.Remove(in.placeholder + spareLockSuffix)
+	in.lock.Close()
+	in.lock = nil
+}
+
+// swept are the SAGE_HOME/runtime directories this process swept.
+var swept sync.Map
+
+// sweepSpares removes, once per process and directory, the files of the
+// pooled sandboxes under root whose lock no one holds: those of a process
+// killed with -9 (its sandboxes, bwrap and the layers agent died with it,
+// and with them their mounts). A lock held by this process is held as
+// well: flock conflicts between two opens of one file.
+func sweepSpares(root string) {
+	if _, done := swept.LoadOrStore(root, true); done {
+		return
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "spare-") || !strings.HasSuffix(name, spareLockSuffix) || !e.Type().IsRegular() {
+			continue
+		}
+		lockPath := filepath.Join(root, name)
+		f, err := os.OpenFile(lockPath, os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			dir := strings.TrimSuffix(lockPath, spareLockSuffix)
+			slog.Debug("local sandbox: removing a pre-started sandbox's files left by a process that died", "dir", dir)
+			removeLayer(dir + spareRunSuffix)
+			os.RemoveAll(dir)
+			os.Remove(lockPath)
+		}
+		f.Close()
+	}
 }

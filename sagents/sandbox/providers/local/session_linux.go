@@ -357,7 +357,7 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	if w.start != nil {
 		err = w.start(cmd)
 	} else {
-		err = cmd.Start()
+		err = limits.StartPinned(cmd) // its parent-death signal follows the forking thread
 	}
 	closeFiles(w.extraFiles)
 	if err != nil {

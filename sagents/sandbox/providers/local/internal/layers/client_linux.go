@@ -173,6 +173,19 @@ func (a *Agent) Swap(freeze []string, ls ...Layout) ([]*os.File, error) {
 	return r.files, nil
 }
 
+// Prepare builds the overlays of ls ahead of a Mount or Swap of the same
+// layouts (to the byte), which then attaches them without building; the
+// next Mount or Swap drops those it did not take. Each layout's upper
+// must be its own: no other mount may use it before that next Mount.
+func (a *Agent) Prepare(ls ...Layout) error {
+	req := request{Op: "prepare"}
+	for _, l := range ls {
+		req.Mounts = append(req.Mounts, mountSpec{Lowers: l.Lowers, Upper: l.Upper, Work: l.Work, Target: l.Target})
+	}
+	_, err := a.call(req, 30*time.Second)
+	return err
+}
+
 // View returns a detached read-only overlay of lowers (topmost first).
 func (a *Agent) View(lowers []string) (*os.File, error) {
 	r, err := a.call(request{Op: "view", Lowers: lowers}, 30*time.Second)

@@ -26,7 +26,10 @@
 // sandbox never sees it), whose root the host reaches by a descriptor;
 // Mount attaches the workspace's and /tmp's overlays in one request, Swap
 // freezes the live ones first in the same request (a checkpoint, a
-// rollback), and Freeze and Thaw name the targets they act on.
+// rollback), and Freeze and Thaw name the targets they act on. Prepare
+// builds overlays ahead, between commands, for a later Mount or Swap of
+// the same layouts, which then only attaches them (the build, overlayfs
+// setting up its work directory in the upper, is what a mount cost most).
 //
 // Apply and Copy work on the host side: Apply writes one overlay upper
 // layer (whiteouts, opaque directories) onto a directory, Copy copies a

@@ -145,12 +145,12 @@ func InCgroups(file string, procs []string) error {
 // (born true), else as usual (born false: the gate must join).
 func (c *Cgroups) Start(cmd *exec.Cmd) (born bool, err error) {
 	if c == nil {
-		return false, cmd.Start()
+		return false, StartPinned(cmd)
 	}
 	c.mu.Lock()
 	if c.removed || !c.threadIn() { // none, or still joining: not worth waiting for
 		c.mu.Unlock()
-		return false, cmd.Start()
+		return false, StartPinned(cmd)
 	}
 	done := make(chan error, 1)
 	c.thread.work <- func() { done <- cmd.Start() } // under mu: remove cannot close work meanwhile

@@ -1,0 +1,115 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sage-go/sage/internal/testenv"
+	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
+)
+
+// spareFiles are the pooled sandboxes' files in SAGE_HOME/runtime.
+func spareFiles(t *testing.T, home string) []string {
+	t.Helper()
+	got, err := filepath.Glob(filepath.Join(home, "runtime", "spare-*"))
+	require.NoError(t, err)
+	return got
+}
+
+// startPoolHelper runs TestForkPoolHelper in a new process over SAGE_HOME
+// home and waits until its pool holds a pre-started sandbox, whose
+// placeholder it returns; the helper runs until its stdin closes.
+func startPoolHelper(t *testing.T, home string) (*exec.Cmd, io.WriteCloser, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run", "^TestForkPoolHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SAGE_POOL_HELPER=1", "SAGE_HOME="+home)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "spare "); ok {
+			go io.Copy(io.Discard, out)
+			return cmd, in, v
+		}
+	}
+	t.Fatal("the helper's pool did not fill")
+	return nil, nil, ""
+}
+
+// TestForkPoolSweptAfterKill9: a daemon killed with -9 leaves its fork
+// pool's pre-started sandbox in SAGE_HOME/runtime (its placeholder
+// folder, its runtime directory with its layers, its lock file). The
+// next process that fills a pool there removes them, and leaves those of
+// a process still running.
+func TestForkPoolSweptAfterKill9(t *testing.T) {
+	if os.Getenv("SAGE_POOL_HELPER") != "" {
+		t.Skip("the helper runs in TestForkPoolHelper")
+	}
+	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
+	home := sandboxtest.TempDir(t)
+	killed, _, dead := startPoolHelper(t, home)
+	_, liveIn, live := startPoolHelper(t, home)
+	require.NoError(t, killed.Process.Signal(syscall.SIGKILL))
+	killed.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(testenv.Processes("bwrap", dead)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	left := []string{dead, dead + spareRunSuffix, dead + spareLockSuffix}
+	for _, p := range append(left, live, live+spareRunSuffix, live+spareLockSuffix) {
+		_, err := os.Lstat(p)
+		require.NoError(t, err, "before the sweep")
+	}
+
+	t.Setenv("SAGE_HOME", home)
+	s, _ := forkParent(t, 1)
+	mine := waitPool(t, s, 1)[0].forkIn.placeholder
+	for _, p := range left {
+		assert.NoFileExists(t, p, "swept: its process is gone")
+		assert.NoDirExists(t, p, "swept: its process is gone")
+	}
+	got := spareFiles(t, home)
+	want := []string{live, live + spareLockSuffix, live + spareRunSuffix, mine, mine + spareLockSuffix, mine + spareRunSuffix}
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got, "a running process's pool and this one's stay")
+
+	liveIn.Close() // the live helper closes its sandboxes: its files go
+	require.NoError(t, s.Close(t.Context()))
+	deadline = time.Now().Add(30 * time.Second)
+	for len(spareFiles(t, home)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Empty(t, spareFiles(t, home), "a Close removes its pool's files")
+}
+
+// TestForkPoolHelper is TestForkPoolSweptAfterKill9's daemon: a sandbox
+// with a filled fork pool, until its stdin closes.
+func TestForkPoolHelper(t *testing.T) {
+	if os.Getenv("SAGE_POOL_HELPER") == "" {
+		t.Skip("run by TestForkPoolSweptAfterKill9")
+	}
+	s, _ := forkParent(t, 1)
+	os.Stdout.WriteString("spare " + waitPool(t, s, 1)[0].forkIn.placeholder + "\n")
+	io.Copy(io.Discard, os.Stdin)
+}
