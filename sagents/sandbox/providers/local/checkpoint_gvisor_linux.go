@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 )
 
 // Checkpoints under gVisor (issue 33). runsc checkpoint saves a whole
@@ -87,7 +88,7 @@ func GvisorCheckpointProbe(ctx context.Context, runsc string) (res GvisorCheckpo
 			return res, fmt.Errorf("local: gvisor checkpoint probe: %w", err)
 		}
 	}
-	p.sys = systemPaths()
+	p.sys = isolation.SystemPaths()
 	for _, sp := range p.sys {
 		if sp.Symlink != "" {
 			if err := os.Symlink(sp.Symlink, filepath.Join(dir, "rootfs", sp.Path)); err != nil {
@@ -130,9 +131,9 @@ func (p *ckptProbe) round(ctx context.Context, stdio bool) (ckpt, restore time.D
 	if stdio {
 		echo = "exec cat"
 	}
-	files, dirs := etcSecrets()
+	files, dirs := isolation.EtcSecrets()
 	spec := GvisorSpec(GvisorOptions{Argv: []string{"/bin/sh", "-c", "echo probe > /tmp/probe; " + echo},
-		Env: map[string]string{"PATH": SandboxPath}, Chdir: "/workspace", UID: 65534, GID: 65534, RootFS: filepath.Join(p.dir, "rootfs"),
+		Env: map[string]string{"PATH": isolation.SandboxPath}, Chdir: "/workspace", UID: 65534, GID: 65534, RootFS: filepath.Join(p.dir, "rootfs"),
 		System: p.sys, Etc: true, MaskFiles: files, MaskDirs: dirs, Empty: filepath.Join(p.dir, "empty"),
 		Workspace: VolumeBind{Host: filepath.Join(p.dir, "workspace"), Inside: "/workspace"},
 		TmpBytes:  16 << 20, ShmBytes: 16 << 20, Hostname: "sandbox"})

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
@@ -56,14 +57,14 @@ type gvisorIsolator struct {
 	maskDirs  []string
 	resolvDir string
 	cg        *limits.Cgroups
-	egress    *egressProxy
+	egress    *isolation.Egress
 	uid, gid  uint32
 	umaskCmd  string
 	prefix    string // container ids: prefix-N
 	seq       atomic.Int64
 }
 
-func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, err error) {
+func newGvisor(ctx context.Context, o isolation.Options) (_ isolation.Backend, err error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", driver.ErrIsolationUnavailable)
 	}
@@ -71,22 +72,22 @@ func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, 
 	if err != nil {
 		return nil, err
 	}
-	g := &gvisorIsolator{runsc: runsc, hostWS: s.bindWS, mounts: cfg.Mounts, network: cfg.Local.Network,
-		limits: s.limits, system: systemPaths(), egress: s.egress, umaskCmd: fmt.Sprintf("umask %03o", s.umask),
-		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(s.id)}
+	g := &gvisorIsolator{runsc: runsc, hostWS: o.BindWorkspace, virtualWS: o.VirtualWorkspace, mounts: o.Mounts, network: o.Network,
+		limits: o.Limits, system: isolation.SystemPaths(), egress: o.Egress, umaskCmd: fmt.Sprintf("umask %03o", o.Umask),
+		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(o.ID)}
 	if g.network == "" {
 		g.network = driver.NetworkOff
 	}
 	if g.network == driver.NetworkOpen {
-		g.resolvDir = resolvDir()
-		slog.Warn("local sandbox: network is open", "sandbox", s.id)
+		g.resolvDir = isolation.ResolvDir()
+		slog.Warn("local sandbox: network is open", "sandbox", o.ID)
 	}
 	g.uid, g.gid = 65534, 65534
-	if s.ident != nil {
-		g.uid, g.gid = uint32(s.ident.UID), uint32(s.ident.GID)
+	if o.Ident != nil {
+		g.uid, g.gid = uint32(o.Ident.UID), uint32(o.Ident.GID)
 	}
-	g.maskFiles, g.maskDirs = etcSecrets()
-	dir := filepath.Join(s.runtimeDir, "gvisor")
+	g.maskFiles, g.maskDirs = isolation.EtcSecrets()
+	dir := filepath.Join(o.RuntimeDir, "gvisor")
 	g.state, g.bundles, g.rootfs, g.empty = filepath.Join(dir, "state"), filepath.Join(dir, "bundles"),
 		filepath.Join(dir, "rootfs"), filepath.Join(dir, "empty")
 	defer func() {
@@ -119,38 +120,35 @@ func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, 
 	if err := os.WriteFile(g.empty, nil, 0o444); err != nil {
 		return nil, fmt.Errorf("local: gvisor: %w", err)
 	}
-	host := s.limits
+	host := o.Limits
 	if host.MemoryBytes > 0 {
 		host.MemoryBytes += gvisorMemoryOverhead
 	}
 	if host.Pids > 0 {
 		host.Pids += gvisorPidsOverhead
 	}
-	if g.cg, err = limits.NewCgroups(s.id, host); err != nil {
+	if g.cg, err = limits.NewCgroups(o.ID, host); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-func (g *gvisorIsolator) virtualWorkspace(cfg driver.Config, _ string) string {
-	g.virtualWS = virtualWorkspaceOf(cfg)
-	return g.virtualWS
-}
+func (g *gvisorIsolator) VirtualWorkspace() string { return g.virtualWS }
 
 // limitsEnforced: the command's processes are counted by gVisor's own
 // kernel (RLIMIT_NPROC for a uid that has nothing else there), memory and
 // CPU time by the host cgroups around runsc.
-func (g *gvisorIsolator) limitsEnforced() driver.LimitsEnforced {
+func (g *gvisorIsolator) LimitsEnforced() driver.LimitsEnforced {
 	return g.limits.Enforced(g.cg, true)
 }
 
-func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
+func (g *gvisorIsolator) Place(_, preferred string) string { return preferred }
 
-// close removes the cgroups (killing what is left in them, runsc's
+func (g *gvisorIsolator) Kind() string { return driver.IsolationGvisor }
+
+// Close removes the cgroups (killing what is left in them, runsc's
 // sandboxes included), then the state of sandboxes runsc did not delete.
-func (g *gvisorIsolator) kind() string { return driver.IsolationGvisor }
-
-func (g *gvisorIsolator) close() error {
+func (g *gvisorIsolator) Close() error {
 	err := g.cg.Remove()
 	ents, _ := os.ReadDir(g.bundles)
 	for _, e := range ents {
@@ -190,27 +188,27 @@ func (g *gvisorIsolator) flags() []string {
 	return f
 }
 
-func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
-	inv.argv = withUmask(inv.argv, g.umaskCmd)
+func (g *gvisorIsolator) Wrap(inv isolation.Invocation) (_ *isolation.Wrapped, err error) {
+	inv.Argv = isolation.WithUmask(inv.Argv, g.umaskCmd)
 	lim := g.limits
-	if inv.session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (session_gvisor_linux.go)
+	if inv.Session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (session_gvisor_linux.go)
 		lim.CPUTime, lim.MemoryBytes = 0, 0
 	}
 	asByBridge := g.egress != nil
 	if asByBridge { // the bridge (a Go program) sets RLIMIT_AS on the command itself
-		inv = g.egress.bridge(inv, lim.MemoryBytes)
+		inv = g.egress.Bridge(inv, lim.MemoryBytes)
 	}
 	var ro []string
 	if g.resolvDir != "" {
 		ro = append(ro, g.resolvDir)
 	}
-	ro, mounts := bindMounts(ro, g.mounts, inv.binds)
-	env := (&bwrapIsolator{virtualWS: g.virtualWS}).env(inv.env, inv.venv)
-	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
+	ro, mounts := isolation.BindMounts(ro, g.mounts, inv.Binds)
+	env := isolation.Env(g.virtualWS, inv.Env, inv.Venv)
+	spec := GvisorSpec(GvisorOptions{Argv: inv.Argv, Env: env, Chdir: inv.Chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
 		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
 		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.Rlimits(asByBridge), Hostname: "sandbox",
-		Caps: sessionCaps(inv)})
+		Caps: inv.Caps})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
@@ -237,7 +235,7 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 		own = append(own, cmd.Procs())
 	}
 	args := append(g.flags(), "run", "--bundle="+bundle, id)
-	if inv.session { // the control socket: the caller's first extra file, the supervisor's fd 3
+	if inv.Session { // the control socket: the caller's first extra file, the supervisor's fd 3
 		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(gvisorControlFD), "--bundle="+bundle, id)
 	}
 	path, argv, err := g.cg.Trampoline(g.runsc, args, own...)
@@ -250,9 +248,9 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	// Without a terminal runsc forwards no signal: SIGTERM goes to every
 	// process inside through runsc kill; the SIGKILL that follows kills
 	// runsc, and its sandbox dies with it (runsc run is attached).
-	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		started: func(int) error { return cmd.Start(0) }, terminate: func() { g.signal(id, "TERM") },
-		done: func() { cmd.Release(); g.delete(id) }, report: cmd.End}, nil
+	return &isolation.Wrapped{Path: path, Args: argv, Dir: "/", Env: []string{"PATH=" + isolation.SandboxPath},
+		Started: func(int) error { return cmd.Start(0) }, Terminate: func() { g.signal(id, "TERM") },
+		Done: func() { cmd.Release(); g.delete(id) }, Report: cmd.End}, nil
 }
 
 // signal sends sig to every process of a command's sandbox.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -64,29 +65,14 @@ const gvisorControlFD = 3
 // share with it (a fork bomb would keep the Go runtime from making a
 // thread, and kill the supervisor), both in its ambient set so that the
 // network bridge's exec of it keeps them; no command keeps them.
-func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
-	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap,
+func gvisorSessionLaunch() sessionLaunch {
+	sl := sessionLaunch{what: "the gVisor session sandbox",
 		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(gvisorControlFD), "--protocol", strconv.Itoa(supervisor.Protocol),
 			"--group-tags", onOff(commandDomains)}}
-}
-
-// sessionCaps are the capabilities of a gVisor sandbox's first process:
-// CAP_SETGID and CAP_SYS_RESOURCE for a session's supervisor with group
-// tags, none otherwise.
-func sessionCaps(inv invocation) []string {
-	if inv.session && commandDomains {
-		return []string{"CAP_SETGID", "CAP_SYS_RESOURCE"}
+	if commandDomains { // with group tags
+		sl.caps = []string{"CAP_SETGID", "CAP_SYS_RESOURCE"}
 	}
-	return nil
-}
-
-// sessionEnvIso is what builds a session command's environment: the
-// bwrap isolator, or for gVisor one with its workspace and egress proxy.
-func (s *Sandbox) sessionEnvIso() *bwrapIsolator {
-	if g, ok := s.iso.(*gvisorIsolator); ok {
-		return &bwrapIsolator{virtualWS: g.virtualWS, egress: g.egress}
-	}
-	return s.iso.(*bwrapIsolator)
+	return sl
 }
 
 // commandBudget gives req its own CPU budget: under bwrap a host cgroup
@@ -101,7 +87,7 @@ func (s *Sandbox) commandBudget(req *supervisor.Request) (*limits.CommandCgroup,
 		req.GroupDies = s.limits.CPUTime > 0
 		return nil, nil
 	}
-	return s.iso.(*bwrapIsolator).cg.Command(s.limits.CPUTime)
+	return s.iso.(*isolation.Bwrap).Cgroups().Command(s.limits.CPUTime)
 }
 
 // gvisorCommandLimits puts a shell in front of argv that sets the limits
