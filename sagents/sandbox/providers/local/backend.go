@@ -20,9 +20,6 @@ func newBackend(ctx context.Context, cfg driver.Config, s *Sandbox) (isolation.B
 	if runtime.GOOS == "darwin" {
 		o.Isolation = cfg.Local.Isolation.Darwin
 	}
-	if runtime.GOOS == "linux" && o.Isolation == driver.IsolationGvisor {
-		return newGvisor(ctx, o) // gvisor_linux.go, until it moves to internal/isolation
-	}
 	return isolation.New(ctx, o)
 }
 

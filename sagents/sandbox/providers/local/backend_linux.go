@@ -3,6 +3,7 @@
 package local
 
 import (
+	"context"
 	"os/exec"
 
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
@@ -24,3 +25,13 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 	}
 	return b.Command(argv...)
 }
+
+// RunscFix says how to install runsc.
+const RunscFix = isolation.RunscFix
+
+// RunscNewerFix says how to replace a runsc too old for sage.
+const RunscNewerFix = isolation.RunscNewerFix
+
+// ProbeRunsc runs /bin/true under runsc, with no network and a throwaway
+// state directory.
+func ProbeRunsc(ctx context.Context, runsc string) error { return isolation.ProbeRunsc(ctx, runsc) }

@@ -88,7 +88,7 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil
 	}
-	if _, ok := s.iso.(*gvisorIsolator); ok {
+	if _, ok := s.iso.(*isolation.Gvisor); ok {
 		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on", Reason: gvisorCheckpointsReason}
 	}
 	if _, ok := s.iso.(*isolation.Bwrap); !ok || !s.sess.opts.Enabled {

@@ -47,7 +47,7 @@ import (
 
 // gvisorControlFD is the supervisor's control socket in a gVisor session
 // sandbox (runsc run --pass-fd=3:gvisorControlFD).
-const gvisorControlFD = 3
+const gvisorControlFD = isolation.GvisorControlFD
 
 // gvisorSessionLaunch starts runsc with the supervisor as the sandbox's
 // init, under the same spec (mounts, seccomp, uid, rlimits, host
@@ -80,7 +80,7 @@ func gvisorSessionLaunch() sessionLaunch {
 // RLIMIT_CPU, set with its RLIMIT_AS by a shell in front of it (see the
 // top of this file).
 func (s *Sandbox) commandBudget(req *supervisor.Request) (*limits.CommandCgroup, error) {
-	if _, ok := s.iso.(*gvisorIsolator); ok {
+	if _, ok := s.iso.(*isolation.Gvisor); ok {
 		req.Argv = gvisorCommandLimits(s.limits, req.Argv)
 		// Where bwrap's command cgroup takes the command's leftover
 		// processes with it, its process group dies with its leader.
@@ -114,7 +114,7 @@ func gvisorCommandLimits(l Limits, argv []string) []string {
 // (bwrap's budget is read from its cgroup, k.end), and says that the
 // budget holds per process.
 func (s *Sandbox) budgetEnd(res *driver.CommandResult) {
-	if _, ok := s.iso.(*gvisorIsolator); !ok || s.limits.CPUTime <= 0 {
+	if _, ok := s.iso.(*isolation.Gvisor); !ok || s.limits.CPUTime <= 0 {
 		return
 	}
 	if res.LimitsEnforced != nil {

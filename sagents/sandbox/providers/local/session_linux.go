@@ -168,7 +168,7 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 // sandbox, not of a caller's command and its timeout. A failure is left for
 // the next command to meet.
 func (s *Sandbox) warmSession(ctx context.Context, l *liveSession) {
-	if _, ok := s.iso.(*gvisorIsolator); !ok {
+	if _, ok := s.iso.(*isolation.Gvisor); !ok {
 		return
 	}
 	inv, err := s.prepare(driver.ExecOptions{}, shell, "-c", ":")
@@ -286,7 +286,7 @@ func (s *Sandbox) startSession(ctx context.Context) (*liveSession, error) {
 func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSession, err error) {
 	var sl sessionLaunch
 	switch s.iso.(type) {
-	case *gvisorIsolator:
+	case *isolation.Gvisor:
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

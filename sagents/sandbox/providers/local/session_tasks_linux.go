@@ -113,7 +113,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*drive
 	if err != nil {
 		return nil, err
 	}
-	_, byID := s.iso.(*gvisorIsolator)
+	_, byID := s.iso.(*isolation.Gvisor)
 	lim := &bgLimit{done: make(chan struct{})}
 	ran := false
 	var id uint64

@@ -65,6 +65,8 @@ func New(ctx context.Context, o Options) (Backend, error) {
 				Reason: "the allowlist needs the sandbox's own network namespace; isolation none has none"}
 		}
 		return newNone(o)
+	case driver.IsolationGvisor:
+		return newGvisor(ctx, o)
 	case "", driver.IsolationAuto, driver.IsolationBwrap:
 	default:
 		return nil, &driver.ConfigError{Field: "sandbox.local.isolation.linux", Value: o.Isolation, Reason: "want auto, bwrap, gvisor or none"}
@@ -75,7 +77,7 @@ func New(ctx context.Context, o Options) (Backend, error) {
 	}
 	iso := &Bwrap{bwrap: bw, hostWS: o.BindWorkspace, virtualWS: o.VirtualWorkspace, mounts: o.Mounts,
 		network: o.Network == driver.NetworkOpen, limits: o.Limits,
-		system: SystemPaths(), resolvDir: ResolvDir(), egress: o.Egress, ident: o.Ident,
+		system: SystemPaths(), resolvDir: resolvDir(), egress: o.Egress, ident: o.Ident,
 		umaskCmd: fmt.Sprintf("umask %03o", o.Umask), reserve: o.TaskReserve}
 	iso.maskFiles, iso.maskDirs = EtcSecrets()
 	if iso.seccomp, err = seccomp.Program(seccomp.Options{ExtraDeny: o.SeccompDeny}); err != nil {
@@ -201,9 +203,9 @@ func scanEtc(root string) (files, dirs []string) {
 	return files, dirs
 }
 
-// ResolvDir is the directory behind /etc/resolv.conf when it is a symlink
+// resolvDir is the directory behind /etc/resolv.conf when it is a symlink
 // out of /etc (systemd-resolved), so DNS works with the network open.
-func ResolvDir() string {
+func resolvDir() string {
 	real, err := filepath.EvalSymlinks("/etc/resolv.conf")
 	if err != nil || strings.HasPrefix(real, "/etc/") {
 		return ""
@@ -281,16 +283,16 @@ func (b *Bwrap) Wrap(inv Invocation) (w *Wrapped, err error) {
 		}
 	}()
 	if !inv.Session { // the supervisor sets its umask itself (--umask)
-		inv.Argv = WithUmask(inv.Argv, b.umaskCmd)
+		inv.Argv = withUmask(inv.Argv, b.umaskCmd)
 	}
 	if b.egress != nil {
-		inv = b.egress.Bridge(inv, g.bridgeAS())
+		inv = b.egress.bridge(inv, g.bridgeAS())
 	}
 	var ro []string
 	if b.network && b.resolvDir != "" {
 		ro = append(ro, b.resolvDir)
 	}
-	ro, mounts := BindMounts(ro, b.mounts, inv.Binds)
+	ro, mounts := bindMounts(ro, b.mounts, inv.Binds)
 	// Child descriptors: 3 info, 4 block, 5 arguments, 6 workspace, 7
 	// seccomp filter. Nothing else reaches bwrap (sealInheritedFDs).
 	o := bwrapargs.Options{
@@ -333,10 +335,10 @@ func (b *Bwrap) Wrap(inv Invocation) (w *Wrapped, err error) {
 // LimitsEnforced: the cgroups and the rlimits the gate sets.
 func (b *Bwrap) LimitsEnforced() driver.LimitsEnforced { return b.limits.Enforced(b.cg, true) }
 
-// BindMounts adds an invocation's binds to what the sandbox shows: one
+// bindMounts adds an invocation's binds to what the sandbox shows: one
 // read-only at its own host path to ro (shown as the system directories
 // are), any other as a mount after the configured ones (left unchanged).
-func BindMounts(ro []string, configured []driver.VolumeMount, binds []Bind) ([]string, []driver.VolumeMount) {
+func bindMounts(ro []string, configured []driver.VolumeMount, binds []Bind) ([]string, []driver.VolumeMount) {
 	mounts := append([]driver.VolumeMount{}, configured...)
 	for _, x := range binds {
 		if x.ReadOnly && x.Host == x.Inside {

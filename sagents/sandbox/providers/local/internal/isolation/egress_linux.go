@@ -10,11 +10,11 @@ const (
 	sandboxBridge = "/run/sage/bin/" + netbridge.Name
 )
 
-// Bridge rewrites an invocation to run behind the network bridge: the
+// bridge rewrites an invocation to run behind the network bridge: the
 // sockets directory and the bridge bound read-only, the proxy variables
 // set, and the command started by the bridge once its listeners are up.
 // asBytes is the RLIMIT_AS the bridge puts on the command (see gate).
-func (e *Egress) Bridge(inv Invocation, asBytes int64) Invocation {
+func (e *Egress) bridge(inv Invocation, asBytes int64) Invocation {
 	inv.Binds = append(append([]Bind{}, inv.Binds...),
 		Bind{Host: e.SocketDir, Inside: sandboxNetDir, ReadOnly: true},
 		Bind{Host: e.BridgeExe, Inside: sandboxBridge, ReadOnly: true})

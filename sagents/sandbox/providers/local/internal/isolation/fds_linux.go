@@ -37,10 +37,10 @@ func sealInheritedFDs() {
 	}
 }
 
-// WithUmask sets the file mode creation mask of the command: prepended to
+// withUmask sets the file mode creation mask of the command: prepended to
 // a shell command on its first line (line numbers stay), else through a
 // shell that sets it and execs the command.
-func WithUmask(argv []string, set string) []string {
+func withUmask(argv []string, set string) []string {
 	if len(argv) >= 3 && argv[0] == shell && argv[1] == "-c" {
 		out := append([]string{}, argv...)
 		out[2] = set + "; " + argv[2]

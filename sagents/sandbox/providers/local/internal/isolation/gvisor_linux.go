@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package isolation
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
-	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
@@ -40,7 +40,9 @@ const (
 	gvisorPidsOverhead = 256
 )
 
-type gvisorIsolator struct {
+// Gvisor runs each command (or a session sandbox's init) in a runsc
+// sandbox of its own.
+type Gvisor struct {
 	runsc     string
 	state     string   // runsc --root: the sandboxes' state, in the runtime directory
 	stateDir  *os.File // state, opened (O_PATH) when made: close finds runsc's mounts there even if it was moved
@@ -51,42 +53,42 @@ type gvisorIsolator struct {
 	virtualWS string
 	mounts    []driver.VolumeMount
 	network   driver.NetworkMode
-	limits    Limits
-	system    []SystemPath
+	limits    limits.Limits
+	system    []bwrapargs.SystemPath
 	maskFiles []string
 	maskDirs  []string
 	resolvDir string
 	cg        *limits.Cgroups
-	egress    *isolation.Egress
+	egress    *Egress
 	uid, gid  uint32
 	umaskCmd  string
 	prefix    string // container ids: prefix-N
 	seq       atomic.Int64
 }
 
-func newGvisor(ctx context.Context, o isolation.Options) (_ isolation.Backend, err error) {
+func newGvisor(ctx context.Context, o Options) (_ Backend, err error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", driver.ErrIsolationUnavailable)
 	}
-	runsc, err := findRunsc(ctx)
+	runsc, err := FindRunsc(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g := &gvisorIsolator{runsc: runsc, hostWS: o.BindWorkspace, virtualWS: o.VirtualWorkspace, mounts: o.Mounts, network: o.Network,
-		limits: o.Limits, system: isolation.SystemPaths(), egress: o.Egress, umaskCmd: fmt.Sprintf("umask %03o", o.Umask),
+	g := &Gvisor{runsc: runsc, hostWS: o.BindWorkspace, virtualWS: o.VirtualWorkspace, mounts: o.Mounts, network: o.Network,
+		limits: o.Limits, system: SystemPaths(), egress: o.Egress, umaskCmd: fmt.Sprintf("umask %03o", o.Umask),
 		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(o.ID)}
 	if g.network == "" {
 		g.network = driver.NetworkOff
 	}
 	if g.network == driver.NetworkOpen {
-		g.resolvDir = isolation.ResolvDir()
+		g.resolvDir = resolvDir()
 		slog.Warn("local sandbox: network is open", "sandbox", o.ID)
 	}
 	g.uid, g.gid = 65534, 65534
 	if o.Ident != nil {
 		g.uid, g.gid = uint32(o.Ident.UID), uint32(o.Ident.GID)
 	}
-	g.maskFiles, g.maskDirs = isolation.EtcSecrets()
+	g.maskFiles, g.maskDirs = EtcSecrets()
 	dir := filepath.Join(o.RuntimeDir, "gvisor")
 	g.state, g.bundles, g.rootfs, g.empty = filepath.Join(dir, "state"), filepath.Join(dir, "bundles"),
 		filepath.Join(dir, "rootfs"), filepath.Join(dir, "empty")
@@ -133,22 +135,22 @@ func newGvisor(ctx context.Context, o isolation.Options) (_ isolation.Backend, e
 	return g, nil
 }
 
-func (g *gvisorIsolator) VirtualWorkspace() string { return g.virtualWS }
+func (g *Gvisor) VirtualWorkspace() string { return g.virtualWS }
 
 // limitsEnforced: the command's processes are counted by gVisor's own
 // kernel (RLIMIT_NPROC for a uid that has nothing else there), memory and
 // CPU time by the host cgroups around runsc.
-func (g *gvisorIsolator) LimitsEnforced() driver.LimitsEnforced {
+func (g *Gvisor) LimitsEnforced() driver.LimitsEnforced {
 	return g.limits.Enforced(g.cg, true)
 }
 
-func (g *gvisorIsolator) Place(_, preferred string) string { return preferred }
+func (g *Gvisor) Place(_, preferred string) string { return preferred }
 
-func (g *gvisorIsolator) Kind() string { return driver.IsolationGvisor }
+func (g *Gvisor) Kind() string { return driver.IsolationGvisor }
 
 // Close removes the cgroups (killing what is left in them, runsc's
 // sandboxes included), then the state of sandboxes runsc did not delete.
-func (g *gvisorIsolator) Close() error {
+func (g *Gvisor) Close() error {
 	err := g.cg.Remove()
 	ents, _ := os.ReadDir(g.bundles)
 	for _, e := range ents {
@@ -177,8 +179,19 @@ func sameDir(f *os.File, path string) bool {
 	return unix.Fstat(int(f.Fd()), &a) == nil && unix.Lstat(path, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
+// GvisorControlFD is the descriptor a session sandbox's supervisor finds
+// its control socket at under gVisor: Wrap of a session invocation
+// donates the caller's first extra file there (runsc run --pass-fd).
+const GvisorControlFD = 3
+
+// RunscFlags are runsc's global flags for a sandbox without network whose
+// state is in state (the checkpoint probe's).
+func RunscFlags(state string) []string {
+	return (&Gvisor{state: state, network: driver.NetworkOff}).flags()
+}
+
 // flags are runsc's global flags for this sandbox.
-func (g *gvisorIsolator) flags() []string {
+func (g *Gvisor) flags() []string {
 	net := "none"
 	if g.network == driver.NetworkOpen {
 		net = "host"
@@ -188,25 +201,25 @@ func (g *gvisorIsolator) flags() []string {
 	return f
 }
 
-func (g *gvisorIsolator) Wrap(inv isolation.Invocation) (_ *isolation.Wrapped, err error) {
-	inv.Argv = isolation.WithUmask(inv.Argv, g.umaskCmd)
+func (g *Gvisor) Wrap(inv Invocation) (_ *Wrapped, err error) {
+	inv.Argv = withUmask(inv.Argv, g.umaskCmd)
 	lim := g.limits
 	if inv.Session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (session_gvisor_linux.go)
 		lim.CPUTime, lim.MemoryBytes = 0, 0
 	}
 	asByBridge := g.egress != nil
 	if asByBridge { // the bridge (a Go program) sets RLIMIT_AS on the command itself
-		inv = g.egress.Bridge(inv, lim.MemoryBytes)
+		inv = g.egress.bridge(inv, lim.MemoryBytes)
 	}
 	var ro []string
 	if g.resolvDir != "" {
 		ro = append(ro, g.resolvDir)
 	}
-	ro, mounts := isolation.BindMounts(ro, g.mounts, inv.Binds)
-	env := isolation.Env(g.virtualWS, inv.Env, inv.Venv)
+	ro, mounts := bindMounts(ro, g.mounts, inv.Binds)
+	env := Env(g.virtualWS, inv.Env, inv.Venv)
 	spec := GvisorSpec(GvisorOptions{Argv: inv.Argv, Env: env, Chdir: inv.Chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
-		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
+		ReadOnly: ro, Workspace: bwrapargs.VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
 		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.Rlimits(asByBridge), Hostname: "sandbox",
 		Caps: inv.Caps})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
@@ -236,7 +249,7 @@ func (g *gvisorIsolator) Wrap(inv isolation.Invocation) (_ *isolation.Wrapped, e
 	}
 	args := append(g.flags(), "run", "--bundle="+bundle, id)
 	if inv.Session { // the control socket: the caller's first extra file, the supervisor's fd 3
-		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(gvisorControlFD), "--bundle="+bundle, id)
+		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(GvisorControlFD), "--bundle="+bundle, id)
 	}
 	path, argv, err := g.cg.Trampoline(g.runsc, args, own...)
 	if err != nil {
@@ -248,13 +261,13 @@ func (g *gvisorIsolator) Wrap(inv isolation.Invocation) (_ *isolation.Wrapped, e
 	// Without a terminal runsc forwards no signal: SIGTERM goes to every
 	// process inside through runsc kill; the SIGKILL that follows kills
 	// runsc, and its sandbox dies with it (runsc run is attached).
-	return &isolation.Wrapped{Path: path, Args: argv, Dir: "/", Env: []string{"PATH=" + isolation.SandboxPath},
+	return &Wrapped{Path: path, Args: argv, Dir: "/", Env: []string{"PATH=" + SandboxPath},
 		Started: func(int) error { return cmd.Start(0) }, Terminate: func() { g.signal(id, "TERM") },
 		Done: func() { cmd.Release(); g.delete(id) }, Report: cmd.End}, nil
 }
 
 // signal sends sig to every process of a command's sandbox.
-func (g *gvisorIsolator) signal(id, sig string) {
+func (g *Gvisor) signal(id, sig string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, g.runsc, "--root="+g.state, "kill", "--all", id, sig).CombinedOutput(); err != nil {
@@ -264,7 +277,7 @@ func (g *gvisorIsolator) signal(id, sig string) {
 
 // delete removes what runsc left of a command's sandbox (after a kill)
 // and its bundle.
-func (g *gvisorIsolator) delete(id string) {
+func (g *Gvisor) delete(id string) {
 	if left, _ := filepath.Glob(filepath.Join(g.state, id+"*")); len(left) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -280,9 +293,9 @@ var runscProbe sync.Map // runsc path -> error (nil when it works)
 // RunscFix says how to install runsc.
 const RunscFix = "fix: install runsc (gVisor): bash .ci/setup.d/50-runsc.sh builds it with Go into ~/.cache/sage and installs /usr/local/bin/runsc, or see https://gvisor.dev/docs/user_guide/install/; run 'sage doctor'"
 
-// findRunsc finds runsc ($SAGE_RUNSC, else on PATH) and proves, once per
+// FindRunsc finds runsc ($SAGE_RUNSC, else on PATH) and proves, once per
 // process, that it can start a sandbox here.
-func findRunsc(ctx context.Context) (string, error) {
+func FindRunsc(ctx context.Context) (string, error) {
 	p := os.Getenv("SAGE_RUNSC")
 	if p == "" {
 		var err error
@@ -325,10 +338,10 @@ func ProbeRunsc(ctx context.Context, runsc string) error {
 			// sage uses everywhere: install is not the fix, a newer one is.
 			v, _ := exec.CommandContext(ctx, runsc, "--version").Output()
 			return fmt.Errorf("%w: %s (%s) is too old: it has no --platform=systrap, which gVisor added in 2023; %s",
-				driver.ErrIsolationUnavailable, runsc, firstLines(string(v), 1), RunscNewerFix)
+				driver.ErrIsolationUnavailable, runsc, FirstLines(string(v), 1), RunscNewerFix)
 		}
 		return fmt.Errorf("%w: %s cannot start a sandbox: %v: %s; %s", driver.ErrIsolationUnavailable, runsc, err,
-			firstLines(string(out), 3), RunscFix)
+			FirstLines(string(out), 3), RunscFix)
 	}
 	return nil
 }
@@ -336,7 +349,8 @@ func ProbeRunsc(ctx context.Context, runsc string) error {
 // RunscNewerFix says how to replace a runsc too old for sage.
 const RunscNewerFix = "fix: install a newer runsc (bash .ci/setup.d/50-runsc.sh builds one with Go and installs /usr/local/bin/runsc, or see https://gvisor.dev/docs/user_guide/install/) and put it first on PATH or name it in SAGE_RUNSC"
 
-func firstLines(s string, n int) string {
+// FirstLines are the first n lines of s, joined by "; ".
+func FirstLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[:n]
@@ -353,12 +367,12 @@ func GvisorSummary(ctx context.Context) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("isolation gvisor runs runsc as root here; sage runs as uid %d; fix: run sage as root to use --isolation gvisor", os.Geteuid())
 	}
-	p, err := findRunsc(ctx)
+	p, err := FindRunsc(ctx)
 	if err != nil {
 		return "", err
 	}
 	out, _ := exec.CommandContext(ctx, p, "--version").Output()
 	return fmt.Sprintf("%s works (%s); --isolation gvisor runs one runsc sandbox per session (the session sandbox, the default: "+
 		"its start, about 10x bwrap's, is paid once per session and every command is forked inside it), "+
-		"or one per command with fresh_per_command: true", p, firstLines(string(out), 1)), nil
+		"or one per command with fresh_per_command: true", p, FirstLines(string(out), 1)), nil
 }
