@@ -165,7 +165,7 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 			return nil, err
 		}
 	}
-	s.sess.opts = opts.Session // the isolator sizes the session sandbox's pids cgroup by it
+	s.sess.opts = opts.Session // the backend sizes the session sandbox's pids cgroup by it
 	if s.iso, err = newBackend(ctx, cfg, s); err != nil {
 		s.egress.close()
 		s.idmap.Release()

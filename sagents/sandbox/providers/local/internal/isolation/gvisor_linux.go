@@ -204,7 +204,7 @@ func (g *Gvisor) flags() []string {
 func (g *Gvisor) Wrap(inv Invocation) (_ *Wrapped, err error) {
 	inv.Argv = withUmask(inv.Argv, g.umaskCmd)
 	lim := g.limits
-	if inv.Session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (session_gvisor_linux.go)
+	if inv.Session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (package local's session_gvisor_linux.go)
 		lim.CPUTime, lim.MemoryBytes = 0, 0
 	}
 	asByBridge := g.egress != nil
