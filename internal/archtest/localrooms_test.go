@@ -20,15 +20,20 @@ const localPkg = userPkg + "/providers/local"
 var localRooms = map[string][]string{
 	"egress":             nil,
 	"internal/bwrapargs": nil,
-	"internal/layers":    nil,
-	"internal/limits":    {"supervisor"}, // the cgroup thread starts off the main thread as the supervisor does
-	"internal/memfd":     nil,
-	"internal/quota":     {"internal/uids"}, // the image and its mount belong to the workspace's uid
-	"internal/seatbelt":  nil,
-	"internal/uids":      nil,
-	"netbridge":          nil,
-	"seccomp":            {"internal/memfd"},
-	"supervisor":         nil,
+	// the isolation backends: bwrap's arguments, the cgroups and rlimits
+	// commands are born in, their uid, the seccomp filter, the Seatbelt
+	// profile, the network bridge commands run behind
+	"internal/isolation": {"internal/bwrapargs", "internal/limits", "internal/memfd", "internal/uids", "seccomp",
+		"internal/seatbelt", "netbridge"},
+	"internal/layers":   nil,
+	"internal/limits":   {"supervisor"}, // the cgroup thread starts off the main thread as the supervisor does
+	"internal/memfd":    nil,
+	"internal/quota":    {"internal/uids"}, // the image and its mount belong to the workspace's uid
+	"internal/seatbelt": nil,
+	"internal/uids":     nil,
+	"netbridge":         nil,
+	"seccomp":           {"internal/memfd"},
+	"supervisor":        nil,
 }
 
 // localRoom names the room path belongs to ("" when none is declared);

@@ -15,6 +15,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -49,10 +50,10 @@ func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *li
 	}
 	s, err := NewWithOptions(t.Context(), cfg, opts)
 	require.NoError(t, err, "a memory and a pids limit need writable cgroups")
-	b, ok := s.iso.(*bwrapIsolator)
+	b, ok := s.iso.(*isolation.Bwrap)
 	require.True(t, ok, "bwrap isolation")
-	require.NotNil(t, b.cg)
-	started, err := b.cg.WaitThread(limits.ThreadJoinTimeout)
+	require.NotNil(t, b.Cgroups())
+	started, err := b.Cgroups().WaitThread(limits.ThreadJoinTimeout)
 	if limits.V2() {
 		require.False(t, started, "cgroup v2 moves whole processes: no cgroup thread")
 		s.Close(t.Context())
@@ -60,7 +61,7 @@ func threadSandbox(t *testing.T, mutate ...func(*sandbox.Config)) (*Sandbox, *li
 	}
 	require.True(t, started, "a bwrap sandbox with v1 cgroups starts its cgroup thread")
 	require.NoError(t, err, "the cgroup thread did not join")
-	return s, b.cg
+	return s, b.Cgroups()
 }
 
 // bornInside says whether process pid is in every cgroup of c.

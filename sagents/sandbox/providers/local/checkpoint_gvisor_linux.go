@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 )
 
 // GvisorCheckpointProbe, for sage doctor: what runsc checkpoint and
@@ -62,14 +62,14 @@ func GvisorCheckpointProbe(ctx context.Context, runsc string) (res GvisorCheckpo
 	if err != nil {
 		return res, fmt.Errorf("local: gvisor checkpoint probe: %w", err)
 	}
-	p := &ckptProbe{runsc: runsc, dir: dir, g: &gvisorIsolator{state: filepath.Join(dir, "state"), network: driver.NetworkOff}}
+	p := &ckptProbe{runsc: runsc, dir: dir, state: filepath.Join(dir, "state")}
 	defer func() {
 		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 		for _, id := range p.ids {
-			exec.CommandContext(dctx, runsc, "--root="+p.g.state, "delete", "--force", id).Run()
+			exec.CommandContext(dctx, runsc, "--root="+p.state, "delete", "--force", id).Run()
 		}
 		dcancel()
-		for i := 0; i < 64 && unix.Unmount(filepath.Join(p.g.state, "null-netns"), unix.MNT_DETACH) == nil; i++ {
+		for i := 0; i < 64 && unix.Unmount(filepath.Join(p.state, "null-netns"), unix.MNT_DETACH) == nil; i++ {
 		}
 		err = errors.Join(err, os.RemoveAll(dir))
 	}()
@@ -78,7 +78,7 @@ func GvisorCheckpointProbe(ctx context.Context, runsc string) (res GvisorCheckpo
 			return res, fmt.Errorf("local: gvisor checkpoint probe: %w", err)
 		}
 	}
-	p.sys = systemPaths()
+	p.sys = isolation.SystemPaths()
 	for _, sp := range p.sys {
 		if sp.Symlink != "" {
 			if err := os.Symlink(sp.Symlink, filepath.Join(dir, "rootfs", sp.Path)); err != nil {
@@ -100,7 +100,7 @@ func GvisorCheckpointProbe(ctx context.Context, runsc string) (res GvisorCheckpo
 
 type ckptProbe struct {
 	runsc, dir string
-	g          *gvisorIsolator
+	state      string // runsc --root
 	sys        []SystemPath
 	ids        []string
 }
@@ -121,9 +121,9 @@ func (p *ckptProbe) round(ctx context.Context, stdio bool) (ckpt, restore time.D
 	if stdio {
 		echo = "exec cat"
 	}
-	files, dirs := etcSecrets()
+	files, dirs := isolation.EtcSecrets()
 	spec := GvisorSpec(GvisorOptions{Argv: []string{"/bin/sh", "-c", "echo probe > /tmp/probe; " + echo},
-		Env: map[string]string{"PATH": SandboxPath}, Chdir: "/workspace", UID: 65534, GID: 65534, RootFS: filepath.Join(p.dir, "rootfs"),
+		Env: map[string]string{"PATH": isolation.SandboxPath}, Chdir: "/workspace", UID: 65534, GID: 65534, RootFS: filepath.Join(p.dir, "rootfs"),
 		System: p.sys, Etc: true, MaskFiles: files, MaskDirs: dirs, Empty: filepath.Join(p.dir, "empty"),
 		Workspace: VolumeBind{Host: filepath.Join(p.dir, "workspace"), Inside: "/workspace"},
 		TmpBytes:  16 << 20, ShmBytes: 16 << 20, Hostname: "sandbox"})
@@ -135,9 +135,9 @@ func (p *ckptProbe) round(ctx context.Context, stdio bool) (ckpt, restore time.D
 		return 0, 0, nil, fmt.Errorf("local: gvisor checkpoint probe: %w", err)
 	}
 	p.ids = append(p.ids, id)
-	args := append(p.g.flags(), "run", "--detach", "--bundle="+bundle, id)
+	args := append(isolation.RunscFlags(p.state), "run", "--detach", "--bundle="+bundle, id)
 	if !stdio {
-		args = append(p.g.flags(), "run", "--detach", "--pass-fd=3:"+fmt.Sprint(gvisorControlFD), "--bundle="+bundle, id)
+		args = append(isolation.RunscFlags(p.state), "run", "--detach", "--pass-fd=3:"+fmt.Sprint(gvisorControlFD), "--bundle="+bundle, id)
 	}
 	host, _, err := p.step(ctx, stdio, true, args...)
 	if err != nil {
@@ -147,13 +147,13 @@ func (p *ckptProbe) round(ctx context.Context, stdio bool) (ckpt, restore time.D
 	if err := probeEcho(host); err != nil {
 		return 0, 0, nil, err
 	}
-	if _, ckpt, err = p.step(ctx, false, false, append(p.g.flags(), "checkpoint", "--image-path="+img, id)...); err != nil {
+	if _, ckpt, err = p.step(ctx, false, false, append(isolation.RunscFlags(p.state), "checkpoint", "--image-path="+img, id)...); err != nil {
 		return 0, 0, nil, err
 	}
-	if _, _, err = p.step(ctx, false, false, append(p.g.flags(), "delete", "--force", id)...); err != nil {
+	if _, _, err = p.step(ctx, false, false, append(isolation.RunscFlags(p.state), "delete", "--force", id)...); err != nil {
 		return 0, 0, nil, err
 	}
-	restored, restore, restoreErr := p.step(ctx, stdio, stdio, append(p.g.flags(), "restore", "--detach", "--image-path="+img, "--bundle="+bundle, id)...)
+	restored, restore, restoreErr := p.step(ctx, stdio, stdio, append(isolation.RunscFlags(p.state), "restore", "--detach", "--image-path="+img, "--bundle="+bundle, id)...)
 	if restoreErr != nil {
 		return ckpt, 0, restoreErr, nil
 	}
@@ -231,7 +231,7 @@ func (p *ckptProbe) step(ctx context.Context, stdio, control bool, args ...strin
 // runscErrorLine is the line of runsc's output that says what failed (its
 // restore errors come with a Go panic's stack), cut to a bound.
 func runscErrorLine(out string) string {
-	line := firstLines(out, 1)
+	line := isolation.FirstLines(out, 1)
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, "no host FD available") || strings.Contains(l, "restoring container") {
 			line = strings.TrimSpace(l)
@@ -257,7 +257,7 @@ func GvisorCheckpointsSummary(ctx context.Context) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", errors.New("isolation gvisor runs runsc as root here; fix: run sage doctor as root to probe runsc checkpoint")
 	}
-	runsc, err := findRunsc(ctx)
+	runsc, err := isolation.FindRunsc(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -66,7 +67,7 @@ var maxGvisorCheckpoints = 8
 type gvisorCheckpoints struct {
 	mu   sync.Mutex
 	s    *Sandbox
-	g    *gvisorIsolator
+	g    *isolation.Gvisor
 	dir  string // runtimeDir/gvisor/checkpoints: one directory per checkpoint
 	list []gvisorCkpt
 }
@@ -86,7 +87,7 @@ const gvisorProcesses = "gvisor: all processes (the session sandbox's memory, /t
 
 // setupGvisorCheckpoints turns checkpoints on for a gVisor session
 // sandbox, or says which setting stops them.
-func (s *Sandbox) setupGvisorCheckpoints(cfg driver.Config, g *gvisorIsolator) error {
+func (s *Sandbox) setupGvisorCheckpoints(cfg driver.Config, g *isolation.Gvisor) error {
 	refuse := func(reason string) error {
 		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on", Reason: reason}
 	}
@@ -94,15 +95,15 @@ func (s *Sandbox) setupGvisorCheckpoints(cfg driver.Config, g *gvisorIsolator) e
 		return refuse("checkpoints under isolation gvisor need its session sandbox (runsc checkpoint saves one sandbox); " +
 			"fresh_per_command gives each command a sandbox of its own; fix: drop fresh_per_command, or turn checkpoints off")
 	}
-	if g.network != driver.NetworkOff {
+	if g.Network() != driver.NetworkOff {
 		return refuse(fmt.Sprintf("checkpoints under isolation gvisor need network off (network %s puts host sockets in the sandbox, "+
-			"which runsc restore cannot hand back); fix: sandbox.local.network: off, isolation bwrap, or turn checkpoints off", g.network))
+			"which runsc restore cannot hand back); fix: sandbox.local.network: off, isolation bwrap, or turn checkpoints off", g.Network()))
 	}
-	c := &gvisorCheckpoints{s: s, g: g, dir: filepath.Join(filepath.Dir(g.state), "checkpoints")}
+	c := &gvisorCheckpoints{s: s, g: g, dir: filepath.Join(g.Dir(), "checkpoints")}
 	if err := os.Mkdir(c.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("local: gvisor checkpoints: %w", err)
 	}
-	g.stdioControl = true
+	g.SetStdioControl()
 	s.gckpt = c
 	return nil
 }
@@ -113,7 +114,8 @@ func (c *gvisorCheckpoints) runsc(ctx context.Context, args ...string) (time.Dur
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	out := driver.NewBoundedBuffer(128 << 10) // runsc's head and tail: its telling line is among them
-	cmd := exec.CommandContext(ctx, c.g.runsc, append(c.g.flags(), args...)...)
+	runsc, flags := c.g.Runsc()
+	cmd := exec.CommandContext(ctx, runsc, append(flags, args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	err := cmd.Run()
@@ -186,9 +188,9 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 			os.RemoveAll(dir)
 		}
 	}()
-	spec, err := os.ReadFile(filepath.Join(c.g.bundles, l.w.container, "config.json"))
+	spec, err := c.g.Spec(l.w.Container)
 	if err != nil {
-		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: the session sandbox's spec: %w", err)
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
 	}
 	for _, d := range []string{"ws", "image"} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
@@ -197,7 +199,7 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 	}
 	// Paused, nothing inside changes the workspace or its memory: the
 	// copy and the image are of one instant.
-	if _, err := c.runsc(ctx, "pause", l.w.container); err != nil {
+	if _, err := c.runsc(ctx, "pause", l.w.Container); err != nil {
 		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
 	}
 	resumed := false
@@ -206,7 +208,7 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 			return nil
 		}
 		resumed = true
-		_, err := c.runsc(context.WithoutCancel(ctx), "resume", l.w.container)
+		_, err := c.runsc(context.WithoutCancel(ctx), "resume", l.w.Container)
 		return err
 	}
 	defer func() {
@@ -223,7 +225,7 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 	if err := layers.Copy(filepath.Join(dir, "ws"), c.s.bindWS, nil); err != nil {
 		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: copy the workspace: %w", err)
 	}
-	if _, err := c.runsc(ctx, "checkpoint", "--leave-running", "--image-path="+filepath.Join(dir, "image"), l.w.container); err != nil {
+	if _, err := c.runsc(ctx, "checkpoint", "--leave-running", "--image-path="+filepath.Join(dir, "image"), l.w.Container); err != nil {
 		if strings.Contains(err.Error(), "not savable") {
 			// gVisor saves no file backed by a host descriptor: a command's
 			// stdio pipes, held by a process it left in the background.
@@ -304,13 +306,13 @@ func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID
 // restore starts the session sandbox again from e's image (runsc
 // restore) and waits until its supervisor answers on the new socket.
 func (c *gvisorCheckpoints) restore(ctx context.Context, e gvisorCkpt) (*liveSession, error) {
-	w, err := c.g.restoreWrap(e.spec, filepath.Join(e.dir, "image"))
+	w, err := c.g.RestoreWrap(e.spec, filepath.Join(e.dir, "image"))
 	if err != nil {
 		return nil, err
 	}
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		w.done()
+		w.Done()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
 	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
@@ -318,16 +320,16 @@ func (c *gvisorCheckpoints) restore(ctx context.Context, e gvisorCkpt) (*liveSes
 	defer inside.Close()
 	log, err := openSessionLog(filepath.Join(c.s.runtimeDir, "session.log"))
 	if err != nil {
-		w.done()
+		w.Done()
 		return nil, err
 	}
 	defer log.w.Close()
-	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: inside, Stdout: log.w, Stderr: log.w}
-	cmd.SysProcAttr = sysProcAttr(w.cred)
+	cmd := &exec.Cmd{Path: w.Path, Args: w.Args, Dir: w.Dir, Env: w.Env, Stdin: inside, Stdout: log.w, Stderr: log.w}
+	cmd.SysProcAttr = w.SysProcAttr()
 	cmd.SysProcAttr.Setpgid = true
 	if err := cmd.Start(); err != nil {
 		log.abandon()
-		w.done()
+		w.Done()
 		return nil, fmt.Errorf("local: runsc restore: %w", err)
 	}
 	log.start()
@@ -335,7 +337,7 @@ func (c *gvisorCheckpoints) restore(ctx context.Context, e gvisorCkpt) (*liveSes
 	if err != nil {
 		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
 		cmd.Wait()
-		w.done()
+		w.Done()
 		return nil, fmt.Errorf("local: session control socket: %w", err)
 	}
 	nl := &liveSession{cmd: cmd, w: w, conn: conn.(*net.UnixConn), binds: slices.Clone(e.binds), used: time.Now(), log: log,

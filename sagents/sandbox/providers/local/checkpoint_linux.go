@@ -24,6 +24,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
@@ -91,10 +92,10 @@ func (s *Sandbox) setupCheckpoints(cfg driver.Config) error {
 	if !cfg.Local.Checkpoints {
 		return nil
 	}
-	if g, ok := s.iso.(*gvisorIsolator); ok {
+	if g, ok := s.iso.(*isolation.Gvisor); ok {
 		return s.setupGvisorCheckpoints(cfg, g)
 	}
-	if _, ok := s.iso.(*bwrapIsolator); !ok || !s.sess.opts.Enabled {
+	if _, ok := s.iso.(*isolation.Bwrap); !ok || !s.sess.opts.Enabled {
 		return &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
 			Reason: "checkpoints need the bwrap session sandbox (isolation auto or bwrap, fresh_per_command unset or false); fresh sandboxes have none yet"}
 	}
@@ -436,7 +437,7 @@ func (c *checkpoints) attach(l *liveSession) error {
 	if err != nil {
 		return err
 	}
-	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*bwrapIsolator).bwrap, Exe: exe, Pid: pid,
+	a, err := layers.Start(layers.StartOptions{Bwrap: c.s.iso.(*isolation.Bwrap).Path(), Exe: exe, Pid: pid,
 		Cred: c.s.ident.Credential()})
 	if err != nil {
 		return fmt.Errorf("local: checkpoints: %w", err)

@@ -187,17 +187,18 @@
 // # Rooms
 //
 // The package itself is the mode: New and Sandbox (local.go), the
-// commands (exec.go), the isolation backends that start them (bwrap:
-// bwrap_linux.go with the gate, gate_linux.go, and the inherited
-// descriptors, fds_linux.go; gVisor: gvisor*.go; isolation none:
-// none_linux.go; Seatbelt: seatbelt_darwin.go), the session sandbox
-// (session*.go), checkpoints (checkpoint*.go), Python and JavaScript
-// (python.go), the egress proxies' setup (egress*.go), how the limits
-// held for each command and background task (enforced.go) and sage
-// doctor's reports (report_*.go). Each other concern has a room of its
+// wiring of its isolation backend (backend.go), the commands (exec.go),
+// the session sandbox (session*.go), checkpoints (checkpoint*.go),
+// Python and JavaScript (python.go), the egress proxies' setup
+// (egress*.go), how the limits held for each command and background task
+// (enforced.go) and sage doctor's reports (report_*.go). Each other concern has a room of its
 // own, which never imports this package and imports another room only
 // where internal/archtest's TestLocalRooms declares it:
 //
+//   - internal/isolation: the isolation backends that start every
+//     command, behind its Backend interface and Options: bwrap with the
+//     gate and the inherited descriptors, gVisor, isolation none, and
+//     Seatbelt on macOS.
 //   - internal/limits: the resolved limits, their rlimits (prlimit(1)
 //     flags, a macOS ulimit script), the per-sandbox cgroups, the cgroup
 //     thread, each command's CPU cgroup and budget watchdog, and how each
@@ -216,6 +217,7 @@
 //     cmd/sage-supervisor links alone).
 //
 // The names of the rooms that are package local's API (Limits,
-// ResolveLimits, BwrapArgs, SeatbeltProfile, ...) are aliases and thin
-// wrappers here (limits.go, rooms.go).
+// ResolveLimits, BwrapArgs, SeatbeltProfile, GvisorSpec, SandboxPath,
+// ...) are aliases and thin wrappers here (limits.go, rooms.go,
+// backend_linux.go).
 package local

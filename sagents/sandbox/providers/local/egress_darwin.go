@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
@@ -28,17 +29,18 @@ func listenEgress(string, *uids.Identity) (*egressProxy, net.Listener, net.Liste
 	return &egressProxy{httpAddr: h.Addr().String(), socksAddr: s.Addr().String()}, h, s, nil
 }
 
-// ports are the proxies' localhost ports, for the Seatbelt profile.
-func (e *egressProxy) ports() []int {
+// isolation is how Seatbelt lets commands reach the proxies: their
+// localhost ports. Nil without an allowlist.
+func (e *egressProxy) isolation() *isolation.Egress {
 	if e == nil {
 		return nil
 	}
-	var out []int
+	var ports []int
 	for _, a := range []string{e.httpAddr, e.socksAddr} {
 		if _, p, err := net.SplitHostPort(a); err == nil {
 			n, _ := strconv.Atoi(p)
-			out = append(out, n)
+			ports = append(ports, n)
 		}
 	}
-	return out
+	return &isolation.Egress{Env: e.env(), Ports: ports}
 }

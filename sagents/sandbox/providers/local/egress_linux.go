@@ -11,14 +11,9 @@ import (
 	"strconv"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
-)
-
-// Where the bridge and the proxy sockets appear inside the sandbox.
-const (
-	sandboxNetDir = "/run/sage/net"
-	sandboxBridge = "/run/sage/bin/" + netbridge.Name
 )
 
 // listenEgress binds the proxies to Unix sockets in a private directory,
@@ -82,21 +77,14 @@ func bridgeExecutable() (string, error) {
 	return exe, nil
 }
 
-// bridge rewrites an invocation to run behind the network bridge: the
-// sockets directory and the bridge bound read-only, the proxy variables
-// set, and the command started by the bridge once its listeners are up.
-// asBytes is the RLIMIT_AS the bridge puts on the command (see gate).
-func (e *egressProxy) bridge(inv invocation, asBytes int64) invocation {
-	inv.binds = append(append([]bind{}, inv.binds...),
-		bind{host: e.dir, inside: sandboxNetDir, readOnly: true},
-		bind{host: e.exe, inside: sandboxBridge, readOnly: true})
-	inv.env = e.withProxyEnv(inv.env)
-	fwd := []netbridge.Forward{
-		{Port: HTTPProxyPort, Socket: sandboxNetDir + "/http.sock"},
-		{Port: SOCKSProxyPort, Socket: sandboxNetDir + "/socks.sock"},
+// isolation is how the backend puts commands behind the proxies: the
+// bridge forwards the loopback ports inside to the sockets. Nil without
+// an allowlist.
+func (e *egressProxy) isolation() *isolation.Egress {
+	if e == nil {
+		return nil
 	}
-	inv.argv = append([]string{sandboxBridge}, netbridge.Args(fwd, asBytes, inv.argv)...)
-	return inv
+	return &isolation.Egress{Env: e.env(), Ports: []int{HTTPProxyPort, SOCKSProxyPort}, SocketDir: e.dir, BridgeExe: e.exe}
 }
 
 // reachableCopy returns exe when the session's uid can reach it, else a

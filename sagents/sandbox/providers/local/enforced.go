@@ -15,7 +15,7 @@ const sigxcpuExit = limits.SIGXCPUExit
 // "userns" for the whole sandbox (RLIMIT_NPROC counted per user
 // namespace), "rlimit-per-process" where each process gets the limit
 // anew, "none" where there is no limit. Every CommandResult carries it.
-func (s *Sandbox) LimitsEnforced() driver.LimitsEnforced { return s.iso.limitsEnforced() }
+func (s *Sandbox) LimitsEnforced() driver.LimitsEnforced { return s.iso.LimitsEnforced() }
 
 // finish completes a foreground result: why the command died, and which
 // limits held.
@@ -23,10 +23,10 @@ func (s *Sandbox) finish(res *driver.CommandResult, w *wrapped) {
 	if res == nil {
 		return
 	}
-	if w.report != nil {
-		w.report(res)
+	if w.Report != nil {
+		w.Report(res)
 	}
-	le := s.iso.limitsEnforced()
+	le := s.iso.LimitsEnforced()
 	res.LimitsEnforced = &le
 }
 
@@ -43,15 +43,15 @@ func (s *Sandbox) watchBackground(id string, w *wrapped) {
 	s.bgCPU.Store(id, l)
 	go func() {
 		s.Background.Wait(id)
-		if w.report != nil {
+		if w.Report != nil {
 			if st, err := s.Background.BackgroundStatus(context.Background(), id); err == nil {
 				res := &driver.CommandResult{ExitCode: st.ExitCode, Signal: st.Signal}
-				w.report(res)
+				w.Report(res)
 				l.exceeded = res.CPUTimeExceeded
 			}
 		}
 		close(l.done)
-		w.done()
+		w.Done()
 	}()
 }
 
@@ -78,4 +78,4 @@ func (s *Sandbox) BackgroundStatus(ctx context.Context, taskID string) (driver.B
 
 // Isolation reports the technique that isolates the commands and their
 // network mode (driver.IsolationReporter).
-func (s *Sandbox) Isolation() (string, driver.NetworkMode) { return s.iso.kind(), s.network }
+func (s *Sandbox) Isolation() (string, driver.NetworkMode) { return s.iso.Kind(), s.network }

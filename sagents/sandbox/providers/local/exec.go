@@ -17,22 +17,22 @@ func (s *Sandbox) prepare(opts driver.ExecOptions, argv ...string) (invocation, 
 	if err != nil {
 		return invocation{}, err
 	}
-	return invocation{argv: argv, workdir: loc.Host, chdir: loc.Virtual, env: opts.Env}, nil
+	return invocation{Argv: argv, Workdir: loc.Host, Chdir: loc.Virtual, Env: opts.Env}, nil
 }
 
 func (s *Sandbox) spec(opts driver.ExecOptions, w *wrapped) hostkit.ProcessSpec {
-	return hostkit.ProcessSpec{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdin: pipeOnly(opts.Stdin),
+	return hostkit.ProcessSpec{Path: w.Path, Args: w.Args, Dir: w.Dir, Env: w.Env, Stdin: pipeOnly(opts.Stdin),
 		Timeout: driver.CommandTimeout(opts.Timeout, s.timeout), OutputLimit: opts.OutputLimit, OnStdout: opts.OnStdout, OnStderr: opts.OnStderr,
-		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Start: w.start, Started: w.started}
+		SysProcAttr: w.SysProcAttr(), ExtraFiles: w.ExtraFiles, Terminate: w.Terminate, Start: w.Start, Started: w.Started}
 }
 
 // run wraps inv and runs it in the foreground.
 func (s *Sandbox) run(ctx context.Context, inv invocation, opts driver.ExecOptions) (*driver.CommandResult, error) {
-	w, err := s.iso.wrap(inv)
+	w, err := s.iso.Wrap(inv)
 	if err != nil {
 		return nil, err
 	}
-	defer w.done()
+	defer w.Done()
 	res, err := hostkit.RunProcess(ctx, s.spec(opts, w))
 	s.finish(res, w)
 	return res, err
@@ -66,14 +66,14 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driv
 	if s.sess.opts.Enabled {
 		return s.sessionBackground(ctx, inv)
 	}
-	w, err := s.iso.wrap(inv)
+	w, err := s.iso.Wrap(inv)
 	if err != nil {
 		return nil, err
 	}
-	task, err := s.Background.Start(ctx, hostkit.Launch{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env,
-		SysProcAttr: sysProcAttr(w.cred), ExtraFiles: w.extraFiles, Terminate: w.terminate, Start: w.start, Started: w.started})
+	task, err := s.Background.Start(ctx, hostkit.Launch{Path: w.Path, Args: w.Args, Dir: w.Dir, Env: w.Env,
+		SysProcAttr: w.SysProcAttr(), ExtraFiles: w.ExtraFiles, Terminate: w.Terminate, Start: w.Start, Started: w.Started})
 	if err != nil {
-		w.done()
+		w.Done()
 		return nil, err
 	}
 	s.watchBackground(task.ID, w)

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 )
 
 // maxForks bounds the live forks standing on one sandbox's layers; a
@@ -200,7 +201,7 @@ func (s *Sandbox) fork(ctx context.Context, id driver.CheckpointID, cfg driver.C
 	if cfg.Workspace == "" {
 		return nil, errors.New("local: fork: the new workspace folder is required; fix: name an empty or missing folder")
 	}
-	if _, bwrap := s.iso.(*bwrapIsolator); !bwrap || s.ident.Idmapped() {
+	if _, bwrap := s.iso.(*isolation.Bwrap); !bwrap || s.ident.Idmapped() {
 		// The layers are files of the idmapped owner's (or another
 		// isolation's, whose agent this does not drive): a copy.
 		if err := s.Export(ctx, id, cfg.Workspace); err != nil {

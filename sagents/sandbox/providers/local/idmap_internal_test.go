@@ -20,6 +20,7 @@ import (
 
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -224,7 +225,7 @@ func TestRedTeamIdmappedSetuid(t *testing.T) {
 		return fi.Mode()&fs.ModeSetuid != 0 && st.Uid == 0
 	}
 	assert.False(t, attack(t), "a set-user-ID root file was made in the workspace")
-	control(t, &useSeccomp, func(t *testing.T) {
+	control(t, &isolation.UseSeccomp, func(t *testing.T) {
 		assert.True(t, attack(t), "control: without the filter the attack works, so the test detects it")
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/quota"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
@@ -39,7 +39,7 @@ type Sandbox struct {
 	limits     Limits
 	ident      *uids.Identity // the host uid commands run as; nil: the caller's own
 	umask      fs.FileMode    // inside
-	iso        isolator
+	iso        isolation.Backend
 	egress     *egressProxy // network allowlist only
 	network    driver.NetworkMode
 	quota      *quota.Disk // the workspace's own file system; nil: none
@@ -66,61 +66,15 @@ type Sandbox struct {
 	idmap  *uids.IdmappedMount // the workspace's idmapped mount; nil: none
 }
 
-// isolator turns an invocation into the host process that runs it
-// isolated.
-type isolator interface {
-	// virtualWorkspace is where the workspace appears inside.
-	virtualWorkspace(cfg driver.Config, hostWS string) string
-	// place says where a host path bound into the sandbox appears:
-	// preferred where the sandbox has its own mount namespace, else the
-	// host path itself.
-	place(host, preferred string) string
-	wrap(inv invocation) (*wrapped, error)
-	close() error
-	// limitsEnforced says which limits hold for every command, and how.
-	limitsEnforced() driver.LimitsEnforced
-	// kind names the technique, as Sandbox.Isolation reports it.
-	kind() string
-}
-
-// invocation is one command to run inside the sandbox.
-type invocation struct {
-	argv    []string          // the command, as seen inside
-	workdir string            // host path of the working directory
-	chdir   string            // the same directory as seen inside
-	env     map[string]string // extra variables
-	binds   []bind            // extra binds (interpreters, the venv, code files)
-	venv    string            // inside path of the Python venv to put on PATH, if any
-	session bool              // the session sandbox's supervisor (session_linux.go)
-}
-
-// bind shows a host path inside the sandbox.
-type bind struct {
-	host, inside string
-	readOnly     bool
-}
-
-// wrapped is the host process for an invocation.
-type wrapped struct {
-	path       string
-	args       []string
-	dir        string
-	env        []string
-	extraFiles []*os.File
-	cred       *syscall.Credential // run as this host uid; nil: as the caller
-	terminate  func()
-	// start starts the process (nil: cmd.Start): bwrap's may be forked
-	// from a thread in the sandbox's cgroups.
-	start   func(*exec.Cmd) error
-	started func(pid int) error // runs once the process started
-	done    func()              // releases per-invocation resources after exit
-	// report, when set, says in the result why the command died (the CPU
-	// budget); it runs before done.
-	report func(*driver.CommandResult)
-	// container is runsc's id of the sandbox (isolation gvisor): its
-	// checkpoints name it.
-	container string
-}
+// An invocation is one command to run inside the sandbox, a bind a host
+// path shown inside, and wrapped the host process that runs an
+// invocation under the sandbox's isolation backend (iso), which package
+// internal/isolation makes (backend.go wires it).
+type (
+	invocation = isolation.Invocation
+	bind       = isolation.Bind
+	wrapped    = isolation.Wrapped
+)
 
 // New creates a local sandbox. It fails, naming the cause and the fix,
 // when the isolation or a limit cannot be enforced on this machine.
@@ -214,16 +168,16 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 			return nil, err
 		}
 	}
-	s.sess.opts = opts.Session // the isolator sizes the session sandbox's pids cgroup by it
-	if s.iso, err = newIsolator(ctx, cfg, s); err != nil {
+	s.sess.opts = opts.Session // the backend sizes the session sandbox's pids cgroup by it
+	if s.iso, err = newBackend(ctx, cfg, s); err != nil {
 		s.egress.close()
 		s.idmap.Release()
 		s.removeOwnRuntime()
 		return nil, err
 	}
-	mapper, err := hostkit.NewPathMapper(s.iso.virtualWorkspace(cfg, ws), ws, cfg.Mounts)
+	mapper, err := hostkit.NewPathMapper(s.iso.VirtualWorkspace(), ws, cfg.Mounts)
 	if err != nil {
-		s.iso.close()
+		s.iso.Close()
 		s.egress.close()
 		s.idmap.Release()
 		s.removeOwnRuntime()
@@ -235,7 +189,7 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 	s.py = pythonEnv{dir: s.runtimeDir}
 	s.sess.opts = opts.Session
 	if err := s.setupCheckpoints(cfg); err != nil {
-		s.iso.close()
+		s.iso.Close()
 		s.egress.close()
 		s.idmap.Release()
 		s.removeOwnRuntime()
@@ -289,7 +243,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		if cerr := s.closeCheckpoints(); err == nil { // writes the live state back
 			err = cerr
 		}
-		if cerr := s.iso.close(); err == nil {
+		if cerr := s.iso.Close(); err == nil {
 			err = cerr
 		}
 		if eerr := s.egress.close(); err == nil {

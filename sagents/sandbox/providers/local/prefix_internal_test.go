@@ -18,6 +18,6 @@ func TestSafePrefix(t *testing.T) {
 	}
 	var inv invocation
 	addPrefix(&inv, home, home+"/bin/node")
-	assert.Equal(t, []bind{{host: home + "/bin/node", inside: home + "/bin/node", readOnly: true}}, inv.binds,
+	assert.Equal(t, []bind{{Host: home + "/bin/node", Inside: home + "/bin/node", ReadOnly: true}}, inv.Binds,
 		"a node in ~/bin shows only the binary, not the home directory")
 }

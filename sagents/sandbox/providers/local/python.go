@@ -65,9 +65,9 @@ func (p *pythonEnv) addBinds(s *Sandbox, inv *invocation) {
 		return
 	}
 	addPrefix(inv, base.BasePrefix, base.Executable)
-	inside := s.iso.place(p.venvHost(), VenvPath)
-	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
-	inv.venv = inside
+	inside := s.iso.Place(p.venvHost(), VenvPath)
+	inv.Binds = append(inv.Binds, bind{Host: p.venvHost(), Inside: inside})
+	inv.Venv = inside
 }
 
 // addPrefix makes an interpreter's install prefix visible when it is not
@@ -82,11 +82,11 @@ func addPrefix(inv *invocation, prefix, exe string) {
 	}
 	if !safePrefix(prefix) {
 		if exe != "" {
-			inv.binds = append(inv.binds, bind{host: exe, inside: exe, readOnly: true})
+			inv.Binds = append(inv.Binds, bind{Host: exe, Inside: exe, ReadOnly: true})
 		}
 		return
 	}
-	inv.binds = append(inv.binds, bind{host: prefix, inside: prefix, readOnly: true})
+	inv.Binds = append(inv.Binds, bind{Host: prefix, Inside: prefix, ReadOnly: true})
 }
 
 // safePrefix refuses directories that hold more than an interpreter: the
@@ -197,13 +197,13 @@ func (s *Sandbox) ensureVenv(ctx context.Context, opts driver.PythonOptions) err
 			return fmt.Errorf("local: venv: %w", err)
 		}
 	}
-	inside := s.iso.place(p.venvHost(), VenvPath)
+	inside := s.iso.Place(p.venvHost(), VenvPath)
 	inv, err := s.prepare(driver.ExecOptions{}, p.base.Executable, "-m", "venv", inside)
 	if err != nil {
 		return err
 	}
 	addPrefix(&inv, p.base.BasePrefix, p.base.Executable)
-	inv.binds = append(inv.binds, bind{host: p.venvHost(), inside: inside})
+	inv.Binds = append(inv.Binds, bind{Host: p.venvHost(), Inside: inside})
 	res, err := s.runInv(ctx, inv, driver.ExecOptions{Timeout: VenvTimeout})
 	if err == nil && !res.Success {
 		err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr+res.Stdout))
@@ -239,7 +239,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.Py
 		}
 		return s.runCodeFile(ctx, code, ".py", opts.ExecOptions, func(file string, inv *invocation) {
 			addPrefix(inv, base.BasePrefix, base.Executable)
-			inv.argv = []string{base.Executable, file}
+			inv.Argv = []string{base.Executable, file}
 		})
 	}
 	if err := s.ensureVenv(ctx, opts); err != nil {
@@ -254,7 +254,7 @@ func (s *Sandbox) ExecutePython(ctx context.Context, code string, opts driver.Py
 		restarted = res.SessionRestarted
 	}
 	res, err := s.runCodeFile(ctx, code, ".py", opts.ExecOptions, func(file string, inv *invocation) {
-		inv.argv = []string{inv.venv + "/bin/python", file}
+		inv.Argv = []string{inv.Venv + "/bin/python", file}
 	})
 	if res != nil && restarted {
 		res.SessionRestarted = true
@@ -272,9 +272,9 @@ func (s *Sandbox) pipInstall(ctx context.Context, opts driver.PythonOptions) (*d
 		return nil, err
 	}
 	s.py.addBinds(s, &inv)
-	inv.argv[0] = inv.venv + "/bin/python"
+	inv.Argv[0] = inv.Venv + "/bin/python"
 	if dir := localFindLinks(env["PIP_FIND_LINKS"]); dir != "" {
-		inv.binds = append(inv.binds, bind{host: dir, inside: dir, readOnly: true})
+		inv.Binds = append(inv.Binds, bind{Host: dir, Inside: dir, ReadOnly: true})
 	}
 	res, err := s.runInv(ctx, inv, driver.ExecOptions{Timeout: PipTimeout})
 	if err != nil {
@@ -326,7 +326,7 @@ func (s *Sandbox) ExecuteJavaScript(ctx context.Context, code string, opts drive
 	}
 	return s.runCodeFile(ctx, code, ".js", opts, func(file string, inv *invocation) {
 		addPrefix(inv, filepath.Dir(filepath.Dir(node)), node)
-		inv.argv = []string{node, file}
+		inv.Argv = []string{node, file}
 	})
 }
 
@@ -360,8 +360,8 @@ func (s *Sandbox) runCodeFile(ctx context.Context, code, ext string, opts driver
 		return nil, err
 	}
 	s.py.addBinds(s, &inv)
-	inside := s.iso.place(dir, CodePath)
-	inv.binds = append(inv.binds, bind{host: dir, inside: inside, readOnly: true})
+	inside := s.iso.Place(dir, CodePath)
+	inv.Binds = append(inv.Binds, bind{Host: dir, Inside: inside, ReadOnly: true})
 	set(filepath.Join(inside, filepath.Base(f.Name())), &inv)
 	return s.runInv(ctx, inv, opts)
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
@@ -98,7 +99,7 @@ func TestRedTeamInheritedDescriptor(t *testing.T) {
 		return res.Stdout
 	}
 	assert.Equal(t, "sealed\n", attack(t))
-	control(t, &protectFDs, func(t *testing.T) { assert.Equal(t, "LEAK\n", attack(t)) })
+	control(t, &isolation.ProtectFDs, func(t *testing.T) { assert.Equal(t, "LEAK\n", attack(t)) })
 }
 
 // stdin redirected from a host file must not let the command write that
@@ -226,7 +227,7 @@ func TestRedTeamWorkspaceSwappedForASymlink(t *testing.T) {
 	out, err := attack(t)
 	assert.ErrorIs(t, err, fs.ErrPermission)
 	assert.NotContains(t, out, "passwd")
-	control(t, &bindWorkspaceFD, func(t *testing.T) {
+	control(t, &isolation.BindWorkspaceFD, func(t *testing.T) {
 		out, err := attack(t)
 		require.NoError(t, err)
 		assert.Contains(t, out, "passwd", "without the descriptor bind the symlink is followed")
@@ -287,7 +288,7 @@ func TestRedTeamEnvNotOnCommandLines(t *testing.T) {
 		return false
 	}
 	assert.False(t, attack(t), "the secret is on a host command line")
-	control(t, &argsViaFD, func(t *testing.T) { assert.True(t, attack(t)) })
+	control(t, &isolation.ArgsViaFD, func(t *testing.T) { assert.True(t, attack(t)) })
 }
 
 // What the host side writes for a session as root belongs to the
@@ -322,7 +323,7 @@ except OSError as e:
 	assert.Equal(t, "vsock EPERM\n", rtRun(t, s, probe, sandbox.ExecOptions{}).Stdout)
 	res := rtRun(t, s, "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET).close(); print(1)' && git --version >/dev/null && echo ok", sandbox.ExecOptions{})
 	assert.Equal(t, "1\nok\n", res.Stdout, res.Stderr)
-	control(t, &useSeccomp, func(t *testing.T) {
+	control(t, &isolation.UseSeccomp, func(t *testing.T) {
 		assert.NotEqual(t, "vsock EPERM\n", rtRun(t, rtSandbox(t, nil), probe, sandbox.ExecOptions{}).Stdout)
 	})
 }
@@ -358,7 +359,7 @@ func TestRedTeamNoSetIDFiles(t *testing.T) {
 		return setid
 	}
 	assert.Empty(t, attack(t))
-	control(t, &useSeccomp, func(t *testing.T) { assert.NotEmpty(t, attack(t)) })
+	control(t, &isolation.UseSeccomp, func(t *testing.T) { assert.NotEmpty(t, attack(t)) })
 }
 
 // Two workspaces never share a uid: a directory already owned by a live

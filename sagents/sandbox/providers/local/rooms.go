@@ -1,7 +1,12 @@
 package local
 
 import (
+	"context"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/quota"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/seatbelt"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
@@ -55,3 +60,23 @@ func IdmapSummary(dir string) (string, error) { return uids.IdmapSummary(dir) }
 // DiskQuotaSummary says whether this process can enforce a workspace disk
 // quota (sandbox.local.disk_quota_mb, opt-in); off Linux it never can.
 func DiskQuotaSummary() (enforced bool, detail string) { return quota.Summary() }
+
+// GvisorOptions is everything GvisorSpec needs; like BwrapOptions it holds
+// no machine state, so the spec is a pure function of it. Its fields are
+// documented in package internal/isolation.
+type GvisorOptions = isolation.GvisorOptions
+
+// GvisorSpec builds the OCI runtime spec runsc runs: a root of its own
+// (system directories and /etc bound read-only, /etc secrets masked), the
+// workspace and mounts bound, a private size-bounded /tmp and /dev/shm,
+// no capabilities, no new privileges, the limits as rlimits. Mounts are
+// in the order that makes later ones cover earlier ones.
+func GvisorSpec(o GvisorOptions) *specs.Spec { return isolation.GvisorSpec(o) }
+
+// GvisorSummary says whether isolation gvisor works here, for sage
+// doctor: the runsc it would use and its version, or why not.
+//
+// Its error names the fix too: run as root, install runsc, or a newer
+// one, as the cause is. Off Linux it is an error: gVisor runs on Linux
+// only.
+func GvisorSummary(ctx context.Context) (string, error) { return isolation.GvisorSummary(ctx) }

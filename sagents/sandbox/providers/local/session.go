@@ -44,6 +44,16 @@ type SessionOptions struct {
 	Supervisor string
 }
 
+// sessionTaskReserve is how many tasks (threads) a bwrap session
+// sandbox's supervisor may have beyond the pids limit of its commands:
+// its RLIMIT_NPROC and the sandbox's pids cgroup are that much above the
+// limit, and each command gets the limit itself (supervisor --nproc). The
+// supervisor makes a thread for each command's Landlock domain, and the Go
+// runtime dies when it cannot make one: a fork bomb left by one command
+// must not take the supervisor down with it.
+// A red-team test's control sets it to 0.
+var sessionTaskReserve = 64
+
 // SupervisorSelf as SessionOptions.Supervisor re-executes the linking
 // program as the supervisor.
 const SupervisorSelf = "self"

@@ -22,6 +22,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
 
@@ -228,7 +229,7 @@ func TestRedTeamSessionInitDescriptors(t *testing.T) {
 		assert.True(t, own, "control: the probe takes a descriptor of the command's own child")
 	})
 	t.Run("control", func(t *testing.T) {
-		defences(t, false, &supervisorAsPID1, &commandDomains, &sessionLogPipe)
+		defences(t, false, &isolation.SupervisorAsPID1, &commandDomains, &sessionLogPipe)
 		hits, inLog, _ := attackInitDescriptors(t, attackSession(t, "", nil))
 		assert.NotEmpty(t, hits, "with the defences off the command takes bwrap's init's descriptors")
 		assert.True(t, inLog, "with the defences off the command writes into session.log")
@@ -241,7 +242,7 @@ func TestRedTeamSessionInitDescriptors(t *testing.T) {
 	})
 	t.Run("control: the Landlock domain alone", func(t *testing.T) {
 		requireSignalScopes(t)
-		defences(t, false, &supervisorAsPID1, &sessionLogPipe)
+		defences(t, false, &isolation.SupervisorAsPID1, &sessionLogPipe)
 		hits, inLog, _ := attackInitDescriptors(t, attackSession(t, "", nil))
 		assert.Empty(t, hits)
 		assert.False(t, inLog)
@@ -393,7 +394,7 @@ func TestRedTeamSessionPlantedCode(t *testing.T) {
 		assert.LessOrEqual(t, burnt(t, s, 3*time.Second), burnThreshold, "the session burnt CPU after the command ended")
 	})
 	t.Run("control", func(t *testing.T) {
-		defences(t, false, &supervisorAsPID1, &commandDomains)
+		defences(t, false, &isolation.SupervisorAsPID1, &commandDomains)
 		s := attackSession(t, "", func(c *sandbox.Config) {
 			if os.Geteuid() == 0 {
 				c.Local.CPUTimeLimit = time.Second
@@ -467,13 +468,13 @@ func TestRedTeamSessionStalledTimeout(t *testing.T) {
 	// alone, the supervisor is stopped (it is pid 2 then, and in no other
 	// domain) and the call still returns in time.
 	t.Run("control", func(t *testing.T) {
-		defences(t, false, &supervisorAsPID1, &commandDomains, &hostEnforcesTimeout)
+		defences(t, false, &isolation.SupervisorAsPID1, &commandDomains, &hostEnforcesTimeout)
 		took, stopped, _ := attackStall(t, attackSession(t, "", nil), 2*time.Second, 15*time.Second)
 		assert.Contains(t, stopped, "stopped 2\n", "the supervisor was not stopped")
 		assert.GreaterOrEqual(t, took, 15*time.Second, "with the defences off the call hangs")
 	})
 	t.Run("control: the host's enforcement alone", func(t *testing.T) {
-		defences(t, false, &supervisorAsPID1, &commandDomains)
+		defences(t, false, &isolation.SupervisorAsPID1, &commandDomains)
 		s := attackSession(t, "", nil)
 		took, stopped, res := attackStall(t, s, 2*time.Second, stallLimit)
 		assert.Contains(t, stopped, "stopped 2\n", "the supervisor was not stopped")

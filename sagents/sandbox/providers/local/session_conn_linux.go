@@ -102,7 +102,7 @@ func (l *liveSession) end() {
 			unix.Close(fd)
 		}
 	}
-	l.w.done()
+	l.w.Done()
 }
 
 // childPidfds opens pidfds of ppid's children (found in /proc: this

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -46,7 +47,7 @@ import (
 
 // gvisorControlFD is the supervisor's control socket in a gVisor session
 // sandbox (runsc run --pass-fd=3:gvisorControlFD).
-const gvisorControlFD = 3
+const gvisorControlFD = isolation.GvisorControlFD
 
 // gvisorSessionLaunch starts runsc with the supervisor as the sandbox's
 // init, under the same spec (mounts, seccomp, uid, rlimits, host
@@ -65,36 +66,21 @@ const gvisorControlFD = 3
 // thread, and kill the supervisor), both in its ambient set so that the
 // network bridge's exec of it keeps them; no command keeps them.
 //
-// With checkpoints on (stdioControl), the control socket is runsc's stdin
+// With checkpoints on (StdioControl), the control socket is runsc's stdin
 // instead, the sandbox's own, which runsc restore hands back (its own
 // stdin): the supervisor takes it from its stdin (--fd 0).
-func gvisorSessionLaunch(g *gvisorIsolator) sessionLaunch {
+func gvisorSessionLaunch(g *isolation.Gvisor) sessionLaunch {
 	fd := gvisorControlFD
-	if g.stdioControl {
+	if g.StdioControl() {
 		fd = 0
 	}
-	return sessionLaunch{what: "the gVisor session sandbox", virtualWS: g.virtualWS, wrap: g.wrap, stdio: g.stdioControl,
+	sl := sessionLaunch{what: "the gVisor session sandbox", stdio: g.StdioControl(),
 		argv: []string{sandboxSupervisor, "--fd", strconv.Itoa(fd), "--protocol", strconv.Itoa(supervisor.Protocol),
 			"--group-tags", onOff(commandDomains)}}
-}
-
-// sessionCaps are the capabilities of a gVisor sandbox's first process:
-// CAP_SETGID and CAP_SYS_RESOURCE for a session's supervisor with group
-// tags, none otherwise.
-func sessionCaps(inv invocation) []string {
-	if inv.session && commandDomains {
-		return []string{"CAP_SETGID", "CAP_SYS_RESOURCE"}
+	if commandDomains { // with group tags
+		sl.caps = []string{"CAP_SETGID", "CAP_SYS_RESOURCE"}
 	}
-	return nil
-}
-
-// sessionEnvIso is what builds a session command's environment: the
-// bwrap isolator, or for gVisor one with its workspace and egress proxy.
-func (s *Sandbox) sessionEnvIso() *bwrapIsolator {
-	if g, ok := s.iso.(*gvisorIsolator); ok {
-		return &bwrapIsolator{virtualWS: g.virtualWS, egress: g.egress}
-	}
-	return s.iso.(*bwrapIsolator)
+	return sl
 }
 
 // commandBudget gives req its own CPU budget: under bwrap a host cgroup
@@ -102,14 +88,14 @@ func (s *Sandbox) sessionEnvIso() *bwrapIsolator {
 // RLIMIT_CPU, set with its RLIMIT_AS by a shell in front of it (see the
 // top of this file).
 func (s *Sandbox) commandBudget(req *supervisor.Request) (*limits.CommandCgroup, error) {
-	if _, ok := s.iso.(*gvisorIsolator); ok {
+	if _, ok := s.iso.(*isolation.Gvisor); ok {
 		req.Argv = gvisorCommandLimits(s.limits, req.Argv)
 		// Where bwrap's command cgroup takes the command's leftover
 		// processes with it, its process group dies with its leader.
 		req.GroupDies = s.limits.CPUTime > 0
 		return nil, nil
 	}
-	return s.iso.(*bwrapIsolator).cg.Command(s.limits.CPUTime)
+	return s.iso.(*isolation.Bwrap).Cgroups().Command(s.limits.CPUTime)
 }
 
 // gvisorCommandLimits puts a shell in front of argv that sets the limits
@@ -136,7 +122,7 @@ func gvisorCommandLimits(l Limits, argv []string) []string {
 // (bwrap's budget is read from its cgroup, k.end), and says that the
 // budget holds per process.
 func (s *Sandbox) budgetEnd(res *driver.CommandResult) {
-	if _, ok := s.iso.(*gvisorIsolator); !ok || s.limits.CPUTime <= 0 {
+	if _, ok := s.iso.(*isolation.Gvisor); !ok || s.limits.CPUTime <= 0 {
 		return
 	}
 	if res.LimitsEnforced != nil {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/netbridge"
@@ -76,7 +77,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.Ex
 	}
 	res, err := l.exec(ctx, req, opts, driver.CommandTimeout(opts.Timeout, s.timeout), k)
 	if res != nil {
-		le := s.iso.limitsEnforced()
+		le := s.iso.LimitsEnforced()
 		res.LimitsEnforced = &le
 		res.SessionRestarted = restarted
 		s.budgetEnd(res)
@@ -91,7 +92,7 @@ func (s *Sandbox) sessionRun(ctx context.Context, inv invocation, opts driver.Ex
 // k.release (under gVisor k is nil: its RLIMIT_CPU). The caller owns one
 // use of l, given back with l.idle; on error it owns nothing.
 func (s *Sandbox) sessionCommand(ctx context.Context, inv invocation) (l *liveSession, restarted bool, req supervisor.Request, k *limits.CommandCgroup, err error) {
-	l, restarted, err = s.session(ctx, inv.binds)
+	l, restarted, err = s.session(ctx, inv.Binds)
 	if err != nil {
 		return nil, false, req, nil, err
 	}
@@ -167,7 +168,7 @@ func (s *Sandbox) session(ctx context.Context, need []bind) (*liveSession, bool,
 // sandbox, not of a caller's command and its timeout. A failure is left for
 // the next command to meet.
 func (s *Sandbox) warmSession(ctx context.Context, l *liveSession) {
-	if _, ok := s.iso.(*gvisorIsolator); !ok {
+	if _, ok := s.iso.(*isolation.Gvisor); !ok {
 		return
 	}
 	inv, err := s.prepare(driver.ExecOptions{}, shell, "-c", ":")
@@ -222,9 +223,8 @@ type sessionLaunch struct {
 	what string // the sandbox, in errors: "the session sandbox"
 	// argv is the supervisor's command line; a "--fd ?" in the wrapped
 	// command line is filled with the control socket's descriptor.
-	argv      []string
-	virtualWS string
-	wrap      func(invocation) (*wrapped, error)
+	argv []string
+	caps []string // the supervisor's capabilities, where the backend grants any (gVisor)
 	// stdio: the control socket is the process's stdin, not an extra
 	// descriptor (a gVisor session with checkpoints).
 	stdio bool
@@ -233,7 +233,7 @@ type sessionLaunch struct {
 // bwrapSessionLaunch starts bwrap with the supervisor as its command,
 // under the same mounts, seccomp filter, uid, cgroups and rlimits as any
 // command; the control socket follows bwrap's own descriptors.
-func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
+func (s *Sandbox) bwrapSessionLaunch() sessionLaunch {
 	// One P: the supervisor only waits on its socket and its children,
 	// and every P costs memory (its mcache, a thread) in each session.
 	// The supervisor sets the umask itself (no shell in front of it).
@@ -242,18 +242,20 @@ func (s *Sandbox) bwrapSessionLaunch(b *bwrapIsolator) sessionLaunch {
 	if s.limits.Pids > 0 {
 		argv = append(argv, "--nproc", strconv.Itoa(s.limits.Pids))
 	}
-	return sessionLaunch{what: "the session sandbox", virtualWS: b.virtualWS, wrap: b.wrap, argv: argv}
+	return sessionLaunch{what: "the session sandbox", argv: argv}
 }
 
-// sessionTaskReserve is how many tasks (threads) a bwrap session
-// sandbox's supervisor may have beyond the pids limit of its commands:
-// its RLIMIT_NPROC and the sandbox's pids cgroup are that much above the
-// limit, and each command gets the limit itself (supervisor --nproc). The
-// supervisor makes a thread for each command's Landlock domain, and the Go
-// runtime dies when it cannot make one: a fork bomb left by one command
-// must not take the supervisor down with it.
-// A red-team test's control sets it to 0.
-var sessionTaskReserve = 64
+// The session sandbox's protections (#31) the red-team tests switch off
+// one at a time, in their controls (the backends' are
+// isolation.ProtectFDs and the rest): each command in a Landlock domain
+// of its own, the host ending a command the supervisor did not end, the
+// session's output through a pipe (no host file inside). Always on
+// otherwise.
+var (
+	commandDomains      = true
+	hostEnforcesTimeout = true
+	sessionLogPipe      = true
+)
 
 func onOff(b bool) string {
 	if b {
@@ -287,13 +289,13 @@ func (s *Sandbox) startSession(ctx context.Context) (*liveSession, error) {
 func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSession, err error) {
 	var sl sessionLaunch
 	switch iso := s.iso.(type) {
-	case *gvisorIsolator:
+	case *isolation.Gvisor:
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		sl = gvisorSessionLaunch(iso)
-	case *bwrapIsolator:
-		sl = s.bwrapSessionLaunch(iso)
+	case *isolation.Bwrap:
+		sl = s.bwrapSessionLaunch()
 	default:
 		return nil, fmt.Errorf("%w: the session sandbox needs bwrap isolation", driver.ErrIsolationUnavailable)
 	}
@@ -309,17 +311,17 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	if err != nil {
 		return nil, err
 	}
-	chdir := sl.virtualWS
+	chdir := s.iso.VirtualWorkspace()
 	if s.ckpt != nil { // not in the workspace: its mount is replaced under it
 		chdir = "/"
 	}
-	inv := invocation{argv: sl.argv, workdir: s.hostWS, chdir: chdir, session: true,
-		env: map[string]string{"GOMAXPROCS": "1"}}
+	inv := invocation{Argv: sl.argv, Workdir: s.hostWS, Chdir: chdir, Session: true, Caps: sl.caps,
+		Env: map[string]string{"GOMAXPROCS": "1"}}
 	if err := s.sessionBinds(&inv); err != nil {
 		return nil, err
 	}
-	binds := append([]bind{}, inv.binds...)
-	inv.binds = append(inv.binds, bind{host: exe, inside: sandboxSupervisor, readOnly: true})
+	binds := append([]bind{}, inv.Binds...)
+	inv.Binds = append(inv.Binds, bind{Host: exe, Inside: sandboxSupervisor, ReadOnly: true})
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("local: session control socket: %w", err)
@@ -327,51 +329,51 @@ func (s *Sandbox) launchSession(ctx context.Context, prog string) (_ *liveSessio
 	host, inside := os.NewFile(uintptr(sp[0]), "session-control"), os.NewFile(uintptr(sp[1]), "session-control")
 	defer inside.Close()
 	defer host.Close()
-	w, err := sl.wrap(inv)
+	w, err := s.iso.Wrap(inv)
 	if err != nil {
 		return nil, err
 	}
-	files := append([]*os.File{}, w.extraFiles...)
+	files := append([]*os.File{}, w.ExtraFiles...)
 	if !sl.stdio {
 		files = append(files, inside)
 	}
-	for i := len(w.args) - 1; i > 0; i-- { // the supervisor's --fd, at the end
-		if w.args[i-1] == "--fd" && w.args[i] == "?" {
-			w.args[i] = strconv.Itoa(2 + len(files))
+	for i := len(w.Args) - 1; i > 0; i-- { // the supervisor's --fd, at the end
+		if w.Args[i-1] == "--fd" && w.Args[i] == "?" {
+			w.Args[i] = strconv.Itoa(2 + len(files))
 			break
 		}
 	}
 	log, err := openSessionLog(filepath.Join(s.runtimeDir, "session.log"))
 	if err != nil {
-		closeFiles(w.extraFiles)
-		w.done()
+		closeFiles(w.ExtraFiles)
+		w.Done()
 		return nil, err
 	}
 	defer log.w.Close()
-	cmd := &exec.Cmd{Path: w.path, Args: w.args, Dir: w.dir, Env: w.env, Stdout: log.w, Stderr: log.w, ExtraFiles: files}
+	cmd := &exec.Cmd{Path: w.Path, Args: w.Args, Dir: w.Dir, Env: w.Env, Stdout: log.w, Stderr: log.w, ExtraFiles: files}
 	if sl.stdio {
 		cmd.Stdin = inside
 	}
-	cmd.SysProcAttr = sysProcAttr(w.cred)
+	cmd.SysProcAttr = w.SysProcAttr()
 	cmd.SysProcAttr.Setpgid = true
-	if w.start != nil {
-		err = w.start(cmd)
+	if w.Start != nil {
+		err = w.Start(cmd)
 	} else {
 		err = limits.StartPinned(cmd) // its parent-death signal follows the forking thread
 	}
-	closeFiles(w.extraFiles)
+	closeFiles(w.ExtraFiles)
 	if err != nil {
 		log.abandon()
-		w.done()
+		w.Done()
 		return nil, fmt.Errorf("local: start %s: %w", sl.what, err)
 	}
 	log.start()
 	kill := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
-		w.done()
+		w.Done()
 	}
-	if err := w.started(cmd.Process.Pid); err != nil {
+	if err := w.Started(cmd.Process.Pid); err != nil {
 		kill()
 		return nil, err
 	}

@@ -71,3 +71,12 @@ func (p *pipes) close() {
 		p.inW.Close()
 	}
 }
+
+// closeFiles closes the files of fs that are set.
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/supervisor"
 )
@@ -39,8 +40,8 @@ func (s *Sandbox) sessionBinds(inv *invocation) error {
 	if err := os.MkdirAll(code, 0o755); err != nil {
 		return fmt.Errorf("local: code dir: %w", err)
 	}
-	inv.binds = appendMissing(inv.binds, bind{host: venv, inside: VenvPath}, bind{host: code, inside: CodePath, readOnly: true})
-	inv.binds = appendMissing(inv.binds, s.sess.extra...)
+	inv.Binds = appendMissing(inv.Binds, bind{Host: venv, Inside: VenvPath}, bind{Host: code, Inside: CodePath, ReadOnly: true})
+	inv.Binds = appendMissing(inv.Binds, s.sess.extra...)
 	return nil
 }
 
@@ -87,21 +88,16 @@ func (s *Sandbox) runInv(ctx context.Context, inv invocation, opts driver.ExecOp
 // working directory and environment (the venv on PATH once it exists,
 // the egress proxy's variables).
 func (s *Sandbox) sessionRequest(inv invocation) supervisor.Request {
-	b := s.sessionEnvIso()
-	extra := inv.env
-	if b.egress != nil {
-		extra = b.egress.withProxyEnv(extra)
-	}
-	venv := inv.venv
+	venv := inv.Venv
 	if venv == "" {
 		venv = s.sessionVenv()
 	}
 	var env []string
-	for k, v := range b.env(extra, venv) {
+	for k, v := range isolation.Env(s.iso.VirtualWorkspace(), s.egress.withProxyEnv(inv.Env), venv) {
 		env = append(env, k+"="+v)
 	}
 	// The umask is the supervisor's own, inherited by every command.
-	return supervisor.Request{Op: "exec", Argv: inv.argv, Env: env, Dir: inv.chdir}
+	return supervisor.Request{Op: "exec", Argv: inv.Argv, Env: env, Dir: inv.Chdir}
 }
 
 // sessionBackground starts a background task inside the session
@@ -117,7 +113,7 @@ func (s *Sandbox) sessionBackground(ctx context.Context, inv invocation) (*drive
 	if err != nil {
 		return nil, err
 	}
-	_, byID := s.iso.(*gvisorIsolator)
+	_, byID := s.iso.(*isolation.Gvisor)
 	lim := &bgLimit{done: make(chan struct{})}
 	ran := false
 	var id uint64

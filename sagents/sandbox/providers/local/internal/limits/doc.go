@@ -6,8 +6,9 @@
 // set so bwrap is born in it (cgroup_thread_linux.go), the early move of a
 // v2 or not-yet-joined start (cgroup_prime_linux.go), each command's CPU
 // cgroup and its budget watchdog (cpubudget_linux.go), and how each limit
-// holds (Enforced, Probe). It knows nothing of sandboxes or isolators:
-// package local's gate (gate_linux.go) applies what this package computes.
+// holds (Enforced, Probe). It knows nothing of sandboxes or isolation
+// backends: the gate of package internal/isolation (gate_linux.go)
+// applies what this package computes.
 //
 // The cgroup code is hand-written rather than containerd/cgroups/v3: that
 // library is not a dependency and would bring cilium/ebpf, coreos/go-systemd

@@ -1,4 +1,4 @@
-package local
+package isolation
 
 import (
 	"path"
@@ -9,6 +9,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
@@ -20,13 +21,13 @@ type GvisorOptions struct {
 	Chdir     string // working directory inside
 	UID, GID  uint32 // the command's user inside (never 0: gVisor enforces RLIMIT_NPROC only without capabilities)
 	RootFS    string // an empty, root-owned skeleton directory (symlinks of the system paths only)
-	System    []SystemPath
+	System    []bwrapargs.SystemPath
 	Etc       bool
 	MaskFiles []string // under /etc: shown as an empty file
 	MaskDirs  []string // under /etc: shown as an empty directory
 	Empty     string   // host path of the empty, read-only file behind MaskFiles
 	ReadOnly  []string // extra host paths bound read-only at the same path
-	Workspace VolumeBind
+	Workspace bwrapargs.VolumeBind
 	Mounts    []driver.VolumeMount
 	TmpBytes  int64
 	ShmBytes  int64
@@ -34,7 +35,7 @@ type GvisorOptions struct {
 	Hostname  string
 	// Caps are the capabilities of the sandbox's first process (in every
 	// set, ambient included, so an exec keeps them): none for a command,
-	// a few for a session's supervisor (sessionCaps), which keeps them
+	// a few for a session's supervisor (Invocation.Caps), which keeps them
 	// from the commands (supervisor/tag_linux.go).
 	Caps []string
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package isolation
 
 import (
 	"fmt"
@@ -12,48 +12,48 @@ import (
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
-// noIsolation runs commands on the host (isolation: none), still under
-// the limits. It is there because people ask for it; it says so loudly.
-type noIsolation struct {
+// none runs commands on the host (isolation: none), still under the
+// limits. It is there because people ask for it; it says so loudly.
+type none struct {
 	hostWS  string
 	prlimit string
-	limits  Limits
+	limits  limits.Limits
 	cg      *limits.Cgroups
 }
 
-func newNoIsolation(s *Sandbox) (isolator, error) {
+func newNone(o Options) (Backend, error) {
 	slog.Warn("local sandbox: isolation is NONE: commands run unisolated on the host, with the workspace as their only boundary by convention",
-		"sandbox", s.id)
+		"sandbox", o.ID)
 	pl, err := exec.LookPath("prlimit")
 	if err != nil {
 		return nil, fmt.Errorf("%w: prlimit (util-linux) not found; it applies the limits; fix: apt-get install util-linux", driver.ErrIsolationUnavailable)
 	}
-	cg, err := limits.NewCgroups(s.id, s.limits)
+	cg, err := limits.NewCgroups(o.ID, o.Limits)
 	if err != nil {
 		return nil, err
 	}
-	return &noIsolation{hostWS: s.hostWS, prlimit: pl, limits: s.limits, cg: cg}, nil
+	return &none{hostWS: o.Workspace, prlimit: pl, limits: o.Limits, cg: cg}, nil
 }
 
-func (n *noIsolation) virtualWorkspace(_ driver.Config, hostWS string) string { return hostWS }
+func (n *none) VirtualWorkspace() string { return n.hostWS }
 
-func (n *noIsolation) place(host, _ string) string { return host }
+func (n *none) Place(host, _ string) string { return host }
 
-func (n *noIsolation) close() error { return n.cg.Remove() }
+func (n *none) Close() error { return n.cg.Remove() }
 
-func (n *noIsolation) kind() string { return driver.IsolationNone }
+func (n *none) Kind() string { return driver.IsolationNone }
 
-func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
+func (n *none) Wrap(inv Invocation) (*Wrapped, error) {
 	extra := map[string]string{"TMPDIR": "/tmp"}
-	for k, v := range inv.env {
+	for k, v := range inv.Env {
 		extra[k] = v
 	}
 	env := hostkit.Environ(nil, n.hostWS, extra)
-	if inv.venv != "" {
-		env = hostkit.Environ(nil, n.hostWS, withVenv(extra, inv.venv))
+	if inv.Venv != "" {
+		env = hostkit.Environ(nil, n.hostWS, withVenv(extra, inv.Venv))
 	}
 	args := append([]string{n.prlimit}, n.limits.PrlimitArgs(n.cg.Memory())...)
-	args = append(append(args, "--"), inv.argv...)
+	args = append(append(args, "--"), inv.Argv...)
 	cmd, err := n.cg.Command(n.limits.CPUTime)
 	if err != nil {
 		return nil, err
@@ -69,8 +69,8 @@ func (n *noIsolation) wrap(inv invocation) (*wrapped, error) {
 	}
 	// The command joins its CPU cgroup itself (the trampoline); the
 	// watchdog starts with it.
-	return &wrapped{path: path, args: argv, dir: inv.workdir, env: env,
-		started: func(int) error { return cmd.Start(0) }, done: cmd.Release, report: cmd.End}, nil
+	return &Wrapped{Path: path, Args: argv, Dir: inv.Workdir, Env: env,
+		Started: func(int) error { return cmd.Start(0) }, Done: cmd.Release, Report: cmd.End}, nil
 }
 
 func withVenv(env map[string]string, venv string) map[string]string {
@@ -81,4 +81,4 @@ func withVenv(env map[string]string, venv string) map[string]string {
 	return out
 }
 
-func (n *noIsolation) limitsEnforced() driver.LimitsEnforced { return n.limits.Enforced(n.cg, false) }
+func (n *none) LimitsEnforced() driver.LimitsEnforced { return n.limits.Enforced(n.cg, false) }

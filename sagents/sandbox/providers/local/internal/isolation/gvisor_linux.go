@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package isolation
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
@@ -39,7 +40,9 @@ const (
 	gvisorPidsOverhead = 256
 )
 
-type gvisorIsolator struct {
+// Gvisor runs each command (or a session sandbox's init) in a runsc
+// sandbox of its own.
+type Gvisor struct {
 	runsc     string
 	state     string   // runsc --root: the sandboxes' state, in the runtime directory
 	stateDir  *os.File // state, opened (O_PATH) when made: close finds runsc's mounts there even if it was moved
@@ -50,51 +53,49 @@ type gvisorIsolator struct {
 	virtualWS string
 	mounts    []driver.VolumeMount
 	network   driver.NetworkMode
-	limits    Limits
-	system    []SystemPath
+	limits    limits.Limits
+	system    []bwrapargs.SystemPath
 	maskFiles []string
 	maskDirs  []string
 	resolvDir string
 	cg        *limits.Cgroups
-	egress    *egressProxy
+	egress    *Egress
 	uid, gid  uint32
 	umaskCmd  string
 	prefix    string // container ids: prefix-N
 	seq       atomic.Int64
 	// stdioControl: the session sandbox's control socket is runsc's stdin
-	// and stdout, not a descriptor donated with --pass-fd, so that runsc
-	// restore can hand it back (checkpoints on; checkpoint_gvisor_session_linux.go).
+	// (only: gVisor makes each stdio descriptor a file of its own, and
+	// closing a stdout on the same socket shut it down), not a descriptor
+	// donated with --pass-fd, so that runsc restore can hand it back
+	// (SetStdioControl; package local's checkpoint_gvisor_session_linux.go).
 	stdioControl bool
 }
 
-func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, err error) {
-	if os.Geteuid() != 0 && cfg.Local.Checkpoints {
-		return nil, &driver.ConfigError{Field: "sandbox.local.checkpoints", Value: "on",
-			Reason: fmt.Sprintf("checkpoints under isolation gvisor run runsc checkpoint and restore as root; sage runs as uid %d; fix: run sage as root, or use isolation bwrap (its checkpoints work unprivileged)", os.Geteuid())}
-	}
+func newGvisor(ctx context.Context, o Options) (_ Backend, err error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("%w: isolation gvisor runs runsc as root here (it creates the sandbox's namespaces and cgroups); fix: run sage as root, or use isolation bwrap", driver.ErrIsolationUnavailable)
 	}
-	runsc, err := findRunsc(ctx)
+	runsc, err := FindRunsc(ctx)
 	if err != nil {
 		return nil, err
 	}
-	g := &gvisorIsolator{runsc: runsc, hostWS: s.bindWS, mounts: cfg.Mounts, network: cfg.Local.Network,
-		limits: s.limits, system: systemPaths(), egress: s.egress, umaskCmd: fmt.Sprintf("umask %03o", s.umask),
-		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(s.id)}
+	g := &Gvisor{runsc: runsc, hostWS: o.BindWorkspace, virtualWS: o.VirtualWorkspace, mounts: o.Mounts, network: o.Network,
+		limits: o.Limits, system: SystemPaths(), egress: o.Egress, umaskCmd: fmt.Sprintf("umask %03o", o.Umask),
+		prefix: strings.NewReplacer("/", "-", ":", "-").Replace(o.ID)}
 	if g.network == "" {
 		g.network = driver.NetworkOff
 	}
 	if g.network == driver.NetworkOpen {
 		g.resolvDir = resolvDir()
-		slog.Warn("local sandbox: network is open", "sandbox", s.id)
+		slog.Warn("local sandbox: network is open", "sandbox", o.ID)
 	}
 	g.uid, g.gid = 65534, 65534
-	if s.ident != nil {
-		g.uid, g.gid = uint32(s.ident.UID), uint32(s.ident.GID)
+	if o.Ident != nil {
+		g.uid, g.gid = uint32(o.Ident.UID), uint32(o.Ident.GID)
 	}
-	g.maskFiles, g.maskDirs = etcSecrets()
-	dir := filepath.Join(s.runtimeDir, "gvisor")
+	g.maskFiles, g.maskDirs = EtcSecrets()
+	dir := filepath.Join(o.RuntimeDir, "gvisor")
 	g.state, g.bundles, g.rootfs, g.empty = filepath.Join(dir, "state"), filepath.Join(dir, "bundles"),
 		filepath.Join(dir, "rootfs"), filepath.Join(dir, "empty")
 	defer func() {
@@ -127,38 +128,35 @@ func newGvisor(ctx context.Context, cfg driver.Config, s *Sandbox) (_ isolator, 
 	if err := os.WriteFile(g.empty, nil, 0o444); err != nil {
 		return nil, fmt.Errorf("local: gvisor: %w", err)
 	}
-	host := s.limits
+	host := o.Limits
 	if host.MemoryBytes > 0 {
 		host.MemoryBytes += gvisorMemoryOverhead
 	}
 	if host.Pids > 0 {
 		host.Pids += gvisorPidsOverhead
 	}
-	if g.cg, err = limits.NewCgroups(s.id, host); err != nil {
+	if g.cg, err = limits.NewCgroups(o.ID, host); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-func (g *gvisorIsolator) virtualWorkspace(cfg driver.Config, _ string) string {
-	g.virtualWS = virtualWorkspaceOf(cfg)
-	return g.virtualWS
-}
+func (g *Gvisor) VirtualWorkspace() string { return g.virtualWS }
 
 // limitsEnforced: the command's processes are counted by gVisor's own
 // kernel (RLIMIT_NPROC for a uid that has nothing else there), memory and
 // CPU time by the host cgroups around runsc.
-func (g *gvisorIsolator) limitsEnforced() driver.LimitsEnforced {
+func (g *Gvisor) LimitsEnforced() driver.LimitsEnforced {
 	return g.limits.Enforced(g.cg, true)
 }
 
-func (g *gvisorIsolator) place(_, preferred string) string { return preferred }
+func (g *Gvisor) Place(_, preferred string) string { return preferred }
 
-// close removes the cgroups (killing what is left in them, runsc's
+func (g *Gvisor) Kind() string { return driver.IsolationGvisor }
+
+// Close removes the cgroups (killing what is left in them, runsc's
 // sandboxes included), then the state of sandboxes runsc did not delete.
-func (g *gvisorIsolator) kind() string { return driver.IsolationGvisor }
-
-func (g *gvisorIsolator) close() error {
+func (g *Gvisor) Close() error {
 	err := g.cg.Remove()
 	ents, _ := os.ReadDir(g.bundles)
 	for _, e := range ents {
@@ -187,8 +185,19 @@ func sameDir(f *os.File, path string) bool {
 	return unix.Fstat(int(f.Fd()), &a) == nil && unix.Lstat(path, &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
 }
 
+// GvisorControlFD is the descriptor a session sandbox's supervisor finds
+// its control socket at under gVisor: Wrap of a session invocation
+// donates the caller's first extra file there (runsc run --pass-fd).
+const GvisorControlFD = 3
+
+// RunscFlags are runsc's global flags for a sandbox without network whose
+// state is in state (the checkpoint probe's).
+func RunscFlags(state string) []string {
+	return (&Gvisor{state: state, network: driver.NetworkOff}).flags()
+}
+
 // flags are runsc's global flags for this sandbox.
-func (g *gvisorIsolator) flags() []string {
+func (g *Gvisor) flags() []string {
 	net := "none"
 	if g.network == driver.NetworkOpen {
 		net = "host"
@@ -198,10 +207,10 @@ func (g *gvisorIsolator) flags() []string {
 	return f
 }
 
-func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
-	inv.argv = withUmask(inv.argv, g.umaskCmd)
+func (g *Gvisor) Wrap(inv Invocation) (_ *Wrapped, err error) {
+	inv.Argv = withUmask(inv.Argv, g.umaskCmd)
 	lim := g.limits
-	if inv.session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (session_gvisor_linux.go)
+	if inv.Session { // each command's own RLIMIT_CPU and RLIMIT_AS, not the supervisor's (package local's session_gvisor_linux.go)
 		lim.CPUTime, lim.MemoryBytes = 0, 0
 	}
 	asByBridge := g.egress != nil
@@ -212,13 +221,13 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	if g.resolvDir != "" {
 		ro = append(ro, g.resolvDir)
 	}
-	ro, mounts := bindMounts(ro, g.mounts, inv.binds)
-	env := (&bwrapIsolator{virtualWS: g.virtualWS}).env(inv.env, inv.venv)
-	spec := GvisorSpec(GvisorOptions{Argv: inv.argv, Env: env, Chdir: inv.chdir, UID: g.uid, GID: g.gid,
+	ro, mounts := bindMounts(ro, g.mounts, inv.Binds)
+	env := Env(g.virtualWS, inv.Env, inv.Venv)
+	spec := GvisorSpec(GvisorOptions{Argv: inv.Argv, Env: env, Chdir: inv.Chdir, UID: g.uid, GID: g.gid,
 		RootFS: g.rootfs, System: g.system, Etc: true, MaskFiles: g.maskFiles, MaskDirs: g.maskDirs, Empty: g.empty,
-		ReadOnly: ro, Workspace: VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
+		ReadOnly: ro, Workspace: bwrapargs.VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
 		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.Rlimits(asByBridge), Hostname: "sandbox",
-		Caps: sessionCaps(inv)})
+		Caps: inv.Caps})
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
@@ -245,8 +254,8 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 		own = append(own, cmd.Procs())
 	}
 	args := append(g.flags(), "run", "--bundle="+bundle, id)
-	if inv.session && !g.stdioControl { // the control socket: the caller's first extra file, the supervisor's fd 3
-		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(gvisorControlFD), "--bundle="+bundle, id)
+	if inv.Session && !g.stdioControl { // the control socket: the caller's first extra file, the supervisor's fd 3
+		args = append(g.flags(), "run", "--pass-fd=3:"+strconv.Itoa(GvisorControlFD), "--bundle="+bundle, id)
 	}
 	path, argv, err := g.cg.Trampoline(g.runsc, args, own...)
 	if err != nil {
@@ -258,17 +267,17 @@ func (g *gvisorIsolator) wrap(inv invocation) (_ *wrapped, err error) {
 	// Without a terminal runsc forwards no signal: SIGTERM goes to every
 	// process inside through runsc kill; the SIGKILL that follows kills
 	// runsc, and its sandbox dies with it (runsc run is attached).
-	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		started: func(int) error { return cmd.Start(0) }, terminate: func() { g.signal(id, "TERM") },
-		done: func() { cmd.Release(); g.delete(id) }, report: cmd.End, container: id}, nil
+	return &Wrapped{Path: path, Args: argv, Dir: "/", Env: []string{"PATH=" + SandboxPath},
+		Started: func(int) error { return cmd.Start(0) }, Terminate: func() { g.signal(id, "TERM") },
+		Done: func() { cmd.Release(); g.delete(id) }, Report: cmd.End, Container: id}, nil
 }
 
-// restoreWrap is wrap's counterpart for runsc restore: a session sandbox
+// RestoreWrap is Wrap's counterpart for runsc restore: a session sandbox
 // started again from the checkpoint image in image, under spec (the
 // config.json of the sandbox checkpointed, saved with the image) and a
 // new container id, with its control socket on stdin
 // (stdioControl); it runs attached, in the cgroups, as runsc run does.
-func (g *gvisorIsolator) restoreWrap(spec []byte, image string) (_ *wrapped, err error) {
+func (g *Gvisor) RestoreWrap(spec []byte, image string) (_ *Wrapped, err error) {
 	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
 	bundle := filepath.Join(g.bundles, id)
 	if err := os.Mkdir(bundle, 0o700); err != nil {
@@ -287,13 +296,12 @@ func (g *gvisorIsolator) restoreWrap(spec []byte, image string) (_ *wrapped, err
 	if err != nil {
 		return nil, err
 	}
-	return &wrapped{path: path, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		started: func(int) error { return nil }, terminate: func() { g.signal(id, "TERM") },
-		done: func() { g.delete(id) }, container: id}, nil
+	return &Wrapped{Path: path, Args: argv, Dir: "/", Env: []string{"PATH=" + SandboxPath},
+		Terminate: func() { g.signal(id, "TERM") }, Done: func() { g.delete(id) }, Container: id}, nil
 }
 
 // signal sends sig to every process of a command's sandbox.
-func (g *gvisorIsolator) signal(id, sig string) {
+func (g *Gvisor) signal(id, sig string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, g.runsc, "--root="+g.state, "kill", "--all", id, sig).CombinedOutput(); err != nil {
@@ -303,7 +311,7 @@ func (g *gvisorIsolator) signal(id, sig string) {
 
 // delete removes what runsc left of a command's sandbox (after a kill)
 // and its bundle.
-func (g *gvisorIsolator) delete(id string) {
+func (g *Gvisor) delete(id string) {
 	if left, _ := filepath.Glob(filepath.Join(g.state, id+"*")); len(left) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -319,9 +327,9 @@ var runscProbe sync.Map // runsc path -> error (nil when it works)
 // RunscFix says how to install runsc.
 const RunscFix = "fix: install runsc (gVisor): bash .ci/setup.d/50-runsc.sh builds it with Go into ~/.cache/sage and installs /usr/local/bin/runsc, or see https://gvisor.dev/docs/user_guide/install/; run 'sage doctor'"
 
-// findRunsc finds runsc ($SAGE_RUNSC, else on PATH) and proves, once per
+// FindRunsc finds runsc ($SAGE_RUNSC, else on PATH) and proves, once per
 // process, that it can start a sandbox here.
-func findRunsc(ctx context.Context) (string, error) {
+func FindRunsc(ctx context.Context) (string, error) {
 	p := os.Getenv("SAGE_RUNSC")
 	if p == "" {
 		var err error
@@ -364,10 +372,10 @@ func ProbeRunsc(ctx context.Context, runsc string) error {
 			// sage uses everywhere: install is not the fix, a newer one is.
 			v, _ := exec.CommandContext(ctx, runsc, "--version").Output()
 			return fmt.Errorf("%w: %s (%s) is too old: it has no --platform=systrap, which gVisor added in 2023; %s",
-				driver.ErrIsolationUnavailable, runsc, firstLines(string(v), 1), RunscNewerFix)
+				driver.ErrIsolationUnavailable, runsc, FirstLines(string(v), 1), RunscNewerFix)
 		}
 		return fmt.Errorf("%w: %s cannot start a sandbox: %v: %s; %s", driver.ErrIsolationUnavailable, runsc, err,
-			firstLines(string(out), 3), RunscFix)
+			FirstLines(string(out), 3), RunscFix)
 	}
 	return nil
 }
@@ -375,7 +383,8 @@ func ProbeRunsc(ctx context.Context, runsc string) error {
 // RunscNewerFix says how to replace a runsc too old for sage.
 const RunscNewerFix = "fix: install a newer runsc (bash .ci/setup.d/50-runsc.sh builds one with Go and installs /usr/local/bin/runsc, or see https://gvisor.dev/docs/user_guide/install/) and put it first on PATH or name it in SAGE_RUNSC"
 
-func firstLines(s string, n int) string {
+// FirstLines are the first n lines of s, joined by "; ".
+func FirstLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	if len(lines) > n {
 		lines = lines[:n]
@@ -392,12 +401,12 @@ func GvisorSummary(ctx context.Context) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("isolation gvisor runs runsc as root here; sage runs as uid %d; fix: run sage as root to use --isolation gvisor", os.Geteuid())
 	}
-	p, err := findRunsc(ctx)
+	p, err := FindRunsc(ctx)
 	if err != nil {
 		return "", err
 	}
 	out, _ := exec.CommandContext(ctx, p, "--version").Output()
 	return fmt.Sprintf("%s works (%s); --isolation gvisor runs one runsc sandbox per session (the session sandbox, the default: "+
 		"its start, about 10x bwrap's, is paid once per session and every command is forked inside it), "+
-		"or one per command with fresh_per_command: true", p, firstLines(string(out), 1)), nil
+		"or one per command with fresh_per_command: true", p, FirstLines(string(out), 1)), nil
 }

@@ -1,4 +1,4 @@
-package local
+package isolation
 
 import (
 	"testing"
@@ -6,18 +6,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sage-go/sage/sagents/sandbox"
+	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 )
 
 func TestGvisorSpec(t *testing.T) {
 	s := GvisorSpec(GvisorOptions{Argv: []string{"/bin/sh", "-c", "true"}, Env: map[string]string{"B": "2", "A": "1"},
 		Chdir: "/workspace", UID: 2000000001, GID: 2000000001, RootFS: "/r", Etc: true,
-		System:    []SystemPath{{Path: "/usr"}, {Path: "/bin", Symlink: "usr/bin"}},
+		System:    []bwrapargs.SystemPath{{Path: "/usr"}, {Path: "/bin", Symlink: "usr/bin"}},
 		MaskFiles: []string{"/etc/shadow"}, MaskDirs: []string{"/etc/ssl/private"}, Empty: "/e",
-		Workspace: VolumeBind{Host: "/h/ws", Inside: "/workspace"},
-		Mounts: []sandbox.VolumeMount{{HostPath: "/h/deep", SandboxPath: "/mnt/a/b", ReadOnly: true},
+		Workspace: bwrapargs.VolumeBind{Host: "/h/ws", Inside: "/workspace"},
+		Mounts: []driver.VolumeMount{{HostPath: "/h/deep", SandboxPath: "/mnt/a/b", ReadOnly: true},
 			{HostPath: "/h/top", SandboxPath: "/mnt/a"}},
-		TmpBytes: 1 << 20, Rlimits: Limits{Pids: 64, FileSizeBytes: 1 << 20}.Rlimits(false)})
+		TmpBytes: 1 << 20, Rlimits: limits.Limits{Pids: 64, FileSizeBytes: 1 << 20}.Rlimits(false)})
 	require.NotNil(t, s.Process)
 	assert.Equal(t, []string{"A=1", "B=2"}, s.Process.Env, "sorted, so the spec is deterministic")
 	assert.True(t, s.Process.NoNewPrivileges)

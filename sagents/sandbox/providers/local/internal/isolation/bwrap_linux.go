@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package isolation
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/memfd"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
@@ -26,62 +27,70 @@ import (
 // it exists). Host PATH entries mean nothing inside.
 const SandboxPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-func sysProcAttr(cred *syscall.Credential) *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
+// SysProcAttr is how the process starts: killed with this one, as the
+// host uid of Cred.
+func (w *Wrapped) SysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: w.Cred}
 }
 
-type bwrapIsolator struct {
+// Bwrap runs each command in a bubblewrap sandbox of its own (or a
+// session sandbox's init), gated into the sandbox's cgroups and rlimits
+// before its first instruction (gate_linux.go).
+type Bwrap struct {
 	bwrap     string
 	hostWS    string
 	virtualWS string
 	mounts    []driver.VolumeMount
 	network   bool
-	limits    Limits
-	system    []SystemPath
+	limits    limits.Limits
+	system    []bwrapargs.SystemPath
 	maskFiles []string
 	maskDirs  []string
 	resolvDir string // bound when the network is open and resolv.conf points outside /etc
 	cg        *limits.Cgroups
-	egress    *egressProxy   // network allowlist: run every command behind the bridge
+	egress    *Egress        // network allowlist: run every command behind the bridge
 	ident     *uids.Identity // the host uid bwrap runs as (sage is root); nil: the caller's own
 	umaskCmd  string         // "umask 077", set before every command
 	seccomp   []byte         // the filter program, loaded by bwrap --seccomp
+	reserve   int            // a session supervisor's tasks beyond the pids limit
 }
 
-func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, error) {
-	switch cfg.Local.Isolation.Linux {
+// New returns the backend o.Isolation names on Linux: bwrap (auto),
+// gVisor or none.
+func New(ctx context.Context, o Options) (Backend, error) {
+	switch o.Isolation {
 	case driver.IsolationNone:
-		if cfg.Local.Network == driver.NetworkAllowlist {
-			return nil, &driver.ConfigError{Field: "sandbox.local.network", Value: string(cfg.Local.Network),
+		if o.Network == driver.NetworkAllowlist {
+			return nil, &driver.ConfigError{Field: "sandbox.local.network", Value: string(o.Network),
 				Reason: "the allowlist needs the sandbox's own network namespace; isolation none has none"}
 		}
-		return newNoIsolation(s)
+		return newNone(o)
 	case driver.IsolationGvisor:
-		return newGvisor(ctx, cfg, s)
+		return newGvisor(ctx, o)
 	case "", driver.IsolationAuto, driver.IsolationBwrap:
 	default:
-		return nil, &driver.ConfigError{Field: "sandbox.local.isolation.linux", Value: cfg.Local.Isolation.Linux, Reason: "want auto, bwrap, gvisor or none"}
+		return nil, &driver.ConfigError{Field: "sandbox.local.isolation.linux", Value: o.Isolation, Reason: "want auto, bwrap, gvisor or none"}
 	}
 	bw, err := findBwrap(ctx)
 	if err != nil {
 		return nil, err
 	}
-	iso := &bwrapIsolator{bwrap: bw, hostWS: s.bindWS, mounts: cfg.Mounts,
-		network: cfg.Local.Network == driver.NetworkOpen, limits: s.limits,
-		system: systemPaths(), resolvDir: resolvDir(), egress: s.egress, ident: s.ident,
-		umaskCmd: fmt.Sprintf("umask %03o", s.umask)}
-	iso.maskFiles, iso.maskDirs = etcSecrets()
-	if iso.seccomp, err = seccomp.Program(seccomp.Options{ExtraDeny: cfg.Local.SeccompDeny}); err != nil {
-		return nil, &driver.ConfigError{Field: "sandbox.local.seccomp.deny", Value: strings.Join(cfg.Local.SeccompDeny, ","), Reason: err.Error()}
+	iso := &Bwrap{bwrap: bw, hostWS: o.BindWorkspace, virtualWS: o.VirtualWorkspace, mounts: o.Mounts,
+		network: o.Network == driver.NetworkOpen, limits: o.Limits,
+		system: SystemPaths(), resolvDir: resolvDir(), egress: o.Egress, ident: o.Ident,
+		umaskCmd: fmt.Sprintf("umask %03o", o.Umask), reserve: o.TaskReserve}
+	iso.maskFiles, iso.maskDirs = EtcSecrets()
+	if iso.seccomp, err = seccomp.Program(seccomp.Options{ExtraDeny: o.SeccompDeny}); err != nil {
+		return nil, &driver.ConfigError{Field: "sandbox.local.seccomp.deny", Value: strings.Join(o.SeccompDeny, ","), Reason: err.Error()}
 	}
 	if iso.network {
-		slog.Warn("local sandbox: network is open", "sandbox", s.id)
+		slog.Warn("local sandbox: network is open", "sandbox", o.ID)
 	}
-	cgLimits := s.limits
-	if s.sess.opts.Enabled && cgLimits.Pids > 0 { // the supervisor's own (sessionTaskReserve)
-		cgLimits.Pids += sessionTaskReserve
+	cgLimits := o.Limits
+	if o.Session && cgLimits.Pids > 0 { // the supervisor's own (Options.TaskReserve)
+		cgLimits.Pids += o.TaskReserve
 	}
-	if iso.cg, err = limits.NewCgroups(s.id, cgLimits); err != nil {
+	if iso.cg, err = limits.NewCgroups(o.ID, cgLimits); err != nil {
 		return nil, err
 	}
 	// bwrap is forked from a host thread in the cgroups once it joined
@@ -90,24 +99,23 @@ func newIsolator(ctx context.Context, cfg driver.Config, s *Sandbox) (isolator, 
 	return iso, nil
 }
 
-func (b *bwrapIsolator) virtualWorkspace(cfg driver.Config, _ string) string {
-	b.virtualWS = virtualWorkspaceOf(cfg)
-	return b.virtualWS
-}
+// VirtualWorkspace is where the workspace appears inside.
+func (b *Bwrap) VirtualWorkspace() string { return b.virtualWS }
 
-// virtualWorkspaceOf is where the workspace shows inside the sandbox.
-func virtualWorkspaceOf(cfg driver.Config) string {
-	if cfg.VirtualWorkspace != "" {
-		return cfg.VirtualWorkspace
-	}
-	return DefaultVirtualWorkspace
-}
+// Path is the bwrap program.
+func (b *Bwrap) Path() string { return b.bwrap }
 
-func (b *bwrapIsolator) close() error { return b.cg.Remove() }
+// Cgroups are the sandbox's cgroups, which hold every command.
+func (b *Bwrap) Cgroups() *limits.Cgroups { return b.cg }
 
-func (b *bwrapIsolator) kind() string { return driver.IsolationBwrap }
+// Close removes the cgroups.
+func (b *Bwrap) Close() error { return b.cg.Remove() }
 
-func (b *bwrapIsolator) place(_, preferred string) string { return preferred }
+// Kind is bwrap.
+func (b *Bwrap) Kind() string { return driver.IsolationBwrap }
+
+// Place is preferred: the sandbox has its own mount namespace.
+func (b *Bwrap) Place(_, preferred string) string { return preferred }
 
 var bwrapProbe sync.Map // bwrap path -> error (nil when it works)
 
@@ -139,29 +147,29 @@ func findBwrap(ctx context.Context) (string, error) {
 	return p, nil
 }
 
-// systemPaths lists the system directories that exist on this host.
-func systemPaths() []SystemPath {
-	var out []SystemPath
+// SystemPaths lists the system directories that exist on this host.
+func SystemPaths() []bwrapargs.SystemPath {
+	var out []bwrapargs.SystemPath
 	for _, p := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		fi, err := os.Lstat(p)
 		switch {
 		case err != nil:
 		case fi.Mode()&os.ModeSymlink != 0:
 			if target, err := os.Readlink(p); err == nil {
-				out = append(out, SystemPath{Path: p, Symlink: target})
+				out = append(out, bwrapargs.SystemPath{Path: p, Symlink: target})
 			}
 		case fi.IsDir():
-			out = append(out, SystemPath{Path: p})
+			out = append(out, bwrapargs.SystemPath{Path: p})
 		}
 	}
 	return out
 }
 
-// etcSecrets lists what to hide under /etc: the well-known secrets, and
+// EtcSecrets lists what to hide under /etc: the well-known secrets, and
 // every file or directory that others may not read (as root, uid 0 inside
 // maps to root outside, so permissions alone would not hide them: Docker's
 // key.json, WireGuard and NetworkManager keys, keytabs, ...). Computed once.
-func etcSecrets() (files, dirs []string) {
+func EtcSecrets() (files, dirs []string) {
 	etcOnce.Do(func() { etcFiles, etcDirs = scanEtc("/etc") })
 	return etcFiles, etcDirs
 }
@@ -205,9 +213,12 @@ func resolvDir() string {
 	return filepath.Dir(real)
 }
 
-func (b *bwrapIsolator) env(extra map[string]string, venv string) map[string]string {
+// Env is the environment of a command inside a sandbox of its own mount
+// namespace whose workspace appears at virtualWS: the host's safe
+// variables, PATH (SandboxPath, the venv's bin first), TMPDIR and extra.
+func Env(virtualWS string, extra map[string]string, venv string) map[string]string {
 	env := map[string]string{}
-	for _, kv := range hostkit.Environ(nil, b.virtualWS, nil) {
+	for _, kv := range hostkit.Environ(nil, virtualWS, nil) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
@@ -223,30 +234,27 @@ func (b *bwrapIsolator) env(extra map[string]string, venv string) map[string]str
 	return env
 }
 
-// Protections the red-team tests switch off one at a time, in their
-// controls, to prove each test detects its attack. Always on otherwise.
+// Protections the red-team tests of package local switch off one at a
+// time, in their controls, to prove each test detects its attack. Always
+// on otherwise.
 var (
-	protectFDs      = true // seal inherited descriptors before bwrap starts
-	argsViaFD       = true // bwrap's arguments (the environment) through a memfd
-	bindWorkspaceFD = true // bind the workspace from a descriptor opened without symlinks
-	useSeccomp      = true // load the seccomp filter
-	// The session sandbox's (#31): its supervisor as pid 1 (no bwrap init
-	// inside), each command in a Landlock domain of its own, the host
-	// ending a command the supervisor did not end, the session's output
-	// through a pipe (no host file inside).
-	supervisorAsPID1    = true
-	commandDomains      = true
-	hostEnforcesTimeout = true
-	sessionLogPipe      = true
+	ProtectFDs      = true // seal inherited descriptors before bwrap starts
+	ArgsViaFD       = true // bwrap's arguments (the environment) through a memfd
+	BindWorkspaceFD = true // bind the workspace from a descriptor opened without symlinks
+	UseSeccomp      = true // load the seccomp filter
+	// SupervisorAsPID1: a session sandbox's supervisor is pid 1 (no bwrap
+	// init inside; #31).
+	SupervisorAsPID1 = true
 )
 
-func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
+// Wrap builds bwrap running inv behind the gate.
+func (b *Bwrap) Wrap(inv Invocation) (w *Wrapped, err error) {
 	b.cg.Prime() // the gate's join, if any, waits less (cgroup_prime_linux.go)
-	if protectFDs {
+	if ProtectFDs {
 		sealInheritedFDs()
 	}
 	var ws *os.File
-	if bindWorkspaceFD {
+	if BindWorkspaceFD {
 		if ws, err = uids.OpenWorkspace(b.hostWS, b.ident); err != nil {
 			return nil, err
 		}
@@ -254,10 +262,10 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 		ws, _ = os.Open(os.DevNull)
 	}
 	lim := b.limits
-	if inv.session { // the budget is each command's (sessionRun), not the supervisor's
+	if inv.Session { // the budget is each command's, not the supervisor's
 		lim.CPUTime = 0
 		if lim.Pids > 0 { // each command gets the pids limit itself (--nproc)
-			lim.Pids += sessionTaskReserve
+			lim.Pids += b.reserve
 		}
 	}
 	g, err := newGate(b.cg, lim)
@@ -274,8 +282,8 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 			g.blockR.Close()
 		}
 	}()
-	if !inv.session { // the supervisor sets its umask itself (--umask)
-		inv.argv = withUmask(inv.argv, b.umaskCmd)
+	if !inv.Session { // the supervisor sets its umask itself (--umask)
+		inv.Argv = withUmask(inv.Argv, b.umaskCmd)
 	}
 	if b.egress != nil {
 		inv = b.egress.bridge(inv, g.bridgeAS())
@@ -284,21 +292,21 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	if b.network && b.resolvDir != "" {
 		ro = append(ro, b.resolvDir)
 	}
-	ro, mounts := bindMounts(ro, b.mounts, inv.binds)
+	ro, mounts := bindMounts(ro, b.mounts, inv.Binds)
 	// Child descriptors: 3 info, 4 block, 5 arguments, 6 workspace, 7
 	// seccomp filter. Nothing else reaches bwrap (sealInheritedFDs).
-	o := BwrapOptions{
-		Network: b.network, Env: b.env(inv.env, inv.venv), System: b.system, Etc: true,
+	o := bwrapargs.Options{
+		Network: b.network, Env: Env(b.virtualWS, inv.Env, inv.Venv), System: b.system, Etc: true,
 		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, ReadOnly: ro, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
-		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
-		Chdir: inv.chdir, InfoFD: 3, BlockFD: 4, WorkspaceFD: 6, MapRoot: b.ident != nil,
-		AsPID1: inv.session && supervisorAsPID1,
+		Workspace: bwrapargs.VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: mounts,
+		Chdir: inv.Chdir, InfoFD: 3, BlockFD: 4, WorkspaceFD: 6, MapRoot: b.ident != nil,
+		AsPID1: inv.Session && SupervisorAsPID1,
 	}
-	if !bindWorkspaceFD {
+	if !BindWorkspaceFD {
 		o.WorkspaceFD = 0
 	}
 	files := append(g.childFiles(), nil, ws)
-	if b.seccomp != nil && useSeccomp {
+	if b.seccomp != nil && UseSeccomp {
 		sf, err := seccomp.File(b.seccomp)
 		if err != nil {
 			return nil, err
@@ -308,34 +316,35 @@ func (b *bwrapIsolator) wrap(inv invocation) (w *wrapped, err error) {
 	}
 	// The arguments, environment included, travel through a memfd
 	// (--args): the host's /proc/PID/cmdline of bwrap shows none of them.
-	af, err := memfd.Sealed("sage-bwrap-args", []byte(strings.Join(BwrapArgs(o), "\x00")+"\x00"))
+	af, err := memfd.Sealed("sage-bwrap-args", []byte(strings.Join(bwrapargs.Args(o), "\x00")+"\x00"))
 	if err != nil {
 		closeFiles(files[4:])
 		return nil, err
 	}
 	files[2] = af
 	own := files[2:]
-	argv := append([]string{b.bwrap, "--args", "5", "--"}, inv.argv...)
-	if !argsViaFD {
-		argv = append(append(append([]string{b.bwrap}, BwrapArgs(o)...), "--"), inv.argv...)
+	argv := append([]string{b.bwrap, "--args", "5", "--"}, inv.Argv...)
+	if !ArgsViaFD {
+		argv = append(append(append([]string{b.bwrap}, bwrapargs.Args(o)...), "--"), inv.Argv...)
 	}
-	return &wrapped{path: b.bwrap, args: argv, dir: "/", env: []string{"PATH=" + SandboxPath},
-		extraFiles: files, cred: b.ident.Credential(), start: g.start, started: g.open, terminate: g.terminate,
-		done: func() { g.close(); closeFiles(own) }, report: g.cmd.End}, nil
+	return &Wrapped{Path: b.bwrap, Args: argv, Dir: "/", Env: []string{"PATH=" + SandboxPath},
+		ExtraFiles: files, Cred: b.ident.Credential(), Start: g.start, Started: g.open, Terminate: g.terminate,
+		Done: func() { g.close(); closeFiles(own) }, Report: g.cmd.End}, nil
 }
 
-func (b *bwrapIsolator) limitsEnforced() driver.LimitsEnforced { return b.limits.Enforced(b.cg, true) }
+// LimitsEnforced: the cgroups and the rlimits the gate sets.
+func (b *Bwrap) LimitsEnforced() driver.LimitsEnforced { return b.limits.Enforced(b.cg, true) }
 
 // bindMounts adds an invocation's binds to what the sandbox shows: one
 // read-only at its own host path to ro (shown as the system directories
 // are), any other as a mount after the configured ones (left unchanged).
-func bindMounts(ro []string, configured []driver.VolumeMount, binds []bind) ([]string, []driver.VolumeMount) {
+func bindMounts(ro []string, configured []driver.VolumeMount, binds []Bind) ([]string, []driver.VolumeMount) {
 	mounts := append([]driver.VolumeMount{}, configured...)
 	for _, x := range binds {
-		if x.readOnly && x.host == x.inside {
-			ro = append(ro, x.host)
+		if x.ReadOnly && x.Host == x.Inside {
+			ro = append(ro, x.Host)
 		} else {
-			mounts = append(mounts, driver.VolumeMount{HostPath: x.host, SandboxPath: x.inside, ReadOnly: x.readOnly})
+			mounts = append(mounts, driver.VolumeMount{HostPath: x.Host, SandboxPath: x.Inside, ReadOnly: x.ReadOnly})
 		}
 	}
 	return ro, mounts

@@ -1,6 +1,6 @@
 //go:build linux
 
-package local
+package isolation
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/bwrapargs"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/limits"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/seccomp"
@@ -29,7 +30,7 @@ import (
 type gate struct {
 	ident          *uids.Identity // bwrap's uid, when not the caller's
 	cg             *limits.Cgroups
-	limits         Limits
+	limits         limits.Limits
 	noAS           bool // the network bridge sets RLIMIT_AS on the command instead
 	infoR, infoW   *os.File
 	blockR, blockW *os.File
@@ -46,7 +47,7 @@ func (g *gate) start(cmd *exec.Cmd) error {
 	return err
 }
 
-func newGate(cg *limits.Cgroups, l Limits) (*gate, error) {
+func newGate(cg *limits.Cgroups, l limits.Limits) (*gate, error) {
 	g := &gate{cg: cg, limits: l}
 	var err error
 	if g.infoR, g.infoW, err = os.Pipe(); err != nil {
@@ -129,20 +130,16 @@ func (g *gate) terminate() {
 	}
 }
 
-// BwrapCommand returns bwrap running argv with this sandbox's argument
-// list, directly (no gate, no cgroup, no limits, arguments on the command
+// Command returns bwrap running argv with this sandbox's argument list,
+// directly (no gate, no cgroup, no limits, arguments on the command
 // line, the workspace bound by path), as the same uid and with the same
-// seccomp filter: the baseline the benchmarks compare against. It is nil
-// with isolation none. The caller runs it once.
-func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
-	b, ok := s.iso.(*bwrapIsolator)
-	if !ok {
-		return nil
-	}
-	o := BwrapOptions{
-		Network: b.network, Env: b.env(nil, ""), System: b.system, Etc: true,
+// seccomp filter: the baseline the benchmarks compare against. The
+// caller runs it once.
+func (b *Bwrap) Command(argv ...string) *exec.Cmd {
+	o := bwrapargs.Options{
+		Network: b.network, Env: Env(b.virtualWS, nil, ""), System: b.system, Etc: true,
 		MaskFiles: b.maskFiles, MaskDirs: b.maskDirs, TmpBytes: b.limits.TmpBytes, ShmBytes: b.limits.ShmBytes,
-		Workspace: VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: b.mounts, Chdir: b.virtualWS,
+		Workspace: bwrapargs.VolumeBind{Host: b.hostWS, Inside: b.virtualWS}, Mounts: b.mounts, Chdir: b.virtualWS,
 		MapRoot: b.ident != nil,
 	}
 	cmd := exec.Command(b.bwrap)
@@ -152,8 +149,8 @@ func (s *Sandbox) BwrapCommand(argv ...string) *exec.Cmd {
 			o.SeccompFD = 3
 		}
 	}
-	cmd.Args = append(append(append(cmd.Args, BwrapArgs(o)...), "--"), argv...)
-	cmd.SysProcAttr = sysProcAttr(b.ident.Credential())
+	cmd.Args = append(append(append(cmd.Args, bwrapargs.Args(o)...), "--"), argv...)
+	cmd.SysProcAttr = (&Wrapped{Cred: b.ident.Credential()}).SysProcAttr()
 	return cmd
 }
 
