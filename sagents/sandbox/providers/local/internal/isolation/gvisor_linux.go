@@ -228,23 +228,19 @@ func (g *Gvisor) Wrap(inv Invocation) (_ *Wrapped, err error) {
 		ReadOnly: ro, Workspace: bwrapargs.VolumeBind{Host: g.hostWS, Inside: g.virtualWS}, Mounts: mounts,
 		TmpBytes: g.limits.TmpBytes, ShmBytes: g.limits.ShmBytes, Rlimits: lim.Rlimits(asByBridge), Hostname: "sandbox",
 		Caps: inv.Caps})
-	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
-	bundle := filepath.Join(g.bundles, id)
-	if err := os.Mkdir(bundle, 0o700); err != nil {
-		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("local: gvisor spec: %w", err)
+	}
+	id, bundle, err := g.newBundle(data)
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			os.RemoveAll(bundle)
 		}
 	}()
-	data, err := json.Marshal(spec)
-	if err != nil {
-		return nil, fmt.Errorf("local: gvisor spec: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o600); err != nil {
-		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
-	}
 	cmd, err := g.cg.Command(lim.CPUTime)
 	if err != nil {
 		return nil, err
@@ -278,19 +274,15 @@ func (g *Gvisor) Wrap(inv Invocation) (_ *Wrapped, err error) {
 // new container id, with its control socket on stdin
 // (stdioControl); it runs attached, in the cgroups, as runsc run does.
 func (g *Gvisor) RestoreWrap(spec []byte, image string) (_ *Wrapped, err error) {
-	id := fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
-	bundle := filepath.Join(g.bundles, id)
-	if err := os.Mkdir(bundle, 0o700); err != nil {
-		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
+	id, bundle, err := g.newBundle(spec)
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			os.RemoveAll(bundle)
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(bundle, "config.json"), spec, 0o600); err != nil {
-		return nil, fmt.Errorf("local: gvisor bundle: %w", err)
-	}
 	args := append(g.flags(), "restore", "--image-path="+image, "--bundle="+bundle, id)
 	path, argv, err := g.cg.Trampoline(g.runsc, args)
 	if err != nil {
@@ -298,6 +290,21 @@ func (g *Gvisor) RestoreWrap(spec []byte, image string) (_ *Wrapped, err error) 
 	}
 	return &Wrapped{Path: path, Args: argv, Dir: "/", Env: []string{"PATH=" + SandboxPath},
 		Terminate: func() { g.signal(id, "TERM") }, Done: func() { g.delete(id) }, Container: id}, nil
+}
+
+// newBundle makes the OCI bundle of a new container id, with spec as its
+// config.json; nothing is left of it on an error.
+func (g *Gvisor) newBundle(spec []byte) (id, bundle string, err error) {
+	id = fmt.Sprintf("%s-%d", g.prefix, g.seq.Add(1))
+	bundle = filepath.Join(g.bundles, id)
+	if err := os.Mkdir(bundle, 0o700); err != nil {
+		return "", "", fmt.Errorf("local: gvisor bundle: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), spec, 0o600); err != nil {
+		os.RemoveAll(bundle)
+		return "", "", fmt.Errorf("local: gvisor bundle: %w", err)
+	}
+	return id, bundle, nil
 }
 
 // signal sends sig to every process of a command's sandbox.
