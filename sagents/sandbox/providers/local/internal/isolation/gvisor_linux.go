@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -106,6 +107,9 @@ func newGvisor(ctx context.Context, o Options) (_ Backend, err error) {
 			os.RemoveAll(dir)
 		}
 	}()
+	if err := g.sweep(ctx, dir); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{dir, g.state, g.bundles, g.rootfs} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("local: gvisor: %w", err)
@@ -176,6 +180,32 @@ func (g *Gvisor) Close() error {
 		return err
 	}
 	return errors.Join(err, os.RemoveAll(filepath.Dir(g.state)))
+}
+
+// sweep removes what a process killed with -9 left in dir, the gVisor
+// directory of this runtime directory (a runtime directory is one
+// sandbox's at a time): its containers (runsc delete --force: their
+// sandboxes died with runsc, whose parent-death signal the kill sent),
+// the network namespace runsc bound in its state, its bundles and its
+// checkpoints. Without it the next sandbox's first container id is a
+// bundle that exists, and no command runs.
+func (g *Gvisor) sweep(ctx context.Context, dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	ents, _ := os.ReadDir(g.bundles)
+	for _, e := range ents {
+		if ctx.Err() != nil {
+			break
+		}
+		g.delete(e.Name())
+	}
+	for i := 0; i < 64 && unix.Unmount(filepath.Join(g.state, "null-netns"), unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW) == nil; i++ {
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("local: gvisor: remove what a killed process left in %s: %w; fix: remove it by hand once no runsc uses it", dir, err)
+	}
+	return nil
 }
 
 // sameDir reports whether path still names the directory f was opened
