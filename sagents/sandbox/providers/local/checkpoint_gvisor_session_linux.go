@@ -48,12 +48,17 @@ import (
 // state: host file operations work on it as without checkpoints, and
 // Sync has nothing to do.
 //
-// Limits: gVisor saves no file backed by a host descriptor, and a
-// command's stdio pipes are (the host sends them in): a checkpoint is
-// refused while a command or a background task runs (ErrCommandRunning),
-// and runsc checkpoint itself fails, nothing changed, while a process
-// left in the background ("cmd &") holds them (ErrCommandRunning too,
-// with the fix: redirect its stdio). A rollback whose restore fails leaves
+// Files only: gVisor saves no file backed by a host descriptor, and a
+// command's stdio pipes are (the host sends them in). A checkpoint is
+// refused while a command runs (ErrCommandRunning, as under bwrap); while
+// a background task or a resident command (a Python kernel of sandboxd)
+// runs, or when runsc checkpoint fails "not savable" (a process left in
+// the background, "cmd &", holds a command's stdio), the checkpoint is of
+// the files only: the copy, taken paused, no image; Covers "files" (the
+// core adds the kernels by their fork template). A rollback to it makes
+// the host folder the copy's state with the sandbox paused and resumes
+// it: the processes go on. A rollback to an image while a task runs is
+// refused (the restart would end it). A rollback whose restore fails leaves
 // the restored files and no session sandbox (the next command starts a
 // fresh one), and says so. The network must be off (no host socket in the sandbox). At
 // most maxGvisorCheckpoints are kept: an image holds the sandbox's memory
