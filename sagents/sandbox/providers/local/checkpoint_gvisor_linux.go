@@ -277,5 +277,5 @@ func GvisorCheckpointsSummary(ctx context.Context) (string, error) {
 	return fmt.Sprintf("offered under isolation gvisor (the session sandbox, network off): a checkpoint is files+processes "+
 		"(every process, its memory and /tmp, with a copy of the workspace); an idle session-shaped sandbox here: runsc checkpoint %s, "+
 		"runsc restore %s (the control socket on the sandbox's stdin; %s); "+
-		"not with fresh_per_command or the network on, nor while a command or background task runs", ms(res.StdioCheckpoint), ms(res.StdioRestore), passFD), nil
+		"not with fresh_per_command or the network on, nor while a command runs; while a background task or Python kernel runs, files only (the kernels by fork template)", ms(res.StdioCheckpoint), ms(res.StdioRestore), passFD), nil
 }

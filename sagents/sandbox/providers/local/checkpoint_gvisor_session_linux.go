@@ -48,12 +48,17 @@ import (
 // state: host file operations work on it as without checkpoints, and
 // Sync has nothing to do.
 //
-// Limits: gVisor saves no file backed by a host descriptor, and a
-// command's stdio pipes are (the host sends them in): a checkpoint is
-// refused while a command or a background task runs (ErrCommandRunning),
-// and runsc checkpoint itself fails, nothing changed, while a process
-// left in the background ("cmd &") holds them (ErrCommandRunning too,
-// with the fix: redirect its stdio). A rollback whose restore fails leaves
+// Files only: gVisor saves no file backed by a host descriptor, and a
+// command's stdio pipes are (the host sends them in). A checkpoint is
+// refused while a command runs (ErrCommandRunning, as under bwrap); while
+// a background task or a resident command (a Python kernel of sandboxd)
+// runs, or when runsc checkpoint fails "not savable" (a process left in
+// the background, "cmd &", holds a command's stdio), the checkpoint is of
+// the files only: the copy, taken paused, no image; Covers "files" (the
+// core adds the kernels by their fork template). A rollback to it makes
+// the host folder the copy's state with the sandbox paused and resumes
+// it: the processes go on. A rollback to an image while a task runs is
+// refused (the restart would end it). A rollback whose restore fails leaves
 // the restored files and no session sandbox (the next command starts a
 // fresh one), and says so. The network must be off (no host socket in the sandbox). At
 // most maxGvisorCheckpoints are kept: an image holds the sandbox's memory
@@ -80,6 +85,10 @@ type gvisorCkpt struct {
 	spec  []byte
 	binds []bind // the session sandbox's extra binds (its spec has them)
 	next  uint64 // the session's next command id: the restored supervisor remembers the earlier ones
+	// filesOnly: no image (a background task, a resident command or a
+	// process holding a command's stdio ran): a rollback mirrors the
+	// files back and the processes go on.
+	filesOnly bool
 }
 
 // gvisorProcesses is what a gVisor checkpoint saves besides the files.
@@ -126,21 +135,22 @@ func (c *gvisorCheckpoints) runsc(ctx context.Context, args ...string) (time.Dur
 }
 
 // gquiet takes the gVisor session between commands: the slot's lock is
-// held until release, no command or background task runs. l is the
-// running session sandbox (started when start is set), nil when none
-// runs.
-func (s *Sandbox) gquiet(ctx context.Context, op string, start bool) (l *liveSession, release func(), err error) {
+// held until release, no command runs (as under bwrap, background tasks
+// and resident commands such as the Python kernels may: tasks counts
+// them). l is the running session sandbox (started when start is set),
+// nil when none runs.
+func (s *Sandbox) gquiet(ctx context.Context, op string, start bool) (l *liveSession, tasks int, release func(), err error) {
 	if start {
 		ls, _, err := s.session(ctx, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, 0, nil, err
 		}
 		ls.idle()
 	}
 	s.sess.mu.Lock()
 	if s.sess.closed {
 		s.sess.mu.Unlock()
-		return nil, nil, fmt.Errorf("local: %s: %w", op, driver.ErrClosed)
+		return nil, 0, nil, fmt.Errorf("local: %s: %w", op, driver.ErrClosed)
 	}
 	l = s.sess.live
 	if l != nil {
@@ -153,30 +163,34 @@ func (s *Sandbox) gquiet(ctx context.Context, op string, start bool) (l *liveSes
 	}
 	if l == nil && start {
 		s.sess.mu.Unlock()
-		return nil, nil, fmt.Errorf("local: %s: the gVisor session sandbox ended as it started; see session.log in %s", op, s.runtimeDir)
+		return nil, 0, nil, fmt.Errorf("local: %s: the gVisor session sandbox ended as it started; see session.log in %s", op, s.runtimeDir)
 	}
 	if l != nil {
 		l.mu.Lock()
-		busy := l.busy
+		busy := l.busy - l.tasks
+		tasks = l.tasks
 		l.mu.Unlock()
 		if busy > 0 {
 			s.sess.mu.Unlock()
-			return nil, nil, fmt.Errorf("local: %s: %w (under gVisor a background task counts: its descriptors from the host cannot be restored); fix: wait for it to end or stop it",
-				op, driver.ErrCommandRunning)
+			return nil, 0, nil, fmt.Errorf("local: %s: %w; fix: wait for it to end or stop it", op, driver.ErrCommandRunning)
 		}
 	}
 	c := s.gckpt
 	c.mu.Lock()
-	return l, func() { c.mu.Unlock(); s.sess.mu.Unlock() }, nil
+	return l, tasks, func() { c.mu.Unlock(); s.sess.mu.Unlock() }, nil
 }
 
 // checkpoint is Checkpoint under gVisor (turn -1: none).
 func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.Checkpoint, err error) {
 	start := time.Now()
-	l, release, err := c.s.gquiet(ctx, "checkpoint", true)
+	l, tasks, release, err := c.s.gquiet(ctx, "checkpoint", true)
 	if err != nil {
 		return driver.Checkpoint{}, err
 	}
+	// A background task's or a resident command's (a Python kernel's)
+	// stdio are pipes from the host, which gVisor cannot save: while one
+	// runs the checkpoint is of the files only (filesOnly).
+	filesOnly := tasks > 0
 	defer release()
 	id := newCheckpointID()
 	dir := filepath.Join(c.dir, id)
@@ -192,10 +206,8 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 	if err != nil {
 		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
 	}
-	for _, d := range []string{"ws", "image"} {
-		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
-		}
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o700); err != nil {
+		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
 	}
 	// Paused, nothing inside changes the workspace or its memory: the
 	// copy and the image are of one instant.
@@ -225,14 +237,24 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 	if err := layers.Copy(filepath.Join(dir, "ws"), c.s.bindWS, nil); err != nil {
 		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: copy the workspace: %w", err)
 	}
-	if _, err := c.runsc(ctx, "checkpoint", "--leave-running", "--image-path="+filepath.Join(dir, "image"), l.w.Container); err != nil {
-		if strings.Contains(err.Error(), "not savable") {
-			// gVisor saves no file backed by a host descriptor: a command's
-			// stdio pipes, held by a process it left in the background.
-			return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w: a process left in the background holds a command's stdio from the host, which gVisor cannot save (%v); nothing changed; fix: start background processes with their stdio redirected (cmd </dev/null >/tmp/log 2>&1 &) or as background tasks, or stop it",
-				driver.ErrCommandRunning, err)
+	if !filesOnly {
+		image := filepath.Join(dir, "image")
+		if err := os.Mkdir(image, 0o700); err != nil {
+			return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
 		}
-		return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+		if _, err := c.runsc(ctx, "checkpoint", "--leave-running", "--image-path="+image, l.w.Container); err != nil {
+			if !strings.Contains(err.Error(), "not savable") {
+				return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+			}
+			// gVisor saves no file backed by a host descriptor: a
+			// command's stdio pipes, held by a process it left in the
+			// background. The copy, taken paused, is still of this
+			// instant: the checkpoint is of the files only.
+			if err := os.RemoveAll(image); err != nil {
+				return driver.Checkpoint{}, fmt.Errorf("local: checkpoint: %w", err)
+			}
+			filesOnly = true
+		}
 	}
 	if err := resume(); err != nil {
 		return driver.Checkpoint{}, err // the deferred resume stops it
@@ -242,11 +264,14 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 	l.mu.Unlock()
 	info := driver.Checkpoint{ID: driver.CheckpointID(id), Time: time.Now().UTC(), Size: treeSize(dir), Covers: "files+processes",
 		Processes: []string{gvisorProcesses}}
+	if filesOnly {
+		info.Covers, info.Processes = "files", nil
+	}
 	if turn >= 0 {
 		info.Turns = []int{turn}
 	}
 	info.Duration = time.Since(start)
-	c.list = append(c.list, gvisorCkpt{info: info, dir: dir, spec: spec, binds: slices.Clone(l.binds), next: next})
+	c.list = append(c.list, gvisorCkpt{info: info, dir: dir, spec: spec, binds: slices.Clone(l.binds), next: next, filesOnly: filesOnly})
 	for len(c.list) > maxGvisorCheckpoints {
 		os.RemoveAll(c.list[0].dir)
 		c.list = slices.Delete(c.list, 0, 1)
@@ -266,7 +291,7 @@ func (c *gvisorCheckpoints) find(id driver.CheckpointID) (int, error) {
 // workspace made the checkpoint's copy again, the sandbox restored from
 // its image on a new control socket.
 func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID) error {
-	l, release, err := c.s.gquiet(ctx, "rollback", false)
+	l, tasks, release, err := c.s.gquiet(ctx, "rollback", false)
 	if err != nil {
 		return err
 	}
@@ -276,6 +301,15 @@ func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID
 		return err
 	}
 	e := c.list[i]
+	if e.filesOnly {
+		return c.rollbackFiles(ctx, l, i)
+	}
+	if tasks > 0 {
+		return fmt.Errorf("local: rollback: %w: checkpoint %s saved every process, and restoring it restarts the session sandbox, "+
+			"which would end the %d background task(s) or Python kernel(s) running now (their stdio from the host cannot be handed back); "+
+			"fix: wait for them to end or stop them, or roll back to a later checkpoint taken while they ran (covers files)",
+			driver.ErrCommandRunning, id, tasks)
+	}
 	if l != nil {
 		c.s.sess.live = nil
 		l.stop()
@@ -300,6 +334,37 @@ func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID
 	if d := c.s.sess.opts.idle(); d > 0 {
 		c.s.armIdle(nl, d)
 	}
+	return nil
+}
+
+// rollbackFiles is a rollback to the files-only checkpoint c.list[i]:
+// the workspace made its copy again with the sandbox paused (l, when one
+// runs), which then resumes: its processes go on.
+func (c *gvisorCheckpoints) rollbackFiles(ctx context.Context, l *liveSession, i int) (err error) {
+	e := c.list[i]
+	if l != nil {
+		if _, err := c.runsc(ctx, "pause", l.w.Container); err != nil {
+			return fmt.Errorf("local: rollback: %w; nothing changed", err)
+		}
+		defer func() {
+			if _, rerr := c.runsc(context.WithoutCancel(ctx), "resume", l.w.Container); rerr != nil {
+				c.s.sess.live = nil
+				l.stop()
+				err = errors.Join(err, fmt.Errorf("local: rollback: %w; the session sandbox was stopped (its next command starts a new one)", rerr))
+			}
+		}()
+	}
+	var own *layers.Owner
+	if o := c.s.ident.Owner(); o != nil {
+		own = &layers.Owner{UID: o.UID, GID: o.GID}
+	}
+	if err := layers.Mirror(c.s.bindWS, filepath.Join(e.dir, "ws"), own); err != nil {
+		return fmt.Errorf("local: rollback: the workspace: %w", err)
+	}
+	for _, d := range c.list[i+1:] {
+		os.RemoveAll(d.dir)
+	}
+	c.list = c.list[:i+1]
 	return nil
 }
 

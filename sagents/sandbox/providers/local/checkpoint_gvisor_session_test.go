@@ -124,39 +124,49 @@ func TestGvisorCheckpointRollback(t *testing.T) {
 }
 
 // TestGvisorCheckpointBadInput: an unknown id, a checkpoint while a
-// process left in the background holds its command's stdio or while a
-// background task runs, a rollback of a closed sandbox: clear errors;
+// command runs, a rollback of a closed sandbox: clear errors; a process
+// left in the background holding its command's stdio or a background
+// task makes the checkpoint files-only;
 // the oldest checkpoint is dropped past the bound; Close leaves no runsc
 // sandbox or process, no mount, no image or copy.
 func TestGvisorCheckpointBadInput(t *testing.T) {
-	s, _, rt := newGvisorCheckpointed(t)
+	s, ws, rt := newGvisorCheckpointed(t)
 	ctx := context.Background()
 	ckRun(t, s, "echo a > /workspace/a")
 	err := s.Rollback(ctx, "ck-nope")
 	assert.ErrorIs(t, err, driver.ErrUnknownCheckpoint)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 
-	// A process left in the background with the command's stdio (pipes
-	// from the host): runsc checkpoint cannot save it; nothing changes,
-	// the session goes on, and once it ended the checkpoint works.
-	ckRun(t, s, `sh -c 'echo $$ > /tmp/p; while :; do date > /tmp/d; sleep 0.1; done' &`)
+	// A command running: refused, as under bwrap.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.ExecuteCommand(ctx, "touch /workspace/running; sleep 3", sandbox.ExecOptions{})
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(ws, "running")); return err == nil }, 10*time.Second, 20*time.Millisecond)
 	_, err = s.Checkpoint(ctx)
-	assert.ErrorIs(t, err, driver.ErrCommandRunning)
-	assert.Contains(t, err.Error(), "fix: start background processes with their stdio redirected")
+	assert.ErrorIs(t, err, driver.ErrCommandRunning, "a command runs")
+	<-done
 	dirs, err := os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
 	require.NoError(t, err)
-	assert.Empty(t, dirs, "the failed checkpoint left no image or copy")
-	ckRun(t, s, "kill $(cat /tmp/p)")
+	assert.Empty(t, dirs, "the refused checkpoint left no image or copy")
 
-	task, err := s.StartBackground(ctx, "sleep 30", sandbox.ExecOptions{})
+	// A process left in the background with the command's stdio (pipes
+	// from the host): runsc checkpoint cannot save it; the checkpoint is
+	// of the files only, the session goes on, and once it ended the
+	// checkpoint saves the processes again.
+	ckRun(t, s, `sh -c 'echo $$ > /tmp/p; while :; do date > /tmp/d; sleep 0.1; done' &`)
+	cp, err := s.Checkpoint(ctx)
 	require.NoError(t, err)
-	_, err = s.Checkpoint(ctx)
-	assert.ErrorIs(t, err, driver.ErrCommandRunning, "a task's stdio is the host's: it cannot be restored")
-	require.NoError(t, s.KillBackground(ctx, task.ID, true))
+	assert.Equal(t, "files", cp.Covers)
+	assert.Empty(t, cp.Processes)
+	_, err = os.Stat(filepath.Join(rt, "gvisor", "checkpoints", string(cp.ID), "image"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "the failed image is removed")
+	ckRun(t, s, "kill $(cat /tmp/p)")
 	require.Eventually(t, func() bool {
-		_, err = s.Checkpoint(ctx)
-		return err == nil
-	}, 20*time.Second, 100*time.Millisecond, "once it ended: %v", err)
+		cp, err = s.Checkpoint(ctx)
+		return err == nil && cp.Covers == "files+processes"
+	}, 20*time.Second, 100*time.Millisecond, "once it ended: %v %v", cp, err)
 
 	var ids []sandbox.CheckpointID
 	for range 9 {
@@ -203,4 +213,64 @@ func TestGvisorCheckpointFork(t *testing.T) {
 	assert.Equal(t, "two\n", ckRun(t, s, "cat /workspace/f"), "the parent never sees the fork's writes")
 	_, err = f.Checkpoint(ctx)
 	require.NoError(t, err, "the fork has checkpoints of its own")
+}
+
+// TestGvisorCheckpointFilesOnly (issue 33): while a background task runs
+// (its stdio are pipes from the host, which gVisor cannot save) a
+// checkpoint of a gVisor session is of the files only; a rollback to it
+// restores the workspace without restarting the sandbox: the task runs
+// on. A rollback to a checkpoint of every process is refused while the
+// task runs (it would end it); once it ended, checkpoints save every
+// process again.
+func TestGvisorCheckpointFilesOnly(t *testing.T) {
+	s, ws, rt := newGvisorCheckpointed(t)
+	ctx := context.Background()
+	full, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "files+processes", full.Covers)
+	// The FIFO populate makes lives in gVisor's memory only (never on the
+	// host folder): a files-only checkpoint cannot have it.
+	ckRun(t, s, populate+" && rm pipe")
+	want := ckRun(t, s, listing)
+	ckRun(t, s, counter)
+	task, err := s.StartBackground(ctx, "sleep 30", sandbox.ExecOptions{})
+	require.NoError(t, err)
+
+	cp, err := s.Checkpoint(ctx)
+	require.NoError(t, err, "a background task runs")
+	assert.Equal(t, "files", cp.Covers)
+	assert.Empty(t, cp.Processes)
+	_, err = os.Stat(filepath.Join(rt, "gvisor", "checkpoints", string(cp.ID), "image"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no image")
+	t.Logf("files-only checkpoint %v, %d bytes", cp.Duration, cp.Size)
+
+	ckRun(t, s, "cd /workspace && rm -rf ./* ./.hidden && echo wrong > new")
+	atRm := readCount(t, s)
+	later, err := s.Checkpoint(ctx)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, s.Rollback(ctx, cp.ID))
+	t.Logf("files-only rollback %v", time.Since(start))
+	assert.Equal(t, want, ckRun(t, s, listing), "rollback restores every byte, mode and link")
+	_, err = os.Stat(filepath.Join(ws, "new"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	st, err := s.BackgroundStatus(ctx, task.ID)
+	require.NoError(t, err)
+	assert.True(t, st.Alive, "the task runs on: the sandbox was not restarted")
+	assert.GreaterOrEqual(t, readCount(t, s), atRm, "the loop went on, not restored")
+	assert.ErrorIs(t, s.Rollback(ctx, later.ID), driver.ErrUnknownCheckpoint, "the later checkpoint is dropped")
+
+	err = s.Rollback(ctx, full.ID)
+	assert.ErrorIs(t, err, driver.ErrCommandRunning, "restoring every process would end the task")
+	assert.Contains(t, err.Error(), "fix: ")
+	assert.Equal(t, want, ckRun(t, s, listing), "the refused rollback changed nothing")
+
+	require.NoError(t, s.KillBackground(ctx, task.ID, true))
+	ckRun(t, s, "kill $(cat /tmp/pid)")
+	require.Eventually(t, func() bool {
+		cp, err = s.Checkpoint(ctx)
+		return err == nil && cp.Covers == "files+processes"
+	}, 20*time.Second, 100*time.Millisecond, "once it ended: %v %v", cp, err)
+	require.NoError(t, s.Rollback(ctx, full.ID))
+	assert.Equal(t, "", ckRun(t, s, "ls -A /workspace"))
 }

@@ -25,6 +25,19 @@ import (
 // interpreter per call).
 func BenchmarkKernelRollbackPaired(b *testing.B) {
 	f, h := newCheckpointFixture(b)
+	kernelRollbackPaired(b, f, h)
+}
+
+// BenchmarkKernelRollbackPairedGvisor is the same under isolation gvisor
+// (as root): the kernel alive, the checkpoint is of the files (no runsc
+// image) and the kernel by its fork template, and a rollback mirrors the
+// files with the sandbox paused.
+func BenchmarkKernelRollbackPairedGvisor(b *testing.B) {
+	f, h := newGvisorCheckpointFixture(b)
+	kernelRollbackPaired(b, f, h)
+}
+
+func kernelRollbackPaired(b *testing.B, f *fixture, h *sandbox.Sandbox) {
 	ctx := context.Background()
 	run := func(code string) {
 		body, _ := json.Marshal(map[string]any{"code": code, "session_id": "k"})

@@ -27,7 +27,30 @@ func newCheckpointFixture(t testing.TB) (*fixture, *sandbox.Sandbox) {
 	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3)")
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
 	cfg.Local.Checkpoints = true
-	h, srv, ts := serveLocal(t, cfg, "a local (bubblewrap) sandbox with checkpoints", "run on Linux 6.8+ with bubblewrap and user namespaces")
+	return serveCheckpointed(t, cfg, "a local (bubblewrap) sandbox with checkpoints", "run on Linux 6.8+ with bubblewrap and user namespaces")
+}
+
+// newGvisorCheckpointFixture serves a local gVisor session sandbox with
+// checkpoints on (runsc, as root).
+func newGvisorCheckpointFixture(t testing.TB) (*fixture, *sandbox.Sandbox) {
+	t.Helper()
+	if os.Getenv("SAGE_TEST_UNPRIVILEGED") == "1" {
+		t.Skip("isolation gvisor runs runsc as root; the unprivileged re-run checks bwrap")
+	}
+	if os.Geteuid() != 0 {
+		testenv.Missing(t, "root (isolation gvisor runs runsc as root)", "run the tests as root")
+	}
+	testenv.Command(t, "runsc", testenv.SetupFix+" (.ci/setup.d/50-runsc.sh builds runsc)")
+	testenv.Command(t, "python3", testenv.SetupFix+" (apt-get install python3)")
+	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t), RuntimeDir: sandboxtest.TempDir(t)}
+	cfg.Local.Checkpoints = true
+	cfg.Local.Isolation.Linux = sandbox.IsolationGvisor
+	return serveCheckpointed(t, cfg, "a local gVisor session sandbox with checkpoints", "run as root with runsc installed")
+}
+
+func serveCheckpointed(t testing.TB, cfg sandbox.Config, what, fix string) (*fixture, *sandbox.Sandbox) {
+	t.Helper()
+	h, srv, ts := serveLocal(t, cfg, what, fix)
 	tt, _ := t.(*testing.T)
 	f := &fixture{srv: srv, ts: ts, ws: h.WorkspacePath(), t: tt}
 	if tt != nil {
@@ -135,6 +158,35 @@ func TestKernelCheckpointRollback(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.srv.Close(ctx))
 	assert.Equal(t, "0", kernelCopies(t, h))
+}
+
+// TestKernelCheckpointGvisor (issue 33): under gVisor a live kernel's
+// stdio are pipes from the host, which runsc checkpoint cannot save; the
+// checkpoint is then of the files (the driver's, without an image) and
+// the kernel's variables (the fork template, as under bwrap), and a
+// rollback restores both without restarting the sandbox.
+func TestKernelCheckpointGvisor(t *testing.T) {
+	f, h := newGvisorCheckpointFixture(t)
+	ctx := context.Background()
+	assert.Equal(t, "", cell(t, f, "k", "x = 1\n_ = open('f.txt', 'w').write('one')"))
+	cp, err := h.Checkpoint(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"python kernel k"}, cp.Processes)
+	assert.Equal(t, "files+processes", cp.Covers)
+	assert.Equal(t, "1", kernelCopies(t, h))
+
+	assert.Equal(t, "", cell(t, f, "k", "x = 2\n_ = open('f.txt', 'w').write('two')"))
+	assert.Equal(t, "2", cell(t, f, "k", "x"))
+	res, err := h.Restore(ctx, cp.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"python kernel k"}, res.Restored)
+	assert.Equal(t, "1", cell(t, f, "k", "x"), "the kernel's variables are the checkpoint's")
+	assert.Equal(t, "'one'", cell(t, f, "k", "open('f.txt').read()"), "and the files, in the same rollback")
+
+	assert.Equal(t, "", cell(t, f, "k", "x = 3"))
+	require.NoError(t, h.Rollback(ctx, cp.ID), "a second rollback to the same id")
+	assert.Equal(t, "1", cell(t, f, "k", "x"))
+	assert.Equal(t, "1", kernelCopies(t, h))
 }
 
 // An agent turn that changed no file reuses the last checkpoint's id
