@@ -4,8 +4,10 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -108,10 +110,13 @@ func (s *Sandbox) setupGvisorCheckpoints(cfg driver.Config, g *isolation.Gvisor)
 		return refuse(fmt.Sprintf("checkpoints under isolation gvisor need network off (network %s puts host sockets in the sandbox, "+
 			"which runsc restore cannot hand back); fix: sandbox.local.network: off, isolation bwrap, or turn checkpoints off", g.Network()))
 	}
-	c := &gvisorCheckpoints{s: s, g: g, dir: filepath.Join(g.Dir(), "checkpoints")}
+	// Beside the gVisor directory, not in it: a sandbox over this runtime
+	// directory after a kill -9 sweeps that one, and finds these again.
+	c := &gvisorCheckpoints{s: s, g: g, dir: filepath.Join(s.runtimeDir, "gvisor-checkpoints")}
 	if err := os.Mkdir(c.dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("local: gvisor checkpoints: %w", err)
 	}
+	c.load()
 	g.SetStdioControl()
 	s.gckpt = c
 	return nil
@@ -271,12 +276,71 @@ func (c *gvisorCheckpoints) checkpoint(ctx context.Context, turn int) (_ driver.
 		info.Turns = []int{turn}
 	}
 	info.Duration = time.Since(start)
-	c.list = append(c.list, gvisorCkpt{info: info, dir: dir, spec: spec, binds: slices.Clone(l.binds), next: next, filesOnly: filesOnly})
+	e := gvisorCkpt{info: info, dir: dir, spec: spec, binds: slices.Clone(l.binds), next: next, filesOnly: filesOnly}
+	if err := e.save(); err != nil {
+		return driver.Checkpoint{}, err
+	}
+	c.list = append(c.list, e)
 	for len(c.list) > maxGvisorCheckpoints {
 		os.RemoveAll(c.list[0].dir)
 		c.list = slices.Delete(c.list, 0, 1)
 	}
 	return info, nil
+}
+
+// gvisorMeta is a checkpoint's meta.json, written last (its presence
+// says the checkpoint is whole): what a process started after this one
+// was killed with -9 needs to roll back to it.
+type gvisorMeta struct {
+	Info      driver.Checkpoint `json:"info"`
+	Spec      []byte            `json:"spec"`
+	Binds     []bind            `json:"binds"`
+	Next      uint64            `json:"next"`
+	FilesOnly bool              `json:"files_only"`
+}
+
+// maxGvisorMeta bounds a meta.json read back (a spec is a few KB).
+const maxGvisorMeta = 1 << 20
+
+func (e gvisorCkpt) save() error {
+	b, err := json.Marshal(gvisorMeta{Info: e.info, Spec: e.spec, Binds: e.binds, Next: e.next, FilesOnly: e.filesOnly})
+	if err == nil {
+		tmp := filepath.Join(e.dir, "meta.json.tmp")
+		if err = os.WriteFile(tmp, b, 0o600); err == nil {
+			err = os.Rename(tmp, filepath.Join(e.dir, "meta.json"))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("local: checkpoint: record it: %w", err)
+	}
+	return nil
+}
+
+// load finds the checkpoints an earlier process over this runtime
+// directory took (it was killed with -9: Close removes them), oldest
+// first, and removes what is not a whole checkpoint (a kill in the middle
+// of one) and what is past the bound.
+func (c *gvisorCheckpoints) load() {
+	ents, _ := os.ReadDir(c.dir)
+	for _, d := range ents {
+		dir := filepath.Join(c.dir, d.Name())
+		var m gvisorMeta
+		f, err := os.Open(filepath.Join(dir, "meta.json"))
+		if err == nil {
+			err = json.NewDecoder(io.LimitReader(f, maxGvisorMeta)).Decode(&m)
+			f.Close()
+		}
+		if err != nil || !d.IsDir() || string(m.Info.ID) != d.Name() {
+			os.RemoveAll(dir)
+			continue
+		}
+		c.list = append(c.list, gvisorCkpt{info: m.Info, dir: dir, spec: m.Spec, binds: m.Binds, next: m.Next, filesOnly: m.FilesOnly})
+	}
+	slices.SortFunc(c.list, func(a, b gvisorCkpt) int { return a.info.Time.Compare(b.info.Time) })
+	for len(c.list) > maxGvisorCheckpoints {
+		os.RemoveAll(c.list[0].dir)
+		c.list = slices.Delete(c.list, 0, 1)
+	}
 }
 
 func (c *gvisorCheckpoints) find(id driver.CheckpointID) (int, error) {
@@ -291,7 +355,14 @@ func (c *gvisorCheckpoints) find(id driver.CheckpointID) (int, error) {
 // workspace made the checkpoint's copy again, the sandbox restored from
 // its image on a new control socket.
 func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID) error {
-	l, tasks, release, err := c.s.gquiet(ctx, "rollback", false)
+	// A checkpoint of an earlier process (killed with -9): its image's
+	// spec binds host files this process makes as it starts a session
+	// sandbox (the supervisor's reachable copy...), so one is started
+	// first, and replaced by the restore.
+	c.s.sess.mu.Lock()
+	fresh := c.s.sess.started == 0
+	c.s.sess.mu.Unlock()
+	l, tasks, release, err := c.s.gquiet(ctx, "rollback", fresh)
 	if err != nil {
 		return err
 	}
