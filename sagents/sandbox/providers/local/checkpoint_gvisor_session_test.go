@@ -147,7 +147,7 @@ func TestGvisorCheckpointBadInput(t *testing.T) {
 	_, err = s.Checkpoint(ctx)
 	assert.ErrorIs(t, err, driver.ErrCommandRunning, "a command runs")
 	<-done
-	dirs, err := os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
+	dirs, err := os.ReadDir(filepath.Join(rt, "gvisor-checkpoints"))
 	require.NoError(t, err)
 	assert.Empty(t, dirs, "the refused checkpoint left no image or copy")
 
@@ -160,7 +160,7 @@ func TestGvisorCheckpointBadInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "files", cp.Covers)
 	assert.Empty(t, cp.Processes)
-	_, err = os.Stat(filepath.Join(rt, "gvisor", "checkpoints", string(cp.ID), "image"))
+	_, err = os.Stat(filepath.Join(rt, "gvisor-checkpoints", string(cp.ID), "image"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "the failed image is removed")
 	ckRun(t, s, "kill $(cat /tmp/p)")
 	require.Eventually(t, func() bool {
@@ -178,15 +178,17 @@ func TestGvisorCheckpointBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 8, "at most 8 are kept")
 	assert.Equal(t, ids[1], list[0].ID, "the oldest were dropped")
-	dirs, err = os.ReadDir(filepath.Join(rt, "gvisor", "checkpoints"))
+	dirs, err = os.ReadDir(filepath.Join(rt, "gvisor-checkpoints"))
 	require.NoError(t, err)
 	assert.Len(t, dirs, 8, "a dropped checkpoint's image and copy are removed")
 
 	require.NoError(t, s.Close(ctx))
 	err = s.Rollback(ctx, ids[8])
 	assert.ErrorIs(t, err, driver.ErrClosed)
-	_, err = os.Stat(filepath.Join(rt, "gvisor"))
-	assert.ErrorIs(t, err, os.ErrNotExist, "runsc's state, the images and copies are removed")
+	for _, d := range []string{"gvisor", "gvisor-checkpoints"} {
+		_, err = os.Stat(filepath.Join(rt, d))
+		assert.ErrorIs(t, err, os.ErrNotExist, "runsc's state, the images and copies are removed")
+	}
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	require.NoError(t, err)
 	assert.NotContains(t, string(mounts), rt, "no mount is left")
@@ -240,7 +242,7 @@ func TestGvisorCheckpointFilesOnly(t *testing.T) {
 	require.NoError(t, err, "a background task runs")
 	assert.Equal(t, "files", cp.Covers)
 	assert.Empty(t, cp.Processes)
-	_, err = os.Stat(filepath.Join(rt, "gvisor", "checkpoints", string(cp.ID), "image"))
+	_, err = os.Stat(filepath.Join(rt, "gvisor-checkpoints", string(cp.ID), "image"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "no image")
 	t.Logf("files-only checkpoint %v, %d bytes", cp.Duration, cp.Size)
 
