@@ -385,11 +385,7 @@ func (c *gvisorCheckpoints) rollback(ctx context.Context, id driver.CheckpointID
 		c.s.sess.live = nil
 		l.stop()
 	}
-	var own *layers.Owner
-	if o := c.s.ident.Owner(); o != nil {
-		own = &layers.Owner{UID: o.UID, GID: o.GID}
-	}
-	if err := layers.Mirror(c.s.bindWS, filepath.Join(e.dir, "ws"), own); err != nil {
+	if err := layers.Mirror(c.s.bindWS, filepath.Join(e.dir, "ws"), c.s.layersOwner()); err != nil {
 		return fmt.Errorf("local: rollback: the workspace: %w; the session sandbox was stopped (its next command starts a new one)", err)
 	}
 	for _, d := range c.list[i+1:] {
@@ -425,11 +421,7 @@ func (c *gvisorCheckpoints) rollbackFiles(ctx context.Context, l *liveSession, i
 			}
 		}()
 	}
-	var own *layers.Owner
-	if o := c.s.ident.Owner(); o != nil {
-		own = &layers.Owner{UID: o.UID, GID: o.GID}
-	}
-	if err := layers.Mirror(c.s.bindWS, filepath.Join(e.dir, "ws"), own); err != nil {
+	if err := layers.Mirror(c.s.bindWS, filepath.Join(e.dir, "ws"), c.s.layersOwner()); err != nil {
 		return fmt.Errorf("local: rollback: the workspace: %w", err)
 	}
 	for _, d := range c.list[i+1:] {

@@ -969,6 +969,16 @@ func (s *Sandbox) Export(ctx context.Context, id driver.CheckpointID, dir string
 	return c.exportTmp(c.m.Checkpoints[i], dir)
 }
 
+// layersOwner is the owner the workspace's files are given on the host
+// (the session's uid when sage is root), as package layers takes it; nil:
+// the caller's own.
+func (s *Sandbox) layersOwner() *layers.Owner {
+	if o := s.ident.Owner(); o != nil {
+		return &layers.Owner{UID: o.UID, GID: o.GID}
+	}
+	return nil
+}
+
 // copyState copies Base + Layers[:n] into dir.
 func (c *checkpoints) copyState(n int, dir string, own *hostkit.FileOwner) error {
 	var lo *layers.Owner
@@ -1076,11 +1086,7 @@ func (c *checkpoints) forget() error {
 
 // writeBack mirrors the live mount into the host folder.
 func (c *checkpoints) writeBack() error {
-	var lo *layers.Owner
-	if o := c.s.ident.Owner(); o != nil {
-		lo = &layers.Owner{UID: o.UID, GID: o.GID}
-	}
-	if err := layers.Mirror(c.s.hostWS, "/proc/self/fd/"+strconv.Itoa(c.fd), lo); err != nil {
+	if err := layers.Mirror(c.s.hostWS, "/proc/self/fd/"+strconv.Itoa(c.fd), c.s.layersOwner()); err != nil {
 		return fmt.Errorf("local: write the workspace back to %s: %w", c.s.hostWS, err)
 	}
 	return nil
