@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -207,13 +205,4 @@ func TestSubcommandFlagsAreTheirOwn(t *testing.T) {
 			assert.NotContains(t, r.stdout, "\n  "+n+" ", "%v does not take %s", c.args, n)
 		}
 	}
-}
-
-// runningWith lists the live processes whose environment holds the
-// variable kv (K=V): what a run started, whatever its command line.
-func runningWith(kv string) []int {
-	return liveProcesses(func(pid int) bool {
-		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		return slices.Contains(strings.Split(string(env), "\x00"), kv)
-	})
 }

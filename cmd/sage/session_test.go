@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,15 @@ func sessionLsJSON(t *testing.T, home string) []lsRow {
 // running lists the live (not zombie) processes whose command line
 // contains every one of parts.
 func running(parts ...string) []int { return testenv.Processes(parts...) }
+
+// runningWith lists the live processes whose environment holds the
+// variable kv (K=V): what a run started, whatever its command line.
+func runningWith(kv string) []int {
+	return liveProcesses(func(pid int) bool {
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		return slices.Contains(strings.Split(string(env), "\x00"), kv)
+	})
+}
 
 // liveProcesses lists the live (not zombie) processes, this one aside,
 // that keep says to.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Processes lists the live (not zombie) host processes, this one aside,
@@ -87,4 +88,11 @@ func CgroupsMatching(pattern string) []string {
 		out = append(out, m...)
 	}
 	return out
+}
+
+// ChildAttr is a test's child process's SysProcAttr: in a process group of
+// its own when pgid, and killed with SIGKILL when the test process dies
+// (the parent-death signal), so that a killed test leaves no server.
+func ChildAttr(pgid bool) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: pgid, Pdeathsig: syscall.SIGKILL}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package kube
 
 import (
@@ -41,7 +43,7 @@ func (e *nodeEnv) startSageProvisioner(t *testing.T) string {
 	kubeconfig := e.n.writeKubeconfigFor(t, "provisioner", e.provToken)
 	cmd := exec.Command(bin, "--backend", "kubernetes", "--kubeconfig", kubeconfig, "--namespace", manifestNamespace,
 		"--pod-address", "--image", nodeImage, "--drop-unlisted-mounts", "--listen", "127.0.0.1:0")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = testenv.ChildAttr(true)
 	var logs testenv.Buffer
 	cmd.Stderr = &logs
 	out, err := cmd.StdoutPipe()

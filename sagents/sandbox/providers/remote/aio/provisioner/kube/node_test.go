@@ -1,3 +1,5 @@
+//go:build linux
+
 package kube
 
 import (
@@ -65,7 +67,7 @@ func startProcess(t testing.TB, dir, name, bin string, args ...string) *process 
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = testenv.ChildAttr(true)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("start %s: %v", name, err)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package kube
 
 import (
@@ -17,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/providers/remote/aio/orchestrator"
 )
@@ -157,7 +160,7 @@ func testNodePoolProcesses(t *testing.T, e *nodeEnv, _ *stepState) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), poolChildEnv+"=1", poolChildURLEnv+"="+e.url, poolChildHome+"="+home)
 		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = testenv.ChildAttr(false)
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
