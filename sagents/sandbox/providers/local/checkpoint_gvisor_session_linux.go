@@ -317,8 +317,8 @@ func (e gvisorCkpt) save() error {
 }
 
 // load finds the checkpoints an earlier process over this runtime
-// directory took (it was killed with -9: Close removes them), oldest
-// first, and removes what is not a whole checkpoint (a kill in the middle
+// directory took (it was killed with -9, or its Close kept them for an
+// agent's turns), oldest first, and removes what is not a whole checkpoint (a kill in the middle
 // of one) and what is past the bound.
 func (c *gvisorCheckpoints) load() {
 	ents, _ := os.ReadDir(c.dir)
@@ -508,12 +508,22 @@ func (c *gvisorCheckpoints) export(ctx context.Context, id driver.CheckpointID, 
 	return nil
 }
 
-// close removes every checkpoint (Close, once the session sandbox
-// stopped): their images and copies.
+// close runs in Close, once the session sandbox stopped. When one of the
+// checkpoints is of an agent's turn and the runtime directory is the
+// sandbox's name's (not an anonymous one that Close removes), they all
+// stay, as bwrap's do, for `sage session rollback --turn` after the run:
+// each is whole in its directory (the workspace's copy, the image, the
+// spec), and the next sandbox over this runtime directory lists them
+// (load) and rolls back to one, its processes from the image, as after a
+// kill -9. Otherwise every checkpoint is removed: images and copies.
 func (c *gvisorCheckpoints) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	turns := slices.ContainsFunc(c.list, func(e gvisorCkpt) bool { return len(e.info.Turns) > 0 })
 	c.list = nil
+	if turns && !c.s.ownRuntime {
+		return nil
+	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		return fmt.Errorf("local: remove the gVisor checkpoints: %w", err)
 	}

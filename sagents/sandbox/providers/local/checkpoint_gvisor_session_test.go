@@ -24,8 +24,15 @@ import (
 // over new temporary ws and rt.
 func newGvisorCheckpointed(t *testing.T) (s *sandbox.Sandbox, ws, rt string) {
 	t.Helper()
-	requireGvisor(t)
 	ws, rt = sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	return openGvisorCheckpointed(t, ws, rt), ws, rt
+}
+
+// openGvisorCheckpointed is a gVisor session sandbox with checkpoints on
+// over ws, its runtime directory rt (closed at the test's end).
+func openGvisorCheckpointed(t *testing.T, ws, rt string) *sandbox.Sandbox {
+	t.Helper()
+	requireGvisor(t)
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: ws, RuntimeDir: rt, SandboxID: "gckpt-test",
 		Local: sandbox.LocalConfig{Checkpoints: true, Isolation: sandbox.Isolation{Linux: sandbox.IsolationGvisor}}}
 	s, err := sandbox.New(context.Background(), cfg)
@@ -37,7 +44,7 @@ func newGvisorCheckpointed(t *testing.T) (s *sandbox.Sandbox, ws, rt string) {
 			t.Logf("session.log:\n%s", b)
 		}
 	})
-	return s, ws, rt
+	return s
 }
 
 // counter is a background loop counting in /tmp/n every 50 ms, its pid in
@@ -275,4 +282,56 @@ func TestGvisorCheckpointFilesOnly(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "once it ended: %v %v", cp, err)
 	require.NoError(t, s.Rollback(ctx, full.ID))
 	assert.Equal(t, "", ckRun(t, s, "ls -A /workspace"))
+}
+
+// TestGvisorCheckpointTurnsOutliveClose: as under bwrap, the checkpoints
+// of agent turns outlive Close (for `sage session rollback --turn` after
+// the run): the next sandbox over the runtime directory lists them and
+// rolls back to a turn's files and, from its image, its processes. The
+// host folder keeps the live state at Close. Plain checkpoints do not
+// outlive it (TestGvisorCheckpointBadInput).
+func TestGvisorCheckpointTurnsOutliveClose(t *testing.T) {
+	ws, rt := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
+	ctx := context.Background()
+	s := openGvisorCheckpointed(t, ws, rt)
+	ckRun(t, s, "echo base > /workspace/base")
+	c0, err := s.CheckpointTurn(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0}, c0.Turns)
+	ckRun(t, s, "echo one > /workspace/one; echo tmp1 > /tmp/t; "+counter)
+	require.Eventually(t, func() bool { return readCount(t, s) > 3 }, 10*time.Second, 50*time.Millisecond)
+	c1, err := s.CheckpointTurn(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, "files+processes", c1.Covers)
+	atCkpt := readCount(t, s)
+	ckRun(t, s, "rm /workspace/one; echo two > /workspace/two; kill $(cat /tmp/pid)")
+	require.NoError(t, s.Close(ctx))
+	b, err := os.ReadFile(filepath.Join(ws, "two"))
+	require.NoError(t, err, "the host folder has the live state at Close")
+	assert.Equal(t, "two\n", string(b))
+
+	s2 := openGvisorCheckpointed(t, ws, rt)
+	list, err := s2.Checkpoints(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 2, "the turns outlived Close")
+	assert.Equal(t, "base\ntwo\n", ckRun(t, s2, "cd /workspace && cat base two && ls /tmp/t 2>/dev/null || true"),
+		"it starts in the state Close left")
+	cp, err := s2.RollbackTurn(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, c1.ID, cp.ID)
+	assert.Equal(t, "base\none\ntmp1\n", ckRun(t, s2, "cd /workspace && ls && cat /tmp/t"),
+		"turn 1's files and /tmp")
+	n := readCount(t, s2)
+	assert.GreaterOrEqual(t, n, atCkpt-1)
+	assert.Eventually(t, func() bool { return readCount(t, s2) > n+3 }, 10*time.Second, 50*time.Millisecond,
+		"turn 1's loop, restored from its image, counts on")
+	cp, err = s2.RollbackTurn(ctx, 0)
+	require.NoError(t, err)
+	assert.Equal(t, c0.ID, cp.ID)
+	assert.Equal(t, "base\n", ckRun(t, s2, "ls /workspace; ls /tmp/pid 2>/dev/null || true"), "turn 0 had no loop")
+	require.NoError(t, s2.Close(ctx))
+	ents, err := os.ReadDir(ws)
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	assert.Equal(t, "base", ents[0].Name(), "the folder holds turn 0's state")
 }
