@@ -186,7 +186,9 @@
 // (spare-ID.lock). A process killed with -9 leaves
 // them all; the first sandbox a later process opens in that SAGE_HOME
 // removes those whose lock is free (sweep_linux.go), and never a named
-// sandbox's directory.
+// sandbox's directory. The mounts such a process left on them (an
+// idmapped workspace's, in its runtime directory) are detached first: a
+// removal never goes through one into the workspace.
 //
 // # macOS
 //

@@ -23,6 +23,7 @@ import (
 	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 	"github.com/sage-go/sage/sagents/sandbox/sandboxtest"
 )
 
@@ -35,6 +36,16 @@ type leftovers struct {
 	anon, fork, named string
 	aside             []string
 	sandboxes         []*Sandbox // the anonymous one and the fork, in the process that opened them
+	// idmap is, as root where idmapped mounts work, an anonymous
+	// sandbox's runtime directory whose workspace, project, is a
+	// root-owned project shown through an idmapped mount in it: the kill
+	// leaves that mount attached.
+	idmap, project string
+}
+
+// idmapLeftovers says whether the helper opens the idmapped one.
+func idmapLeftovers() bool {
+	return os.Geteuid() == 0 && os.Getenv("SAGE_TEST_UNPRIVILEGED") == "" && uids.IdmapAvailable(os.TempDir()) == nil
 }
 
 // openLeftovers opens them, the workspaces in new folders under scratch
@@ -97,6 +108,18 @@ func openLeftovers(t *testing.T, scratch, name string) leftovers {
 		_, err := s.Checkpoint(ctx)
 		require.NoError(t, err)
 		out.named = s.runtimeDir
+		if idmapLeftovers() {
+			out.project = filepath.Join(scratch, "project")
+			require.NoError(t, os.MkdirAll(filepath.Join(out.project, "src"), 0o755))
+			require.NoError(t, os.Chmod(out.project, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(out.project, "src", "main.py"), []byte("print('hi')\n"), 0o644))
+			icfg := cfgIn()
+			icfg.Workspace = out.project
+			s := open(icfg)
+			require.True(t, s.ident.Idmapped())
+			fkRun(t, s, "cat /workspace/src/main.py")
+			out.idmap = s.runtimeDir
+		}
 	}
 	return out
 }
@@ -159,6 +182,12 @@ func TestForkLeftoversSweptAfterKill9(t *testing.T) {
 	}
 	named := tree(dead.named)
 	require.Greater(t, len(named), 3, "the named sandbox's runtime directory holds its layers")
+	if dead.idmap != "" {
+		b, err := os.ReadFile("/proc/self/mountinfo")
+		require.NoError(t, err)
+		require.Contains(t, string(b), " "+dead.idmap+"/", "the killed sandbox's idmapped mount is left attached")
+		gone = append(gone, dead.idmap)
+	}
 
 	swept.Clear() // as a new process: the sweep is once per process
 	ctx := context.Background()
@@ -171,6 +200,12 @@ func TestForkLeftoversSweptAfterKill9(t *testing.T) {
 		assert.ErrorIs(t, err, fs.ErrNotExist, "swept: its process is gone")
 	}
 	assert.Equal(t, named, tree(dead.named), "a named sandbox's runtime directory is never swept")
+	if dead.idmap != "" {
+		b, err := os.ReadFile(filepath.Join(dead.project, "src", "main.py"))
+		assert.NoError(t, err, "the sweep detached the idmapped mount before the removal: the project is untouched")
+		assert.Equal(t, "print('hi')\n", string(b))
+		noMountUnder(t, dead.idmap)
+	}
 	want := []string{filepath.Base(dead.named), filepath.Base(mine.anon), filepath.Base(mine.anon) + ".lock",
 		filepath.Base(mine.fork), filepath.Base(mine.fork) + ".lock"}
 	for _, p := range mine.aside {
@@ -228,6 +263,8 @@ func startLeftoversHelper(t *testing.T, home, scratch string) (*exec.Cmd, leftov
 			l.fork = v
 		case "named":
 			l.named = v
+		case "idmap":
+			l.idmap, l.project, _ = strings.Cut(v, " ")
 		case "aside":
 			l.aside = append(l.aside, v)
 		case "ready":
@@ -249,6 +286,9 @@ func TestForkLeftoversHelper(t *testing.T) {
 	l := openLeftovers(t, scratch, "named-kept")
 	var b strings.Builder
 	b.WriteString("anon " + l.anon + "\nfork " + l.fork + "\nnamed " + l.named + "\n")
+	if l.idmap != "" {
+		b.WriteString("idmap " + l.idmap + " " + l.project + "\n")
+	}
 	for _, p := range l.aside {
 		b.WriteString("aside " + p + "\n")
 	}

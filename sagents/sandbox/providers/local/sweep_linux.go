@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
 // What a process killed with -9 leaves, and who removes it. The files a
@@ -82,7 +85,9 @@ type sweepKey struct {
 // died left in dir: the layers they set aside for forks, and with
 // sandboxes (dir is SAGE_HOME/runtime) their anonymous and pooled
 // sandboxes' files. A lock this process holds is held as well: flock
-// conflicts between two opens of one file.
+// conflicts between two opens of one file. Mounts a dead process left
+// attached there (an idmapped workspace's) are detached first: a
+// removal never goes through one.
 func sweep(dir string, sandboxes bool) {
 	if _, done := swept.LoadOrStore(sweepKey{dir, sandboxes}, true); done {
 		return
@@ -103,10 +108,10 @@ func sweep(dir string, sandboxes bool) {
 		var files []string
 		switch {
 		case sandboxes && strings.HasPrefix(stem, sparePrefix):
-			files = []string{stem + spareRunSuffix, stem}
+			files = []string{stem + spareRunSuffix, stem, stem + ".img"} // (.img: its quota image, with one)
 		case sandboxes && strings.HasPrefix(stem, ownRuntimePrefix):
 			files = []string{stem}
-		case strings.HasPrefix(stem, asidePrefix) && !strings.Contains(stem[len(asidePrefix):], "-"):
+		case strings.HasPrefix(stem, asidePrefix) && len(stem) > len(asidePrefix) && !strings.Contains(stem[len(asidePrefix):], "-"):
 			for _, l := range ents {
 				if strings.HasPrefix(l.Name(), stem+"-") {
 					files = append(files, l.Name())
@@ -139,13 +144,71 @@ func sweepLock(dir, name string, files []string) {
 	if now, err := os.Lstat(path); err != nil || !os.SameFile(held, now) {
 		return
 	}
+	real, err := filepath.EvalSymlinks(dir) // as mountinfo has it
+	if err != nil {
+		return
+	}
+	paths := make([]string, len(files))
+	for i, p := range files {
+		paths[i] = filepath.Join(real, p)
+	}
+	if !detachMounts(paths) {
+		slog.Warn("local sandbox: files left by a process that died are still mounted on: left as they are", "lock", path)
+		return
+	}
 	slog.Debug("local sandbox: removing files left by a process that died", "lock", path, "files", files)
-	for _, p := range files {
-		if removeLayer(filepath.Join(dir, p)) != nil { // overlayfs's work directories are mode 0
+	for _, p := range paths {
+		if removeLayer(p) != nil { // overlayfs's work directories are mode 0
 			return // the lock stays: a later sweep tries again
 		}
 	}
 	os.Remove(path)
+}
+
+// detachMounts detaches (lazily) the mounts of this mount namespace at
+// or under paths, which outlived the process that made them: an
+// idmapped workspace's in the runtime directory (a removal through it
+// would remove the workspace's files), gVisor's network namespace file.
+// A detach removes no file. False when one is still there.
+func detachMounts(paths []string) bool {
+	for range 64 { // mounts stacked on one another go one a round
+		ms, err := mountsUnder(paths)
+		if err != nil {
+			return false // unknown: nothing is removed
+		}
+		if len(ms) == 0 {
+			return true
+		}
+		for _, m := range ms {
+			unix.Unmount(m, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW)
+		}
+	}
+	return false
+}
+
+// mountsUnder are the mount points at or under paths in
+// /proc/self/mountinfo, deepest first.
+func mountsUnder(paths []string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		mp := uids.UnescapeMount(fields[4])
+		for _, p := range paths {
+			if within(p, mp) {
+				out = append(out, mp)
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out, nil
 }
 
 // lockOwnRuntime locks an anonymous sandbox's own runtime directory, to
