@@ -59,8 +59,8 @@ func startPoolHelper(t *testing.T, home string) (*exec.Cmd, io.WriteCloser, stri
 // TestForkPoolSweptAfterKill9: a daemon killed with -9 leaves its fork
 // pool's pre-started sandbox in SAGE_HOME/runtime (its placeholder
 // folder, its runtime directory with its layers, its lock file). The
-// next process that fills a pool there removes them, and leaves those of
-// a process still running.
+// next process that opens a sandbox there (this one, whose pool fills)
+// removes them, and leaves those of a process still running.
 func TestForkPoolSweptAfterKill9(t *testing.T) {
 	if os.Getenv("SAGE_POOL_HELPER") != "" {
 		t.Skip("the helper runs in TestForkPoolHelper")
