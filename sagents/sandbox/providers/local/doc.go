@@ -172,6 +172,24 @@
 // in the background when the Sandbox opens, so the first command finds
 // it running.
 //
+// A sandbox's runtime directory holds its venv, background logs and, with
+// checkpoints, its layers. A named sandbox's (driver.Config.SandboxID)
+// or one the config gives (RuntimeDir) outlives its process, checkpoints
+// included. An anonymous sandbox's own, SAGE_HOME/runtime/local-ID (a
+// fork's among them: the core's Sandbox.Fork opens forks anonymous),
+// goes at Close; beside it lies local-ID.lock, which the process holds
+// locked (flock) from before the directory exists until after its
+// removal. The layers a sandbox frees while live forks stand on them,
+// set aside beside its runtime directory (.sage-forklayer-TOKEN-HEX,
+// TOKEN the process's), have one such lock per directory
+// (.sage-forklayer-TOKEN.lock), and the fork pool's sandboxes theirs
+// (spare-ID.lock). A process killed with -9 leaves
+// them all; the first sandbox a later process opens in that SAGE_HOME
+// removes those whose lock is free (sweep_linux.go), and never a named
+// sandbox's directory. The mounts such a process left on them (an
+// idmapped workspace's, in its runtime directory) are detached first: a
+// removal never goes through one into the workspace.
+//
 // # macOS
 //
 // Commands run under /usr/bin/sandbox-exec with a Seatbelt profile

@@ -26,7 +26,7 @@ type forkIn struct {
 	// lock is held (flock) while a pooled sandbox (or the fork that took
 	// it) lives: its placeholder, runtime directory and lock file, side by
 	// side in SAGE_HOME/runtime, are swept by a later process once no one
-	// holds it (sweepSpares: a daemon killed with -9).
+	// holds it (sweep_linux.go: a daemon killed with -9).
 	lock *os.File
 	// upper is a pooled sandbox's layer made ahead for the fork's writes
 	// (adopt); 0: none.
@@ -39,7 +39,8 @@ type forkIn struct {
 type sharedLayer struct {
 	path   string // where it is now (the owner's layers, or set aside)
 	refs   int
-	orphan bool // its owner let it go: the last release removes it
+	orphan bool   // its owner let it go: the last release removes it
+	aside  string // the directory it was set aside in (asideDirs); "": none
 }
 
 // forkSide is a sandbox's side of its forks: how many stand on its

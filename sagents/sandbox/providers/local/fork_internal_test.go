@@ -271,7 +271,7 @@ func TestForkUnprivileged(t *testing.T) {
 		t.Skip("already unprivileged")
 	}
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
-	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed|BaseCopiedAhead)$", "-test.count=1", "-test.v"})
+	_, err := testenv.RunUnprivileged(t, []string{"-test.run", "^TestFork(SharesLayers|OutlivesParent|OutlivesOwnRuntime|Limit|PoolClosed|BaseCopiedAhead|LeftoversSweptAfterKill9)$", "-test.count=1", "-test.v"})
 	require.NoError(t, err)
 }
 

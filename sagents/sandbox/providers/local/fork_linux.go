@@ -68,8 +68,8 @@ func releaseLayers(ls []*sharedLayer) {
 		if sharedLayers.by[l.path] == l {
 			delete(sharedLayers.by, l.path)
 		}
-		if l.orphan {
-			removeLayer(l.path)
+		if l.orphan && removeLayer(l.path) == nil && l.aside != "" {
+			unaside(l.aside) // (one that could not be removed keeps its lock: a later sweep's)
 		}
 	}
 }
@@ -91,23 +91,77 @@ func setAside(dir, runtimeDir string) bool {
 	return true
 }
 
-// moveAside moves a held layer out of runtimeDir (under the lock) and
-// marks it its forks' alone. The forks' mounts keep working: overlayfs
-// holds its lowers, not their paths; a fork's next mount takes the new
-// path. A failed move leaves it in place, where its owner's removal of
+// moveAside moves a held layer out of runtimeDir (under the lock), to
+// .sage-forklayer-TOKEN-HEX beside it, and marks it its forks' alone.
+// The forks' mounts keep working: overlayfs holds its lowers, not their
+// paths; a fork's next mount takes the new path. The directory's lock
+// .sage-forklayer-TOKEN.lock is held first (asideDirs): a process killed
+// with -9 leaves its set-aside layers to a later process's sweep. A
+// failed move leaves the layer in place, where its owner's removal of
 // the runtime directory would take it: that is logged.
 func moveAside(l *sharedLayer, runtimeDir string) {
+	dir := filepath.Dir(runtimeDir)
+	l.orphan = true
+	a, err := lockAside(dir)
+	if err != nil {
+		slog.Warn("local sandbox: a layer forks stand on could not be set aside", "layer", l.path, "err", err)
+		return
+	}
 	b := make([]byte, 6)
 	rand.Read(b)
-	dst := filepath.Join(filepath.Dir(runtimeDir), ".sage-forklayer-"+hex.EncodeToString(b))
-	l.orphan = true
+	dst := filepath.Join(dir, asidePrefix+asideToken()+"-"+hex.EncodeToString(b))
+	a.layers++
 	if err := os.Rename(l.path, dst); err != nil {
+		unaside(dir)
 		slog.Warn("local sandbox: a layer forks stand on could not be set aside", "layer", l.path, "err", err)
 		return
 	}
 	delete(sharedLayers.by, l.path)
-	l.path = dst
+	l.path, l.aside = dst, dir
 	sharedLayers.by[dst] = l
+}
+
+// asideToken names this process's set-aside layers and their locks.
+var asideToken = sync.OnceValue(func() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+})
+
+// asideDirs are the directories this process has layers set aside in
+// (under sharedLayers.mu): each one's lock, held while it has any.
+var asideDirs = map[string]*asideDir{}
+
+type asideDir struct {
+	lock   *os.File
+	layers int
+}
+
+// lockAside is dir's entry in asideDirs, its lock made (after a sweep of
+// what processes that died set aside there) when it has none.
+func lockAside(dir string) (*asideDir, error) {
+	if a := asideDirs[dir]; a != nil {
+		return a, nil
+	}
+	sweep(dir, false) // once per process and directory (an open did it already)
+	f, err := lockFile(filepath.Join(dir, asidePrefix+asideToken()+lockSuffix))
+	if err != nil {
+		return nil, err
+	}
+	a := &asideDir{lock: f}
+	asideDirs[dir] = a
+	return a, nil
+}
+
+// unaside counts a layer set aside in dir out (removed, or its move
+// failed): the last one's lock goes.
+func unaside(dir string) {
+	a := asideDirs[dir]
+	if a.layers--; a.layers > 0 {
+		return
+	}
+	delete(asideDirs, dir)
+	unlock(a.lock, filepath.Join(dir, asidePrefix+asideToken()+lockSuffix))
 }
 
 // evacuate sets aside every held layer under root, before root is

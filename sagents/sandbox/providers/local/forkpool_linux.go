@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -87,12 +85,9 @@ func (s *Sandbox) refill() {
 // directory, the layers of the fork that takes it) and spare-ID.lock,
 // which the process holds locked (flock) from before the others exist
 // until after they are removed at Close. A process killed with -9 leaves
-// all three; the next process that fills a pool in that SAGE_HOME removes
-// those whose lock no one holds (sweepSpares).
-const (
-	spareRunSuffix  = ".run"
-	spareLockSuffix = ".lock"
-)
+// all three; the next process that opens a sandbox in that SAGE_HOME
+// removes those whose lock no one holds (sweep_linux.go).
+const spareRunSuffix = ".run"
 
 // newSpare opens an empty sandbox of s's configuration, as s's uid, over
 // a placeholder folder of its own, and starts its session sandbox with
@@ -100,14 +95,17 @@ const (
 // beneath (adopt).
 func (s *Sandbox) newSpare() (*Sandbox, error) {
 	root := filepath.Join(sagehome.Dir(), "runtime")
-	sweepSpares(root)
+	sweep(root, true)
 	dir := filepath.Join(root, driver.NewID("spare"))
-	if err := makeDirs(dir, s.ident != nil); err != nil {
+	if err := makeParents(dir, s.ident != nil); err != nil {
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
-	lock, err := lockSpare(dir)
+	lock, err := lockFile(dir + lockSuffix)
 	if err != nil {
-		os.Remove(dir)
+		return nil, fmt.Errorf("local: fork pool: %w", err)
+	}
+	if err := makeDirs(dir, s.ident != nil); err != nil {
+		unlock(lock, dir+lockSuffix)
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
 	in := &forkIn{ident: s.ident, placeholder: dir, lock: lock}
@@ -276,28 +274,6 @@ func (sl *sessionSlot) closedNow() bool {
 	return sl.closed
 }
 
-// lockSpare makes and locks the lock file of the pooled sandbox whose
-// placeholder is dir: made under a temporary name and renamed once
-// locked, so that a sweep never sees it unlocked.
-func lockSpare(dir string) (*os.File, error) {
-	tmp := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+spareLockSuffix)
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, &os.PathError{Op: "flock", Path: tmp, Err: err}
-	}
-	if err := os.Rename(tmp, dir+spareLockSuffix); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, err
-	}
-	return f, nil
-}
-
 // removeSpare removes a pooled sandbox's files (Close, or its opening
 // failed): the runtime directory and the placeholder, then the lock.
 func (in *forkIn) removeSpare() {
@@ -306,44 +282,6 @@ func (in *forkIn) removeSpare() {
 	}
 	removeLayer(in.placeholder + spareRunSuffix) // overlayfs's work directories are mode 0
 	os.RemoveAll(in.placeholder)
-	os.Remove(in.placeholder + spareLockSuffix)
-	in.lock.Close()
+	unlock(in.lock, in.placeholder+lockSuffix)
 	in.lock = nil
-}
-
-// swept are the SAGE_HOME/runtime directories this process swept.
-var swept sync.Map
-
-// sweepSpares removes, once per process and directory, the files of the
-// pooled sandboxes under root whose lock no one holds: those of a process
-// killed with -9 (its sandboxes, bwrap and the layers agent died with it,
-// and with them their mounts). A lock held by this process is held as
-// well: flock conflicts between two opens of one file.
-func sweepSpares(root string) {
-	if _, done := swept.LoadOrStore(root, true); done {
-		return
-	}
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if !strings.HasPrefix(name, "spare-") || !strings.HasSuffix(name, spareLockSuffix) || !e.Type().IsRegular() {
-			continue
-		}
-		lockPath := filepath.Join(root, name)
-		f, err := os.OpenFile(lockPath, os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			continue
-		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			dir := strings.TrimSuffix(lockPath, spareLockSuffix)
-			slog.Debug("local sandbox: removing a pre-started sandbox's files left by a process that died", "dir", dir)
-			removeLayer(dir + spareRunSuffix)
-			os.RemoveAll(dir)
-			os.Remove(lockPath)
-		}
-		f.Close()
-	}
 }

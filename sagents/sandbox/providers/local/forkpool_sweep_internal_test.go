@@ -59,8 +59,8 @@ func startPoolHelper(t *testing.T, home string) (*exec.Cmd, io.WriteCloser, stri
 // TestForkPoolSweptAfterKill9: a daemon killed with -9 leaves its fork
 // pool's pre-started sandbox in SAGE_HOME/runtime (its placeholder
 // folder, its runtime directory with its layers, its lock file). The
-// next process that fills a pool there removes them, and leaves those of
-// a process still running.
+// next process that opens a sandbox there (this one, whose pool fills)
+// removes them, and leaves those of a process still running.
 func TestForkPoolSweptAfterKill9(t *testing.T) {
 	if os.Getenv("SAGE_POOL_HELPER") != "" {
 		t.Skip("the helper runs in TestForkPoolHelper")
@@ -75,8 +75,8 @@ func TestForkPoolSweptAfterKill9(t *testing.T) {
 	for len(testenv.Processes("bwrap", dead)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	left := []string{dead, dead + spareRunSuffix, dead + spareLockSuffix}
-	for _, p := range append(left, live, live+spareRunSuffix, live+spareLockSuffix) {
+	left := []string{dead, dead + spareRunSuffix, dead + lockSuffix}
+	for _, p := range append(left, live, live+spareRunSuffix, live+lockSuffix) {
 		_, err := os.Lstat(p)
 		require.NoError(t, err, "before the sweep")
 	}
@@ -89,7 +89,7 @@ func TestForkPoolSweptAfterKill9(t *testing.T) {
 		assert.NoDirExists(t, p, "swept: its process is gone")
 	}
 	got := spareFiles(t, home)
-	want := []string{live, live + spareLockSuffix, live + spareRunSuffix, mine, mine + spareLockSuffix, mine + spareRunSuffix}
+	want := []string{live, live + lockSuffix, live + spareRunSuffix, mine, mine + lockSuffix, mine + spareRunSuffix}
 	slices.Sort(got)
 	slices.Sort(want)
 	assert.Equal(t, want, got, "a running process's pool and this one's stay")

@@ -64,6 +64,10 @@ type Sandbox struct {
 	// hostWS, or the idmapped mount of it (idmap_linux.go).
 	bindWS string
 	idmap  *uids.IdmappedMount // the workspace's idmapped mount; nil: none
+
+	// runtimeLock is held (flock) while an own runtime directory exists
+	// (sweep_linux.go); nil: none.
+	runtimeLock *os.File
 }
 
 // An invocation is one command to run inside the sandbox, a bind a host
@@ -142,10 +146,26 @@ func NewWithOptions(ctx context.Context, cfg driver.Config, opts Options) (_ *Sa
 		s.id = driver.NewID("local")
 		s.ownRuntime = cfg.RuntimeDir == ""
 	}
+	root := filepath.Join(sagehome.Dir(), "runtime")
 	if s.runtimeDir == "" {
-		s.runtimeDir = filepath.Join(sagehome.Dir(), "runtime", s.id)
+		s.runtimeDir = filepath.Join(root, s.id)
+	}
+	// What processes killed with -9 left (sweep_linux.go): once per
+	// process and directory, one ReadDir when there is nothing.
+	sweep(root, true)
+	sweep(filepath.Dir(s.runtimeDir), false) // the layers set aside beside it
+	if s.ownRuntime {
+		// Locked before it exists, until after it is removed: a sweep
+		// removes it once its process is gone.
+		if err := makeParents(s.runtimeDir, id != nil); err != nil {
+			return nil, fmt.Errorf("local: runtime dir: %w", err)
+		}
+		if err := s.lockOwnRuntime(); err != nil {
+			return nil, fmt.Errorf("local: runtime dir: %w", err)
+		}
 	}
 	if err := makePrivateDir(s.runtimeDir, id); err != nil {
+		s.removeOwnRuntime()
 		return nil, fmt.Errorf("local: runtime dir: %w", err)
 	}
 	if id.Idmapped() {
@@ -216,12 +236,6 @@ func prepareWorkspace(p string, asRoot bool) (string, error) {
 	return ws, nil
 }
 
-func (s *Sandbox) removeOwnRuntime() {
-	if s.ownRuntime {
-		os.RemoveAll(s.runtimeDir)
-	}
-}
-
 // ID is the sandbox id.
 func (s *Sandbox) ID() string { return s.id }
 
@@ -234,7 +248,8 @@ func (s *Sandbox) Limits() Limits { return s.limits }
 // Close kills background tasks, releases the sandbox's cgroups, stops
 // its egress proxies and unmounts the workspace's quota file system; for
 // an anonymous sandbox it also removes the runtime directory and the
-// quota image. Idempotent.
+// quota image (and the lock that kept its runtime directory from a
+// sweep). Idempotent.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.closeFork(ctx)               // the pool's sandboxes; a fork's session started, to write its files back
@@ -258,7 +273,7 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.closeForkEnd()
 		if s.ownRuntime {
 			evacuate(s.runtimeDir) // layers forks stand on outlive it
-			if rerr := os.RemoveAll(s.runtimeDir); err == nil && rerr != nil {
+			if rerr := s.removeOwnRuntime(); err == nil && rerr != nil {
 				err = fmt.Errorf("local: remove runtime dir: %w", rerr)
 			}
 		}
@@ -397,14 +412,22 @@ func usesBwrap(cfg driver.Config) bool {
 // pass through them to its workspace. Parents inside SAGE_HOME that a
 // session uid could not pass through are opened for search.
 func makeDirs(p string, asRoot bool) error {
+	if err := makeParents(p, asRoot); err != nil {
+		return err
+	}
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// makeParents creates p's missing parents as makeDirs does.
+func makeParents(p string, asRoot bool) error {
 	parentMode := fs.FileMode(0o700)
 	if asRoot {
 		parentMode = 0o711
 	}
 	if err := os.MkdirAll(filepath.Dir(p), parentMode); err != nil {
-		return err
-	}
-	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	if asRoot {
