@@ -158,8 +158,17 @@ func TestForkOutlivesParent(t *testing.T) {
 }
 
 // TestForkOutlivesOwnRuntime: an anonymous parent (its runtime directory
-// its own, removed at Close) closed under a live fork.
+// its own, removed at Close) closed under a live fork. With a checkpoint
+// of an agent's turn, Close keeps the layers (they outlive it in a named
+// sandbox) instead of freeing them one by one: the removal of the
+// runtime directory must still spare those the fork stands on (evacuate).
 func TestForkOutlivesOwnRuntime(t *testing.T) {
+	for _, turn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "checkpoint", true: "turn"}[turn], func(t *testing.T) { forkOutlivesOwnRuntime(t, turn) })
+	}
+}
+
+func forkOutlivesOwnRuntime(t *testing.T, turn bool) {
 	ctx := context.Background()
 	fresh := false
 	cfg := sandbox.Config{Mode: sandbox.Local, Workspace: sandboxtest.TempDir(t),
@@ -169,6 +178,9 @@ func TestForkOutlivesOwnRuntime(t *testing.T) {
 	defer s.Close(ctx)
 	fkRun(t, s, "echo kept > /workspace/k")
 	cp, err := s.Checkpoint(ctx)
+	if turn {
+		cp, err = s.CheckpointTurn(ctx, 1)
+	}
 	require.NoError(t, err)
 	f, err := s.fork(ctx, cp.ID, forkCfg(t, cfg), false)
 	require.NoError(t, err)

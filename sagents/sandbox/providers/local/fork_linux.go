@@ -170,7 +170,7 @@ func evacuate(root string) {
 	sharedLayers.mu.Lock()
 	defer sharedLayers.mu.Unlock()
 	for p, l := range sharedLayers.by {
-		if l.refs > 0 && !l.orphan && within(p, root) {
+		if l.refs > 0 && !l.orphan && within(root, p) {
 			moveAside(l, root)
 		}
 	}
