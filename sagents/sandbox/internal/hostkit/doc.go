@@ -19,6 +19,9 @@
 //     output with TimedOut.
 //   - [Background] runs and tracks background tasks (driver.BackgroundRunner).
 //   - [Environ] builds a command's environment from an allowlist.
+//   - [LockFile] and [SweepLock]: a process's own files (an anonymous
+//     sandbox's runtime directory) lie beside a lock it holds (flock);
+//     a later process removes those whose holder died (kill -9).
 //
 // It is internal: only this module's drivers use it. A driver elsewhere
 // implements package driver's interfaces with its own means.

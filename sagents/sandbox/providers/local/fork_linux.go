@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/isolation"
 )
 
@@ -144,7 +145,7 @@ func lockAside(dir string) (*asideDir, error) {
 		return a, nil
 	}
 	sweep(dir, false) // once per process and directory (an open did it already)
-	f, err := lockFile(filepath.Join(dir, asidePrefix+asideToken()+lockSuffix))
+	f, err := hostkit.LockFile(filepath.Join(dir, asidePrefix+asideToken()+lockSuffix))
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func unaside(dir string) {
 		return
 	}
 	delete(asideDirs, dir)
-	unlock(a.lock, filepath.Join(dir, asidePrefix+asideToken()+lockSuffix))
+	hostkit.Unlock(a.lock, filepath.Join(dir, asidePrefix+asideToken()+lockSuffix))
 }
 
 // evacuate sets aside every held layer under root, before root is

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sage-go/sage/internal/sagehome"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/layers"
 )
 
@@ -100,12 +101,12 @@ func (s *Sandbox) newSpare() (*Sandbox, error) {
 	if err := makeParents(dir, s.ident != nil); err != nil {
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
-	lock, err := lockFile(dir + lockSuffix)
+	lock, err := hostkit.LockFile(dir + lockSuffix)
 	if err != nil {
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
 	if err := makeDirs(dir, s.ident != nil); err != nil {
-		unlock(lock, dir+lockSuffix)
+		hostkit.Unlock(lock, dir+lockSuffix)
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
 	in := &forkIn{ident: s.ident, placeholder: dir, lock: lock}
@@ -282,6 +283,6 @@ func (in *forkIn) removeSpare() {
 	}
 	removeLayer(in.placeholder + spareRunSuffix) // overlayfs's work directories are mode 0
 	os.RemoveAll(in.placeholder)
-	unlock(in.lock, in.placeholder+lockSuffix)
+	hostkit.Unlock(in.lock, in.placeholder+lockSuffix)
 	in.lock = nil
 }

@@ -3,6 +3,7 @@
 package local
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
 	"github.com/sage-go/sage/sagents/sandbox/providers/local/internal/uids"
 )
 
@@ -31,8 +33,8 @@ import (
 //     .sage-forklayer-TOKEN.lock, held while the process has any set
 //     aside there.
 //
-// A lock is made under a temporary name and renamed once locked, so a
-// sweep never sees one unlocked. A named sandbox's runtime directory has
+// The locks are hostkit's (LockFile, SweepLock): made under a temporary
+// name and renamed once locked, so a sweep never sees one unlocked. A named sandbox's runtime directory has
 // no lock and is never swept: it outlives its process with its
 // checkpoints.
 const (
@@ -41,37 +43,6 @@ const (
 	sparePrefix      = "spare-"
 	asidePrefix      = ".sage-forklayer-"
 )
-
-// lockFile makes and locks the lock file path: made under a temporary
-// name and renamed once locked.
-func lockFile(path string) (*os.File, error) {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path))
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, &os.PathError{Op: "flock", Path: tmp, Err: err}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, err
-	}
-	return f, nil
-}
-
-// unlock removes the lock file path, then lets its lock f go: the files
-// it guarded are gone already.
-func unlock(f *os.File, path string) {
-	if f == nil {
-		return
-	}
-	os.Remove(path)
-	f.Close()
-}
 
 // swept are the directories this process swept (sweep's keys).
 var swept sync.Map
@@ -125,45 +96,34 @@ func sweep(dir string, sandboxes bool) {
 }
 
 // sweepLock removes files (names in dir), then the lock file name, when
-// the lock is free and still the file at that name (not removed, or
-// replaced by a new one, since dir was read).
+// the lock's process is gone (hostkit.SweepLock). Mounts a dead process
+// left on them are detached first; while one stays, nothing is removed.
 func sweepLock(dir, name string, files []string) {
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return // its process lives
-	}
-	held, err := f.Stat()
-	if err != nil {
-		return
-	}
-	if now, err := os.Lstat(path); err != nil || !os.SameFile(held, now) {
-		return
-	}
-	real, err := filepath.EvalSymlinks(dir) // as mountinfo has it
-	if err != nil {
-		return
-	}
-	paths := make([]string, len(files))
-	for i, p := range files {
-		paths[i] = filepath.Join(real, p)
-	}
-	if !detachMounts(paths) {
-		slog.Warn("local sandbox: files left by a process that died are still mounted on: left as they are", "lock", path)
-		return
-	}
-	slog.Debug("local sandbox: removing files left by a process that died", "lock", path, "files", files)
-	for _, p := range paths {
-		if removeLayer(p) != nil { // overlayfs's work directories are mode 0
-			return // the lock stays: a later sweep tries again
+	hostkit.SweepLock(path, func() error {
+		real, err := filepath.EvalSymlinks(dir) // as mountinfo has it
+		if err != nil {
+			return err
 		}
-	}
-	os.Remove(path)
+		paths := make([]string, len(files))
+		for i, p := range files {
+			paths[i] = filepath.Join(real, p)
+		}
+		if !detachMounts(paths) {
+			slog.Warn("local sandbox: files left by a process that died are still mounted on: left as they are", "lock", path)
+			return errStillMounted
+		}
+		slog.Debug("local sandbox: removing files left by a process that died", "lock", path, "files", files)
+		for _, p := range paths {
+			if err := removeLayer(p); err != nil { // overlayfs's work directories are mode 0
+				return err
+			}
+		}
+		return nil
+	})
 }
+
+var errStillMounted = errors.New("still mounted on")
 
 // detachMounts detaches (lazily) the mounts of this mount namespace at
 // or under paths, which outlived the process that made them: an
@@ -214,7 +174,7 @@ func mountsUnder(paths []string) ([]string, error) {
 // lockOwnRuntime locks an anonymous sandbox's own runtime directory, to
 // be made next: its lock is the directory's name and ".lock".
 func (s *Sandbox) lockOwnRuntime() (err error) {
-	s.runtimeLock, err = lockFile(s.runtimeDir + lockSuffix)
+	s.runtimeLock, err = hostkit.LockFile(s.runtimeDir + lockSuffix)
 	return err
 }
 
@@ -229,7 +189,7 @@ func (s *Sandbox) removeOwnRuntime() error {
 	if err := removeLayer(s.runtimeDir); err != nil {
 		return err
 	}
-	unlock(s.runtimeLock, s.runtimeDir+lockSuffix)
+	hostkit.Unlock(s.runtimeLock, s.runtimeDir+lockSuffix)
 	s.runtimeLock = nil
 	return nil
 }

@@ -8,4 +8,10 @@
 // Mounts are honoured by the file API only: commands see host paths.
 // The provider refuses to start when SAGE_SERVER_PROCESS=1, so servers do
 // not run model-written commands unisolated by accident.
+//
+// An anonymous sandbox's runtime directory (SAGE_HOME/runtime/pt-ID: code
+// files, background tasks' logs) goes at Close; one a process killed with
+// -9 left is removed by the next process's first anonymous open there
+// (sweep_unix.go). The background tasks of a killed process are not
+// stopped by it: they run in process groups of their own.
 package passthrough

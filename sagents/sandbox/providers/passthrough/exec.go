@@ -92,10 +92,8 @@ func (s *Sandbox) StartBackground(ctx context.Context, command string, opts driv
 // the runtime directory. *sandbox.Sandbox calls it once.
 func (s *Sandbox) Close(ctx context.Context) error {
 	err := s.Background.Close(ctx)
-	if s.ownRuntime {
-		if rerr := os.RemoveAll(s.runtimeDir); rerr != nil && err == nil {
-			err = fmt.Errorf("passthrough: remove runtime dir: %w", rerr)
-		}
+	if rerr := s.removeOwnRuntime(); rerr != nil && err == nil {
+		err = fmt.Errorf("passthrough: remove runtime dir: %w", rerr)
 	}
 	return err
 }

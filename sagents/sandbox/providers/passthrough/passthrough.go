@@ -29,6 +29,9 @@ type Sandbox struct {
 	timeout    time.Duration
 	runtimeDir string
 	ownRuntime bool // created for an anonymous sandbox: removed on Close
+	// runtimeLock is held (flock) while an own runtime directory may
+	// exist (sweep.go); nil: none.
+	runtimeLock *os.File
 	*hostkit.Background
 }
 
@@ -67,6 +70,11 @@ func New(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 	}
 	if s.runtimeDir == "" {
 		s.runtimeDir = filepath.Join(sagehome.Dir(), "runtime", s.id)
+	}
+	if s.ownRuntime {
+		if err := s.lockOwnRuntime(); err != nil {
+			return nil, err
+		}
 	}
 	s.Background = hostkit.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	if len(cfg.Mounts) > 0 || virtual != ws {

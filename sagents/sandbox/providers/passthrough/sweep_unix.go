@@ -1,0 +1,78 @@
+//go:build unix
+
+package passthrough
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sage-go/sage/sagents/sandbox/internal/hostkit"
+)
+
+// An anonymous sandbox's runtime directory (SAGE_HOME/runtime/pt-ID: its
+// code files and background tasks' logs) is removed at Close. A process
+// killed with -9 never closes it: the directory has a lock beside it,
+// pt-ID.lock, held from before the directory exists until after it is
+// removed, and the first anonymous sandbox a later process opens there
+// removes those whose lock no one holds (hostkit.SweepLock). A named
+// sandbox's runtime directory is never swept.
+const (
+	ownRuntimePrefix = "pt-"
+	lockSuffix       = ".lock"
+)
+
+// swept are the runtime roots this process swept.
+var swept sync.Map
+
+// lockOwnRuntime sweeps the runtime root once per process, then locks
+// the sandbox's own runtime directory, to be made when first used.
+func (s *Sandbox) lockOwnRuntime() error {
+	root := filepath.Dir(s.runtimeDir)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("passthrough: runtime dir: %w", err)
+	}
+	if _, done := swept.LoadOrStore(root, true); !done {
+		sweep(root)
+	}
+	f, err := hostkit.LockFile(s.runtimeDir + lockSuffix)
+	if err != nil {
+		return fmt.Errorf("passthrough: runtime dir: %w", err)
+	}
+	s.runtimeLock = f
+	return nil
+}
+
+// removeOwnRuntime removes an anonymous sandbox's runtime directory, then
+// its lock (Close). One that could not be removed keeps its lock until
+// this process ends, for a later sweep.
+func (s *Sandbox) removeOwnRuntime() error {
+	if !s.ownRuntime {
+		return nil
+	}
+	if err := os.RemoveAll(s.runtimeDir); err != nil {
+		return err
+	}
+	hostkit.Unlock(s.runtimeLock, s.runtimeDir+lockSuffix)
+	s.runtimeLock = nil
+	return nil
+}
+
+// sweep removes the runtime directories of anonymous sandboxes under root
+// whose process is gone.
+func sweep(root string) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		stem, ok := strings.CutSuffix(e.Name(), lockSuffix)
+		if !ok || !strings.HasPrefix(stem, ownRuntimePrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		dir := filepath.Join(root, stem)
+		hostkit.SweepLock(filepath.Join(root, e.Name()), func() error { return os.RemoveAll(dir) })
+	}
+}
