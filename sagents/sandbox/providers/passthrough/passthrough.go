@@ -72,9 +72,7 @@ func New(ctx context.Context, cfg driver.Config) (driver.Driver, error) {
 		s.runtimeDir = filepath.Join(sagehome.Dir(), "runtime", s.id)
 	}
 	if s.ownRuntime {
-		if err := s.lockOwnRuntime(); err != nil {
-			return nil, err
-		}
+		s.lockOwnRuntime()
 	}
 	s.Background = hostkit.NewBackground(filepath.Join(s.runtimeDir, "background"), 0)
 	if len(cfg.Mounts) > 0 || virtual != ws {

@@ -105,3 +105,20 @@ func TestRuntimeSweptAfterKill9(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ents, "Close removes the runtime directory and its lock")
 }
+
+// TestOpensWithoutWritableHome: where SAGE_HOME cannot be made (a Pod's
+// read-only root, here a path under a regular file), an anonymous
+// sandbox opens and runs commands as before, without the lock.
+func TestOpensWithoutWritableHome(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	t.Setenv("SAGE_HOME", filepath.Join(file, "home"))
+	d, err := New(context.Background(), driver.Config{Workspace: t.TempDir()})
+	require.NoError(t, err)
+	s := d.(*Sandbox)
+	assert.Nil(t, s.runtimeLock)
+	r, err := s.Exec(context.Background(), driver.ExecSpec{Command: "echo hi"})
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", r.Stdout)
+	require.NoError(t, s.Close(context.Background()))
+}

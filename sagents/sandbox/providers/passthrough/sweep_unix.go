@@ -3,7 +3,7 @@
 package passthrough
 
 import (
-	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,21 +28,26 @@ const (
 var swept sync.Map
 
 // lockOwnRuntime sweeps the runtime root once per process, then locks
-// the sandbox's own runtime directory, to be made when first used.
-func (s *Sandbox) lockOwnRuntime() error {
+// the sandbox's own runtime directory, to be made when first used. Where
+// SAGE_HOME cannot be written (a container's read-only root: sandboxd in
+// a Pod), the sandbox opens as before, without the lock: its runtime
+// directory is made only when a task or code file needs it (which then
+// fails with its own error), and a kill -9 can leave nothing there.
+func (s *Sandbox) lockOwnRuntime() {
 	root := filepath.Dir(s.runtimeDir)
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return fmt.Errorf("passthrough: runtime dir: %w", err)
+		slog.Debug("passthrough sandbox: no lock for the runtime directory", "dir", s.runtimeDir, "err", err)
+		return
 	}
 	if _, done := swept.LoadOrStore(root, true); !done {
 		sweep(root)
 	}
 	f, err := hostkit.LockFile(s.runtimeDir + lockSuffix)
 	if err != nil {
-		return fmt.Errorf("passthrough: runtime dir: %w", err)
+		slog.Debug("passthrough sandbox: no lock for the runtime directory", "dir", s.runtimeDir, "err", err)
+		return
 	}
 	s.runtimeLock = f
-	return nil
 }
 
 // removeOwnRuntime removes an anonymous sandbox's runtime directory, then
@@ -52,8 +57,10 @@ func (s *Sandbox) removeOwnRuntime() error {
 	if !s.ownRuntime {
 		return nil
 	}
-	if err := os.RemoveAll(s.runtimeDir); err != nil {
-		return err
+	if _, err := os.Lstat(s.runtimeDir); err == nil { // (never made: nothing to remove)
+		if err := os.RemoveAll(s.runtimeDir); err != nil {
+			return err
+		}
 	}
 	hostkit.Unlock(s.runtimeLock, s.runtimeDir+lockSuffix)
 	s.runtimeLock = nil
