@@ -12,6 +12,7 @@
 // An anonymous sandbox's runtime directory (SAGE_HOME/runtime/pt-ID: code
 // files, background tasks' logs) goes at Close; one a process killed with
 // -9 left is removed by the next process's first anonymous open there
-// (sweep_unix.go). The background tasks of a killed process are not
+// (sweep_unix.go), where SAGE_HOME can be written (sandboxd in a Pod,
+// as a uid that cannot, opens without the lock). The background tasks of a killed process are not
 // stopped by it: they run in process groups of their own.
 package passthrough
