@@ -3,11 +3,9 @@
 package local_test
 
 import (
-	"bufio"
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -296,27 +294,16 @@ func TestCheckpointSurvivesKill9(t *testing.T) {
 	}
 	requireBwrap(t)
 	ws, rt := sandboxtest.TempDir(t), sandboxtest.TempDir(t)
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run", "^TestCheckpointHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SAGE_CKPT_HELPER="+ws+":"+rt)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	h := testenv.StartHelper(t, "TestCheckpointHelper", "SAGE_CKPT_HELPER="+ws+":"+rt)
 	var id string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "checkpoint "); ok {
+	h.ReadUntil(func(line string) bool {
+		if v, ok := strings.CutPrefix(line, "checkpoint "); ok {
 			id = v
 		}
-		if sc.Text() == "ready" {
-			break
-		}
-	}
+		return line != "ready"
+	})
 	require.NotEmpty(t, id, "the helper took no checkpoint")
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	cmd.Wait()
+	h.Kill9()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(testenv.Processes("bwrap", rt)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)

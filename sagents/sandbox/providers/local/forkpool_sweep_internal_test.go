@@ -3,14 +3,11 @@
 package local
 
 import (
-	"bufio"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,28 +29,17 @@ func spareFiles(t *testing.T, home string) []string {
 // startPoolHelper runs TestForkPoolHelper in a new process over SAGE_HOME
 // home and waits until its pool holds a pre-started sandbox, whose
 // placeholder it returns; the helper runs until its stdin closes.
-func startPoolHelper(t *testing.T, home string) (*exec.Cmd, io.WriteCloser, string) {
+func startPoolHelper(t *testing.T, home string) (*testenv.HelperProcess, string) {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run", "^TestForkPoolHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SAGE_POOL_HELPER=1", "SAGE_HOME="+home)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "spare "); ok {
-			go io.Copy(io.Discard, out)
-			return cmd, in, v
-		}
+	h := testenv.StartHelper(t, "TestForkPoolHelper", "SAGE_POOL_HELPER=1", "SAGE_HOME="+home)
+	var spare string
+	if !h.ReadUntil(func(line string) bool {
+		spare, _ = strings.CutPrefix(line, "spare ")
+		return spare == ""
+	}) {
+		t.Fatal("the helper's pool did not fill")
 	}
-	t.Fatal("the helper's pool did not fill")
-	return nil, nil, ""
+	return h, spare
 }
 
 // TestForkPoolSweptAfterKill9: a daemon killed with -9 leaves its fork
@@ -67,10 +53,9 @@ func TestForkPoolSweptAfterKill9(t *testing.T) {
 	}
 	testenv.Command(t, "bwrap", testenv.SetupFix+" (apt-get install bubblewrap)")
 	home := sandboxtest.TempDir(t)
-	killed, _, dead := startPoolHelper(t, home)
-	_, liveIn, live := startPoolHelper(t, home)
-	require.NoError(t, killed.Process.Signal(syscall.SIGKILL))
-	killed.Wait()
+	killed, dead := startPoolHelper(t, home)
+	liveHelper, live := startPoolHelper(t, home)
+	killed.Kill9()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(testenv.Processes("bwrap", dead)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -94,7 +79,7 @@ func TestForkPoolSweptAfterKill9(t *testing.T) {
 	slices.Sort(want)
 	assert.Equal(t, want, got, "a running process's pool and this one's stay")
 
-	liveIn.Close() // the live helper closes its sandboxes: its files go
+	liveHelper.Stdin.Close() // the live helper closes its sandboxes: its files go
 	require.NoError(t, s.Close(t.Context()))
 	deadline = time.Now().Add(30 * time.Second)
 	for len(spareFiles(t, home)) > 0 && time.Now().Before(deadline) {

@@ -3,12 +3,9 @@
 package local_test
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,22 +53,14 @@ func TestGvisorSessionAfterKill9(t *testing.T) {
 // returns the checkpoint id it printed, if any.
 func killGvisorHelper(t *testing.T, ws, rt, mode string) (id string) {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run", "^TestGvisorKill9Helper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SAGE_GKILL9_HELPER="+mode+":"+ws+":"+rt)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && sc.Text() != "ready" {
-		if v, ok := strings.CutPrefix(sc.Text(), "checkpoint "); ok {
+	h := testenv.StartHelper(t, "TestGvisorKill9Helper", "SAGE_GKILL9_HELPER="+mode+":"+ws+":"+rt)
+	h.ReadUntil(func(line string) bool {
+		if v, ok := strings.CutPrefix(line, "checkpoint "); ok {
 			id = v
 		}
-	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	cmd.Wait()
+		return line != "ready"
+	})
+	h.Kill9()
 	deadline := time.Now().Add(10 * time.Second)
 	for len(testenv.Processes("runsc", rt)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)

@@ -3,16 +3,13 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -167,8 +164,7 @@ func TestForkLeftoversSweptAfterKill9(t *testing.T) {
 	require.NotEmpty(t, dead.named)
 	mine := openLeftovers(t, sandboxtest.TempDir(t), "")
 
-	require.NoError(t, helper.Process.Signal(syscall.SIGKILL))
-	helper.Wait()
+	helper.Kill9()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range []string{scratch, dead.anon, dead.fork, dead.named} {
 		for len(testenv.Processes("bwrap", p)) > 0 && time.Now().Before(deadline) {
@@ -239,23 +235,12 @@ func TestForkLeftoversSweptAfterKill9(t *testing.T) {
 // startLeftoversHelper runs TestForkLeftoversHelper in a new process over
 // SAGE_HOME home, its workspaces under scratch, and waits until it opened
 // its leftovers; the helper runs until its stdin closes.
-func startLeftoversHelper(t *testing.T, home, scratch string) (*exec.Cmd, leftovers) {
+func startLeftoversHelper(t *testing.T, home, scratch string) (*testenv.HelperProcess, leftovers) {
 	t.Helper()
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run", "^TestForkLeftoversHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SAGE_LEFTOVERS_HELPER="+scratch, "SAGE_HOME="+home)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	h := testenv.StartHelper(t, "TestForkLeftoversHelper", "SAGE_LEFTOVERS_HELPER="+scratch, "SAGE_HOME="+home)
 	var l leftovers
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
+	if !h.ReadUntil(func(line string) bool {
+		k, v, _ := strings.Cut(line, " ")
 		switch k {
 		case "anon":
 			l.anon = v
@@ -267,13 +252,12 @@ func startLeftoversHelper(t *testing.T, home, scratch string) (*exec.Cmd, leftov
 			l.idmap, l.project, _ = strings.Cut(v, " ")
 		case "aside":
 			l.aside = append(l.aside, v)
-		case "ready":
-			go io.Copy(io.Discard, out)
-			return cmd, l
 		}
+		return k != "ready"
+	}) {
+		t.Fatal("the helper did not open its sandboxes")
 	}
-	t.Fatal("the helper did not open its sandboxes")
-	return nil, l
+	return h, l
 }
 
 // TestForkLeftoversHelper is TestForkLeftoversSweptAfterKill9's daemon:

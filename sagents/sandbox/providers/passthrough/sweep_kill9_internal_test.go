@@ -3,12 +3,10 @@
 package passthrough
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sage-go/sage/internal/testenv"
 	"github.com/sage-go/sage/sagents/sandbox/driver"
 )
 
@@ -56,26 +55,13 @@ func TestLeftoversHelper(t *testing.T) {
 func TestRuntimeSweptAfterKill9(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("SAGE_HOME", home)
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	cmd := exec.Command(exe, "-test.run", "^TestLeftoversHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SAGE_PT_HELPER_WS="+t.TempDir())
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	h := testenv.StartHelper(t, "TestLeftoversHelper", "SAGE_PT_HELPER_WS="+t.TempDir())
 	var dead string
-	for sc := bufio.NewScanner(out); sc.Scan(); {
-		if v, ok := strings.CutPrefix(sc.Text(), "runtime "); ok {
-			dead = v
-			break
-		}
-	}
+	h.ReadUntil(func(line string) bool {
+		dead, _ = strings.CutPrefix(line, "runtime ")
+		return dead == ""
+	})
 	require.NotEmpty(t, dead, "the helper opened no sandbox")
-	go io.Copy(io.Discard, out)
 
 	mine, mineDir := openAnon(t, driver.Config{Workspace: t.TempDir()})
 	defer mine.Close(context.Background())
@@ -85,8 +71,7 @@ func TestRuntimeSweptAfterKill9(t *testing.T) {
 	_, err = n.(*Sandbox).StartBackground(context.Background(), "true", driver.ExecOptions{})
 	require.NoError(t, err)
 	require.NoError(t, n.Close(context.Background()))
-	require.NoError(t, cmd.Process.Kill())
-	cmd.Wait()
+	h.Kill9()
 	require.DirExists(t, dead, "kill -9 left its runtime directory")
 
 	swept.Clear() // as a new process
