@@ -95,9 +95,9 @@ const spareRunSuffix = ".run"
 // its (empty) layers mounted: a fork takes it and mounts its own layers
 // beneath (adopt).
 func (s *Sandbox) newSpare() (*Sandbox, error) {
-	root := filepath.Join(sagehome.Dir(), "runtime")
-	sweep(root, true)
-	dir := filepath.Join(root, driver.NewID("spare"))
+	// (What processes killed with -9 left there was swept at the
+	// parent's open, NewWithOptions.)
+	dir := filepath.Join(sagehome.Dir(), "runtime", driver.NewID("spare"))
 	if err := makeParents(dir, s.ident != nil); err != nil {
 		return nil, fmt.Errorf("local: fork pool: %w", err)
 	}
